@@ -1,0 +1,56 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "swift-ble",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "BLEWire", targets: ["BLEWire"]),
+        .library(name: "BLETransport", targets: ["BLETransport"]),
+        .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
+        .executable(name: "ble", targets: ["ble"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // Value types and codecs: no I/O, no clocks, no randomness.
+        .target(name: "BLEWire", swiftSettings: strict),
+        // HCI transports: H4 framing, in-process pipe, TCP, UART, Linux HCI user channel, btsnoop.
+        .target(
+            name: "BLETransport",
+            dependencies: ["BLEWire", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        // Simulated controllers on a shared simulated air, speaking real HCI bytes.
+        .target(
+            name: "BLEVirtualController",
+            dependencies: ["BLEWire", "BLETransport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "ble",
+            dependencies: [
+                "BLEWire", "BLETransport", "BLEVirtualController",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // Benchmarks: `swift run -c release ble-bench` (figures are never asserted in tests).
+        .executableTarget(
+            name: "BLEBenchmarks",
+            dependencies: ["BLEWire", "BLETransport", "BLEVirtualController"],
+            path: "Sources/BLEBenchmarks",
+            swiftSettings: strict),
+        .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
+        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"], swiftSettings: strict),
+        .testTarget(
+            name: "BLEVirtualControllerTests",
+            dependencies: ["BLEVirtualController", "BLETransport", "BLEWire"],
+            swiftSettings: strict),
+    ]
+)
