@@ -18,7 +18,8 @@ extension Sequence where Element == UInt8 {
 extension Array where Element == UInt8 {
     /// Parses hex text such as `"0a1B"`, `"0a 1b"`, `"0a:1b"` or `"0x0a1b"`; `nil` if it is not hex.
     public init?(hex text: String) {
-        var digits = Array(text.lowercased().filter { !" :-_\n\t".contains($0) })
+        let separators: Set<Character> = [" ", ":", "-", "_", "\n", "\t"]
+        var digits: [Character] = text.lowercased().filter { !separators.contains($0) }.map { $0 }
         if digits.count >= 2, digits[0] == "0", digits[1] == "x" { digits.removeFirst(2) }
         guard digits.count % 2 == 0 else { return nil }
         var out: [UInt8] = []

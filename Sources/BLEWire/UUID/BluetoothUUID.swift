@@ -1,0 +1,120 @@
+/// A Bluetooth UUID in its 16-, 32- or 128-bit form.
+///
+/// Core 5.4, Vol 3, Part B, 2.5.1: 16- and 32-bit UUIDs are shorthands for 128-bit UUIDs built on the
+/// Bluetooth Base UUID `00000000-0000-1000-8000-00805F9B34FB`. Equality and hashing compare the full 128-bit
+/// value, so `180F` equals `0000180F-0000-1000-8000-00805F9B34FB`. On the wire UUIDs are little-endian; as text
+/// (and in ``bigEndianBytes``) they are big-endian, as CoreBluetooth's `CBUUID` prints them.
+public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The 128-bit value, big-endian (the order the text form is written in).
+    public let bigEndianBytes: [UInt8]
+
+    /// The Bluetooth Base UUID's last 12 bytes, big-endian.
+    static let baseSuffix: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
+
+    /// Creates a UUID from its 16-bit shorthand.
+    public init(_ value: UInt16) {
+        bigEndianBytes = [0, 0, UInt8(value >> 8), UInt8(truncatingIfNeeded: value)] + Self.baseSuffix
+    }
+
+    /// Creates a UUID from its 32-bit shorthand.
+    public init(uint32 value: UInt32) {
+        bigEndianBytes = [UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16),
+                          UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)] + Self.baseSuffix
+    }
+
+    /// Creates a UUID from 16 big-endian bytes, or `nil` if `bytes` is not 16 bytes long.
+    public init?(bigEndian bytes: [UInt8]) {
+        guard bytes.count == 16 else { return nil }
+        bigEndianBytes = bytes
+    }
+
+    /// Decodes a UUID from its little-endian wire form of 2, 4 or 16 bytes.
+    public init(littleEndian bytes: [UInt8]) throws(WireError) {
+        switch bytes.count {
+        case 2: self.init(UInt16(bytes[0]) | UInt16(bytes[1]) << 8)
+        case 4: self.init(uint32: UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24)
+        case 16: bigEndianBytes = bytes.reversed()
+        default: throw WireError(.lengthMismatch, "UUID of \(bytes.count) byte(s); expected 2, 4 or 16")
+        }
+    }
+
+    /// Parses `"180F"`, `"0x180F"`, `"0000180F"` or `"0000180F-0000-1000-8000-00805F9B34FB"` (any case),
+    /// as `CBUUID(string:)` does; `nil` for anything else.
+    public init?(_ text: String) {
+        var t = text
+        if t.hasPrefix("0x") || t.hasPrefix("0X") { t.removeFirst(2) }
+        switch t.count {
+        case 4:
+            guard let v = UInt16(t, radix: 16) else { return nil }
+            self.init(v)
+        case 8:
+            guard let v = UInt32(t, radix: 16) else { return nil }
+            self.init(uint32: v)
+        case 36:
+            let chars = Array(t)
+            guard [8, 13, 18, 23].allSatisfy({ chars[$0] == "-" }) else { return nil }
+            guard let bytes = [UInt8](hex: String(chars.filter { $0 != "-" })), bytes.count == 16 else { return nil }
+            bigEndianBytes = bytes
+        case 32:
+            guard let bytes = [UInt8](hex: t), bytes.count == 16 else { return nil }
+            bigEndianBytes = bytes
+        default:
+            return nil
+        }
+    }
+
+    /// Whether the UUID is built on the Bluetooth Base UUID.
+    public var isBased: Bool { Array(bigEndianBytes[4...]) == Self.baseSuffix }
+
+    /// The 16-bit shorthand, when the UUID has one.
+    public var uint16: UInt16? {
+        guard isBased, bigEndianBytes[0] == 0, bigEndianBytes[1] == 0 else { return nil }
+        return UInt16(bigEndianBytes[2]) << 8 | UInt16(bigEndianBytes[3])
+    }
+
+    /// The 32-bit shorthand, when the UUID has one (16-bit UUIDs have one too).
+    public var uint32: UInt32? {
+        guard isBased else { return nil }
+        return bigEndianBytes[0..<4].reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    /// The shortest little-endian wire form allowed in ATT: 2 bytes for 16-bit UUIDs, else 16 bytes.
+    ///
+    /// ATT carries only 16- and 128-bit UUIDs (Core 5.4, Vol 3, Part F, 3.2.1).
+    public var attWireBytes: [UInt8] {
+        if let short = uint16 { return [UInt8(truncatingIfNeeded: short), UInt8(short >> 8)] }
+        return bigEndianBytes.reversed()
+    }
+
+    /// The 128-bit little-endian wire form.
+    public var wireBytes128: [UInt8] { bigEndianBytes.reversed() }
+
+    /// The canonical text: `"180F"` for 16-bit UUIDs, `"0000FFFF"`-style for 32-bit, else the 36-character form
+    /// (uppercase, like `CBUUID.uuidString`).
+    public var uuidString: String {
+        if let short = uint16 { return [UInt8(short >> 8), UInt8(truncatingIfNeeded: short)].hexString().uppercased() }
+        if let long = uint32 {
+            return [UInt8(long >> 24), UInt8(truncatingIfNeeded: long >> 16), UInt8(truncatingIfNeeded: long >> 8),
+                    UInt8(truncatingIfNeeded: long)].hexString().uppercased()
+        }
+        return fullString
+    }
+
+    /// The full 36-character text form, uppercase.
+    public var fullString: String {
+        let h = bigEndianBytes.hexString().uppercased()
+        let c = Array(h)
+        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+    }
+
+    public var description: String { uuidString }
+
+    public static func < (lhs: BluetoothUUID, rhs: BluetoothUUID) -> Bool {
+        lhs.bigEndianBytes.lexicographicallyPrecedes(rhs.bigEndianBytes)
+    }
+}
+
+extension BluetoothUUID: ExpressibleByIntegerLiteral {
+    /// `let battery: BluetoothUUID = 0x180F`
+    public init(integerLiteral value: UInt16) { self.init(value) }
+}
