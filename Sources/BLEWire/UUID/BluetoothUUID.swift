@@ -11,21 +11,23 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
     /// The Bluetooth Base UUID's last 12 bytes, big-endian.
     static let baseSuffix: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
 
+    private init(raw: [UInt8]) { bigEndianBytes = raw }
+
     /// Creates a UUID from its 16-bit shorthand.
     public init(_ value: UInt16) {
-        bigEndianBytes = [0, 0, UInt8(value >> 8), UInt8(truncatingIfNeeded: value)] + Self.baseSuffix
+        self.init(raw: [0, 0, UInt8(value >> 8), UInt8(truncatingIfNeeded: value)] + Self.baseSuffix)
     }
 
     /// Creates a UUID from its 32-bit shorthand.
     public init(uint32 value: UInt32) {
-        bigEndianBytes = [UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16),
-                          UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)] + Self.baseSuffix
+        self.init(raw: [UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16),
+                        UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)] + Self.baseSuffix)
     }
 
     /// Creates a UUID from 16 big-endian bytes, or `nil` if `bytes` is not 16 bytes long.
     public init?(bigEndian bytes: [UInt8]) {
         guard bytes.count == 16 else { return nil }
-        bigEndianBytes = bytes
+        self.init(raw: bytes)
     }
 
     /// Decodes a UUID from its little-endian wire form of 2, 4 or 16 bytes.
@@ -33,7 +35,7 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
         switch bytes.count {
         case 2: self.init(UInt16(bytes[0]) | UInt16(bytes[1]) << 8)
         case 4: self.init(uint32: UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24)
-        case 16: bigEndianBytes = bytes.reversed()
+        case 16: self.init(raw: bytes.reversed())
         default: throw WireError(.lengthMismatch, "UUID of \(bytes.count) byte(s); expected 2, 4 or 16")
         }
     }
@@ -54,10 +56,10 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
             let chars = Array(t)
             guard [8, 13, 18, 23].allSatisfy({ chars[$0] == "-" }) else { return nil }
             guard let bytes = [UInt8](hex: String(chars.filter { $0 != "-" })), bytes.count == 16 else { return nil }
-            bigEndianBytes = bytes
+            self.init(raw: bytes)
         case 32:
             guard let bytes = [UInt8](hex: t), bytes.count == 16 else { return nil }
-            bigEndianBytes = bytes
+            self.init(raw: bytes)
         default:
             return nil
         }
