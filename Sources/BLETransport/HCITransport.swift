@@ -1,0 +1,59 @@
+import BLEWire
+
+/// A bidirectional carrier of HCI packets between a host and a controller.
+///
+/// The same abstraction serves both ends: a host sends commands and ACL data and receives events and ACL data;
+/// a controller endpoint (the virtual controller's TCP server, the in-process pipe's far end) does the reverse.
+/// Implementations: ``H4StreamTransport`` over any byte stream (TCP, UART, pipes), the in-process pipe, and the
+/// Linux HCI user channel.
+public protocol HCITransport: AnyObject, Sendable {
+    /// The packets arriving from the other end, in order. There is a single consumer. The sequence finishes when
+    /// the transport is closed and throws ``TransportError`` when it fails.
+    var incoming: AsyncThrowingStream<HCIPacket, any Error> { get }
+
+    /// Sends one packet to the other end. Throws ``TransportError`` once the transport is closed or broken.
+    func send(_ packet: HCIPacket) async throws
+
+    /// Closes the transport; `incoming` finishes. Idempotent.
+    func close() async
+}
+
+/// Why a transport failed.
+public struct TransportError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure.
+    public enum Kind: Sendable, Hashable {
+        /// The transport is closed.
+        case closed
+        /// The operating system lacks what the transport needs (for example, no kernel Bluetooth).
+        case unsupported
+        /// The operating system denied access (for example, no CAP_NET_ADMIN for the HCI user channel).
+        case permissionDenied
+        /// Connecting, opening or configuring failed.
+        case openFailed
+        /// Reading or writing failed.
+        case ioFailed
+        /// The byte stream could not be framed into HCI packets.
+        case framing
+        /// An address or specification string could not be parsed.
+        case invalidSpecification
+    }
+
+    /// The kind of failure.
+    public var kind: Kind
+    /// A human-readable explanation.
+    public var reason: String
+    /// The `errno` value behind the failure, when there is one.
+    public var errno: Int32?
+
+    /// Creates an error.
+    public init(_ kind: Kind, _ reason: String, errno: Int32? = nil) {
+        self.kind = kind
+        self.reason = reason
+        self.errno = errno
+    }
+
+    public var description: String {
+        if let errno { return "\(reason) (errno \(errno))" }
+        return reason
+    }
+}
