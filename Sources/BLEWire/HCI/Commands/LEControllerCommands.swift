@@ -1,0 +1,310 @@
+// LE controller configuration commands: masks, buffers, features, addresses, data length, PHY.
+
+/// LE Set Event Mask. Core 5.4, Vol 4, Part E, 7.8.1.
+public struct HCILESetEventMask: HCICommand, Hashable {
+    public static let opcode = HCIOpcode.leSetEventMask
+    /// Bit n enables LE subevent n+1.
+    public var mask: UInt64
+    /// The mask a controller uses after reset: 0x000000000000001F.
+    public static let defaultMask: UInt64 = 0x1F
+    public init(mask: UInt64) { self.mask = mask }
+    public init(from reader: inout ByteReader) throws(WireError) { mask = try reader.readUInt64("LE event mask") }
+    public func encode(into writer: inout ByteWriter) { writer.write(mask) }
+
+    /// The mask bit enabling `subevent`.
+    public static func bit(for subevent: HCILESubeventCode) -> UInt64? {
+        subevent.rawValue >= 1 && subevent.rawValue <= 64 ? 1 << UInt64(subevent.rawValue - 1) : nil
+    }
+}
+
+/// LE Read Buffer Size [v1]. Core 5.4, Vol 4, Part E, 7.8.2.
+public struct HCILEReadBufferSize: HCIParameterlessCommand, Hashable {
+    public static let opcode = HCIOpcode.leReadBufferSize
+    public init() {}
+
+    public struct ReturnParameters: WireCodable, Hashable {
+        public var status: HCIStatus
+        /// Maximum ACL data length per packet the controller accepts (0: use Read Buffer Size).
+        public var leACLDataPacketLength: UInt16
+        /// Number of ACL packets the controller can buffer.
+        public var totalNumLEACLDataPackets: UInt8
+        public init(status: HCIStatus = .success, leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8) {
+            self.status = status
+            self.leACLDataPacketLength = leACLDataPacketLength
+            self.totalNumLEACLDataPackets = totalNumLEACLDataPackets
+        }
+        public init(from reader: inout ByteReader) throws(WireError) {
+            status = HCIStatus(rawValue: try reader.readUInt8("status"))
+            leACLDataPacketLength = try reader.readUInt16("LE_ACL_Data_Packet_Length")
+            totalNumLEACLDataPackets = try reader.readUInt8("Total_Num_LE_ACL_Data_Packets")
+        }
+        public func encode(into writer: inout ByteWriter) {
+            writer.write(status.rawValue)
+            writer.write(leACLDataPacketLength)
+            writer.write(totalNumLEACLDataPackets)
+        }
+    }
+}
+
+/// LE Read Buffer Size [v2] (adds ISO buffers). Core 5.4, Vol 4, Part E, 7.8.2.
+public struct HCILEReadBufferSizeV2: HCIParameterlessCommand, Hashable {
+    public static let opcode = HCIOpcode.leReadBufferSizeV2
+    public init() {}
+
+    public struct ReturnParameters: WireCodable, Hashable {
+        public var status: HCIStatus
+        public var leACLDataPacketLength: UInt16
+        public var totalNumLEACLDataPackets: UInt8
+        public var isoDataPacketLength: UInt16
+        public var totalNumISODataPackets: UInt8
+        public init(status: HCIStatus = .success, leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8,
+                    isoDataPacketLength: UInt16 = 0, totalNumISODataPackets: UInt8 = 0) {
+            self.status = status
+            self.leACLDataPacketLength = leACLDataPacketLength
+            self.totalNumLEACLDataPackets = totalNumLEACLDataPackets
+            self.isoDataPacketLength = isoDataPacketLength
+            self.totalNumISODataPackets = totalNumISODataPackets
+        }
+        public init(from reader: inout ByteReader) throws(WireError) {
+            status = HCIStatus(rawValue: try reader.readUInt8("status"))
+            leACLDataPacketLength = try reader.readUInt16("LE_ACL_Data_Packet_Length")
+            totalNumLEACLDataPackets = try reader.readUInt8("Total_Num_LE_ACL_Data_Packets")
+            isoDataPacketLength = try reader.readUInt16("ISO_Data_Packet_Length")
+            totalNumISODataPackets = try reader.readUInt8("Total_Num_ISO_Data_Packets")
+        }
+        public func encode(into writer: inout ByteWriter) {
+            writer.write(status.rawValue)
+            writer.write(leACLDataPacketLength)
+            writer.write(totalNumLEACLDataPackets)
+            writer.write(isoDataPacketLength)
+            writer.write(totalNumISODataPackets)
+        }
+    }
+}
+
+/// LE feature bits. Core 5.4, Vol 6, Part B, 4.6.
+public struct LEFeatures: OptionSet, Hashable, Sendable {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static let encryption = LEFeatures(rawValue: 1 << 0)
+    public static let connectionParametersRequest = LEFeatures(rawValue: 1 << 1)
+    public static let extendedRejectIndication = LEFeatures(rawValue: 1 << 2)
+    public static let peripheralInitiatedFeaturesExchange = LEFeatures(rawValue: 1 << 3)
+    public static let ping = LEFeatures(rawValue: 1 << 4)
+    public static let dataPacketLengthExtension = LEFeatures(rawValue: 1 << 5)
+    public static let llPrivacy = LEFeatures(rawValue: 1 << 6)
+    public static let extendedScanningFilterPolicies = LEFeatures(rawValue: 1 << 7)
+    public static let le2MPHY = LEFeatures(rawValue: 1 << 8)
+    public static let leCodedPHY = LEFeatures(rawValue: 1 << 11)
+    public static let extendedAdvertising = LEFeatures(rawValue: 1 << 12)
+    public static let periodicAdvertising = LEFeatures(rawValue: 1 << 13)
+    public static let channelSelectionAlgorithm2 = LEFeatures(rawValue: 1 << 14)
+}
+
+/// LE Read Local Supported Features. Core 5.4, Vol 4, Part E, 7.8.3.
+public struct HCILEReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable {
+    public static let opcode = HCIOpcode.leReadLocalSupportedFeatures
+    public init() {}
+
+    public struct ReturnParameters: WireCodable, Hashable {
+        public var status: HCIStatus
+        public var features: LEFeatures
+        public init(status: HCIStatus = .success, features: LEFeatures) {
+            self.status = status
+            self.features = features
+        }
+        public init(from reader: inout ByteReader) throws(WireError) {
+            status = HCIStatus(rawValue: try reader.readUInt8("status"))
+            features = LEFeatures(rawValue: try reader.readUInt64("LE_Features"))
+        }
+        public func encode(into writer: inout ByteWriter) {
+            writer.write(status.rawValue)
+            writer.write(features.rawValue)
+        }
+    }
+}
+
+/// LE Set Random Address. Core 5.4, Vol 4, Part E, 7.8.4.
+public struct HCILESetRandomAddress: HCICommand, Hashable {
+    public static let opcode = HCIOpcode.leSetRandomAddress
+    public var address: BluetoothAddress
+    public init(address: BluetoothAddress) { self.address = address }
+    public init(from reader: inout ByteReader) throws(WireError) { address = try BluetoothAddress(from: &reader) }
+    public func encode(into writer: inout ByteWriter) { address.encode(into: &writer) }
+}
+
+/// LE Rand. Core 5.4, Vol 4, Part E, 7.8.23.
+public struct HCILERand: HCIParameterlessCommand, Hashable {
+    public static let opcode = HCIOpcode.leRand
+    public init() {}
+
+    public struct ReturnParameters: WireCodable, Hashable {
+        public var status: HCIStatus
+        public var randomNumber: UInt64
+        public init(status: HCIStatus = .success, randomNumber: UInt64) {
+            self.status = status
+            self.randomNumber = randomNumber
+        }
+        public init(from reader: inout ByteReader) throws(WireError) {
+            status = HCIStatus(rawValue: try reader.readUInt8("status"))
+            randomNumber = try reader.readUInt64("Random_Number")
+        }
+        public func encode(into writer: inout ByteWriter) {
+            writer.write(status.rawValue)
+            writer.write(randomNumber)
+        }
+    }
+}
+
+/// LE Set Data Length. Core 5.4, Vol 4, Part E, 7.8.33.
+public struct HCILESetDataLength: HCICommand, Hashable {
+    public static let opcode = HCIOpcode.leSetDataLength
+    public var handle: UInt16
+    /// Preferred maximum payload octets (0x001B–0x00FB).
+    public var txOctets: UInt16
+    /// Preferred maximum transmit time in µs (0x0148–0x4290).
+    public var txTime: UInt16
+    public init(handle: UInt16, txOctets: UInt16, txTime: UInt16) {
+        self.handle = handle
+        self.txOctets = txOctets
+        self.txTime = txTime
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        handle = try reader.readUInt16("Connection_Handle")
+        txOctets = try reader.readUInt16("TX_Octets")
+        txTime = try reader.readUInt16("TX_Time")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(handle)
+        writer.write(txOctets)
+        writer.write(txTime)
+    }
+
+    /// Whether the values are within the ranges the specification allows.
+    public var isValid: Bool { (0x001B...0x00FB).contains(txOctets) && (0x0148...0x4290).contains(txTime) }
+
+    public typealias ReturnParameters = HCIHandleReturnParameters
+}
+
+/// Return parameters made of a status and a connection handle.
+public struct HCIHandleReturnParameters: WireCodable, Hashable {
+    public var status: HCIStatus
+    public var handle: UInt16
+    public init(status: HCIStatus = .success, handle: UInt16) {
+        self.status = status
+        self.handle = handle
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        status = HCIStatus(rawValue: try reader.readUInt8("status"))
+        handle = try reader.readUInt16("Connection_Handle")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(status.rawValue)
+        writer.write(handle)
+    }
+}
+
+/// LE Read Suggested Default Data Length. Core 5.4, Vol 4, Part E, 7.8.34.
+public struct HCILEReadSuggestedDefaultDataLength: HCIParameterlessCommand, Hashable {
+    public static let opcode = HCIOpcode.leReadSuggestedDefaultDataLength
+    public init() {}
+
+    public struct ReturnParameters: WireCodable, Hashable {
+        public var status: HCIStatus
+        public var suggestedMaxTxOctets: UInt16
+        public var suggestedMaxTxTime: UInt16
+        public init(status: HCIStatus = .success, suggestedMaxTxOctets: UInt16, suggestedMaxTxTime: UInt16) {
+            self.status = status
+            self.suggestedMaxTxOctets = suggestedMaxTxOctets
+            self.suggestedMaxTxTime = suggestedMaxTxTime
+        }
+        public init(from reader: inout ByteReader) throws(WireError) {
+            status = HCIStatus(rawValue: try reader.readUInt8("status"))
+            suggestedMaxTxOctets = try reader.readUInt16("Suggested_Max_TX_Octets")
+            suggestedMaxTxTime = try reader.readUInt16("Suggested_Max_TX_Time")
+        }
+        public func encode(into writer: inout ByteWriter) {
+            writer.write(status.rawValue)
+            writer.write(suggestedMaxTxOctets)
+            writer.write(suggestedMaxTxTime)
+        }
+    }
+}
+
+/// LE Write Suggested Default Data Length. Core 5.4, Vol 4, Part E, 7.8.35.
+public struct HCILEWriteSuggestedDefaultDataLength: HCICommand, Hashable {
+    public static let opcode = HCIOpcode.leWriteSuggestedDefaultDataLength
+    public var suggestedMaxTxOctets: UInt16
+    public var suggestedMaxTxTime: UInt16
+    public init(suggestedMaxTxOctets: UInt16, suggestedMaxTxTime: UInt16) {
+        self.suggestedMaxTxOctets = suggestedMaxTxOctets
+        self.suggestedMaxTxTime = suggestedMaxTxTime
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        suggestedMaxTxOctets = try reader.readUInt16("Suggested_Max_TX_Octets")
+        suggestedMaxTxTime = try reader.readUInt16("Suggested_Max_TX_Time")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(suggestedMaxTxOctets)
+        writer.write(suggestedMaxTxTime)
+    }
+}
+
+/// LE Read Maximum Data Length. Core 5.4, Vol 4, Part E, 7.8.46.
+public struct HCILEReadMaximumDataLength: HCIParameterlessCommand, Hashable {
+    public static let opcode = HCIOpcode.leReadMaximumDataLength
+    public init() {}
+
+    public struct ReturnParameters: WireCodable, Hashable {
+        public var status: HCIStatus
+        public var supportedMaxTxOctets: UInt16
+        public var supportedMaxTxTime: UInt16
+        public var supportedMaxRxOctets: UInt16
+        public var supportedMaxRxTime: UInt16
+        public init(status: HCIStatus = .success, supportedMaxTxOctets: UInt16, supportedMaxTxTime: UInt16,
+                    supportedMaxRxOctets: UInt16, supportedMaxRxTime: UInt16) {
+            self.status = status
+            self.supportedMaxTxOctets = supportedMaxTxOctets
+            self.supportedMaxTxTime = supportedMaxTxTime
+            self.supportedMaxRxOctets = supportedMaxRxOctets
+            self.supportedMaxRxTime = supportedMaxRxTime
+        }
+        public init(from reader: inout ByteReader) throws(WireError) {
+            status = HCIStatus(rawValue: try reader.readUInt8("status"))
+            supportedMaxTxOctets = try reader.readUInt16("Supported_Max_TX_Octets")
+            supportedMaxTxTime = try reader.readUInt16("Supported_Max_TX_Time")
+            supportedMaxRxOctets = try reader.readUInt16("Supported_Max_RX_Octets")
+            supportedMaxRxTime = try reader.readUInt16("Supported_Max_RX_Time")
+        }
+        public func encode(into writer: inout ByteWriter) {
+            writer.write(status.rawValue)
+            writer.write(supportedMaxTxOctets)
+            writer.write(supportedMaxTxTime)
+            writer.write(supportedMaxRxOctets)
+            writer.write(supportedMaxRxTime)
+        }
+    }
+}
+
+/// LE Set Default PHY. Core 5.4, Vol 4, Part E, 7.8.48.
+public struct HCILESetDefaultPHY: HCICommand, Hashable {
+    public static let opcode = HCIOpcode.leSetDefaultPHY
+    public var allPHYs: UInt8
+    public var txPHYs: UInt8
+    public var rxPHYs: UInt8
+    public init(allPHYs: UInt8 = 0, txPHYs: UInt8 = 1, rxPHYs: UInt8 = 1) {
+        self.allPHYs = allPHYs
+        self.txPHYs = txPHYs
+        self.rxPHYs = rxPHYs
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        allPHYs = try reader.readUInt8("All_PHYs")
+        txPHYs = try reader.readUInt8("TX_PHYs")
+        rxPHYs = try reader.readUInt8("RX_PHYs")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(allPHYs)
+        writer.write(txPHYs)
+        writer.write(rxPHYs)
+    }
+}

@@ -1,0 +1,109 @@
+/// A decoded HCI event. Core 5.4, Vol 4, Part E, 7.7.
+///
+/// Unknown event codes decode to ``unknown(_:)``; a known code with malformed parameters throws ``WireError``.
+public enum HCIEvent: Hashable, Sendable {
+    case commandComplete(HCICommandCompleteEvent)
+    case commandStatus(HCICommandStatusEvent)
+    case disconnectionComplete(HCIDisconnectionCompleteEvent)
+    case encryptionChange(HCIEncryptionChangeEvent)
+    case encryptionKeyRefreshComplete(HCIEncryptionKeyRefreshCompleteEvent)
+    case numberOfCompletedPackets(HCINumberOfCompletedPacketsEvent)
+    case hardwareError(HCIHardwareErrorEvent)
+    case dataBufferOverflow(HCIDataBufferOverflowEvent)
+    case le(HCILEMetaEvent)
+    case unknown(HCIEventPacket)
+
+    /// Decodes an event packet.
+    public init(packet: HCIEventPacket) throws(WireError) {
+        let p = packet.parameters
+        switch packet.code {
+        case .commandComplete: self = .commandComplete(try .init(bytes: p))
+        case .commandStatus: self = .commandStatus(try .init(bytes: p))
+        case .disconnectionComplete: self = .disconnectionComplete(try .init(bytes: p))
+        case .encryptionChange: self = .encryptionChange(try .init(bytes: p))
+        case .encryptionKeyRefreshComplete: self = .encryptionKeyRefreshComplete(try .init(bytes: p))
+        case .numberOfCompletedPackets: self = .numberOfCompletedPackets(try .init(bytes: p))
+        case .hardwareError: self = .hardwareError(try .init(bytes: p))
+        case .dataBufferOverflow: self = .dataBufferOverflow(try .init(bytes: p))
+        case .leMeta: self = .le(try HCILEMetaEvent(parameters: p))
+        default: self = .unknown(packet)
+        }
+    }
+
+    /// The event as a packet.
+    public var packet: HCIEventPacket {
+        switch self {
+        case .commandComplete(let e): e.packet
+        case .commandStatus(let e): e.packet
+        case .disconnectionComplete(let e): e.packet
+        case .encryptionChange(let e): e.packet
+        case .encryptionKeyRefreshComplete(let e): e.packet
+        case .numberOfCompletedPackets(let e): e.packet
+        case .hardwareError(let e): e.packet
+        case .dataBufferOverflow(let e): e.packet
+        case .le(let e): e.packet
+        case .unknown(let packet): packet
+        }
+    }
+}
+
+/// A decoded LE Meta event. Core 5.4, Vol 4, Part E, 7.7.65.
+public enum HCILEMetaEvent: Hashable, Sendable {
+    case connectionComplete(HCILEConnectionCompleteEvent)
+    case enhancedConnectionComplete(HCILEEnhancedConnectionCompleteEvent)
+    case advertisingReport(HCILEAdvertisingReportEvent)
+    case extendedAdvertisingReport(HCILEExtendedAdvertisingReportEvent)
+    case connectionUpdateComplete(HCILEConnectionUpdateCompleteEvent)
+    case readRemoteFeaturesComplete(HCILEReadRemoteFeaturesCompleteEvent)
+    case longTermKeyRequest(HCILELongTermKeyRequestEvent)
+    case dataLengthChange(HCILEDataLengthChangeEvent)
+    case unknown(subevent: HCILESubeventCode, parameters: [UInt8])
+
+    /// Decodes the parameters of an LE Meta event (subevent code first).
+    public init(parameters: [UInt8]) throws(WireError) {
+        var reader = ByteReader(parameters)
+        let subevent = HCILESubeventCode(rawValue: try reader.readUInt8("Subevent_Code"))
+        let rest = reader.readRemaining()
+        switch subevent {
+        case .connectionComplete: self = .connectionComplete(try .init(bytes: rest))
+        case .enhancedConnectionComplete: self = .enhancedConnectionComplete(try .init(bytes: rest))
+        case .advertisingReport: self = .advertisingReport(try .init(bytes: rest))
+        case .extendedAdvertisingReport: self = .extendedAdvertisingReport(try .init(bytes: rest))
+        case .connectionUpdateComplete: self = .connectionUpdateComplete(try .init(bytes: rest))
+        case .readRemoteFeaturesComplete: self = .readRemoteFeaturesComplete(try .init(bytes: rest))
+        case .longTermKeyRequest: self = .longTermKeyRequest(try .init(bytes: rest))
+        case .dataLengthChange: self = .dataLengthChange(try .init(bytes: rest))
+        default: self = .unknown(subevent: subevent, parameters: rest)
+        }
+    }
+
+    /// The subevent code.
+    public var subevent: HCILESubeventCode {
+        switch self {
+        case .connectionComplete: .connectionComplete
+        case .enhancedConnectionComplete: .enhancedConnectionComplete
+        case .advertisingReport: .advertisingReport
+        case .extendedAdvertisingReport: .extendedAdvertisingReport
+        case .connectionUpdateComplete: .connectionUpdateComplete
+        case .readRemoteFeaturesComplete: .readRemoteFeaturesComplete
+        case .longTermKeyRequest: .longTermKeyRequest
+        case .dataLengthChange: .dataLengthChange
+        case .unknown(let subevent, _): subevent
+        }
+    }
+
+    /// The event as a packet.
+    public var packet: HCIEventPacket {
+        switch self {
+        case .connectionComplete(let e): e.packet
+        case .enhancedConnectionComplete(let e): e.packet
+        case .advertisingReport(let e): e.packet
+        case .extendedAdvertisingReport(let e): e.packet
+        case .connectionUpdateComplete(let e): e.packet
+        case .readRemoteFeaturesComplete(let e): e.packet
+        case .longTermKeyRequest(let e): e.packet
+        case .dataLengthChange(let e): e.packet
+        case .unknown(let subevent, let parameters): HCIEventPacket(code: .leMeta, parameters: [subevent.rawValue] + parameters)
+        }
+    }
+}

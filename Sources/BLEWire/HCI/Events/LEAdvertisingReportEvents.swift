@@ -1,0 +1,177 @@
+// Advertising reports: legacy and extended.
+
+/// The PDU type a legacy Advertising Report describes. Core 5.4, Vol 4, Part E, 7.7.65.2.
+public struct HCILEAdvertisingReportEventType: RawRepresentable, Hashable, Sendable {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Connectable and scannable undirected (ADV_IND).
+    public static let advInd = HCILEAdvertisingReportEventType(rawValue: 0x00)
+    /// Connectable directed (ADV_DIRECT_IND).
+    public static let advDirectInd = HCILEAdvertisingReportEventType(rawValue: 0x01)
+    /// Scannable undirected (ADV_SCAN_IND).
+    public static let advScanInd = HCILEAdvertisingReportEventType(rawValue: 0x02)
+    /// Non connectable undirected (ADV_NONCONN_IND).
+    public static let advNonconnInd = HCILEAdvertisingReportEventType(rawValue: 0x03)
+    /// Scan response (SCAN_RSP).
+    public static let scanResponse = HCILEAdvertisingReportEventType(rawValue: 0x04)
+
+    /// Whether a central may connect to the advertiser.
+    public var isConnectable: Bool { self == .advInd || self == .advDirectInd }
+}
+
+/// LE Advertising Report. Core 5.4, Vol 4, Part E, 7.7.65.2.
+///
+/// Reports are laid out one after another (event type, address type, address, data length, data, RSSI), as
+/// controllers send them.
+public struct HCILEAdvertisingReportEvent: HCILEMetaEventParameters, Hashable {
+    public static let subevent = HCILESubeventCode.advertisingReport
+
+    /// One received advertising or scan response PDU.
+    public struct Report: Hashable, Sendable {
+        public var eventType: HCILEAdvertisingReportEventType
+        public var addressType: LEAddressType
+        public var address: BluetoothAddress
+        /// Advertising or scan response data (at most 31 octets).
+        public var data: [UInt8]
+        /// RSSI in dBm; 127 means not available.
+        public var rssi: Int8
+        public init(eventType: HCILEAdvertisingReportEventType, addressType: LEAddressType, address: BluetoothAddress,
+                    data: [UInt8], rssi: Int8) {
+            self.eventType = eventType
+            self.addressType = addressType
+            self.address = address
+            self.data = data
+            self.rssi = rssi
+        }
+    }
+
+    public var reports: [Report]
+    public init(reports: [Report]) { self.reports = reports }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        let count = Int(try reader.readUInt8("Num_Reports"))
+        guard (1...0x19).contains(count) else { throw WireError(.invalidValue, "Num_Reports \(count) outside 1...25") }
+        var result: [Report] = []
+        for _ in 0..<count {
+            let type = HCILEAdvertisingReportEventType(rawValue: try reader.readUInt8("Event_Type"))
+            let addressType = LEAddressType(rawValue: try reader.readUInt8("Address_Type"))
+            let address = try BluetoothAddress(from: &reader)
+            let length = Int(try reader.readUInt8("Data_Length"))
+            guard length <= 31 else { throw WireError(.invalidValue, "advertising report Data_Length \(length) exceeds 31") }
+            let data = try reader.readBytes(length, "Data")
+            let rssi = try reader.readInt8("RSSI")
+            result.append(Report(eventType: type, addressType: addressType, address: address, data: data, rssi: rssi))
+        }
+        reports = result
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(UInt8(truncatingIfNeeded: reports.count))
+        for r in reports {
+            writer.write(r.eventType.rawValue)
+            writer.write(r.addressType.rawValue)
+            r.address.encode(into: &writer)
+            writer.write(UInt8(truncatingIfNeeded: r.data.count))
+            writer.write(r.data)
+            writer.write(r.rssi)
+        }
+    }
+}
+
+/// The Event_Type bit field of an Extended Advertising Report. Core 5.4, Vol 4, Part E, 7.7.65.13.
+public struct HCILEExtendedAdvertisingEventType: OptionSet, Hashable, Sendable {
+    public var rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public static let connectable = HCILEExtendedAdvertisingEventType(rawValue: 1 << 0)
+    public static let scannable = HCILEExtendedAdvertisingEventType(rawValue: 1 << 1)
+    public static let directed = HCILEExtendedAdvertisingEventType(rawValue: 1 << 2)
+    public static let scanResponse = HCILEExtendedAdvertisingEventType(rawValue: 1 << 3)
+    public static let legacy = HCILEExtendedAdvertisingEventType(rawValue: 1 << 4)
+    /// Data status (bits 5–6): 0 complete, 1 incomplete with more to come, 2 incomplete and truncated.
+    public var dataStatus: UInt8 { UInt8(truncatingIfNeeded: (rawValue >> 5) & 0x03) }
+}
+
+/// LE Extended Advertising Report. Core 5.4, Vol 4, Part E, 7.7.65.13.
+public struct HCILEExtendedAdvertisingReportEvent: HCILEMetaEventParameters, Hashable {
+    public static let subevent = HCILESubeventCode.extendedAdvertisingReport
+
+    /// One received extended (or legacy-as-extended) advertising PDU.
+    public struct Report: Hashable, Sendable {
+        public var eventType: HCILEExtendedAdvertisingEventType
+        public var addressType: LEAddressType
+        public var address: BluetoothAddress
+        public var primaryPHY: UInt8
+        public var secondaryPHY: UInt8
+        public var advertisingSID: UInt8
+        /// TX power in dBm; 127 means not available.
+        public var txPower: Int8
+        /// RSSI in dBm; 127 means not available.
+        public var rssi: Int8
+        public var periodicAdvertisingInterval: UInt16
+        public var directAddressType: LEAddressType
+        public var directAddress: BluetoothAddress
+        public var data: [UInt8]
+
+        public init(eventType: HCILEExtendedAdvertisingEventType, addressType: LEAddressType, address: BluetoothAddress,
+                    primaryPHY: UInt8 = 1, secondaryPHY: UInt8 = 0, advertisingSID: UInt8 = 0xFF, txPower: Int8 = 127,
+                    rssi: Int8, periodicAdvertisingInterval: UInt16 = 0, directAddressType: LEAddressType = .public,
+                    directAddress: BluetoothAddress = .zero, data: [UInt8]) {
+            self.eventType = eventType
+            self.addressType = addressType
+            self.address = address
+            self.primaryPHY = primaryPHY
+            self.secondaryPHY = secondaryPHY
+            self.advertisingSID = advertisingSID
+            self.txPower = txPower
+            self.rssi = rssi
+            self.periodicAdvertisingInterval = periodicAdvertisingInterval
+            self.directAddressType = directAddressType
+            self.directAddress = directAddress
+            self.data = data
+        }
+    }
+
+    public var reports: [Report]
+    public init(reports: [Report]) { self.reports = reports }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        let count = Int(try reader.readUInt8("Num_Reports"))
+        guard (1...0x0A).contains(count) else { throw WireError(.invalidValue, "Num_Reports \(count) outside 1...10") }
+        var result: [Report] = []
+        for _ in 0..<count {
+            let eventType = HCILEExtendedAdvertisingEventType(rawValue: try reader.readUInt16("Event_Type"))
+            let addressType = LEAddressType(rawValue: try reader.readUInt8("Address_Type"))
+            let address = try BluetoothAddress(from: &reader)
+            let primaryPHY = try reader.readUInt8("Primary_PHY")
+            let secondaryPHY = try reader.readUInt8("Secondary_PHY")
+            let sid = try reader.readUInt8("Advertising_SID")
+            let txPower = try reader.readInt8("TX_Power")
+            let rssi = try reader.readInt8("RSSI")
+            let interval = try reader.readUInt16("Periodic_Advertising_Interval")
+            let directType = LEAddressType(rawValue: try reader.readUInt8("Direct_Address_Type"))
+            let direct = try BluetoothAddress(from: &reader)
+            let length = Int(try reader.readUInt8("Data_Length"))
+            let data = try reader.readBytes(length, "Data")
+            result.append(Report(eventType: eventType, addressType: addressType, address: address, primaryPHY: primaryPHY,
+                                 secondaryPHY: secondaryPHY, advertisingSID: sid, txPower: txPower, rssi: rssi,
+                                 periodicAdvertisingInterval: interval, directAddressType: directType,
+                                 directAddress: direct, data: data))
+        }
+        reports = result
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(UInt8(truncatingIfNeeded: reports.count))
+        for r in reports {
+            writer.write(r.eventType.rawValue)
+            writer.write(r.addressType.rawValue)
+            r.address.encode(into: &writer)
+            writer.write(r.primaryPHY)
+            writer.write(r.secondaryPHY)
+            writer.write(r.advertisingSID)
+            writer.write(r.txPower)
+            writer.write(r.rssi)
+            writer.write(r.periodicAdvertisingInterval)
+            writer.write(r.directAddressType.rawValue)
+            r.directAddress.encode(into: &writer)
+            writer.write(UInt8(truncatingIfNeeded: r.data.count))
+            writer.write(r.data)
+        }
+    }
+}

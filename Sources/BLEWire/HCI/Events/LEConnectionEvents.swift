@@ -1,0 +1,240 @@
+// LE Meta subevents about connections and security.
+
+/// A typed LE Meta subevent's parameters (everything after the subevent code).
+public protocol HCILEMetaEventParameters: WireCodable {
+    /// The subevent code.
+    static var subevent: HCILESubeventCode { get }
+}
+
+extension HCILEMetaEventParameters {
+    /// The LE Meta event packet carrying these parameters.
+    public var packet: HCIEventPacket { HCIEventPacket(code: .leMeta, parameters: [Self.subevent.rawValue] + encoded) }
+}
+
+/// The role of the local device on a connection. Core 5.4, Vol 4, Part E, 7.7.65.1.
+public struct HCIRole: RawRepresentable, Hashable, Sendable {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public static let central = HCIRole(rawValue: 0x00)
+    public static let peripheral = HCIRole(rawValue: 0x01)
+}
+
+/// LE Connection Complete. Core 5.4, Vol 4, Part E, 7.7.65.1.
+public struct HCILEConnectionCompleteEvent: HCILEMetaEventParameters, Hashable {
+    public static let subevent = HCILESubeventCode.connectionComplete
+    public var status: HCIStatus
+    public var handle: UInt16
+    public var role: HCIRole
+    public var peerAddressType: LEAddressType
+    public var peerAddress: BluetoothAddress
+    /// Connection interval in 1.25 ms units.
+    public var connectionInterval: UInt16
+    public var peripheralLatency: UInt16
+    /// Supervision timeout in 10 ms units.
+    public var supervisionTimeout: UInt16
+    public var centralClockAccuracy: UInt8
+
+    public init(status: HCIStatus = .success, handle: UInt16, role: HCIRole, peerAddressType: LEAddressType,
+                peerAddress: BluetoothAddress, connectionInterval: UInt16, peripheralLatency: UInt16,
+                supervisionTimeout: UInt16, centralClockAccuracy: UInt8 = 0) {
+        self.status = status
+        self.handle = handle
+        self.role = role
+        self.peerAddressType = peerAddressType
+        self.peerAddress = peerAddress
+        self.connectionInterval = connectionInterval
+        self.peripheralLatency = peripheralLatency
+        self.supervisionTimeout = supervisionTimeout
+        self.centralClockAccuracy = centralClockAccuracy
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        status = HCIStatus(rawValue: try reader.readUInt8("Status"))
+        handle = try reader.readUInt16("Connection_Handle")
+        role = HCIRole(rawValue: try reader.readUInt8("Role"))
+        peerAddressType = LEAddressType(rawValue: try reader.readUInt8("Peer_Address_Type"))
+        peerAddress = try BluetoothAddress(from: &reader)
+        connectionInterval = try reader.readUInt16("Connection_Interval")
+        peripheralLatency = try reader.readUInt16("Peripheral_Latency")
+        supervisionTimeout = try reader.readUInt16("Supervision_Timeout")
+        centralClockAccuracy = try reader.readUInt8("Central_Clock_Accuracy")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(status.rawValue)
+        writer.write(handle)
+        writer.write(role.rawValue)
+        writer.write(peerAddressType.rawValue)
+        peerAddress.encode(into: &writer)
+        writer.write(connectionInterval)
+        writer.write(peripheralLatency)
+        writer.write(supervisionTimeout)
+        writer.write(centralClockAccuracy)
+    }
+}
+
+/// LE Enhanced Connection Complete [v1]. Core 5.4, Vol 4, Part E, 7.7.65.10.
+public struct HCILEEnhancedConnectionCompleteEvent: HCILEMetaEventParameters, Hashable {
+    public static let subevent = HCILESubeventCode.enhancedConnectionComplete
+    public var status: HCIStatus
+    public var handle: UInt16
+    public var role: HCIRole
+    public var peerAddressType: LEAddressType
+    public var peerAddress: BluetoothAddress
+    public var localResolvablePrivateAddress: BluetoothAddress
+    public var peerResolvablePrivateAddress: BluetoothAddress
+    public var connectionInterval: UInt16
+    public var peripheralLatency: UInt16
+    public var supervisionTimeout: UInt16
+    public var centralClockAccuracy: UInt8
+
+    public init(status: HCIStatus = .success, handle: UInt16, role: HCIRole, peerAddressType: LEAddressType,
+                peerAddress: BluetoothAddress, localResolvablePrivateAddress: BluetoothAddress = .zero,
+                peerResolvablePrivateAddress: BluetoothAddress = .zero, connectionInterval: UInt16,
+                peripheralLatency: UInt16, supervisionTimeout: UInt16, centralClockAccuracy: UInt8 = 0) {
+        self.status = status
+        self.handle = handle
+        self.role = role
+        self.peerAddressType = peerAddressType
+        self.peerAddress = peerAddress
+        self.localResolvablePrivateAddress = localResolvablePrivateAddress
+        self.peerResolvablePrivateAddress = peerResolvablePrivateAddress
+        self.connectionInterval = connectionInterval
+        self.peripheralLatency = peripheralLatency
+        self.supervisionTimeout = supervisionTimeout
+        self.centralClockAccuracy = centralClockAccuracy
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        status = HCIStatus(rawValue: try reader.readUInt8("Status"))
+        handle = try reader.readUInt16("Connection_Handle")
+        role = HCIRole(rawValue: try reader.readUInt8("Role"))
+        peerAddressType = LEAddressType(rawValue: try reader.readUInt8("Peer_Address_Type"))
+        peerAddress = try BluetoothAddress(from: &reader)
+        localResolvablePrivateAddress = try BluetoothAddress(from: &reader)
+        peerResolvablePrivateAddress = try BluetoothAddress(from: &reader)
+        connectionInterval = try reader.readUInt16("Connection_Interval")
+        peripheralLatency = try reader.readUInt16("Peripheral_Latency")
+        supervisionTimeout = try reader.readUInt16("Supervision_Timeout")
+        centralClockAccuracy = try reader.readUInt8("Central_Clock_Accuracy")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(status.rawValue)
+        writer.write(handle)
+        writer.write(role.rawValue)
+        writer.write(peerAddressType.rawValue)
+        peerAddress.encode(into: &writer)
+        localResolvablePrivateAddress.encode(into: &writer)
+        peerResolvablePrivateAddress.encode(into: &writer)
+        writer.write(connectionInterval)
+        writer.write(peripheralLatency)
+        writer.write(supervisionTimeout)
+        writer.write(centralClockAccuracy)
+    }
+}
+
+/// LE Connection Update Complete. Core 5.4, Vol 4, Part E, 7.7.65.3.
+public struct HCILEConnectionUpdateCompleteEvent: HCILEMetaEventParameters, Hashable {
+    public static let subevent = HCILESubeventCode.connectionUpdateComplete
+    public var status: HCIStatus
+    public var handle: UInt16
+    public var connectionInterval: UInt16
+    public var peripheralLatency: UInt16
+    public var supervisionTimeout: UInt16
+    public init(status: HCIStatus = .success, handle: UInt16, connectionInterval: UInt16, peripheralLatency: UInt16,
+                supervisionTimeout: UInt16) {
+        self.status = status
+        self.handle = handle
+        self.connectionInterval = connectionInterval
+        self.peripheralLatency = peripheralLatency
+        self.supervisionTimeout = supervisionTimeout
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        status = HCIStatus(rawValue: try reader.readUInt8("Status"))
+        handle = try reader.readUInt16("Connection_Handle")
+        connectionInterval = try reader.readUInt16("Connection_Interval")
+        peripheralLatency = try reader.readUInt16("Peripheral_Latency")
+        supervisionTimeout = try reader.readUInt16("Supervision_Timeout")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(status.rawValue)
+        writer.write(handle)
+        writer.write(connectionInterval)
+        writer.write(peripheralLatency)
+        writer.write(supervisionTimeout)
+    }
+}
+
+/// LE Read Remote Features Complete. Core 5.4, Vol 4, Part E, 7.7.65.4.
+public struct HCILEReadRemoteFeaturesCompleteEvent: HCILEMetaEventParameters, Hashable {
+    public static let subevent = HCILESubeventCode.readRemoteFeaturesComplete
+    public var status: HCIStatus
+    public var handle: UInt16
+    public var features: LEFeatures
+    public init(status: HCIStatus = .success, handle: UInt16, features: LEFeatures) {
+        self.status = status
+        self.handle = handle
+        self.features = features
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        status = HCIStatus(rawValue: try reader.readUInt8("Status"))
+        handle = try reader.readUInt16("Connection_Handle")
+        features = LEFeatures(rawValue: try reader.readUInt64("LE_Features"))
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(status.rawValue)
+        writer.write(handle)
+        writer.write(features.rawValue)
+    }
+}
+
+/// LE Long Term Key Request. Core 5.4, Vol 4, Part E, 7.7.65.5.
+public struct HCILELongTermKeyRequestEvent: HCILEMetaEventParameters, Hashable {
+    public static let subevent = HCILESubeventCode.longTermKeyRequest
+    public var handle: UInt16
+    public var randomNumber: UInt64
+    public var encryptedDiversifier: UInt16
+    public init(handle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16) {
+        self.handle = handle
+        self.randomNumber = randomNumber
+        self.encryptedDiversifier = encryptedDiversifier
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        handle = try reader.readUInt16("Connection_Handle")
+        randomNumber = try reader.readUInt64("Random_Number")
+        encryptedDiversifier = try reader.readUInt16("Encrypted_Diversifier")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(handle)
+        writer.write(randomNumber)
+        writer.write(encryptedDiversifier)
+    }
+}
+
+/// LE Data Length Change. Core 5.4, Vol 4, Part E, 7.7.65.7.
+public struct HCILEDataLengthChangeEvent: HCILEMetaEventParameters, Hashable {
+    public static let subevent = HCILESubeventCode.dataLengthChange
+    public var handle: UInt16
+    public var maxTxOctets: UInt16
+    public var maxTxTime: UInt16
+    public var maxRxOctets: UInt16
+    public var maxRxTime: UInt16
+    public init(handle: UInt16, maxTxOctets: UInt16, maxTxTime: UInt16, maxRxOctets: UInt16, maxRxTime: UInt16) {
+        self.handle = handle
+        self.maxTxOctets = maxTxOctets
+        self.maxTxTime = maxTxTime
+        self.maxRxOctets = maxRxOctets
+        self.maxRxTime = maxRxTime
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        handle = try reader.readUInt16("Connection_Handle")
+        maxTxOctets = try reader.readUInt16("Max_TX_Octets")
+        maxTxTime = try reader.readUInt16("Max_TX_Time")
+        maxRxOctets = try reader.readUInt16("Max_RX_Octets")
+        maxRxTime = try reader.readUInt16("Max_RX_Time")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(handle)
+        writer.write(maxTxOctets)
+        writer.write(maxTxTime)
+        writer.write(maxRxOctets)
+        writer.write(maxRxTime)
+    }
+}
