@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "BLEWire", targets: ["BLEWire"]),
+        .library(name: "BLEProtocols", targets: ["BLEProtocols"]),
         .library(name: "BLETransport", targets: ["BLETransport"]),
         .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
         .executable(name: "ble", targets: ["ble"]),
@@ -22,6 +23,8 @@ let package = Package(
     targets: [
         // Value types and codecs: no I/O, no clocks, no randomness.
         .target(name: "BLEWire", swiftSettings: strict),
+        // Sans-I/O state machines: HCI command flow, ACL flow, L2CAP, ATT, GATT. No I/O, clocks or randomness.
+        .target(name: "BLEProtocols", dependencies: ["BLEWire"], swiftSettings: strict),
         // HCI transports: H4 framing, in-process pipe, TCP, UART, Linux HCI user channel, btsnoop.
         .target(
             name: "BLETransport",
@@ -47,6 +50,7 @@ let package = Package(
             path: "Sources/BLEBenchmarks",
             swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
+        .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"], swiftSettings: strict),
         .testTarget(
             name: "BLEVirtualControllerTests",
