@@ -1,0 +1,108 @@
+import BLEWire
+
+/// The host side of HCI ACL data flow control. Core 5.4, Vol 4, Part E, 4.1.1.
+///
+/// The controller has `bufferCount` buffers of `bufferSize` octets (LE Read Buffer Size). The host never has more
+/// ACL packets outstanding than buffers; each Number Of Completed Packets event returns credits, and a Disconnection
+/// Complete returns every credit still held by that connection's packets. Outgoing L2CAP PDUs are fragmented to the
+/// buffer size here and queued per connection; connections are served round-robin so one busy link cannot starve
+/// the others.
+///
+/// Sans-I/O: ``enqueue(handle:pdu:)`` and ``receive(_:)`` return the packets to hand to the transport now.
+public struct ACLFlow: Sendable {
+    /// Maximum ACL payload per packet.
+    public let bufferSize: Int
+    /// Total controller buffers.
+    public let bufferCount: Int
+    /// Buffers currently free.
+    public private(set) var freeBuffers: Int
+    private var inFlight: [UInt16: Int] = [:]
+    private var queues: [UInt16: [HCIACLPacket]] = [:]
+    private var order: [UInt16] = []
+    private var cursor = 0
+
+    /// Creates a flow for a controller with `bufferCount` buffers of `bufferSize` octets (both at least 1).
+    public init(bufferSize: Int, bufferCount: Int) {
+        self.bufferSize = max(1, bufferSize)
+        self.bufferCount = max(1, bufferCount)
+        self.freeBuffers = self.bufferCount
+    }
+
+    /// Packets queued, over all connections.
+    public var queuedPacketCount: Int { queues.values.reduce(0) { $0 + $1.count } }
+    /// Packets sent on `handle` and not yet completed.
+    public func inFlightCount(handle: UInt16) -> Int { inFlight[handle, default: 0] }
+    /// Packets queued for `handle`.
+    public func queuedCount(handle: UInt16) -> Int { queues[handle]?.count ?? 0 }
+
+    /// Fragments an L2CAP PDU for `handle`, queues it, and returns the packets that may be sent now.
+    public mutating func enqueue(handle: UInt16, pdu: [UInt8]) -> [HCIACLPacket] {
+        var fragments: [HCIACLPacket] = []
+        var offset = 0
+        repeat {
+            let end = min(offset + bufferSize, pdu.count)
+            fragments.append(HCIACLPacket(handle: handle, boundary: offset == 0 ? .firstNonFlushable : .continuing,
+                                          data: Array(pdu[offset..<end])))
+            offset = end
+        } while offset < pdu.count
+        if queues[handle] == nil {
+            queues[handle] = []
+            order.append(handle)
+        }
+        queues[handle, default: []].append(contentsOf: fragments)
+        return drain()
+    }
+
+    /// Feeds an event: Number Of Completed Packets returns credits, Disconnection Complete drops the connection's
+    /// queue and credits. Returns the packets that may be sent now.
+    public mutating func receive(_ event: HCIEvent) -> [HCIACLPacket] {
+        switch event {
+        case .numberOfCompletedPackets(let e):
+            for entry in e.entries {
+                let held = inFlight[entry.handle, default: 0]
+                // Never trust the controller to return more than we gave it.
+                let returned = min(held, Int(entry.completedPackets))
+                inFlight[entry.handle] = held - returned
+                freeBuffers = min(bufferCount, freeBuffers + returned)
+            }
+            return drain()
+        case .disconnectionComplete(let e) where e.status == .success:
+            return connectionClosed(handle: e.handle)
+        default:
+            return []
+        }
+    }
+
+    /// Forgets `handle`: its queued packets are dropped and its outstanding packets count as completed.
+    public mutating func connectionClosed(handle: UInt16) -> [HCIACLPacket] {
+        freeBuffers = min(bufferCount, freeBuffers + inFlight[handle, default: 0])
+        inFlight[handle] = nil
+        queues[handle] = nil
+        order.removeAll { $0 == handle }
+        return drain()
+    }
+
+    /// The number of packets an L2CAP PDU of `length` octets takes.
+    public func fragmentCount(forPDULength length: Int) -> Int { max(1, (length + bufferSize - 1) / bufferSize) }
+
+    private mutating func drain() -> [HCIACLPacket] {
+        var out: [HCIACLPacket] = []
+        while freeBuffers > 0, !order.isEmpty {
+            var sentOne = false
+            for _ in 0..<order.count {
+                if cursor >= order.count { cursor = 0 }
+                let handle = order[cursor]
+                cursor += 1
+                guard var queue = queues[handle], !queue.isEmpty else { continue }
+                out.append(queue.removeFirst())
+                queues[handle] = queue
+                inFlight[handle, default: 0] += 1
+                freeBuffers -= 1
+                sentOne = true
+                break
+            }
+            if !sentOne { break }
+        }
+        return out
+    }
+}
