@@ -1,0 +1,153 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import BLEWire
+import Foundation
+import Logging
+import Synchronization
+
+/// An ``HCITransport`` over an open file descriptor: a TCP socket, a serial port, a pipe, or a Linux HCI socket.
+///
+/// A dedicated reader thread waits with `poll(2)` on the descriptor and on a wake-up pipe, reads, and yields
+/// packets to ``incoming`` in order. Writes are serialised and loop over partial writes. ``close()`` wakes the
+/// reader, which closes the descriptor and finishes the stream.
+///
+/// Two framings share everything else: ``Framing/stream`` (H4 over a byte stream, deframed by ``H4Deframer``) and
+/// ``Framing/datagram`` (one H4 packet per read, as the Linux HCI user channel delivers them).
+public final class FileDescriptorTransport: HCITransport {
+    /// How packets are delimited on the descriptor.
+    public enum Framing: Sendable {
+        /// H4 over a byte stream.
+        case stream
+        /// One H4 packet per read/write.
+        case datagram
+    }
+
+    private struct State {
+        var closed = false
+    }
+
+    public let incoming: AsyncThrowingStream<HCIPacket, any Error>
+    private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
+    private let fd: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let framing: Framing
+    private let state = Mutex(State())
+    private let writeLock = Mutex(())
+    private let framingErrors = Atomic<Int>(0)
+    private let logger: Logger
+    private let label: String
+
+    /// Framing errors seen so far (unknown indicators, undecodable packets); the stream carries on after each.
+    public var framingErrorCount: Int { framingErrors.load(ordering: .relaxed) }
+
+    /// Takes ownership of `fd` and starts reading it.
+    public init(fileDescriptor fd: Int32, framing: Framing = .stream, label: String) throws {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else {
+            throw TransportError(.openFailed, "\(label): cannot create a wake-up pipe", errno: errno)
+        }
+        self.fd = fd
+        self.wakeRead = fds[0]
+        self.wakeWrite = fds[1]
+        self.framing = framing
+        self.label = label
+        self.logger = Logger(label: "ble.transport")
+        (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
+        let thread = Thread { [self] in self.readLoop() }
+        thread.name = "ble.transport.\(label)"
+        thread.start()
+    }
+
+    deinit {
+        Glibc.close(wakeWrite)
+    }
+
+    public func send(_ packet: HCIPacket) async throws {
+        try sendNow(packet)
+    }
+
+    /// Sends synchronously (the write is short and the descriptor blocking).
+    public func sendNow(_ packet: HCIPacket) throws {
+        let bytes = packet.h4Bytes
+        try writeLock.withLock { _ in
+            if state.withLock({ $0.closed }) { throw TransportError(.closed, "\(label): transport closed") }
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { raw in
+                    Glibc.write(fd, raw.baseAddress.map { $0 + offset }, bytes.count - offset)
+                }
+                if n < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    throw TransportError(.ioFailed, "\(label): write failed", errno: errno)
+                }
+                if framing == .datagram, n != bytes.count {
+                    throw TransportError(.ioFailed, "\(label): short datagram write (\(n) of \(bytes.count))")
+                }
+                offset += n
+            }
+        }
+    }
+
+    public func close() async { closeNow() }
+
+    /// Closes the transport; the reader thread closes the descriptor and finishes ``incoming``.
+    public func closeNow() {
+        let wasClosed = state.withLock { s in
+            defer { s.closed = true }
+            return s.closed
+        }
+        guard !wasClosed else { return }
+        var byte: UInt8 = 1
+        _ = Glibc.write(wakeWrite, &byte, 1)
+    }
+
+    private func readLoop() {
+        var deframer = H4Deframer()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var failure: (any Error)?
+        loop: while true {
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                failure = TransportError(.ioFailed, "\(label): poll failed", errno: errno)
+                break
+            }
+            if fds[1].revents != 0 { break }
+            guard fds[0].revents != 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n == 0 { break }    // end of stream
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                if state.withLock({ $0.closed }) { break }
+                failure = TransportError(.ioFailed, "\(label): read failed", errno: errno)
+                break
+            }
+            switch framing {
+            case .stream:
+                for result in deframer.push(buffer[0..<n]) { deliver(result) }
+            case .datagram:
+                do { deliver(.success(try HCIPacket(h4: buffer[0..<n]))) } catch { deliver(.failure(error)) }
+            }
+        }
+        state.withLock { $0.closed = true }
+        Glibc.close(fd)
+        Glibc.close(wakeRead)
+        if let failure { continuation.finish(throwing: failure) } else { continuation.finish() }
+    }
+
+    private func deliver(_ result: Result<HCIPacket, WireError>) {
+        switch result {
+        case .success(let packet):
+            continuation.yield(packet)
+        case .failure(let error):
+            framingErrors.add(1, ordering: .relaxed)
+            logger.warning("\(label): framing error: \(error)")
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import BLETransport
+import BLEWire
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct TransportTests {
+    @Test func pipeDeliversInOrderBothWays() async throws {
+        let (host, controller) = HCIPipe.makePair()
+        for p in samplePackets { try await host.send(p) }
+        #expect(try await collect(controller, samplePackets.count) == samplePackets)
+        try await controller.send(samplePackets[1])
+        #expect(try await collect(host, 1) == [samplePackets[1]])
+        await host.close()
+        await #expect(throws: TransportError.self) { try await controller.send(samplePackets[0]) }
+    }
+
+    @Test func tcpServerAndClientExchangePackets() async throws {
+        let server = try H4TCPServer(host: "127.0.0.1", port: 0)
+        #expect(server.port != 0)
+        let client = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
+        let accepted = try await withTimeout { () async throws -> FileDescriptorTransport in
+            for await connection in server.connections { return connection }
+            throw TimedOut()
+        }
+        for p in samplePackets { try await client.send(p) }
+        #expect(try await collect(accepted, samplePackets.count) == samplePackets)
+        for p in samplePackets.reversed() { try await accepted.send(p) }
+        #expect(try await collect(client, samplePackets.count) == samplePackets.reversed())
+        // Closing the client ends the server side's stream.
+        await client.close()
+        let rest = try await withTimeout { () async throws -> Int in
+            var n = 0
+            for try await _ in accepted.incoming { n += 1 }
+            return n
+        }
+        #expect(rest == 0)
+        await #expect(throws: TransportError.self) { try await client.send(samplePackets[0]) }
+        server.close()
+    }
+
+    @Test func tcpConnectFailureIsClear() {
+        // Port 1 on loopback is closed on this machine.
+        #expect(throws: TransportError.self) { try TCPTransport.connect(host: "127.0.0.1", port: 1) }
+    }
+
+    @Test func garbageOnTheWireIsCountedAndSkipped() async throws {
+        let server = try H4TCPServer(host: "127.0.0.1", port: 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = server.port.bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(rc == 0)
+        let accepted = try await withTimeout { () async throws -> FileDescriptorTransport in
+            for await connection in server.connections { return connection }
+            throw TimedOut()
+        }
+        let bytes: [UInt8] = [0x77, 0x78] + samplePackets[0].h4Bytes
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        #expect(try await collect(accepted, 1) == [samplePackets[0]])
+        #expect(accepted.framingErrorCount == 2)
+        Glibc.close(fd)
+        await accepted.close()
+        server.close()
+    }
+
+    @Test func serialOverPseudoTerminal() async throws {
+        // A pseudo-terminal pair: /dev/ptmx, unlocked (TIOCSPTLCK), its slave number from TIOCGPTN.
+        let master = Glibc.open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        try #require(master >= 0)
+        defer { Glibc.close(master) }
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        #expect(ioctl(master, 0x4004_5431, &unlock) == 0)
+        #expect(ioctl(master, 0x8004_5430, &number) == 0)
+        let path = "/dev/pts/\(number)"
+        let serial = try SerialTransport.open(path: path, baudRate: 1_000_000, flowControl: false)
+        let bytes = samplePackets.flatMap(\.h4Bytes)
+        _ = bytes.withUnsafeBytes { Glibc.write(master, $0.baseAddress, $0.count) }
+        #expect(try await collect(serial, samplePackets.count) == samplePackets)
+        // And the other way.
+        try await serial.send(samplePackets[0])
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(master, $0.baseAddress, $0.count) }
+        #expect(Array(buffer.prefix(max(0, n))) == samplePackets[0].h4Bytes)
+        await serial.close()
+    }
+
+    @Test func serialRejectsUnsupportedBaudAndMissingDevice() {
+        #expect(throws: TransportError.self) { try SerialTransport.open(path: "/dev/null", baudRate: 12345) }
+        do {
+            _ = try SerialTransport.open(path: "/dev/does-not-exist-ble", baudRate: 115_200)
+            Issue.record("expected an error")
+        } catch let error as TransportError {
+            #expect(error.kind == .openFailed)
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test func userChannelFailsClearlyWithoutKernelBluetooth() {
+        do {
+            _ = try UserChannelTransport.open(deviceIndex: 0)
+            Issue.record("this machine has no kernel Bluetooth; opening hci0 should fail")
+        } catch let error as TransportError {
+            // No AF_BLUETOOTH here; elsewhere permission or a missing adapter are the expected failures.
+            #expect([.unsupported, .permissionDenied, .openFailed].contains(error.kind))
+            #expect(error.reason.contains("hci0"))
+            if error.kind == .unsupported { #expect(error.reason.contains("no Bluetooth support")) }
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test func specParsing() throws {
+        #expect(try HCITransportSpec(parsing: "virtual") == .virtual)
+        #expect(try HCITransportSpec(parsing: "tcp:127.0.0.1:9100") == .tcp(host: "127.0.0.1", port: 9100))
+        #expect(try HCITransportSpec(parsing: "tcp:[::1]:9100") == .tcp(host: "::1", port: 9100))
+        #expect(try HCITransportSpec(parsing: "serial:/dev/ttyUSB0@1000000") == .serial(path: "/dev/ttyUSB0", baudRate: 1_000_000, flowControl: true))
+        #expect(try HCITransportSpec(parsing: "serial:/dev/ttyACM0,noflow") == .serial(path: "/dev/ttyACM0", baudRate: 115_200, flowControl: false))
+        #expect(try HCITransportSpec(parsing: "hci1") == .userChannel(index: 1))
+        for bad in ["", "tcp:", "tcp:host", "tcp:host:99999", "serial:", "serial:/dev/x@fast", "hcix", "bluetooth"] {
+            #expect(throws: TransportError.self, "\(bad)") { try HCITransportSpec(parsing: bad) }
+        }
+    }
+}
