@@ -1,0 +1,173 @@
+import BLEWire
+
+/// Advertising, scanning, connection establishment and ACL transport on the simulated air.
+/// Core 5.4, Vol 6, Part B, 4.4 (advertising/scanning/initiating states) and 4.5 (connection state).
+extension World {
+    static let advertisingDelayMaxNanos: UInt64 = 10_000_000
+    static let highDutyDirectedIntervalNanos: UInt64 = 3_750_000
+    static let highDutyDirectedTimeoutNanos: UInt64 = 1_280_000_000
+
+    /// Starts (or restarts) a controller's advertising events.
+    mutating func startAdvertising(_ id: Int) {
+        guard var c = controllers[id] else { return }
+        c.isAdvertising = true
+        c.advertisingGeneration &+= 1
+        c.advertisingStarted = now
+        controllers[id] = c
+        queue.schedule(.advertise(controller: id, generation: c.advertisingGeneration), at: now)
+    }
+
+    mutating func stopAdvertising(_ id: Int) {
+        controllers[id]?.isAdvertising = false
+        controllers[id]?.advertisingGeneration &+= 1
+    }
+
+    /// One advertising event of controller `id`: every controller in range that scans gets a report (and, scanning
+    /// actively, a scan response); a matching initiator connects.
+    mutating func advertisingEvent(controller id: Int, generation: UInt64) {
+        guard let advertiser = controllers[id], advertiser.isAdvertising, advertiser.advertisingGeneration == generation,
+              !advertiser.removed, let (address, addressType) = advertiser.ownAddress(advertiser.advertisingParameters.ownAddressType)
+        else { return }
+        let params = advertiser.advertisingParameters
+        let type = params.advertisingType
+
+        if type == .connectableDirectedHighDuty, now - advertiser.advertisingStarted >= Self.highDutyDirectedTimeoutNanos {
+            stopAdvertising(id)
+            emit(id, HCILEConnectionCompleteEvent(status: .advertisingTimeout, handle: 0, role: .peripheral,
+                                                  peerAddressType: params.peerAddressType, peerAddress: params.peerAddress,
+                                                  connectionInterval: 0, peripheralLatency: 0, supervisionTimeout: 0).packet)
+            return
+        }
+
+        for other in controllers.keys.sorted() where other != id {
+            guard let listener = controllers[other], !listener.removed,
+                  listener.isScanning || listener.pendingConnection != nil else { continue }
+            if type.isDirected {
+                // Directed advertising is only for the peer it names.
+                let targetsListener = [LEAddressType.public, .random].contains { t in
+                    listener.ownAddress(t).map { $0.0 == params.peerAddress && $0.1.isRandom == params.peerAddressType.isRandom } ?? false
+                }
+                guard targetsListener else { continue }
+            }
+            guard let rssi = sampleRSSI(from: id, to: other) else { continue }
+
+            if let pending = listener.pendingConnection, type.isConnectable, pending.peerAddress == address,
+               pending.peerAddressType.isRandom == addressType.isRandom, listenerHearsInWindow(pending.scanInterval, pending.scanWindow) {
+                connect(central: other, peripheral: id, request: pending, peripheralAddress: (address, addressType))
+                return   // The advertiser is now connected and no longer advertising.
+            }
+            if listener.isScanning, listenerHearsInWindow(listener.scanParameters.interval, listener.scanParameters.window) {
+                let eventType: HCILEAdvertisingReportEventType = switch type {
+                case .connectableUndirected: .advInd
+                case .scannableUndirected: .advScanInd
+                case .nonConnectableUndirected: .advNonconnInd
+                default: .advDirectInd
+                }
+                report(to: other, eventType: eventType, address: address, addressType: addressType,
+                       data: type.isDirected ? [] : advertiser.advertisingData, rssi: rssi)
+                if listener.scanParameters.scanType == .active, type.isScannable,
+                   let responseRSSI = sampleRSSI(from: id, to: other) {
+                    report(to: other, eventType: .scanResponse, address: address, addressType: addressType,
+                           data: advertiser.scanResponseData, rssi: responseRSSI)
+                }
+            }
+        }
+
+        let next: UInt64
+        if type == .connectableDirectedHighDuty {
+            next = Self.highDutyDirectedIntervalNanos
+        } else {
+            next = UInt64(params.intervalMin) * 625_000 + rng.next() % (Self.advertisingDelayMaxNanos + 1)
+        }
+        queue.schedule(.advertise(controller: id, generation: generation), at: now + next)
+    }
+
+    /// Whether a scanner with this duty cycle happens to listen during an advertising event.
+    mutating func listenerHearsInWindow(_ interval: UInt16, _ window: UInt16) -> Bool {
+        guard window < interval, interval > 0 else { return true }
+        return rng.next() % UInt64(interval) < UInt64(window)
+    }
+
+    mutating func report(to scanner: Int, eventType: HCILEAdvertisingReportEventType, address: BluetoothAddress,
+                         addressType: LEAddressType, data: [UInt8], rssi: Int8) {
+        guard var s = controllers[scanner] else { return }
+        if s.filterDuplicates {
+            let key = ControllerState.DuplicateKey(address: address, addressType: addressType.rawValue,
+                                                   eventType: eventType.rawValue)
+            guard s.reported.insert(key).inserted else { return }
+            controllers[scanner] = s
+        }
+        let report = HCILEAdvertisingReportEvent.Report(eventType: eventType, addressType: addressType, address: address,
+                                                        data: data, rssi: rssi)
+        emit(scanner, HCILEAdvertisingReportEvent(reports: [report]).packet)
+    }
+
+    /// Establishes a link: both hosts get LE Connection Complete; the advertiser stops advertising.
+    mutating func connect(central: Int, peripheral: Int, request: HCILECreateConnection,
+                          peripheralAddress: (BluetoothAddress, LEAddressType)) {
+        guard var c = controllers[central], var p = controllers[peripheral],
+              let centralAddress = c.ownAddress(request.ownAddressType) else { return }
+        let centralHandle = c.allocateHandle(in: handlesInUse(by: central))
+        let peripheralHandle = p.allocateHandle(in: handlesInUse(by: peripheral))
+        c.pendingConnection = nil
+        p.isAdvertising = false
+        p.advertisingGeneration &+= 1
+        controllers[central] = c
+        controllers[peripheral] = p
+        let id = nextLinkID
+        nextLinkID += 1
+        let link = Link(id: id, central: .init(controller: central, handle: centralHandle),
+                        peripheral: .init(controller: peripheral, handle: peripheralHandle),
+                        interval: request.connectionIntervalMax, latency: request.maxLatency,
+                        timeout: request.supervisionTimeout)
+        links[id] = link
+        emit(central, HCILEConnectionCompleteEvent(handle: centralHandle, role: .central,
+                                                   peerAddressType: peripheralAddress.1, peerAddress: peripheralAddress.0,
+                                                   connectionInterval: link.interval, peripheralLatency: link.latency,
+                                                   supervisionTimeout: link.timeout).packet)
+        emit(peripheral, HCILEConnectionCompleteEvent(handle: peripheralHandle, role: .peripheral,
+                                                      peerAddressType: centralAddress.1, peerAddress: centralAddress.0,
+                                                      connectionInterval: link.interval, peripheralLatency: link.latency,
+                                                      supervisionTimeout: link.timeout).packet)
+    }
+
+    // MARK: ACL
+
+    /// A host handed its controller an ACL packet: check flow control, then send it over the link.
+    mutating func hostACL(from id: Int, _ packet: HCIACLPacket) {
+        guard let c = controllers[id], !c.removed else { return }
+        guard let linkID = linkID(controller: id, handle: packet.handle) else {
+            droppedACLPackets += 1
+            return
+        }
+        guard packet.data.count <= c.configuration.aclBufferSize, c.aclInFlight < c.configuration.aclBufferCount else {
+            // The host ignored LE Read Buffer Size: the packet is lost. Core 5.4, Vol 4, Part E, 7.7.26.
+            emit(id, HCIDataBufferOverflowEvent(linkType: 0x01).packet)
+            return
+        }
+        controllers[id]?.aclInFlight += 1
+        transmitACL(link: linkID, from: id, packet)
+    }
+
+    /// Moves one host packet across the link, re-fragmenting it to the receiver's buffer size, and returns the
+    /// sender's buffer with Number Of Completed Packets. Out of reach, the packet waits in the sender's buffer.
+    mutating func transmitACL(link id: Int, from sender: Int, _ packet: HCIACLPacket) {
+        guard var link = links[id], let senderSide = link.side(of: sender), let receiver = link.peer(of: sender) else { return }
+        guard receiver.active, !link.supervisionArmed, canHear(sender, receiver.controller) else {
+            link.stalled.append((sender, packet))
+            links[id] = link
+            return
+        }
+        let size = max(1, controllers[receiver.controller]?.configuration.aclBufferSize ?? 27)
+        var offset = 0
+        repeat {
+            let end = min(offset + size, packet.data.count)
+            let boundary: HCIACLPacket.Boundary = offset == 0 && packet.boundary.isStart ? .firstFlushable : .continuing
+            emitACL(receiver.controller, HCIACLPacket(handle: receiver.handle, boundary: boundary,
+                                                      data: Array(packet.data[offset..<end])))
+            offset = end
+        } while offset < packet.data.count
+        controllers[sender]?.aclInFlight -= 1
+        emit(sender, HCINumberOfCompletedPacketsEvent(entries: [.init(handle: senderSide.handle, completedPackets: 1)]).packet)
+    }
+}

@@ -1,0 +1,149 @@
+import BLETransport
+import BLEWire
+import Synchronization
+
+/// A simulated LE controller on a ``VirtualAir``, speaking HCI to its host.
+///
+/// Feed it host packets with ``receive(fromHost:)``; read what it sends to the host from ``toHost`` (or
+/// ``drainToHost()`` when created buffered). ``makeHostTransport()`` and ``attach(_:)`` connect it to a host
+/// through an ``HCITransport``.
+public final class VirtualController: Sendable {
+    /// How a controller is built and placed.
+    public struct Configuration: Sendable {
+        /// The public device address (`nil`: a distinct one, `00:5B:00:00:00:NN`).
+        public var address: BluetoothAddress?
+        /// Where the controller is.
+        public var position: Position
+        /// Transmit power in dBm.
+        public var txPower: Int8
+        /// Size of each ACL buffer (LE Read Buffer Size); also the size of fragments sent to the host.
+        public var aclBufferSize: Int
+        /// Number of ACL buffers.
+        public var aclBufferCount: Int
+
+        public init(address: BluetoothAddress? = nil, position: Position = Position(), txPower: Int8 = 0,
+                    aclBufferSize: Int = 27, aclBufferCount: Int = 8) {
+            self.address = address
+            self.position = position
+            self.txPower = txPower
+            self.aclBufferSize = max(27, min(aclBufferSize, 0xFFFF))
+            self.aclBufferCount = max(1, min(aclBufferCount, 255))
+        }
+    }
+
+    let id: Int
+    /// The controller's public address.
+    public let address: BluetoothAddress
+    /// The air it is on.
+    public let air: VirtualAir
+    let sink: HostSink
+
+    init(id: Int, address: BluetoothAddress, air: VirtualAir, sink: HostSink) {
+        self.id = id
+        self.address = address
+        self.air = air
+        self.sink = sink
+    }
+
+    /// Packets from the controller to its host (for controllers that are not buffered). Single consumer.
+    public var toHost: AsyncStream<HCIPacket> { sink.stream }
+
+    /// Takes the packets sent to the host since the last call (buffered controllers).
+    public func drainToHost() -> [HCIPacket] {
+        sink.buffer.withLock { buffer in
+            defer { buffer.removeAll() }
+            return buffer
+        }
+    }
+
+    /// Handles one packet from the host. Commands are answered, ACL data goes over the air; anything else a host
+    /// cannot send (events) is ignored.
+    public func receive(fromHost packet: HCIPacket) {
+        air.mutate { w in
+            guard w.controllers[id]?.removed == false else { return }
+            switch packet {
+            case .command(let command): w.command(id, command)
+            case .acl(let acl): w.hostACL(from: id, acl)
+            case .event, .other: break
+            }
+        }
+    }
+
+    /// Where the controller is; moving it re-evaluates its links (out of range: supervision timeout).
+    public var position: Position {
+        get { air.world.withLock { $0.controllers[id]?.position ?? Position() } }
+        set { air.mutate { w in w.controllers[id]?.position = newValue; w.reevaluateLinks() } }
+    }
+
+    /// The host vanished: the controller leaves the air. Its peers lose their links by supervision timeout.
+    public func remove() {
+        air.mutate { w in
+            w.controllers[id]?.removed = true
+            w.controllers[id]?.isAdvertising = false
+            w.controllers[id]?.isScanning = false
+            w.controllers[id]?.pendingConnection = nil
+            w.reevaluateLinks()
+        }
+        sink.continuation.finish()
+    }
+
+    /// Sends a Hardware Error event to the host (fault injection).
+    public func injectHardwareError(code: UInt8) {
+        air.mutate { w in w.emit(id, HCIHardwareErrorEvent(hardwareCode: code).packet) }
+    }
+
+    /// The number of links this controller has up.
+    public var connectionCount: Int { air.world.withLock { $0.handlesInUse(by: id).count } }
+
+    /// A host-side transport connected to this controller (in-process).
+    public func makeHostTransport() -> any HCITransport { VirtualHostTransport(controller: self) }
+
+    /// Connects this controller to a host through `transport` (for example one accepted by ``H4TCPServer``):
+    /// returns when either side ends, then removes the controller from the air.
+    public func attach(_ transport: any HCITransport) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                do {
+                    for try await packet in transport.incoming { receive(fromHost: packet) }
+                } catch {}
+            }
+            group.addTask { [self] in
+                for await packet in toHost {
+                    do { try await transport.send(packet) } catch { break }
+                }
+            }
+            await group.next()
+            remove()
+            await transport.close()
+            group.cancelAll()
+        }
+    }
+}
+
+/// The in-process host side of a virtual controller.
+final class VirtualHostTransport: HCITransport {
+    let controller: VirtualController
+    let closed = Atomic<Bool>(false)
+    let incoming: AsyncThrowingStream<HCIPacket, any Error>
+    private let pump: Task<Void, Never>
+
+    init(controller: VirtualController) {
+        self.controller = controller
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
+        incoming = stream
+        pump = Task {
+            for await packet in controller.toHost { continuation.yield(packet) }
+            continuation.finish()
+        }
+    }
+
+    func send(_ packet: HCIPacket) async throws {
+        guard !closed.load(ordering: .acquiring) else { throw TransportError(.closed, "virtual controller transport closed") }
+        controller.receive(fromHost: packet)
+    }
+
+    func close() async {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        controller.remove()
+    }
+}

@@ -1,0 +1,309 @@
+import BLEWire
+import Synchronization
+
+/// Where a controller's packets for its host go.
+final class HostSink: Sendable {
+    enum Mode: Sendable { case stream, buffer }
+    let mode: Mode
+    let buffer = Mutex<[HCIPacket]>([])
+    let stream: AsyncStream<HCIPacket>
+    let continuation: AsyncStream<HCIPacket>.Continuation
+
+    init(mode: Mode) {
+        self.mode = mode
+        (stream, continuation) = AsyncStream.makeStream(of: HCIPacket.self)
+    }
+
+    func deliver(_ packet: HCIPacket) {
+        switch mode {
+        case .stream: continuation.yield(packet)
+        case .buffer: buffer.withLock { $0.append(packet) }
+        }
+    }
+}
+
+/// One controller's link-layer and HCI state.
+struct ControllerState {
+    let id: Int
+    let configuration: VirtualController.Configuration
+    let sink: HostSink
+    /// The public address.
+    let address: BluetoothAddress
+    var position: Position
+    var removed = false
+
+    // HCI
+    var eventMask = HCISetEventMask.defaultMask
+    var eventMaskPage2: UInt64 = 0
+    var leEventMask = HCILESetEventMask.defaultMask
+    var randomAddress: BluetoothAddress?
+    var aclInFlight = 0
+    var suggestedTxOctets: UInt16 = 27
+    var suggestedTxTime: UInt16 = 328
+
+    // Advertising
+    var advertisingParameters = HCILESetAdvertisingParameters()
+    var advertisingData: [UInt8] = []
+    var scanResponseData: [UInt8] = []
+    var isAdvertising = false
+    var advertisingGeneration: UInt64 = 0
+    var advertisingStarted: UInt64 = 0
+
+    // Scanning
+    var scanParameters = HCILESetScanParameters(scanType: .passive)
+    var isScanning = false
+    var filterDuplicates = false
+    var reported: Set<DuplicateKey> = []
+
+    // Initiating
+    var pendingConnection: HCILECreateConnection?
+
+    var nextHandle: UInt16 = 0x0001
+
+    struct DuplicateKey: Hashable {
+        var address: BluetoothAddress
+        var addressType: UInt8
+        var eventType: UInt8
+    }
+
+    init(id: Int, configuration: VirtualController.Configuration, sink: HostSink) {
+        self.id = id
+        self.configuration = configuration
+        self.sink = sink
+        self.address = configuration.address ?? .zero
+        self.position = configuration.position
+    }
+
+    /// The address this controller uses for `ownAddressType` (public, or its random address).
+    func ownAddress(_ type: LEAddressType) -> (BluetoothAddress, LEAddressType)? {
+        if type.isRandom {
+            guard let randomAddress else { return nil }
+            return (randomAddress, .random)
+        }
+        return (address, .public)
+    }
+
+    mutating func allocateHandle(in use: Set<UInt16>) -> UInt16 {
+        while use.contains(nextHandle) || nextHandle > 0x0EFF || nextHandle == 0 {
+            nextHandle = nextHandle >= 0x0EFF ? 1 : nextHandle + 1
+        }
+        defer { nextHandle = nextHandle >= 0x0EFF ? 1 : nextHandle + 1 }
+        return nextHandle
+    }
+}
+
+/// An LE connection between two controllers.
+struct Link {
+    struct Side {
+        var controller: Int
+        var handle: UInt16
+        /// Whether this side still considers the link up.
+        var active = true
+    }
+
+    let id: Int
+    var central: Side
+    var peripheral: Side
+    var interval: UInt16
+    var latency: UInt16
+    var timeout: UInt16
+    var encrypted = false
+    var ltk: [UInt8]?
+    var pendingEncryption: (ltk: [UInt8], rand: UInt64, ediv: UInt16)?
+    var supervisionArmed = false
+    var supervisionGeneration: UInt64 = 0
+    var centralTxOctets: UInt16 = 27
+    var peripheralTxOctets: UInt16 = 27
+    /// ACL packets accepted from a host while the peer was out of reach: (sending controller, packet).
+    var stalled: [(Int, HCIACLPacket)] = []
+
+    func side(of controller: Int) -> Side? {
+        if central.controller == controller { return central }
+        if peripheral.controller == controller { return peripheral }
+        return nil
+    }
+    func peer(of controller: Int) -> Side? {
+        if central.controller == controller { return peripheral }
+        if peripheral.controller == controller { return central }
+        return nil
+    }
+    var supervisionTimeoutNanos: UInt64 { UInt64(timeout) * 10_000_000 }
+    var intervalNanos: UInt64 { UInt64(interval) * 1_250_000 }
+}
+
+/// Simulated events.
+enum WorldEvent: Sendable {
+    case advertise(controller: Int, generation: UInt64)
+    case supervision(link: Int, generation: UInt64)
+    case connectionUpdate(link: Int, interval: UInt16, latency: UInt16, timeout: UInt16)
+}
+
+/// Everything on the simulated air, mutated only under `VirtualAir`'s lock.
+struct World {
+    var now: UInt64 = 0
+    var rng: SplitMix64
+    var radio: RadioModel
+    var controllers: [Int: ControllerState] = [:]
+    var links: [Int: Link] = [:]
+    var queue = EventQueue<WorldEvent>()
+    var nextControllerID = 1
+    var nextLinkID = 1
+    /// ACL packets a host sent for a handle its controller does not know.
+    var droppedACLPackets = 0
+
+    init(seed: UInt64, radio: RadioModel) {
+        rng = SplitMix64(seed: seed)
+        self.radio = radio
+    }
+
+    // MARK: Radio
+
+    /// The mean RSSI at `receiver` of `transmitter`'s signal.
+    func meanRSSI(from transmitter: Int, to receiver: Int) -> Double? {
+        guard let tx = controllers[transmitter], let rx = controllers[receiver], !tx.removed, !rx.removed else { return nil }
+        return radio.meanRSSI(txPower: Double(tx.configuration.txPower), distance: tx.position.distance(to: rx.position))
+    }
+
+    /// One packet's RSSI with noise, or `nil` when the receiver cannot hear it.
+    mutating func sampleRSSI(from transmitter: Int, to receiver: Int) -> Int8? {
+        guard let mean = meanRSSI(from: transmitter, to: receiver) else { return nil }
+        let value = radio.noiseSigma > 0 ? mean + radio.noiseSigma * rng.nextGaussian() : mean
+        guard value >= radio.sensitivity else { return nil }
+        return Int8(clamping: Int(value.rounded()))
+    }
+
+    /// Whether two controllers can hear each other (noise-free).
+    func canHear(_ a: Int, _ b: Int) -> Bool {
+        guard let ab = meanRSSI(from: a, to: b), let ba = meanRSSI(from: b, to: a) else { return false }
+        return ab >= radio.sensitivity && ba >= radio.sensitivity
+    }
+
+    // MARK: Output
+
+    /// Sends an event to a controller's host, honouring its event masks.
+    mutating func emit(_ controller: Int, _ event: HCIEventPacket) {
+        guard let c = controllers[controller], !c.removed else { return }
+        switch event.code {
+        case .commandComplete, .commandStatus, .numberOfCompletedPackets:
+            break
+        case .leMeta:
+            guard c.eventMask & (1 << 61) != 0 else { return }
+            if let sub = event.parameters.first, let bit = HCILESetEventMask.bit(for: HCILESubeventCode(rawValue: sub)),
+               c.leEventMask & bit == 0 { return }
+        default:
+            if let bit = HCISetEventMask.bit(for: event.code), c.eventMask & bit == 0 { return }
+        }
+        c.sink.deliver(.event(event))
+    }
+
+    mutating func emitACL(_ controller: Int, _ packet: HCIACLPacket) {
+        guard let c = controllers[controller], !c.removed else { return }
+        c.sink.deliver(.acl(packet))
+    }
+
+    mutating func complete<C: HCICommand>(_ controller: Int, _ command: C.Type, _ returnParameters: C.ReturnParameters) {
+        emit(controller, HCICommandCompleteEvent(for: command, returnParameters).packet)
+    }
+
+    mutating func status(_ controller: Int, _ opcode: HCIOpcode, _ status: HCIStatus) {
+        emit(controller, HCICommandStatusEvent(status: status, opcode: opcode).packet)
+    }
+
+    /// Answers a command with an error, in the completion style the command uses.
+    mutating func fail(_ controller: Int, _ opcode: HCIOpcode, _ completion: HCICommandCompletion, _ error: HCIStatus) {
+        switch completion {
+        case .commandStatus: status(controller, opcode, error)
+        case .commandComplete: emit(controller, HCICommandCompleteEvent(opcode: opcode, returnParameters: [error.rawValue]).packet)
+        }
+    }
+
+    // MARK: Links
+
+    func linkID(controller: Int, handle: UInt16) -> Int? {
+        links.first { _, link in
+            (link.central.controller == controller && link.central.handle == handle && link.central.active)
+                || (link.peripheral.controller == controller && link.peripheral.handle == handle && link.peripheral.active)
+        }?.key
+    }
+
+    func handlesInUse(by controller: Int) -> Set<UInt16> {
+        var used: Set<UInt16> = []
+        for link in links.values {
+            if link.central.controller == controller, link.central.active { used.insert(link.central.handle) }
+            if link.peripheral.controller == controller, link.peripheral.active { used.insert(link.peripheral.handle) }
+        }
+        return used
+    }
+
+    /// Marks one side of a link closed and tells its host; drops the link once both sides are closed.
+    mutating func closeSide(link id: Int, controller: Int, reason: HCIStatus) {
+        guard var link = links[id] else { return }
+        if link.central.controller == controller, link.central.active {
+            link.central.active = false
+            emit(controller, HCIDisconnectionCompleteEvent(handle: link.central.handle, reason: reason).packet)
+        } else if link.peripheral.controller == controller, link.peripheral.active {
+            link.peripheral.active = false
+            emit(controller, HCIDisconnectionCompleteEvent(handle: link.peripheral.handle, reason: reason).packet)
+        } else {
+            return
+        }
+        // Packets this side's host had in the controller's buffers are flushed with the link.
+        let flushed = link.stalled.filter { $0.0 == controller }.count
+        link.stalled.removeAll { $0.0 == controller }
+        controllers[controller]?.aclInFlight -= flushed
+        if !link.central.active && !link.peripheral.active {
+            for (sender, _) in link.stalled { controllers[sender]?.aclInFlight -= 1 }
+            links[id] = nil
+        } else {
+            links[id] = link
+        }
+    }
+
+    /// Re-checks every link after a move or a removal: out of reach arms the supervision timer; back in reach
+    /// disarms it and releases stalled packets.
+    mutating func reevaluateLinks() {
+        for id in links.keys.sorted() {
+            guard var link = links[id] else { continue }
+            let bothActive = link.central.active && link.peripheral.active
+            let reachable = bothActive && canHear(link.central.controller, link.peripheral.controller)
+            if !reachable, !link.supervisionArmed {
+                link.supervisionArmed = true
+                link.supervisionGeneration &+= 1
+                queue.schedule(.supervision(link: id, generation: link.supervisionGeneration), at: now + link.supervisionTimeoutNanos)
+                links[id] = link
+            } else if reachable, link.supervisionArmed {
+                link.supervisionArmed = false
+                link.supervisionGeneration &+= 1
+                let stalled = link.stalled
+                link.stalled = []
+                links[id] = link
+                for (sender, packet) in stalled { transmitACL(link: id, from: sender, packet) }
+            }
+        }
+    }
+
+    // MARK: Events
+
+    mutating func run(_ event: WorldEvent) {
+        switch event {
+        case .advertise(let controller, let generation):
+            advertisingEvent(controller: controller, generation: generation)
+        case .supervision(let id, let generation):
+            guard let link = links[id], link.supervisionArmed, link.supervisionGeneration == generation else { return }
+            for side in [link.central, link.peripheral] where side.active {
+                closeSide(link: id, controller: side.controller, reason: .connectionTimeout)
+            }
+        case .connectionUpdate(let id, let interval, let latency, let timeout):
+            guard var link = links[id] else { return }
+            link.interval = interval
+            link.latency = latency
+            link.timeout = timeout
+            links[id] = link
+            for side in [link.central, link.peripheral] where side.active {
+                emit(side.controller, HCILEConnectionUpdateCompleteEvent(handle: side.handle, connectionInterval: interval,
+                                                                         peripheralLatency: latency,
+                                                                         supervisionTimeout: timeout).packet)
+            }
+        }
+    }
+}

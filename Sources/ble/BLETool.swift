@@ -1,0 +1,10 @@
+import ArgumentParser
+
+/// The `ble` command-line tool.
+@main
+struct BLETool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ble",
+        abstract: "A Bluetooth Low Energy toolkit: virtual controllers, scanning, GATT, beacons.",
+        subcommands: [Demo.self, ControllerCommand.self])
+}

@@ -1,0 +1,93 @@
+import ArgumentParser
+import BLETransport
+import BLEVirtualController
+import BLEWire
+import Foundation
+
+/// `ble controller --tcp 127.0.0.1:9100 127.0.0.1:9101`: linked virtual controllers, each an H4/TCP server.
+struct ControllerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "controller",
+        abstract: "Run linked virtual LE controllers, each exposed as an H4-over-TCP server port.",
+        discussion: """
+            Every port gets a fresh controller per client connection (a new client replaces the previous one, whose \
+            links then drop by supervision timeout). Controllers sit on one simulated air, --spacing metres apart, \
+            with stable public addresses 00:5B:00:00:00:NN (NN = 1 for the first port). Prints 'READY <ports>' once \
+            every port listens.
+            """)
+
+    @Option(name: .customLong("tcp"), parsing: .upToNextOption, help: "HOST:PORT to listen on, one per controller.")
+    var endpoints: [String]
+
+    @Option(help: "ACL buffer size reported by LE Read Buffer Size.")
+    var aclSize: Int = 27
+
+    @Option(help: "Number of ACL buffers.")
+    var aclCount: Int = 8
+
+    @Option(help: "Distance between neighbouring controllers, in metres.")
+    var spacing: Double = 1
+
+    @Option(help: "Seed of the simulated air's random generator.")
+    var seed: UInt64 = 1
+
+    @Option(help: "RSSI noise standard deviation in dB.")
+    var noise: Double = 0
+
+    @Option(help: "Directory for one btsnoop capture per client connection (controller's view).")
+    var snoopDir: String?
+
+    func run() async throws {
+        let parsed = try endpoints.map { text -> (String, UInt16) in
+            guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+                throw ValidationError("'\(text)' is not HOST:PORT")
+            }
+            return (String(text[..<colon]), port)
+        }
+        guard !parsed.isEmpty else { throw ValidationError("give at least one --tcp HOST:PORT") }
+        let air = VirtualAir(clock: .realTime, seed: seed, radio: RadioModel(noiseSigma: noise))
+        let servers = try parsed.map { try H4TCPServer(host: $0.0, port: $0.1) }
+        FileHandle.standardOutput.write(("READY " + servers.map { String($0.port) }.joined(separator: " ") + "\n").data(using: .utf8) ?? Data())
+        let snoopDir = snoopDir
+        let (aclSize, aclCount, spacing) = (aclSize, aclCount, spacing)
+        let configuration: @Sendable (Int) -> VirtualController.Configuration = { index in
+            VirtualController.Configuration(address: BluetoothAddress(0x005B_0000_0000 | UInt64(index + 1)),
+                                            position: Position(x: Double(index) * spacing),
+                                            aclBufferSize: aclSize, aclBufferCount: aclCount)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, server) in servers.enumerated() {
+                group.addTask {
+                    let current = ControllerSlot()
+                    var session = 0
+                    for await client in server.connections {
+                        session += 1
+                        await current.replace(with: nil)
+                        let controller = air.addController(configuration(index))
+                        await current.replace(with: controller)
+                        var transport: any HCITransport = client
+                        if let snoopDir, let writer = try? BTSnoopWriter(path: "\(snoopDir)/controller-\(server.port)-\(session).btsnoop") {
+                            transport = SnoopingTransport(client, writer: writer, role: .controller)
+                        }
+                        FileHandle.standardError.write("port \(server.port): host attached (session \(session))\n".data(using: .utf8) ?? Data())
+                        let attached = transport
+                        let number = session
+                        Task {
+                            await controller.attach(attached)
+                            FileHandle.standardError.write("port \(server.port): host detached (session \(number))\n".data(using: .utf8) ?? Data())
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The controller currently serving one port.
+actor ControllerSlot {
+    private var controller: VirtualController?
+    func replace(with new: VirtualController?) {
+        controller?.remove()
+        controller = new
+    }
+}
