@@ -1,0 +1,160 @@
+/// An ATT opcode: method (bits 0–5), command flag (bit 6), authentication signature flag (bit 7).
+/// Core 5.4, Vol 3, Part F, 3.3.1. Open code.
+public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let errorResponse = ATTOpcode(rawValue: 0x01)
+    public static let exchangeMTURequest = ATTOpcode(rawValue: 0x02)
+    public static let exchangeMTUResponse = ATTOpcode(rawValue: 0x03)
+    public static let findInformationRequest = ATTOpcode(rawValue: 0x04)
+    public static let findInformationResponse = ATTOpcode(rawValue: 0x05)
+    public static let findByTypeValueRequest = ATTOpcode(rawValue: 0x06)
+    public static let findByTypeValueResponse = ATTOpcode(rawValue: 0x07)
+    public static let readByTypeRequest = ATTOpcode(rawValue: 0x08)
+    public static let readByTypeResponse = ATTOpcode(rawValue: 0x09)
+    public static let readRequest = ATTOpcode(rawValue: 0x0A)
+    public static let readResponse = ATTOpcode(rawValue: 0x0B)
+    public static let readBlobRequest = ATTOpcode(rawValue: 0x0C)
+    public static let readBlobResponse = ATTOpcode(rawValue: 0x0D)
+    public static let readMultipleRequest = ATTOpcode(rawValue: 0x0E)
+    public static let readMultipleResponse = ATTOpcode(rawValue: 0x0F)
+    public static let readByGroupTypeRequest = ATTOpcode(rawValue: 0x10)
+    public static let readByGroupTypeResponse = ATTOpcode(rawValue: 0x11)
+    public static let writeRequest = ATTOpcode(rawValue: 0x12)
+    public static let writeResponse = ATTOpcode(rawValue: 0x13)
+    public static let prepareWriteRequest = ATTOpcode(rawValue: 0x16)
+    public static let prepareWriteResponse = ATTOpcode(rawValue: 0x17)
+    public static let executeWriteRequest = ATTOpcode(rawValue: 0x18)
+    public static let executeWriteResponse = ATTOpcode(rawValue: 0x19)
+    public static let handleValueNotification = ATTOpcode(rawValue: 0x1B)
+    public static let handleValueIndication = ATTOpcode(rawValue: 0x1D)
+    public static let handleValueConfirmation = ATTOpcode(rawValue: 0x1E)
+    public static let readMultipleVariableRequest = ATTOpcode(rawValue: 0x20)
+    public static let readMultipleVariableResponse = ATTOpcode(rawValue: 0x21)
+    public static let multipleHandleValueNotification = ATTOpcode(rawValue: 0x23)
+    public static let writeCommand = ATTOpcode(rawValue: 0x52)
+    public static let signedWriteCommand = ATTOpcode(rawValue: 0xD2)
+
+    /// The method bits.
+    public var method: UInt8 { rawValue & 0x3F }
+    /// Whether the PDU is a command (bit 6): never answered, an unknown one is ignored.
+    public var isCommand: Bool { rawValue & 0x40 != 0 }
+    /// Whether a 12-byte authentication signature follows the parameters (bit 7).
+    public var hasAuthenticationSignature: Bool { rawValue & 0x80 != 0 }
+
+    /// Requests: PDUs a client sends that the server must answer with a response or an Error Response.
+    public static let requests: Set<ATTOpcode> = [
+        .exchangeMTURequest, .findInformationRequest, .findByTypeValueRequest, .readByTypeRequest, .readRequest,
+        .readBlobRequest, .readMultipleRequest, .readByGroupTypeRequest, .writeRequest, .prepareWriteRequest,
+        .executeWriteRequest, .readMultipleVariableRequest,
+    ]
+
+    /// Whether this is a known request, or an unknown PDU that is not a command (an unknown request).
+    public var isRequest: Bool { Self.requests.contains(self) }
+
+    /// The response opcode for a request.
+    public var responseOpcode: ATTOpcode? { isRequest ? ATTOpcode(rawValue: rawValue + 1) : nil }
+
+    /// Whether the PDU answers a request (a response or an Error Response).
+    public var isResponse: Bool { Self.responses.contains(self) }
+
+    /// Responses: the Error Response and each request's response.
+    public static let responses: Set<ATTOpcode> = Set(requests.compactMap(\.responseOpcode) + [.errorResponse])
+
+    /// The smallest valid PDU length (opcode included) for each known opcode: data, as Zephyr keeps it.
+    public static let minimumLength: [ATTOpcode: Int] = [
+        .errorResponse: 5, .exchangeMTURequest: 3, .exchangeMTUResponse: 3, .findInformationRequest: 5,
+        .findInformationResponse: 6, .findByTypeValueRequest: 7, .findByTypeValueResponse: 5, .readByTypeRequest: 7,
+        .readByTypeResponse: 4, .readRequest: 3, .readResponse: 1, .readBlobRequest: 5, .readBlobResponse: 1,
+        .readMultipleRequest: 5, .readMultipleResponse: 1, .readByGroupTypeRequest: 7, .readByGroupTypeResponse: 6,
+        .writeRequest: 3, .writeResponse: 1, .prepareWriteRequest: 5, .prepareWriteResponse: 5,
+        .executeWriteRequest: 2, .executeWriteResponse: 1, .handleValueNotification: 3, .handleValueIndication: 3,
+        .handleValueConfirmation: 1, .readMultipleVariableRequest: 5, .readMultipleVariableResponse: 1,
+        .multipleHandleValueNotification: 5, .writeCommand: 3, .signedWriteCommand: 15,
+    ]
+
+    public var description: String { "ATT 0x" + [rawValue].hexString() }
+}
+
+/// An ATT error code. Core 5.4, Vol 3, Part F, 3.4.1.1 and Core Specification Supplement, Part B. Open code.
+public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, Error, CustomStringConvertible {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let invalidHandle = ATTErrorCode(rawValue: 0x01)
+    public static let readNotPermitted = ATTErrorCode(rawValue: 0x02)
+    public static let writeNotPermitted = ATTErrorCode(rawValue: 0x03)
+    public static let invalidPDU = ATTErrorCode(rawValue: 0x04)
+    public static let insufficientAuthentication = ATTErrorCode(rawValue: 0x05)
+    public static let requestNotSupported = ATTErrorCode(rawValue: 0x06)
+    public static let invalidOffset = ATTErrorCode(rawValue: 0x07)
+    public static let insufficientAuthorization = ATTErrorCode(rawValue: 0x08)
+    public static let prepareQueueFull = ATTErrorCode(rawValue: 0x09)
+    public static let attributeNotFound = ATTErrorCode(rawValue: 0x0A)
+    public static let attributeNotLong = ATTErrorCode(rawValue: 0x0B)
+    public static let encryptionKeySizeTooShort = ATTErrorCode(rawValue: 0x0C)
+    public static let invalidAttributeValueLength = ATTErrorCode(rawValue: 0x0D)
+    public static let unlikelyError = ATTErrorCode(rawValue: 0x0E)
+    public static let insufficientEncryption = ATTErrorCode(rawValue: 0x0F)
+    public static let unsupportedGroupType = ATTErrorCode(rawValue: 0x10)
+    public static let insufficientResources = ATTErrorCode(rawValue: 0x11)
+    public static let databaseOutOfSync = ATTErrorCode(rawValue: 0x12)
+    public static let valueNotAllowed = ATTErrorCode(rawValue: 0x13)
+    /// Common profile and service error codes (CSS Part B, 1.2).
+    public static let writeRequestRejected = ATTErrorCode(rawValue: 0xFC)
+    public static let cccdImproperlyConfigured = ATTErrorCode(rawValue: 0xFD)
+    public static let procedureAlreadyInProgress = ATTErrorCode(rawValue: 0xFE)
+    public static let outOfRange = ATTErrorCode(rawValue: 0xFF)
+
+    /// Whether the code is in the application error range 0x80–0x9F.
+    public var isApplicationError: Bool { (0x80...0x9F).contains(rawValue) }
+
+    public var description: String {
+        let name: String = switch self {
+        case .invalidHandle: "Invalid Handle"
+        case .readNotPermitted: "Read Not Permitted"
+        case .writeNotPermitted: "Write Not Permitted"
+        case .invalidPDU: "Invalid PDU"
+        case .insufficientAuthentication: "Insufficient Authentication"
+        case .requestNotSupported: "Request Not Supported"
+        case .invalidOffset: "Invalid Offset"
+        case .insufficientAuthorization: "Insufficient Authorization"
+        case .prepareQueueFull: "Prepare Queue Full"
+        case .attributeNotFound: "Attribute Not Found"
+        case .attributeNotLong: "Attribute Not Long"
+        case .encryptionKeySizeTooShort: "Encryption Key Size Too Short"
+        case .invalidAttributeValueLength: "Invalid Attribute Value Length"
+        case .unlikelyError: "Unlikely Error"
+        case .insufficientEncryption: "Insufficient Encryption"
+        case .unsupportedGroupType: "Unsupported Group Type"
+        case .insufficientResources: "Insufficient Resources"
+        case .databaseOutOfSync: "Database Out Of Sync"
+        case .valueNotAllowed: "Value Not Allowed"
+        case .writeRequestRejected: "Write Request Rejected"
+        case .cccdImproperlyConfigured: "Client Characteristic Configuration Descriptor Improperly Configured"
+        case .procedureAlreadyInProgress: "Procedure Already in Progress"
+        case .outOfRange: "Out of Range"
+        default: isApplicationError ? "Application Error" : "ATT error"
+        }
+        return "\(name) (0x\([rawValue].hexString()))"
+    }
+}
+
+/// ATT sizes. Core 5.4, Vol 3, Part F, 3.2.8 and 3.4.
+public enum ATT {
+    /// ATT_MTU on LE before any exchange.
+    public static let defaultLEMTU = 23
+    /// The largest ATT_MTU (512-byte values + headers fit in 517).
+    public static let maximumMTU = 517
+    /// The longest attribute value. Core 5.4, Vol 3, Part F, 3.2.9.
+    public static let maximumAttributeValueLength = 512
+    /// Value bytes a notification or indication carries at `mtu`.
+    public static func maximumNotificationValueLength(mtu: Int) -> Int { mtu - 3 }
+    /// Value bytes a Write Request or Write Command carries at `mtu`.
+    public static func maximumWriteValueLength(mtu: Int) -> Int { mtu - 3 }
+    /// Value bytes a Read or Read Blob Response carries at `mtu`.
+    public static func maximumReadValueLength(mtu: Int) -> Int { mtu - 1 }
+    /// Value bytes a Prepare Write Request carries at `mtu`.
+    public static func maximumPrepareWriteValueLength(mtu: Int) -> Int { mtu - 5 }
+}

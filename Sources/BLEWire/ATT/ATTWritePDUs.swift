@@ -1,0 +1,253 @@
+// Write, queued write, server-initiated and multiple-variable ATT PDUs. Core 5.4, Vol 3, Part F, 3.4.5–3.4.7.
+
+/// A handle followed by a value: the layout of several PDUs.
+public protocol ATTHandleValuePDU: ATTPDUParameters, Hashable {
+    var handle: UInt16 { get }
+    var value: [UInt8] { get }
+    init(handle: UInt16, value: [UInt8])
+}
+
+extension ATTHandleValuePDU {
+    public init(from r: inout ByteReader) throws(WireError) {
+        let handle = try r.readUInt16("Attribute Handle")
+        self.init(handle: handle, value: r.readRemaining())
+    }
+    public func encode(into w: inout ByteWriter) {
+        w.write(handle)
+        w.write(value)
+    }
+}
+
+/// Write Request. Core 5.4, Vol 3, Part F, 3.4.5.1.
+public struct ATTWriteRequest: ATTHandleValuePDU {
+    public static let opcode = ATTOpcode.writeRequest
+    public var handle: UInt16
+    public var value: [UInt8]
+    public init(handle: UInt16, value: [UInt8]) {
+        self.handle = handle
+        self.value = value
+    }
+}
+
+/// Write Command. Core 5.4, Vol 3, Part F, 3.4.5.3.
+public struct ATTWriteCommand: ATTHandleValuePDU {
+    public static let opcode = ATTOpcode.writeCommand
+    public var handle: UInt16
+    public var value: [UInt8]
+    public init(handle: UInt16, value: [UInt8]) {
+        self.handle = handle
+        self.value = value
+    }
+}
+
+/// Handle Value Notification. Core 5.4, Vol 3, Part F, 3.4.7.1.
+public struct ATTHandleValueNotification: ATTHandleValuePDU {
+    public static let opcode = ATTOpcode.handleValueNotification
+    public var handle: UInt16
+    public var value: [UInt8]
+    public init(handle: UInt16, value: [UInt8]) {
+        self.handle = handle
+        self.value = value
+    }
+}
+
+/// Handle Value Indication. Core 5.4, Vol 3, Part F, 3.4.7.2.
+public struct ATTHandleValueIndication: ATTHandleValuePDU {
+    public static let opcode = ATTOpcode.handleValueIndication
+    public var handle: UInt16
+    public var value: [UInt8]
+    public init(handle: UInt16, value: [UInt8]) {
+        self.handle = handle
+        self.value = value
+    }
+}
+
+/// A PDU without parameters.
+public protocol ATTEmptyPDU: ATTPDUParameters, Hashable {
+    init()
+}
+
+extension ATTEmptyPDU {
+    public init(from r: inout ByteReader) throws(WireError) {
+        self.init()
+        try r.expectEnd("\(Self.self)")
+    }
+    public func encode(into w: inout ByteWriter) {}
+}
+
+/// Write Response. Core 5.4, Vol 3, Part F, 3.4.5.2.
+public struct ATTWriteResponse: ATTEmptyPDU {
+    public static let opcode = ATTOpcode.writeResponse
+    public init() {}
+}
+
+/// Execute Write Response. Core 5.4, Vol 3, Part F, 3.4.6.4.
+public struct ATTExecuteWriteResponse: ATTEmptyPDU {
+    public static let opcode = ATTOpcode.executeWriteResponse
+    public init() {}
+}
+
+/// Handle Value Confirmation. Core 5.4, Vol 3, Part F, 3.4.7.3.
+public struct ATTHandleValueConfirmation: ATTEmptyPDU {
+    public static let opcode = ATTOpcode.handleValueConfirmation
+    public init() {}
+}
+
+/// Signed Write Command. Core 5.4, Vol 3, Part F, 3.4.5.4.
+public struct ATTSignedWriteCommand: ATTPDUParameters, Hashable {
+    public static let opcode = ATTOpcode.signedWriteCommand
+    public var handle: UInt16
+    public var value: [UInt8]
+    /// Sign counter (4 bytes) and MAC (8 bytes).
+    public var signature: [UInt8]
+    public init(handle: UInt16, value: [UInt8], signature: [UInt8]) {
+        self.handle = handle
+        self.value = value
+        self.signature = signature
+    }
+    public init(from r: inout ByteReader) throws(WireError) {
+        handle = try r.readUInt16("Attribute Handle")
+        guard r.remainingCount >= 12 else { throw WireError(.truncated, "Signed Write Command without its 12-byte signature") }
+        value = try r.readBytes(r.remainingCount - 12, "Attribute Value")
+        signature = try r.readBytes(12, "Authentication Signature")
+    }
+    public func encode(into w: inout ByteWriter) {
+        w.write(handle)
+        w.write(value)
+        w.write(Array((signature + [UInt8](repeating: 0, count: 12)).prefix(12)))
+    }
+}
+
+/// The layout of Prepare Write Request and Response.
+public protocol ATTPrepareWritePDU: ATTPDUParameters, Hashable {
+    var handle: UInt16 { get }
+    var offset: UInt16 { get }
+    var value: [UInt8] { get }
+    init(handle: UInt16, offset: UInt16, value: [UInt8])
+}
+
+extension ATTPrepareWritePDU {
+    public init(from r: inout ByteReader) throws(WireError) {
+        let handle = try r.readUInt16("Attribute Handle")
+        let offset = try r.readUInt16("Value Offset")
+        self.init(handle: handle, offset: offset, value: r.readRemaining())
+    }
+    public func encode(into w: inout ByteWriter) {
+        w.write(handle)
+        w.write(offset)
+        w.write(value)
+    }
+}
+
+/// Prepare Write Request. Core 5.4, Vol 3, Part F, 3.4.6.1.
+public struct ATTPrepareWriteRequest: ATTPrepareWritePDU {
+    public static let opcode = ATTOpcode.prepareWriteRequest
+    public var handle: UInt16
+    public var offset: UInt16
+    public var value: [UInt8]
+    public init(handle: UInt16, offset: UInt16, value: [UInt8]) {
+        self.handle = handle
+        self.offset = offset
+        self.value = value
+    }
+}
+
+/// Prepare Write Response. Core 5.4, Vol 3, Part F, 3.4.6.2.
+public struct ATTPrepareWriteResponse: ATTPrepareWritePDU {
+    public static let opcode = ATTOpcode.prepareWriteResponse
+    public var handle: UInt16
+    public var offset: UInt16
+    public var value: [UInt8]
+    public init(handle: UInt16, offset: UInt16, value: [UInt8]) {
+        self.handle = handle
+        self.offset = offset
+        self.value = value
+    }
+}
+
+/// Execute Write Request. Core 5.4, Vol 3, Part F, 3.4.6.3.
+public struct ATTExecuteWriteRequest: ATTPDUParameters, Hashable {
+    public static let opcode = ATTOpcode.executeWriteRequest
+    /// `true` (0x01): write all prepared values; `false` (0x00): cancel them.
+    public var commit: Bool
+    public init(commit: Bool) { self.commit = commit }
+    public init(from r: inout ByteReader) throws(WireError) {
+        let flags = try r.readUInt8("Flags")
+        guard flags <= 1 else { throw WireError(.invalidValue, "Execute Write flags 0x\([flags].hexString())") }
+        commit = flags == 1
+        try r.expectEnd("Execute Write Request")
+    }
+    public func encode(into w: inout ByteWriter) { w.write(UInt8(commit ? 1 : 0)) }
+}
+
+/// Read Multiple Variable Request. Core 5.4, Vol 3, Part F, 3.4.4.11.
+public struct ATTReadMultipleVariableRequest: ATTPDUParameters, Hashable {
+    public static let opcode = ATTOpcode.readMultipleVariableRequest
+    public var handles: [UInt16]
+    public init(handles: [UInt16]) { self.handles = handles }
+    public init(from r: inout ByteReader) throws(WireError) { handles = try readHandleList(&r, "Read Multiple Variable Request") }
+    public func encode(into w: inout ByteWriter) { for h in handles { w.write(h) } }
+}
+
+/// Read Multiple Variable Response. Core 5.4, Vol 3, Part F, 3.4.4.12.
+///
+/// Each value is preceded by its full length; the last value may be cut short by the MTU, so its bytes can be
+/// fewer than its length says.
+public struct ATTReadMultipleVariableResponse: ATTPDUParameters, Hashable {
+    public static let opcode = ATTOpcode.readMultipleVariableResponse
+    /// One value and its full length.
+    public struct Entry: Hashable, Sendable {
+        public var length: UInt16
+        public var value: [UInt8]
+        public init(length: UInt16, value: [UInt8]) {
+            self.length = length
+            self.value = value
+        }
+        /// An untruncated value.
+        public init(_ value: [UInt8]) { self.init(length: UInt16(truncatingIfNeeded: value.count), value: value) }
+    }
+    public var entries: [Entry]
+    public init(entries: [Entry]) { self.entries = entries }
+    public init(from r: inout ByteReader) throws(WireError) {
+        var list: [Entry] = []
+        while !r.isAtEnd {
+            let length = Int(try r.readUInt16("Value Length"))
+            let available = min(length, r.remainingCount)
+            let value = try r.readBytes(available, "Attribute Value")
+            // Only the last value may be truncated.
+            guard available == length || r.isAtEnd else { throw WireError(.lengthMismatch, "truncated value before the last") }
+            list.append(Entry(length: UInt16(length), value: value))
+        }
+        entries = list
+    }
+    public func encode(into w: inout ByteWriter) {
+        for e in entries {
+            w.write(e.length)
+            w.write(e.value)
+        }
+    }
+}
+
+/// Multiple Handle Value Notification. Core 5.4, Vol 3, Part F, 3.4.7.4.
+public struct ATTMultipleHandleValueNotification: ATTPDUParameters, Hashable {
+    public static let opcode = ATTOpcode.multipleHandleValueNotification
+    public var entries: [ATTReadByTypeResponse.Entry]
+    public init(entries: [ATTReadByTypeResponse.Entry]) { self.entries = entries }
+    public init(from r: inout ByteReader) throws(WireError) {
+        var list: [ATTReadByTypeResponse.Entry] = []
+        guard !r.isAtEnd else { throw WireError(.truncated, "Multiple Handle Value Notification without values") }
+        while !r.isAtEnd {
+            let handle = try r.readUInt16("Attribute Handle")
+            let length = Int(try r.readUInt16("Value Length"))
+            list.append(.init(handle: handle, value: try r.readBytes(length, "Attribute Value")))
+        }
+        entries = list
+    }
+    public func encode(into w: inout ByteWriter) {
+        for e in entries {
+            w.write(e.handle)
+            w.write(UInt16(truncatingIfNeeded: e.value.count))
+            w.write(e.value)
+        }
+    }
+}
