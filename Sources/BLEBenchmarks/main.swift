@@ -1,1 +1,111 @@
-print("bench")
+// Benchmarks: `swift run -c release BLEBenchmarks`. Figures are printed, never asserted.
+import BLETransport
+import BLEVirtualController
+import BLEWire
+import Foundation
+
+/// Runs `body` `iterations` times after a warm-up and returns nanoseconds per iteration (best of `rounds`).
+func measure(iterations: Int, rounds: Int = 5, _ body: () -> Void) -> Double {
+    for _ in 0..<max(1, iterations / 10) { body() }
+    var best = Double.infinity
+    let clock = ContinuousClock()
+    for _ in 0..<rounds {
+        let elapsed = clock.measure { for _ in 0..<iterations { body() } }
+        let (s, a) = elapsed.components
+        best = min(best, (Double(s) * 1e9 + Double(a) / 1e9) / Double(iterations))
+    }
+    return best
+}
+
+@inline(never) func blackHole<T>(_ value: T) { withExtendedLifetime(value) {} }
+
+// MARK: Advertising data parsing
+
+let payloads: [(String, [UInt8])] = [
+    ("iBeacon", [UInt8](hex: "020106 1aff4c000215 e2c56db5dffb48d2b060d0f5a71096e0 0001 0002 c5") ?? []),
+    ("heart rate sensor", [UInt8](hex: "020106 05030d180f18 0d09 506f6c617220483130203132") ?? []),
+    ("128-bit service + name", [UInt8](hex: "020106 1107f0debc9a785634127856341278563412 0509 4c45444c") ?? []),
+    ("Eddystone URL", [UInt8](hex: "020106 0303aafe 1116aafe 10ee 03 676f6f676c65 07") ?? []),
+    ("manufacturer + TX power", [UInt8](hex: "020106 020a08 0bff5900 0102030405060708 0309 4142") ?? []),
+]
+
+print("== Advertising data parse (decode + name + service UUIDs + manufacturer data + service data)")
+var totalNanos = 0.0
+for (name, bytes) in payloads {
+    let ns = measure(iterations: 200_000) {
+        guard let ad = try? AdvertisingData(bytes: bytes) else { return }
+        blackHole(ad.localName)
+        blackHole(try? ad.serviceUUIDs())
+        blackHole(try? ad.manufacturerData())
+        blackHole(try? ad.serviceData())
+    }
+    totalNanos += ns
+    let label = name.padding(toLength: 26, withPad: " ", startingAt: 0)
+    print("  \(label) \(bytes.count) bytes  " + String(format: "%8.1f ns/advertisement", ns))
+}
+print("  " + "mean over the set".padding(toLength: 26, withPad: " ", startingAt: 0) + "           "
+      + String(format: "%8.1f ns/advertisement", totalNanos / Double(payloads.count)))
+
+// MARK: Raw ACL throughput through the in-process virtual controller
+
+/// Connects two buffered controllers on a manual-clock air and returns them with their handles.
+func connectedPair(aclSize: Int, aclCount: Int) -> (VirtualAir, VirtualController, VirtualController, UInt16, UInt16)? {
+    let air = VirtualAir(clock: .manual)
+    let a = air.addController(.init(aclBufferSize: aclSize, aclBufferCount: aclCount), buffered: true)
+    let b = air.addController(.init(position: Position(x: 1), aclBufferSize: aclSize, aclBufferCount: aclCount), buffered: true)
+    for c in [a, b] { c.receive(fromHost: .command(HCISetEventMask(mask: 0x3FFF_FFFF_FFFF_FFFF).packet)) }
+    b.receive(fromHost: .command(HCILESetAdvertisingEnable(isEnabled: true).packet))
+    a.receive(fromHost: .command(HCILECreateConnection(peerAddressType: .public, peerAddress: b.address).packet))
+    air.advance(by: .milliseconds(100))
+    func handle(_ c: VirtualController) -> UInt16? {
+        for case .event(let e) in c.drainToHost() {
+            if case .le(.connectionComplete(let cc))? = try? HCIEvent(packet: e) { return cc.handle }
+        }
+        return nil
+    }
+    guard let ha = handle(a), let hb = handle(b) else { return nil }
+    return (air, a, b, ha, hb)
+}
+
+print("== Raw ACL throughput through the in-process virtual controller (251-byte L2CAP frames, host flow control honoured)")
+for (size, count) in [(27, 8), (251, 8)] {
+    guard let (_, a, b, ha, _) = connectedPair(aclSize: size, aclCount: count) else {
+        print("  could not connect")
+        continue
+    }
+    let frame = L2CAPBasicFrame(channelID: .att, payload: Array(repeating: 0xA5, count: 247)).encoded   // 251 bytes
+    let frames = 20_000
+    var reassembler = L2CAPReassembler()
+    var delivered = 0
+    var credits = count
+    let clock = ContinuousClock()
+    let elapsed = clock.measure {
+        for _ in 0..<frames {
+            var offset = 0
+            while offset < frame.count {
+                if credits == 0 {
+                    for case .event(let e) in a.drainToHost() {
+                        if case .numberOfCompletedPackets(let n)? = try? HCIEvent(packet: e) {
+                            credits += n.entries.reduce(0) { $0 + Int($1.completedPackets) }
+                        }
+                    }
+                }
+                let end = min(offset + size, frame.count)
+                a.receive(fromHost: .acl(HCIACLPacket(handle: ha, boundary: offset == 0 ? .firstNonFlushable : .continuing,
+                                                      data: Array(frame[offset..<end]))))
+                credits -= 1
+                offset = end
+            }
+            for case .acl(let p) in b.drainToHost() {
+                if ((try? reassembler.append(isStart: p.boundary.isStart, data: p.data)) ?? nil) != nil {
+                    delivered += 1
+                }
+            }
+        }
+    }
+    let (s, at) = elapsed.components
+    let seconds = Double(s) + Double(at) / 1e18
+    let megabytes = Double(delivered * frame.count) / 1e6
+    print(String(format: "  controller buffers %3d x %d: %6d frames delivered, %7.1f MB/s, %8.0f frames/s", size, count,
+                 delivered, megabytes / seconds, Double(delivered) / seconds))
+}
