@@ -70,9 +70,10 @@ public final class VirtualAir: Sendable {
     /// ACL packets hosts sent for unknown connection handles (dropped).
     public var droppedACLPacketCount: Int { world.withLock { $0.droppedACLPackets } }
 
-    /// Moves simulated time forward by `duration`, running every event due in that span (manual clock only).
+    /// Moves simulated time forward by `duration`, running every event due in that span. Only the manual clock is
+    /// driven this way; on a real-time air the call does nothing (wall time drives it).
     public func advance(by duration: Duration) {
-        precondition(clock == .manual, "advance(by:) drives the manual clock only")
+        guard clock == .manual else { return }
         let (seconds, attoseconds) = duration.components
         let nanos = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000
         world.withLock { w in
