@@ -161,9 +161,7 @@ final class Host {
         let fragments = frame.fragments(maximumFragmentSize: Int(buffers.leACLDataPacketLength))
         for (i, fragment) in fragments.enumerated() {
             while credits == 0 {
-                let returned = try events().reduce(0) { sum, e in
-                    if case .numberOfCompletedPackets(let n) = e { sum + n.entries.reduce(0) { $0 + Int($1.completedPackets) } } else { sum }
-                }
+                let returned = try completedPackets()
                 guard returned > 0 else { throw ValidationError("\(name): the controller returned no buffers") }
                 credits += returned
                 completed += returned
@@ -171,10 +169,15 @@ final class Host {
             controller.receive(fromHost: .acl(HCIACLPacket(handle: handle, boundary: i == 0 ? .firstNonFlushable : .continuing, data: fragment)))
             credits -= 1
         }
-        completed += try events().reduce(0) { sum, e in
+        completed += try completedPackets()
+        say("sent a \(frame.encoded.count)-byte L2CAP frame as \(fragments.count) ACL packet(s) under flow control; \(completed) completed")
+    }
+
+    /// Buffers returned by Number Of Completed Packets events received so far.
+    func completedPackets() throws -> Int {
+        try events().reduce(0) { sum, e in
             if case .numberOfCompletedPackets(let n) = e { sum + n.entries.reduce(0) { $0 + Int($1.completedPackets) } } else { sum }
         }
-        say("sent a \(frame.encoded.count)-byte L2CAP frame as \(fragments.count) ACL packet(s) under flow control; \(completed) completed")
     }
 
     func receiveL2CAP() throws -> L2CAPBasicFrame {
