@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "BLEWire", targets: ["BLEWire"]),
         .library(name: "BLEProtocols", targets: ["BLEProtocols"]),
         .library(name: "BLETransport", targets: ["BLETransport"]),
+        .library(name: "BLEHost", targets: ["BLEHost"]),
         .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
@@ -35,6 +36,11 @@ let package = Package(
             name: "BLEVirtualController",
             dependencies: ["BLEWire", "BLETransport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // The Host actor: runs the state machines over a transport; owns all host-side I/O and tasks.
+        .target(
+            name: "BLEHost",
+            dependencies: ["BLEWire", "BLEProtocols", "BLETransport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         .executableTarget(
             name: "ble",
             dependencies: [
@@ -52,6 +58,10 @@ let package = Package(
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"], swiftSettings: strict),
+        .testTarget(
+            name: "BLEHostTests",
+            dependencies: ["BLEHost", "BLEVirtualController", "BLETransport", "BLEWire"],
+            swiftSettings: strict),
         .testTarget(
             name: "BLEVirtualControllerTests",
             dependencies: ["BLEVirtualController", "BLETransport", "BLEWire"],

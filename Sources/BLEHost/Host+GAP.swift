@@ -1,0 +1,195 @@
+import BLEWire
+
+/// GAP: scanning, advertising and connection establishment. Core 5.4, Vol 3, Part C.
+extension Host {
+    /// Scan parameters.
+    public struct ScanOptions: Sendable {
+        /// Send scan requests to get scan responses.
+        public var active = true
+        /// Let the controller filter duplicate reports.
+        public var filterDuplicates = false
+        /// Scan interval and window in 0.625 ms units.
+        public var interval: UInt16 = 0x0060
+        public var window: UInt16 = 0x0030
+        public init(active: Bool = true, filterDuplicates: Bool = false) {
+            self.active = active
+            self.filterDuplicates = filterDuplicates
+        }
+    }
+
+    /// Starts scanning; the stream delivers every advertising report until it is cancelled (which stops the scan).
+    public func scan(_ options: ScanOptions = ScanOptions()) async throws -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        guard state == .poweredOn else { throw HostError(.notPoweredOn, "scan: the adapter is \(state)") }
+        if scanContinuation != nil { await stopScan() }
+        _ = try await send(HCILESetScanParameters(scanType: options.active ? .active : .passive, interval: options.interval,
+                                                  window: options.window))
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisementReport.self, throwing: (any Error).self)
+        scanContinuation = continuation
+        scanGeneration += 1
+        let generation = scanGeneration
+        continuation.onTermination = { [weak self] _ in Task { await self?.scanEnded(generation) } }
+        _ = try await send(HCILESetScanEnable(isEnabled: true, filterDuplicates: options.filterDuplicates))
+        return stream
+    }
+
+    private func scanEnded(_ generation: Int) async {
+        // Only the current scan's end stops the controller (a newer scan may have replaced it).
+        guard scanContinuation != nil, generation == scanGeneration else { return }
+        await stopScan()
+    }
+
+    /// Stops scanning and finishes the scan stream.
+    public func stopScan() async {
+        let continuation = scanContinuation
+        scanContinuation = nil
+        continuation?.finish()
+        if state == .poweredOn { _ = try? await send(HCILESetScanEnable(isEnabled: false)) }
+    }
+
+    /// Advertising parameters and data.
+    public struct AdvertisingOptions: Sendable {
+        public var data: AdvertisingData
+        public var scanResponse: AdvertisingData
+        /// Interval in 0.625 ms units (0x00A0 = 100 ms).
+        public var interval: UInt16 = 0x00A0
+        public var type: HCILEAdvertisingType = .connectableUndirected
+        public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData()) {
+            self.data = data
+            self.scanResponse = scanResponse
+        }
+    }
+
+    /// Starts legacy advertising. Throws ``WireError`` (oversized) when the data does not fit in 31 bytes.
+    public func startAdvertising(_ options: AdvertisingOptions) async throws {
+        guard state == .poweredOn else { throw HostError(.notPoweredOn, "advertise: the adapter is \(state)") }
+        let data = try options.data.encodedLegacy()
+        let response = try options.scanResponse.encodedLegacy()
+        _ = try? await send(HCILESetAdvertisingEnable(isEnabled: false))
+        _ = try await send(HCILESetAdvertisingParameters(intervalMin: options.interval, intervalMax: options.interval,
+                                                         advertisingType: options.type))
+        _ = try await send(HCILESetAdvertisingData(data: data))
+        _ = try await send(HCILESetScanResponseData(data: response))
+        _ = try await send(HCILESetAdvertisingEnable(isEnabled: true))
+    }
+
+    /// Stops advertising.
+    public func stopAdvertising() async throws {
+        _ = try await send(HCILESetAdvertisingEnable(isEnabled: false))
+    }
+
+    /// Connects to `peer`. Throws ``HostError`` with `connectionTimedOut` when it does not complete within `timeout`
+    /// (the attempt is cancelled with LE Create Connection Cancel).
+    public func connect(to peer: LEAddress, timeout: Duration = .seconds(10),
+                        supervisionTimeout: UInt16 = 0x01F4) async throws -> HostConnection {
+        guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
+        guard pendingConnection == nil else { throw HostError(.connectionInProgress, "another connection attempt is in progress") }
+        connectionTimedOut = false
+        _ = try await send(HCILECreateConnection(peerAddressType: peer.type, peerAddress: peer.address,
+                                                 supervisionTimeout: supervisionTimeout))
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled else { return }
+            await self?.cancelConnection()
+        }
+        defer { timer.cancel() }
+        return try await withCheckedThrowingContinuation { pendingConnection = $0 }
+    }
+
+    private func cancelConnection() async {
+        guard pendingConnection != nil else { return }
+        connectionTimedOut = true
+        do {
+            _ = try await send(HCILECreateConnectionCancel())
+        } catch {
+            // Too late: the connection completed meanwhile, or the controller does not answer.
+            if let pending = pendingConnection {
+                pendingConnection = nil
+                pending.resume(throwing: error)
+            }
+        }
+    }
+
+    /// Disconnects a link (reason 0x13, Remote User Terminated Connection).
+    public func disconnect(_ handle: UInt16, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
+        guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        _ = try await send(HCIDisconnect(handle: handle, reason: reason))
+    }
+
+    /// Asks the controller to change a link's parameters (central role).
+    public func updateConnection(_ handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
+                                 supervisionTimeout: UInt16) async throws {
+        _ = try await send(HCILEConnectionUpdate(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax,
+                                                 maxLatency: latency, supervisionTimeout: supervisionTimeout))
+    }
+
+    /// The links up now.
+    public var connections: [HostConnection] { links.values.map(\.connection).sorted { $0.handle < $1.handle } }
+
+    func handleLE(_ event: HCILEMetaEvent) async {
+        switch event {
+        case .advertisingReport(let e):
+            for r in e.reports {
+                deliverReport(address: LEAddress(r.address, type: r.addressType), rssi: r.rssi, eventType: r.eventType, data: r.data)
+            }
+        case .extendedAdvertisingReport(let e):
+            for r in e.reports {
+                let type: HCILEAdvertisingReportEventType
+                if r.eventType.contains(.scanResponse) { type = .scanResponse }
+                else if r.eventType.contains(.directed) { type = .advDirectInd }
+                else if r.eventType.contains(.connectable) { type = .advInd }
+                else if r.eventType.contains(.scannable) { type = .advScanInd }
+                else { type = .advNonconnInd }
+                deliverReport(address: LEAddress(r.address, type: r.addressType), rssi: r.rssi, eventType: type, data: r.data)
+            }
+        case .connectionComplete(let e):
+            connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: LEAddress(e.peerAddress, type: e.peerAddressType),
+                                interval: e.connectionInterval, latency: e.peripheralLatency, timeout: e.supervisionTimeout)
+        case .enhancedConnectionComplete(let e):
+            connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: LEAddress(e.peerAddress, type: e.peerAddressType),
+                                interval: e.connectionInterval, latency: e.peripheralLatency, timeout: e.supervisionTimeout)
+        case .connectionUpdateComplete(let e):
+            guard e.status == .success, var link = links[e.handle] else { return }
+            link.connection.interval = e.connectionInterval
+            link.connection.latency = e.peripheralLatency
+            link.connection.supervisionTimeout = e.supervisionTimeout
+            links[e.handle] = link
+            publish(.connectionUpdated(link.connection))
+        case .longTermKeyRequest(let e):
+            // No pairing yet, so no keys: refuse. Core 5.4, Vol 3, Part H, 2.4.4.
+            _ = try? await send(HCILELongTermKeyRequestNegativeReply(handle: e.handle))
+        case .readRemoteFeaturesComplete, .dataLengthChange, .unknown:
+            break
+        }
+    }
+
+    private func deliverReport(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, data: [UInt8]) {
+        guard let scanContinuation else { return }
+        // Malformed advertising data from the air is reported as empty rather than dropped: the device exists.
+        let parsed = (try? AdvertisingData(bytes: data)) ?? AdvertisingData()
+        scanContinuation.yield(AdvertisementReport(address: address, rssi: rssi, eventType: eventType, data: parsed, rawData: data))
+    }
+
+    private func connectionCompleted(status: HCIStatus, handle: UInt16, role: HCIRole, peer: LEAddress, interval: UInt16,
+                                     latency: UInt16, timeout: UInt16) {
+        guard status == .success else {
+            if role == .central, let pending = pendingConnection {
+                pendingConnection = nil
+                if connectionTimedOut && status == .unknownConnectionIdentifier {
+                    pending.resume(throwing: HostError(.connectionTimedOut, "the connection attempt timed out and was cancelled"))
+                } else {
+                    pending.resume(throwing: HostError(.connectionFailed(status), "connection failed: \(status)"))
+                }
+            }
+            return
+        }
+        let connection = HostConnection(handle: handle, role: role, peer: peer, interval: interval, latency: latency,
+                                        supervisionTimeout: timeout)
+        links[handle] = Link(connection: connection,
+                             reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength))
+        if role == .central, let pending = pendingConnection {
+            pendingConnection = nil
+            pending.resume(returning: connection)
+        }
+        publish(.connected(connection))
+    }
+}

@@ -1,0 +1,305 @@
+import BLEProtocols
+import BLETransport
+import BLEWire
+import Logging
+
+/// The host side of one controller: brings it up, sends typed commands under HCI flow control, routes events and
+/// ACL data, and runs L2CAP (fixed channels ATT, LE signaling, SMP) per connection.
+///
+/// One actor per controller. A single reader task consumes the transport; every state machine it drives
+/// (``HCICommandFlow``, ``ACLFlow``, ``L2CAPReassembler``) is sans-I/O and lives in this actor.
+public actor Host {
+    /// Bring-up and timing settings.
+    public struct Configuration: Sendable {
+        /// How long a command may stay unanswered.
+        public var commandTimeout: Duration = .seconds(5)
+        /// Maximum reassembled L2CAP PDU size accepted from a peer.
+        public var maximumL2CAPPDULength: Int = 1024
+        public init() {}
+    }
+
+    struct Link {
+        var connection: HostConnection
+        var reassembler: L2CAPReassembler
+        /// Per fixed channel: the consumer, or frames waiting for one.
+        var channels: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
+        var pending: [L2CAPChannelID: [[UInt8]]] = [:]
+        var signalingIdentifier: UInt8 = 0
+    }
+
+    let transport: any HCITransport
+    let configuration: Configuration
+    let logger = Logger(label: "ble.host")
+
+    var commandFlow: HCICommandFlow
+    var waiters: [HCICommandFlow.Token: CheckedContinuation<HCICommandFlow.Outcome, Never>] = [:]
+    var earlyOutcomes: [HCICommandFlow.Token: HCICommandFlow.Outcome] = [:]
+    var timers: [HCICommandFlow.Token: Task<Void, Never>] = [:]
+    var aclFlow = ACLFlow(bufferSize: 27, bufferCount: 1)
+    var aclOutbox: [HCIACLPacket] = []
+    var aclPumping = false
+    var links: [UInt16: Link] = [:]
+    var subscribers: [Int: AsyncStream<HostEvent>.Continuation] = [:]
+    var nextSubscriber = 0
+    var scanContinuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation?
+    var scanGeneration = 0
+    var pendingConnection: CheckedContinuation<HostConnection, any Error>?
+    var connectionTimedOut = false
+    var reader: Task<Void, Never>?
+
+    /// The adapter state.
+    public internal(set) var state: AdapterState = .unknown
+    /// The controller's public address (after bring-up).
+    public private(set) var address: BluetoothAddress?
+    /// The controller's ACL buffers (after bring-up).
+    public var aclBuffers: (size: Int, count: Int) { (aclFlow.bufferSize, aclFlow.bufferCount) }
+    /// The controller's supported commands (after bring-up).
+    public private(set) var supportedCommands = HCISupportedCommands()
+    /// Frames received on fixed channels nobody handles, or that could not be decoded.
+    public internal(set) var droppedFrames = 0
+
+    /// Creates a host over `transport`. Call ``powerOn()`` to bring the controller up.
+    public init(transport: any HCITransport, configuration: Configuration = Configuration()) {
+        self.transport = transport
+        self.configuration = configuration
+        self.commandFlow = HCICommandFlow(timeout: configuration.commandTimeout)
+    }
+
+    // MARK: Bring-up
+
+    /// Starts reading the transport and brings the controller up: reset, event masks, buffer sizes, address.
+    /// The state goes `resetting` → `poweredOn` (or `unsupported` when the controller does not do LE).
+    public func powerOn() async throws {
+        if reader == nil {
+            let transport = transport
+            reader = Task { [weak self] in
+                do {
+                    for try await packet in transport.incoming {
+                        guard let self else { return }
+                        await self.receive(packet)
+                    }
+                    await self?.transportEnded(nil)
+                } catch {
+                    await self?.transportEnded(error)
+                }
+            }
+        }
+        setState(.resetting)
+        do {
+            try await bringUp()
+            setState(.poweredOn)
+        } catch let error as HostError {
+            if case .transportClosed = error.kind { setState(.poweredOff) } else { setState(.unsupported) }
+            throw error
+        }
+    }
+
+    private func bringUp() async throws {
+        _ = try await send(HCIReset())
+        supportedCommands = (try? await send(HCIReadLocalSupportedCommands()))?.supportedCommands ?? HCISupportedCommands()
+        let features = try await send(HCIReadLocalSupportedFeatures()).features
+        guard features & (1 << 38) != 0 else {
+            throw HostError(.commandFailed(.readLocalSupportedFeatures, .unsupportedFeatureOrParameterValue),
+                            "the controller does not support LE")
+        }
+        // Disconnection Complete, Encryption Change, Hardware Error, Data Buffer Overflow, Key Refresh, LE Meta.
+        _ = try await send(HCISetEventMask(mask: 1 << 4 | 1 << 7 | 1 << 15 | 1 << 25 | 1 << 47 | 1 << 61))
+        // Connection Complete, Advertising Report, Update Complete, Remote Features, LTK Request, Data Length Change,
+        // Enhanced Connection Complete, Extended Advertising Report.
+        _ = try await send(HCILESetEventMask(mask: 0x1F | 1 << 6 | 1 << 9 | 1 << 12))
+        var buffers = try await send(HCILEReadBufferSize())
+        if buffers.leACLDataPacketLength == 0 || buffers.totalNumLEACLDataPackets == 0 {
+            let shared = try await send(HCIReadBufferSize())
+            buffers.leACLDataPacketLength = shared.aclDataPacketLength
+            buffers.totalNumLEACLDataPackets = UInt8(clamping: shared.totalNumACLDataPackets)
+        }
+        aclFlow = ACLFlow(bufferSize: Int(buffers.leACLDataPacketLength), bufferCount: Int(buffers.totalNumLEACLDataPackets))
+        address = try await send(HCIReadBDADDR()).address
+    }
+
+    /// Closes the transport; the state becomes `poweredOff`.
+    public func powerOff() async {
+        await transport.close()
+        transportEnded(nil)
+    }
+
+    // MARK: Commands
+
+    /// Sends a typed command and returns its return parameters once the controller answers (Command Complete), or
+    /// once it accepts it (Command Status, for commands whose outcome comes in a later event).
+    public func send<C: HCICommand>(_ command: C) async throws -> C.ReturnParameters {
+        let (token, actions) = commandFlow.submit(command)
+        await perform(actions)
+        let outcome = await outcome(of: token)
+        switch outcome {
+        case .complete(let bytes):
+            do {
+                return try C.ReturnParameters(bytes: bytes)
+            } catch {
+                throw HostError(.malformedResponse(C.opcode), "\(C.self): return parameters do not decode: \(error)")
+            }
+        case .pending:
+            do {
+                return try C.ReturnParameters(bytes: [HCIStatus.success.rawValue])
+            } catch {
+                throw HostError(.malformedResponse(C.opcode), "\(C.self) completes with Command Status")
+            }
+        case .failed(let status):
+            throw HostError(.commandFailed(C.opcode, status), "\(C.self) failed: \(status)")
+        case .timedOut:
+            throw HostError(.commandTimedOut(C.opcode), "\(C.self): no answer from the controller within \(configuration.commandTimeout)")
+        case .cancelled:
+            throw HostError(.transportClosed, "\(C.self): the transport closed")
+        }
+    }
+
+    /// Waits for a command's outcome (or takes it if it already arrived while its packet was being sent).
+    private func outcome(of token: HCICommandFlow.Token) async -> HCICommandFlow.Outcome {
+        if let early = earlyOutcomes.removeValue(forKey: token) { return early }
+        return await withCheckedContinuation { waiters[token] = $0 }
+    }
+
+    private func finish(_ token: HCICommandFlow.Token, _ outcome: HCICommandFlow.Outcome) {
+        if let waiter = waiters.removeValue(forKey: token) {
+            waiter.resume(returning: outcome)
+        } else {
+            earlyOutcomes[token] = outcome
+        }
+    }
+
+    func perform(_ actions: [HCICommandFlow.Action]) async {
+        for action in actions {
+            switch action {
+            case .send(let packet):
+                do {
+                    try await transport.send(.command(packet))
+                } catch {
+                    transportEnded(error)
+                    return
+                }
+            case .startTimer(let token, let duration):
+                timers[token] = Task { [weak self] in
+                    try? await Task.sleep(for: duration)
+                    guard !Task.isCancelled else { return }
+                    await self?.commandTimerFired(token)
+                }
+            case .cancelTimer(let token):
+                timers.removeValue(forKey: token)?.cancel()
+            case .finish(let token, let outcome):
+                finish(token, outcome)
+            }
+        }
+    }
+
+    private func commandTimerFired(_ token: HCICommandFlow.Token) async {
+        timers[token] = nil
+        await perform(commandFlow.timerFired(token))
+    }
+
+    // MARK: Events
+
+    /// A stream of host events (state changes, connections, disconnections...). Each call is a new subscriber.
+    public func events() -> AsyncStream<HostEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: HostEvent.self)
+        let id = nextSubscriber
+        nextSubscriber += 1
+        subscribers[id] = continuation
+        continuation.onTermination = { [weak self] _ in Task { await self?.unsubscribe(id) } }
+        continuation.yield(.stateChanged(state))
+        return stream
+    }
+
+    private func unsubscribe(_ id: Int) { subscribers[id] = nil }
+
+    func publish(_ event: HostEvent) {
+        for continuation in subscribers.values { continuation.yield(event) }
+    }
+
+    func setState(_ new: AdapterState) {
+        guard new != state else { return }
+        state = new
+        publish(.stateChanged(new))
+    }
+
+    func receive(_ packet: HCIPacket) async {
+        switch packet {
+        case .event(let raw):
+            let event: HCIEvent
+            do {
+                event = try HCIEvent(packet: raw)
+            } catch {
+                logger.warning("undecodable event \(raw.code): \(error)")
+                return
+            }
+            let (consumed, actions) = commandFlow.receive(event)
+            await perform(actions)
+            if !consumed { await handle(event) }
+        case .acl(let acl):
+            await receiveACL(acl)
+        case .command, .other:
+            break
+        }
+    }
+
+    private func handle(_ event: HCIEvent) async {
+        switch event {
+        case .numberOfCompletedPackets:
+            await sendACL(aclFlow.receive(event))
+        case .disconnectionComplete(let e):
+            await sendACL(aclFlow.receive(event))
+            if let link = links.removeValue(forKey: e.handle) {
+                for continuation in link.channels.values { continuation.finish() }
+            }
+            publish(.disconnected(handle: e.handle, reason: e.reason))
+        case .encryptionChange(let e):
+            publish(.encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0))
+        case .hardwareError(let e):
+            logger.error("controller hardware error 0x\([e.hardwareCode].hexString()); resetting")
+            await recoverFromHardwareError()
+        case .dataBufferOverflow:
+            logger.error("controller reports an ACL buffer overflow")
+        case .le(let le):
+            await handleLE(le)
+        case .commandComplete, .commandStatus, .encryptionKeyRefreshComplete, .unknown:
+            break
+        }
+    }
+
+    private func recoverFromHardwareError() async {
+        for (handle, link) in links {
+            for continuation in link.channels.values { continuation.finish() }
+            publish(.disconnected(handle: handle, reason: .hardwareFailure))
+        }
+        links = [:]
+        scanContinuation?.finish(throwing: HostError(.transportClosed, "controller reset after a hardware error"))
+        scanContinuation = nil
+        setState(.resetting)
+        await perform(commandFlow.reset())
+        Task { [weak self] in
+            do {
+                try await self?.bringUp()
+                await self?.setState(.poweredOn)
+            } catch {
+                await self?.setState(.unsupported)
+            }
+        }
+    }
+
+    func transportEnded(_ error: (any Error)?) {
+        if let error { logger.warning("transport ended: \(error)") }
+        let actions = commandFlow.reset()
+        for case .finish(let token, let outcome) in actions { finish(token, outcome) }
+        for timer in timers.values { timer.cancel() }
+        timers = [:]
+        for (handle, link) in links {
+            for continuation in link.channels.values { continuation.finish() }
+            publish(.disconnected(handle: handle, reason: .connectionTimeout))
+        }
+        links = [:]
+        scanContinuation?.finish(throwing: HostError(.transportClosed, "the transport closed"))
+        scanContinuation = nil
+        pendingConnection?.resume(throwing: HostError(.transportClosed, "the transport closed"))
+        pendingConnection = nil
+        setState(.poweredOff)
+    }
+}

@@ -1,0 +1,103 @@
+import BLEWire
+
+/// The adapter's state, as CoreBluetooth's `CBManagerState` names it.
+public enum AdapterState: Sendable, Hashable, CustomStringConvertible {
+    /// Not yet known (before bring-up finishes).
+    case unknown
+    /// The controller is being reset (bring-up, or recovery after a hardware error).
+    case resetting
+    /// No usable controller: the transport could not be opened or the controller does not do LE.
+    case unsupported
+    /// The operating system denied access to the controller.
+    case unauthorized
+    /// The transport closed.
+    case poweredOff
+    /// Ready.
+    case poweredOn
+
+    public var description: String {
+        switch self {
+        case .unknown: "unknown"
+        case .resetting: "resetting"
+        case .unsupported: "unsupported"
+        case .unauthorized: "unauthorized"
+        case .poweredOff: "poweredOff"
+        case .poweredOn: "poweredOn"
+        }
+    }
+}
+
+/// Why a host operation failed.
+public struct HostError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure.
+    public enum Kind: Sendable, Hashable {
+        /// The controller answered a command with an error status.
+        case commandFailed(HCIOpcode, HCIStatus)
+        /// The controller did not answer a command in time.
+        case commandTimedOut(HCIOpcode)
+        /// The controller answered with something that does not decode.
+        case malformedResponse(HCIOpcode)
+        /// The transport is closed or failed.
+        case transportClosed
+        /// The host is not powered on.
+        case notPoweredOn
+        /// A connection attempt failed with this status.
+        case connectionFailed(HCIStatus)
+        /// A connection attempt did not complete in time (it was cancelled).
+        case connectionTimedOut
+        /// Another connection attempt is in progress (the controller initiates one at a time).
+        case connectionInProgress
+        /// The connection is not (or no longer) up.
+        case notConnected
+    }
+
+    public var kind: Kind
+    public var reason: String
+
+    public init(_ kind: Kind, _ reason: String) {
+        self.kind = kind
+        self.reason = reason
+    }
+
+    public var description: String { reason }
+}
+
+/// One advertising report as a scanner sees it.
+public struct AdvertisementReport: Sendable, Hashable {
+    /// The advertiser.
+    public var address: LEAddress
+    /// Signal strength in dBm.
+    public var rssi: Int8
+    /// The PDU type.
+    public var eventType: HCILEAdvertisingReportEventType
+    /// The advertising (or scan response) data.
+    public var data: AdvertisingData
+    /// The raw data bytes, as received.
+    public var rawData: [UInt8]
+
+    /// Whether this report is a scan response.
+    public var isScanResponse: Bool { eventType == .scanResponse }
+    /// Whether a central may connect to the advertiser.
+    public var isConnectable: Bool { eventType.isConnectable }
+}
+
+/// An LE link as the host knows it.
+public struct HostConnection: Sendable, Hashable {
+    public var handle: UInt16
+    public var role: HCIRole
+    public var peer: LEAddress
+    /// Interval in 1.25 ms units.
+    public var interval: UInt16
+    public var latency: UInt16
+    /// Supervision timeout in 10 ms units.
+    public var supervisionTimeout: UInt16
+}
+
+/// Something that happened on the host, for its subscribers.
+public enum HostEvent: Sendable, Hashable {
+    case stateChanged(AdapterState)
+    case connected(HostConnection)
+    case disconnected(handle: UInt16, reason: HCIStatus)
+    case connectionUpdated(HostConnection)
+    case encryptionChanged(handle: UInt16, status: HCIStatus, enabled: Bool)
+}
