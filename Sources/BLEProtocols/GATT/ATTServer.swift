@@ -1,0 +1,311 @@
+import BLEWire
+
+/// One client's view of the server: MTU, security, its CCCD values and its prepared-write queue.
+public struct ATTServerConnection: Sendable {
+    /// The effective ATT_MTU.
+    public internal(set) var mtu = ATT.defaultLEMTU
+    /// The MTU this server offers (its Rx MTU).
+    public var serverMTU = ATT.maximumMTU
+    public var isEncrypted = false
+    public var isAuthenticated = false
+    /// CCCD bits per characteristic value handle (bit 0 notify, bit 1 indicate).
+    public internal(set) var clientConfigurations: [UInt16: UInt16] = [:]
+    /// Most prepared writes queued at once; more answer Prepare Queue Full.
+    public var prepareQueueLimit = 64
+    var prepareQueue: [ATTPrepareWriteRequest] = []
+
+    public init() {}
+
+    /// Whether the client subscribed to notifications (or indications) of `valueHandle`.
+    public func isSubscribed(_ valueHandle: UInt16, indications: Bool = false) -> Bool {
+        (clientConfigurations[valueHandle] ?? 0) & (indications ? 0x0002 : 0x0001) != 0
+    }
+}
+
+/// What a request did, for the layers above.
+public enum ATTServerEvent: Sendable, Hashable {
+    /// A client wrote a characteristic value or descriptor.
+    case wrote(handle: UInt16, value: [UInt8], withResponse: Bool)
+    /// A client changed a CCCD.
+    case subscriptionChanged(valueHandle: UInt16, notify: Bool, indicate: Bool)
+    case mtuChanged(Int)
+    /// The client confirmed an indication.
+    case indicationConfirmed
+}
+
+/// The ATT server procedures over a ``GATTDatabase``, for one client. Core 5.4, Vol 3, Part F, 3.4 and Part G, 4.
+///
+/// Sans-I/O and synchronous: every request is answered at once, so a second request can never wait behind the first.
+/// Errors are answered as the specification says: unknown request → Request Not Supported; malformed → Invalid PDU;
+/// handle 0 or start > end → Invalid Handle; non-grouping type → Unsupported Group Type; offset past the end →
+/// Invalid Offset; value too long → Invalid Attribute Value Length; queue full → Prepare Queue Full; unknown commands
+/// are ignored.
+public enum ATTServer {
+    /// The reply to a PDU (if any) and what it changed.
+    public struct Output: Sendable, Hashable {
+        public var response: [UInt8]?
+        public var events: [ATTServerEvent]
+    }
+
+    /// Handles one PDU from the client.
+    public static func handle(_ bytes: [UInt8], connection: inout ATTServerConnection, database: inout GATTDatabase) -> Output {
+        guard let first = bytes.first else { return Output(response: nil, events: []) }
+        let opcode = ATTOpcode(rawValue: first)
+        let pdu: ATTPDU
+        do {
+            pdu = try ATTPDU(bytes: bytes)
+        } catch {
+            // A malformed command is dropped; a malformed request gets Invalid PDU.
+            if opcode.isCommand { return Output(response: nil, events: []) }
+            return errorOutput(opcode, 0, .invalidPDU)
+        }
+        var events: [ATTServerEvent] = []
+        let response: ATTPDU?
+        switch pdu {
+        case .exchangeMTURequest(let r):
+            let client = max(Int(r.mtu), ATT.defaultLEMTU)
+            connection.mtu = min(client, connection.serverMTU)
+            events.append(.mtuChanged(connection.mtu))
+            response = .exchangeMTUResponse(.init(mtu: UInt16(connection.serverMTU)))
+        case .findInformationRequest(let r):
+            response = findInformation(r, connection, database)
+        case .findByTypeValueRequest(let r):
+            response = findByTypeValue(r, connection, database)
+        case .readByTypeRequest(let r):
+            response = readByType(r, connection, database)
+        case .readRequest(let r):
+            response = read(r.handle, offset: 0, blob: false, opcode: .readRequest, connection, database)
+        case .readBlobRequest(let r):
+            response = read(r.handle, offset: Int(r.offset), blob: true, opcode: .readBlobRequest, connection, database)
+        case .readMultipleRequest(let r):
+            response = readMultiple(r.handles, variable: false, connection, database)
+        case .readMultipleVariableRequest(let r):
+            response = readMultiple(r.handles, variable: true, connection, database)
+        case .readByGroupTypeRequest(let r):
+            response = readByGroupType(r, connection, database)
+        case .writeRequest(let r):
+            if let failure = write(r.handle, r.value, withResponse: true, &connection, &database, &events) {
+                response = .errorResponse(.init(requestOpcode: .writeRequest, handle: r.handle, error: failure))
+            } else {
+                response = .writeResponse(.init())
+            }
+        case .writeCommand(let r):
+            _ = write(r.handle, r.value, withResponse: false, &connection, &database, &events)
+            response = nil
+        case .signedWriteCommand:
+            // No signing keys without pairing: a signed write cannot be verified and is dropped.
+            response = nil
+        case .prepareWriteRequest(let r):
+            response = prepareWrite(r, &connection, database)
+        case .executeWriteRequest(let r):
+            response = executeWrite(r, &connection, &database, &events)
+        case .handleValueConfirmation:
+            events.append(.indicationConfirmed)
+            response = nil
+        case .unknown(let opcode, _):
+            response = pdu.needsResponse
+                ? .errorResponse(.init(requestOpcode: opcode, handle: 0, error: .requestNotSupported)) : nil
+        case .errorResponse, .exchangeMTUResponse, .findInformationResponse, .findByTypeValueResponse, .readByTypeResponse,
+             .readResponse, .readBlobResponse, .readMultipleResponse, .readByGroupTypeResponse, .writeResponse,
+             .prepareWriteResponse, .executeWriteResponse, .handleValueNotification, .handleValueIndication,
+             .readMultipleVariableResponse, .multipleHandleValueNotification:
+            // Client-side PDUs are not the server's to answer.
+            response = nil
+        }
+        return Output(response: response?.encoded, events: events)
+    }
+
+    static func errorOutput(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) -> Output {
+        Output(response: ATTPDU.errorResponse(.init(requestOpcode: opcode, handle: handle, error: code)).encoded, events: [])
+    }
+
+    static func fail(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) -> ATTPDU {
+        .errorResponse(.init(requestOpcode: opcode, handle: handle, error: code))
+    }
+
+    /// The security error for reading (`write == false`) or writing an attribute, if any.
+    static func accessError(_ a: GATTAttribute, write: Bool, _ c: ATTServerConnection) -> ATTErrorCode? {
+        let p = a.permissions
+        if write {
+            guard p.contains(.writeable) else { return .writeNotPermitted }
+            if p.contains(.writeAuthenticationRequired), !c.isAuthenticated { return .insufficientAuthentication }
+            if p.contains(.writeEncryptionRequired), !c.isEncrypted { return .insufficientEncryption }
+        } else {
+            guard p.contains(.readable) else { return .readNotPermitted }
+            if p.contains(.readAuthenticationRequired), !c.isAuthenticated { return .insufficientAuthentication }
+            if p.contains(.readEncryptionRequired), !c.isEncrypted { return .insufficientEncryption }
+        }
+        return nil
+    }
+
+    /// The value a client reads: CCCDs are per client.
+    static func value(of a: GATTAttribute, _ c: ATTServerConnection) -> [UInt8] {
+        if case .clientConfiguration(let valueHandle, _) = a.role {
+            let bits = c.clientConfigurations[valueHandle] ?? 0
+            return [UInt8(truncatingIfNeeded: bits), UInt8(bits >> 8)]
+        }
+        return a.value
+    }
+
+    static func findInformation(_ r: ATTFindInformationRequest, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+        guard r.range.isValid else { return fail(.findInformationRequest, r.range.start, .invalidHandle) }
+        var entries: [ATTFindInformationResponse.Entry] = []
+        var short: Bool?
+        for a in db.attributes(in: r.range.start...r.range.end) {
+            let isShort = a.type.uint16 != nil
+            if short == nil { short = isShort }
+            guard isShort == short else { break }
+            if 2 + (entries.count + 1) * (2 + (isShort ? 2 : 16)) > c.mtu { break }
+            entries.append(.init(handle: a.handle, type: a.type))
+        }
+        return entries.isEmpty ? fail(.findInformationRequest, r.range.start, .attributeNotFound)
+            : .findInformationResponse(.init(entries: entries))
+    }
+
+    static func findByTypeValue(_ r: ATTFindByTypeValueRequest, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+        guard r.range.isValid else { return fail(.findByTypeValueRequest, r.range.start, .invalidHandle) }
+        let type = BluetoothUUID(r.type)
+        var found: [ATTHandleRange] = []
+        for a in db.attributes(in: r.range.start...r.range.end) where a.type == type && accessError(a, write: false, c) == nil && value(of: a, c) == r.value {
+            if 1 + (found.count + 1) * 4 > c.mtu { break }
+            let end: UInt16 = if case .serviceDeclaration(let e) = a.role { e } else { a.handle }
+            found.append(ATTHandleRange(start: a.handle, end: end))
+        }
+        return found.isEmpty ? fail(.findByTypeValueRequest, r.range.start, .attributeNotFound)
+            : .findByTypeValueResponse(.init(handles: found))
+    }
+
+    static func readByType(_ r: ATTReadByTypeRequest, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+        guard r.range.isValid else { return fail(.readByTypeRequest, r.range.start, .invalidHandle) }
+        var entries: [ATTReadByTypeResponse.Entry] = []
+        let limit = min(c.mtu - 4, 253)
+        for a in db.attributes(in: r.range.start...r.range.end) where a.type == r.type {
+            if let failure = accessError(a, write: false, c) {
+                // The first matching attribute decides: an error if nothing was collected yet, else stop there.
+                return entries.isEmpty ? fail(.readByTypeRequest, a.handle, failure) : .readByTypeResponse(.init(entries: entries))
+            }
+            let v = Array(value(of: a, c).prefix(limit))
+            if let first = entries.first, first.value.count != v.count { break }
+            if 2 + (entries.count + 1) * (2 + v.count) > c.mtu { break }
+            entries.append(.init(handle: a.handle, value: v))
+        }
+        return entries.isEmpty ? fail(.readByTypeRequest, r.range.start, .attributeNotFound) : .readByTypeResponse(.init(entries: entries))
+    }
+
+    static func read(_ handle: UInt16, offset: Int, blob: Bool, opcode: ATTOpcode, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+        guard handle != 0, let a = db.attribute(handle) else { return fail(opcode, handle, .invalidHandle) }
+        if let failure = accessError(a, write: false, c) { return fail(opcode, handle, failure) }
+        let v = value(of: a, c)
+        guard offset <= v.count else { return fail(opcode, handle, .invalidOffset) }
+        let slice = Array(v[offset..<min(v.count, offset + c.mtu - 1)])
+        return blob ? .readBlobResponse(.init(value: slice)) : .readResponse(.init(value: slice))
+    }
+
+    static func readMultiple(_ handles: [UInt16], variable: Bool, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+        let opcode: ATTOpcode = variable ? .readMultipleVariableRequest : .readMultipleRequest
+        var values: [[UInt8]] = []
+        for handle in handles {
+            guard handle != 0, let a = db.attribute(handle) else { return fail(opcode, handle, .invalidHandle) }
+            if let failure = accessError(a, write: false, c) { return fail(opcode, handle, failure) }
+            values.append(value(of: a, c))
+        }
+        let room = c.mtu - 1
+        if variable {
+            var entries: [ATTReadMultipleVariableResponse.Entry] = []
+            var used = 0
+            for v in values where used + 2 <= room {
+                let take = min(v.count, room - used - 2)
+                entries.append(.init(length: UInt16(truncatingIfNeeded: v.count), value: Array(v.prefix(take))))
+                used += 2 + take
+            }
+            return .readMultipleVariableResponse(.init(entries: entries))
+        }
+        return .readMultipleResponse(.init(values: Array(values.joined().prefix(room))))
+    }
+
+    static func readByGroupType(_ r: ATTReadByGroupTypeRequest, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+        guard r.range.isValid else { return fail(.readByGroupTypeRequest, r.range.start, .invalidHandle) }
+        guard r.type == BluetoothUUID(0x2800) || r.type == BluetoothUUID(0x2801) else {
+            return fail(.readByGroupTypeRequest, r.range.start, .unsupportedGroupType)
+        }
+        var entries: [ATTReadByGroupTypeResponse.Entry] = []
+        for a in db.attributes(in: r.range.start...r.range.end) where a.type == r.type {
+            guard case .serviceDeclaration(let end) = a.role else { continue }
+            if let first = entries.first, first.value.count != a.value.count { break }
+            if 2 + (entries.count + 1) * (4 + a.value.count) > c.mtu { break }
+            entries.append(.init(handle: a.handle, endGroupHandle: end, value: a.value))
+        }
+        return entries.isEmpty ? fail(.readByGroupTypeRequest, r.range.start, .attributeNotFound)
+            : .readByGroupTypeResponse(.init(entries: entries))
+    }
+
+    /// Applies a write; returns the ATT error, if any.
+    static func write(_ handle: UInt16, _ value: [UInt8], withResponse: Bool, _ c: inout ATTServerConnection,
+                      _ db: inout GATTDatabase, _ events: inout [ATTServerEvent]) -> ATTErrorCode? {
+        guard handle != 0, let a = db.attribute(handle) else { return .invalidHandle }
+        if let failure = accessError(a, write: true, c) { return failure }
+        guard value.count <= ATT.maximumAttributeValueLength else { return .invalidAttributeValueLength }
+        switch a.role {
+        case .clientConfiguration(let valueHandle, let properties):
+            guard value.count == 2 else { return .invalidAttributeValueLength }
+            let bits = UInt16(value[0]) | UInt16(value[1]) << 8
+            if bits & 0x0001 != 0 && !properties.contains(.notify) || bits & 0x0002 != 0 && !properties.contains(.indicate)
+                || bits & ~0x0003 != 0 {
+                return .cccdImproperlyConfigured
+            }
+            c.clientConfigurations[valueHandle] = bits
+            events.append(.subscriptionChanged(valueHandle: valueHandle, notify: bits & 1 != 0, indicate: bits & 2 != 0))
+        case .characteristicValue(let properties):
+            let allowed = withResponse ? properties.contains(.write) : properties.contains(.writeWithoutResponse)
+            guard allowed else { return .writeNotPermitted }
+            db.setValue(value, for: handle)
+            events.append(.wrote(handle: handle, value: value, withResponse: withResponse))
+        case .descriptor:
+            db.setValue(value, for: handle)
+            events.append(.wrote(handle: handle, value: value, withResponse: withResponse))
+        case .serviceDeclaration, .include, .characteristicDeclaration:
+            return .writeNotPermitted
+        }
+        return nil
+    }
+
+    static func prepareWrite(_ r: ATTPrepareWriteRequest, _ c: inout ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+        guard r.handle != 0, let a = db.attribute(r.handle) else { return fail(.prepareWriteRequest, r.handle, .invalidHandle) }
+        if let failure = accessError(a, write: true, c) { return fail(.prepareWriteRequest, r.handle, failure) }
+        guard c.prepareQueue.count < c.prepareQueueLimit else { return fail(.prepareWriteRequest, r.handle, .prepareQueueFull) }
+        c.prepareQueue.append(r)
+        return .prepareWriteResponse(.init(handle: r.handle, offset: r.offset, value: r.value))
+    }
+
+    /// Executes (atomically: all values are checked before any is written) or cancels the prepared writes.
+    static func executeWrite(_ r: ATTExecuteWriteRequest, _ c: inout ATTServerConnection, _ db: inout GATTDatabase,
+                             _ events: inout [ATTServerEvent]) -> ATTPDU {
+        let queue = c.prepareQueue
+        c.prepareQueue = []
+        guard r.commit else { return .executeWriteResponse(.init()) }
+        var pending: [UInt16: [UInt8]] = [:]
+        var order: [UInt16] = []
+        for p in queue {
+            var v = pending[p.handle] ?? db.attribute(p.handle)?.value ?? []
+            if pending[p.handle] == nil { order.append(p.handle) }
+            let offset = Int(p.offset)
+            guard offset <= v.count else { return fail(.executeWriteRequest, p.handle, .invalidOffset) }
+            v.replaceSubrange(offset..<min(v.count, offset + p.value.count), with: p.value)
+            guard v.count <= ATT.maximumAttributeValueLength else { return fail(.executeWriteRequest, p.handle, .invalidAttributeValueLength) }
+            pending[p.handle] = v
+        }
+        // Every value is valid: now write them all (CCCD rules are checked per value).
+        var scratch = db
+        var scratchConnection = c
+        var newEvents: [ATTServerEvent] = []
+        for handle in order {
+            if let failure = write(handle, pending[handle] ?? [], withResponse: true, &scratchConnection, &scratch, &newEvents) {
+                return fail(.executeWriteRequest, handle, failure)
+            }
+        }
+        db = scratch
+        c = scratchConnection
+        events += newEvents
+        return .executeWriteResponse(.init())
+    }
+}
