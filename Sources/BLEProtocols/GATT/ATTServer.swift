@@ -16,6 +16,9 @@ public struct ATTServerConnection: Sendable {
 
     public init() {}
 
+    /// Records an MTU negotiated by an exchange this side initiated as client (ATT_MTU is per link).
+    public mutating func negotiated(mtu: Int) { self.mtu = max(ATT.defaultLEMTU, min(mtu, serverMTU)) }
+
     /// Whether the client subscribed to notifications (or indications) of `valueHandle`.
     public func isSubscribed(_ valueHandle: UInt16, indications: Bool = false) -> Bool {
         (clientConfigurations[valueHandle] ?? 0) & (indications ? 0x0002 : 0x0001) != 0

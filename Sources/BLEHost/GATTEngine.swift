@@ -1,0 +1,236 @@
+import BLEProtocols
+import BLEWire
+
+/// GATT over every link of a ``Host``: the ATT bearer of each connection, the server role over a ``GATTDatabase``
+/// and the client procedures. Core 5.4, Vol 3, Parts F and G.
+///
+/// Per link: one outstanding client request at a time (others wait their turn), a transaction timeout after which
+/// the link is disconnected as the specification requires, indications confirmed automatically, and server requests
+/// answered at once (so a peer's request never waits behind ours).
+public actor GATTEngine {
+    struct LinkState {
+        var server = ATTServerConnection()
+        var busy = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var pending: CheckedContinuation<ATTPDU, any Error>?
+        var early: Result<ATTPDU, any Error>?
+        var subscribers: [UInt16: [Int: AsyncStream<[UInt8]>.Continuation]] = [:]
+        var indicationWaiter: CheckedContinuation<Void, any Error>?
+        var reader: Task<Void, Never>?
+    }
+
+    let host: Host
+    /// The local database served to peers.
+    public internal(set) var database: GATTDatabase
+    /// The ATT transaction timeout. Core 5.4, Vol 3, Part F, 3.3.3.
+    public var transactionTimeout: Duration = .seconds(30)
+    /// Sets the ATT transaction timeout (30 s by default).
+    public func setTransactionTimeout(_ timeout: Duration) { transactionTimeout = timeout }
+
+    /// The MTU this side asks for and offers.
+    public let preferredMTU: Int
+    var links: [UInt16: LinkState] = [:]
+    var serverSubscribers: [Int: AsyncStream<GATTServerEvent>.Continuation] = [:]
+    var nextSubscriber = 0
+    var watcher: Task<Void, Never>?
+
+    /// Creates an engine serving `database` on `host`'s links. Call ``start()``.
+    public init(host: Host, database: GATTDatabase = GATTDatabase(services: []), preferredMTU: Int = 247) {
+        self.host = host
+        self.database = database
+        self.preferredMTU = max(ATT.defaultLEMTU, min(preferredMTU, ATT.maximumMTU))
+    }
+
+    /// Starts serving: every current and future link gets an ATT bearer.
+    public func start() async {
+        guard watcher == nil else { return }
+        let events = await host.events()
+        for connection in await host.connections { await attach(connection.handle) }
+        watcher = Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                switch event {
+                case .connected(let c): await self.attach(c.handle)
+                case .disconnected(let handle, _): await self.detach(handle)
+                case .encryptionChanged(let handle, let status, let enabled): await self.setEncrypted(handle, status == .success && enabled)
+                default: break
+                }
+            }
+        }
+    }
+
+    func attach(_ handle: UInt16) async {
+        guard links[handle] == nil else { return }
+        // Reserve the slot before suspending, so a concurrent attach for the same link does nothing.
+        var state = LinkState()
+        state.server.serverMTU = preferredMTU
+        links[handle] = state
+        guard let channel = try? await host.openFixedChannel(.att, handle: handle) else {
+            links[handle] = nil
+            return
+        }
+        links[handle]?.reader = Task { [weak self] in
+            for await payload in channel { await self?.receive(payload, on: handle) }
+            await self?.detach(handle)
+        }
+    }
+
+    func detach(_ handle: UInt16) {
+        guard let state = links.removeValue(forKey: handle) else { return }
+        let gone = GATTError(.disconnected, "the link went down")
+        state.pending?.resume(throwing: gone)
+        state.indicationWaiter?.resume(throwing: gone)
+        for waiter in state.waiters { waiter.resume() }
+        for subscribers in state.subscribers.values { for s in subscribers.values { s.finish() } }
+        state.reader?.cancel()
+    }
+
+    func setEncrypted(_ handle: UInt16, _ encrypted: Bool) {
+        links[handle]?.server.isEncrypted = encrypted
+    }
+
+    /// Server-side events (writes, subscriptions, MTU), each attributed to its link. Each call is a new subscriber.
+    public func serverEvents() -> AsyncStream<GATTServerEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: GATTServerEvent.self)
+        let id = nextSubscriber
+        nextSubscriber += 1
+        serverSubscribers[id] = continuation
+        continuation.onTermination = { [weak self] _ in Task { await self?.dropServerSubscriber(id) } }
+        return stream
+    }
+
+    private func dropServerSubscriber(_ id: Int) { serverSubscribers[id] = nil }
+
+    /// The effective ATT_MTU of a link.
+    public func mtu(_ handle: UInt16) -> Int { links[handle]?.server.mtu ?? ATT.defaultLEMTU }
+
+    /// The longest value a write of `type` carries on a link in one PDU (like CoreBluetooth's
+    /// `maximumWriteValueLength(for:)`): ATT_MTU − 3 for both write types.
+    public func maximumWriteValueLength(_ handle: UInt16, withResponse: Bool) -> Int { ATT.maximumWriteValueLength(mtu: mtu(handle)) }
+
+    // MARK: Receiving
+
+    func receive(_ payload: [UInt8], on handle: UInt16) async {
+        guard let first = payload.first else { return }
+        let opcode = ATTOpcode(rawValue: first)
+        if opcode.isResponse {
+            let result: Result<ATTPDU, any Error> = Result { try ATTPDU(bytes: payload) }
+            if let pending = links[handle]?.pending {
+                links[handle]?.pending = nil
+                pending.resume(with: result)
+            } else if links[handle]?.busy == true {
+                links[handle]?.early = result
+            }
+            return
+        }
+        switch opcode {
+        case .handleValueNotification, .handleValueIndication, .multipleHandleValueNotification:
+            guard let pdu = try? ATTPDU(bytes: payload) else { return }
+            switch pdu {
+            case .handleValueNotification(let n): deliverNotification(n.handle, n.value, on: handle)
+            case .handleValueIndication(let i):
+                deliverNotification(i.handle, i.value, on: handle)
+                try? await host.sendL2CAP(ATTPDU.handleValueConfirmation(.init()).encoded, channel: .att, handle: handle)
+            case .multipleHandleValueNotification(let m):
+                for entry in m.entries { deliverNotification(entry.handle, entry.value, on: handle) }
+            default: break
+            }
+        default:
+            guard var state = links[handle] else { return }
+            let output = ATTServer.handle(payload, connection: &state.server, database: &database)
+            links[handle]?.server = state.server
+            for event in output.events {
+                if case .indicationConfirmed = event {
+                    links[handle]?.indicationWaiter?.resume()
+                    links[handle]?.indicationWaiter = nil
+                }
+                for s in serverSubscribers.values { s.yield(GATTServerEvent(connection: handle, event: event)) }
+            }
+            if let response = output.response { try? await host.sendL2CAP(response, channel: .att, handle: handle) }
+        }
+    }
+
+    private func deliverNotification(_ valueHandle: UInt16, _ value: [UInt8], on handle: UInt16) {
+        for s in links[handle]?.subscribers[valueHandle]?.values ?? [:].values { s.yield(value) }
+    }
+
+    // MARK: Client requests
+
+    /// Attaches a link the host has but this engine has not seen yet (its connection event may still be in flight).
+    func ensureAttached(_ handle: UInt16) async throws {
+        if links[handle] == nil, await host.connections.contains(where: { $0.handle == handle }) { await attach(handle) }
+        guard links[handle] != nil else { throw GATTError(.disconnected, "no ATT bearer on link \(handle)") }
+    }
+
+    private func acquire(_ handle: UInt16) async throws {
+        try await ensureAttached(handle)
+        if links[handle]?.busy == false {
+            links[handle]?.busy = true
+            return
+        }
+        await withCheckedContinuation { continuation in
+            if links[handle] == nil { continuation.resume() } else { links[handle]?.waiters.append(continuation) }
+        }
+        guard links[handle] != nil else { throw GATTError(.disconnected, "the link went down") }
+    }
+
+    private func release(_ handle: UInt16) {
+        guard links[handle] != nil else { return }
+        if let next = links[handle]?.waiters.first {
+            links[handle]?.waiters.removeFirst()
+            next.resume()
+        } else {
+            links[handle]?.busy = false
+        }
+    }
+
+    /// Sends a request and returns the response (an Error Response is thrown as ``GATTError``).
+    func request(_ pdu: ATTPDU, on handle: UInt16) async throws -> ATTPDU {
+        try await acquire(handle)
+        defer { release(handle) }
+        links[handle]?.early = nil
+        try await host.sendL2CAP(pdu.encoded, channel: .att, handle: handle)
+        let timeout = transactionTimeout
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled else { return }
+            await self?.transactionTimedOut(handle)
+        }
+        defer { timer.cancel() }
+        let response: ATTPDU
+        if let early = links[handle]?.early {
+            links[handle]?.early = nil
+            response = try early.get()
+        } else {
+            response = try await withCheckedThrowingContinuation { continuation in
+                if links[handle] == nil {
+                    continuation.resume(throwing: GATTError(.disconnected, "the link went down"))
+                } else {
+                    links[handle]?.pending = continuation
+                }
+            }
+        }
+        if case .errorResponse(let e) = response {
+            guard e.requestOpcode == pdu.opcode else { throw GATTError(.malformedResponse, "Error Response for \(e.requestOpcode), not \(pdu.opcode)") }
+            throw GATTError(.att(e.error, handle: e.handle), "\(pdu.opcode): \(e.error) on handle 0x\(String(e.handle, radix: 16))")
+        }
+        guard response.opcode == pdu.opcode.responseOpcode else {
+            throw GATTError(.malformedResponse, "\(response.opcode) in answer to \(pdu.opcode)")
+        }
+        return response
+    }
+
+    private func transactionTimedOut(_ handle: UInt16) async {
+        guard let pending = links[handle]?.pending else { return }
+        links[handle]?.pending = nil
+        pending.resume(throwing: GATTError(.timeout, "no ATT response within \(transactionTimeout); closing the link"))
+        // Core 5.4, Vol 3, Part F, 3.3.3: no further ATT on this bearer; the link is closed.
+        try? await host.disconnect(handle)
+    }
+
+    /// Sends a command (Write Command): no response, never queued behind requests.
+    func command(_ pdu: ATTPDU, on handle: UInt16) async throws {
+        try await ensureAttached(handle)
+        try await host.sendL2CAP(pdu.encoded, channel: .att, handle: handle)
+    }
+}

@@ -1,0 +1,56 @@
+import BLEProtocols
+import BLEWire
+
+/// A discovered service. Core 5.4, Vol 3, Part G, 4.4.
+public struct GATTService: Sendable, Hashable {
+    public var uuid: BluetoothUUID
+    public var isPrimary: Bool
+    public var startHandle: UInt16
+    public var endHandle: UInt16
+}
+
+/// A discovered characteristic. Core 5.4, Vol 3, Part G, 4.6.
+public struct GATTCharacteristic: Sendable, Hashable {
+    public var uuid: BluetoothUUID
+    public var properties: GATTCharacteristicProperties
+    public var declarationHandle: UInt16
+    public var valueHandle: UInt16
+    /// The last handle that belongs to the characteristic (its last descriptor).
+    public var endHandle: UInt16
+}
+
+/// A discovered descriptor. Core 5.4, Vol 3, Part G, 4.7.
+public struct GATTDescriptor: Sendable, Hashable {
+    public var uuid: BluetoothUUID
+    public var handle: UInt16
+}
+
+/// Why a GATT operation failed.
+public struct GATTError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        /// The server answered with an ATT error.
+        case att(ATTErrorCode, handle: UInt16)
+        /// No response within the ATT transaction timeout (30 s); the link was closed, as the spec requires.
+        case timeout
+        /// The server's response broke the protocol (wrong opcode, handles going backwards...).
+        case malformedResponse
+        /// The link is down.
+        case disconnected
+        /// The value does not fit (over 512 bytes).
+        case invalidValueLength
+    }
+    public var kind: Kind
+    public var reason: String
+    public init(_ kind: Kind, _ reason: String) {
+        self.kind = kind
+        self.reason = reason
+    }
+    public var description: String { reason }
+}
+
+/// A server-side event, attributed to the link (central) that caused it.
+public struct GATTServerEvent: Sendable, Hashable {
+    /// The connection handle of the client.
+    public var connection: UInt16
+    public var event: ATTServerEvent
+}
