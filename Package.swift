@@ -44,7 +44,7 @@ let package = Package(
         .executableTarget(
             name: "ble",
             dependencies: [
-                "BLEWire", "BLETransport", "BLEVirtualController",
+                "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,7 +1,7 @@
 import BLEProtocols
 import BLEWire
 
-/// GATT over every link of a ``Host``: the ATT bearer of each connection, the server role over a ``GATTDatabase``
+/// GATT over every link of an ``HCIHost``: the ATT bearer of each connection, the server role over a ``GATTDatabase``
 /// and the client procedures. Core 5.4, Vol 3, Parts F and G.
 ///
 /// Per link: one outstanding client request at a time (others wait their turn), a transaction timeout after which
@@ -19,7 +19,7 @@ public actor GATTEngine {
         var reader: Task<Void, Never>?
     }
 
-    let host: Host
+    let host: HCIHost
     /// The local database served to peers.
     public internal(set) var database: GATTDatabase
     /// The ATT transaction timeout. Core 5.4, Vol 3, Part F, 3.3.3.
@@ -35,7 +35,7 @@ public actor GATTEngine {
     var watcher: Task<Void, Never>?
 
     /// Creates an engine serving `database` on `host`'s links. Call ``start()``.
-    public init(host: Host, database: GATTDatabase = GATTDatabase(services: []), preferredMTU: Int = 247) {
+    public init(host: HCIHost, database: GATTDatabase = GATTDatabase(services: []), preferredMTU: Int = 247) {
         self.host = host
         self.database = database
         self.preferredMTU = max(ATT.defaultLEMTU, min(preferredMTU, ATT.maximumMTU))

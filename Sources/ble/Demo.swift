@@ -19,8 +19,8 @@ struct Demo: AsyncParsableCommand {
         let air = VirtualAir(clock: .manual, seed: 2026)
         let peripheralController = air.addController(.init(txPower: 4), buffered: true)
         let centralController = air.addController(.init(position: Position(x: distance)), buffered: true)
-        let peripheral = Host(name: "peripheral", controller: peripheralController)
-        let central = Host(name: "central   ", controller: centralController)
+        let peripheral = RawHost(name: "peripheral", controller: peripheralController)
+        let central = RawHost(name: "central   ", controller: centralController)
 
         print("swift-ble demo: two virtual controllers \(distance) m apart on a simulated air (path-loss RSSI)\n")
         for host in [peripheral, central] {
@@ -86,15 +86,15 @@ struct Demo: AsyncParsableCommand {
         central.say("link RSSI \(rssi) dBm")
 
         try central.command(HCIDisconnect(handle: centralLink.handle))
-        for (host, events) in [(central, try central.events()), (peripheral, try peripheral.events())] {
+        for (host, events) in [(central, try central.events()), (peripheral, try peripheral.events())] as [(RawHost, [HCIEvent])] {
             for case .disconnectionComplete(let e) in events { host.say("disconnected: \(e.reason)") }
         }
         print("\ndone: every step above crossed the virtual controllers as HCI packets.")
     }
 }
 
-/// A minimal raw-HCI host for the demo: sends commands, checks their status, narrates.
-final class Host {
+/// A minimal raw-HCI host for the demo (no host stack: it shows the HCI underneath): sends commands, checks their status, narrates.
+final class RawHost {
     let name: String
     let controller: VirtualController
     var pending: [HCIPacket] = []

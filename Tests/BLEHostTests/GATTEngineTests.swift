@@ -28,12 +28,12 @@ import Testing
     }
 
     /// A peripheral serving the sample database and `count` centrals connected to it, each with a GATT engine.
-    func setUp(centrals count: Int = 1) async throws -> (World, GATTEngine, Host, [(Host, GATTEngine, HostConnection)]) {
+    func setUp(centrals count: Int = 1) async throws -> (World, GATTEngine, HCIHost, [(HCIHost, GATTEngine, HostConnection)]) {
         let world = World()
         let (peripheral, pc) = try await world.host()
         let server = GATTEngine(host: peripheral, database: Self.database())
         await server.start()
-        var centrals: [(Host, GATTEngine, HostConnection)] = []
+        var centrals: [(HCIHost, GATTEngine, HostConnection)] = []
         for i in 0..<count {
             let (central, _) = try await world.host(at: Double(i + 1))
             let client = GATTEngine(host: central)

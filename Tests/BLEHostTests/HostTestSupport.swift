@@ -24,9 +24,9 @@ func withTimeout<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendabl
 final class World: Sendable {
     let air = VirtualAir(clock: .realTime, seed: 11)
 
-    func host(at x: Double = 0, aclSize: Int = 27, aclCount: Int = 8) async throws -> (Host, VirtualController) {
+    func host(at x: Double = 0, aclSize: Int = 27, aclCount: Int = 8) async throws -> (HCIHost, VirtualController) {
         let controller = air.addController(.init(position: Position(x: x), aclBufferSize: aclSize, aclBufferCount: aclCount))
-        let host = Host(transport: controller.makeHostTransport())
+        let host = HCIHost(transport: controller.makeHostTransport())
         try await host.powerOn()
         return (host, controller)
     }
@@ -43,7 +43,7 @@ func next<T: Sendable>(_ events: AsyncStream<HostEvent>, _ pick: @escaping @Send
 }
 
 /// Connects `central` to advertising `peripheral`; returns both sides' connections.
-func connect(_ central: Host, _ peripheral: Host, peripheralAddress: BluetoothAddress) async throws -> (HostConnection, HostConnection) {
+func connect(_ central: HCIHost, _ peripheral: HCIHost, peripheralAddress: BluetoothAddress) async throws -> (HostConnection, HostConnection) {
     let peripheralEvents = await peripheral.events()
     try await peripheral.startAdvertising(.init(data: AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "P")))
     let c = try await central.connect(to: LEAddress(peripheralAddress, type: .public), timeout: .seconds(5))

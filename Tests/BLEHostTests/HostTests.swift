@@ -176,9 +176,9 @@ import Testing
     @Test func silentControllerTimesOutCommandsAndIsUnsupported() async throws {
         // A transport whose far end never answers.
         let (hostSide, _) = HCIPipe.makePair()
-        var configuration = Host.Configuration()
+        var configuration = HCIHost.Configuration()
         configuration.commandTimeout = .milliseconds(200)
-        let host = Host(transport: hostSide, configuration: configuration)
+        let host = HCIHost(transport: hostSide, configuration: configuration)
         do {
             try await host.powerOn()
             Issue.record("a silent controller must not power on")

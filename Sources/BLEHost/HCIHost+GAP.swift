@@ -1,7 +1,7 @@
 import BLEWire
 
 /// GAP: scanning, advertising and connection establishment. Core 5.4, Vol 3, Part C.
-extension Host {
+extension HCIHost {
     /// Scan parameters.
     public struct ScanOptions: Sendable {
         /// Send scan requests to get scan responses.

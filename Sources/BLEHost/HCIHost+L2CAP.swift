@@ -2,7 +2,7 @@ import BLEWire
 
 /// ACL data and L2CAP on LE: fixed channels ATT (0x0004), LE signaling (0x0005) and SMP (0x0006).
 /// Core 5.4, Vol 3, Part A.
-extension Host {
+extension HCIHost {
     /// Frames kept for a fixed channel nobody has opened yet (so nothing sent right after connecting is lost).
     static let pendingFrameLimit = 64
 

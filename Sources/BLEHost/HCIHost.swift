@@ -8,7 +8,7 @@ import Logging
 ///
 /// One actor per controller. A single reader task consumes the transport; every state machine it drives
 /// (``HCICommandFlow``, ``ACLFlow``, ``L2CAPReassembler``) is sans-I/O and lives in this actor.
-public actor Host {
+public actor HCIHost {
     /// Bring-up and timing settings.
     public struct Configuration: Sendable {
         /// How long a command may stay unanswered.

@@ -1,0 +1,151 @@
+import ArgumentParser
+import BLEHost
+import BLEProtocols
+import BLEVirtualController
+import BLEWire
+import Foundation
+
+/// Built-in devices that `ble serve` runs and the virtual world is populated with.
+enum SampleDevice: String, CaseIterable, ExpressibleByArgument {
+    /// Battery, Heart Rate, Device Information and a custom service with a writable value, a 300-byte value and an
+    /// encrypted value: the layout of the interop lab peripheral.
+    case lab
+    /// Battery and Heart Rate only.
+    case heartRate = "heart-rate"
+
+    static let customService = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF0") ?? 0
+    static let customWritable = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF1") ?? 0
+    static let customLong = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF2") ?? 0
+    static let customSecret = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF3") ?? 0
+
+    var defaultName: String {
+        switch self {
+        case .lab: "SwiftBLELab"
+        case .heartRate: "SwiftBLE HR"
+        }
+    }
+
+    func database(name: String) -> GATTDatabase {
+        var services = [
+            GATTServiceDefinition(uuid: 0x180F, characteristics: [
+                GATTCharacteristicDefinition(uuid: 0x2A19, properties: [.read, .notify], value: [87]),
+            ]),
+            GATTServiceDefinition(uuid: 0x180D, characteristics: [
+                GATTCharacteristicDefinition(uuid: 0x2A37, properties: .notify, permissions: [], value: [0, 60]),
+                GATTCharacteristicDefinition(uuid: 0x2A38, properties: .read, value: [1]),
+            ]),
+        ]
+        if self == .lab {
+            services.append(GATTServiceDefinition(uuid: 0x180A, characteristics: [
+                GATTCharacteristicDefinition(uuid: 0x2A29, properties: .read, value: Array("swift-ble Lab Inc.".utf8)),
+            ]))
+            services.append(GATTServiceDefinition(uuid: Self.customService, characteristics: [
+                GATTCharacteristicDefinition(uuid: Self.customWritable, properties: [.read, .write, .writeWithoutResponse],
+                                             permissions: [.readable, .writeable], value: Array("initial".utf8), userDescription: "Writable"),
+                GATTCharacteristicDefinition(uuid: Self.customLong, properties: .read, value: (0..<300).map { UInt8(truncatingIfNeeded: $0) }),
+                GATTCharacteristicDefinition(uuid: Self.customSecret, properties: .read, permissions: [.readable, .readEncryptionRequired],
+                                             value: Array("top-secret".utf8)),
+            ]))
+        }
+        return GATTDatabase(deviceName: name, appearance: 0x0340, services: services)
+    }
+
+    func advertising(name: String) -> HCIHost.AdvertisingOptions {
+        var data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: [0x180D, 0x180F])
+        data.appendLocalName(name)
+        return HCIHost.AdvertisingOptions(data: data, scanResponse: AdvertisingData(
+            manufacturerData: ManufacturerData(companyID: .testing, data: Array("scanrsp".utf8))))
+    }
+}
+
+/// A running peripheral: GATT server, advertising restarted after each connection so several centrals can connect,
+/// heart-rate notifications every `interval`.
+actor SamplePeripheral {
+    let host: HCIHost
+    let engine: GATTEngine
+    let device: SampleDevice
+    let name: String
+    var tasks: [Task<Void, Never>] = []
+
+    init(host: HCIHost, device: SampleDevice, name: String) {
+        self.host = host
+        self.device = device
+        self.name = name
+        self.engine = GATTEngine(host: host, database: device.database(name: name))
+    }
+
+    func start(notifyEvery interval: Duration = .seconds(1), log: (@Sendable (String, [String: String]) -> Void)? = nil) async throws {
+        await engine.start()
+        try await host.startAdvertising(device.advertising(name: name))
+        let events = await host.events()
+        let serverEvents = await engine.serverEvents()
+        let host = host, options = device.advertising(name: name), engine = engine
+        tasks.append(Task {
+            for await event in events {
+                switch event {
+                case .connected(let c):
+                    log?("connected: \(c.peer.address) handle \(c.handle)", ["event": "connected", "peer": c.peer.address.description, "handle": String(c.handle)])
+                    try? await host.startAdvertising(options)
+                case .disconnected(let handle, let reason):
+                    log?("disconnected: handle \(handle), \(reason)", ["event": "disconnected", "handle": String(handle), "reason": "\(reason)"])
+                    try? await host.startAdvertising(options)
+                default: break
+                }
+            }
+        })
+        tasks.append(Task {
+            for await e in serverEvents {
+                switch e.event {
+                case .wrote(let handle, let value, let withResponse):
+                    log?("write from handle \(e.connection) to 0x\(String(handle, radix: 16)) (\(withResponse ? "request" : "command")): \(show(value))",
+                         ["event": "write", "connection": String(e.connection), "attribute": String(handle), "value": value.hexString()])
+                case .subscriptionChanged(let handle, let notify, let indicate):
+                    log?("subscription from handle \(e.connection) to 0x\(String(handle, radix: 16)): notify \(notify) indicate \(indicate)",
+                         ["event": "subscription", "connection": String(e.connection), "attribute": String(handle), "notify": "\(notify)"])
+                case .mtuChanged(let mtu):
+                    log?("MTU on handle \(e.connection): \(mtu)", ["event": "mtu", "connection": String(e.connection), "mtu": String(mtu)])
+                case .indicationConfirmed:
+                    break
+                }
+            }
+        })
+        let heartRate = await engine.database.valueHandle(of: 0x2A37)
+        tasks.append(Task {
+            var bpm: UInt8 = 60
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                bpm = bpm >= 99 ? 60 : bpm + 1
+                if let heartRate { _ = try? await engine.updateValue([0x00, bpm], for: heartRate) }
+            }
+        })
+    }
+
+    func stop() {
+        for t in tasks { t.cancel() }
+    }
+}
+
+/// The virtual world of `--hci virtual`: a real-time air with sample peripherals advertising on it.
+final class SampleWorld: Sendable {
+    let air: VirtualAir
+    let peripherals: [SamplePeripheral]
+
+    init(air: VirtualAir, peripherals: [SamplePeripheral]) {
+        self.air = air
+        self.peripherals = peripherals
+    }
+
+    static func start() async throws -> SampleWorld {
+        let air = VirtualAir(clock: .realTime, seed: 7)
+        var peripherals: [SamplePeripheral] = []
+        for (i, device) in [SampleDevice.lab, .heartRate].enumerated() {
+            let controller = air.addController(.init(position: Position(x: Double(i + 1) * 2), txPower: 4))
+            let host = HCIHost(transport: controller.makeHostTransport())
+            try await host.powerOn()
+            let peripheral = SamplePeripheral(host: host, device: device, name: device.defaultName)
+            try await peripheral.start()
+            peripherals.append(peripheral)
+        }
+        return SampleWorld(air: air, peripherals: peripherals)
+    }
+}
