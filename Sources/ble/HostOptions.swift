@@ -42,11 +42,15 @@ struct HostOptions: ParsableArguments {
 func emit(_ json: Bool, _ text: @autoclosure () -> String, _ fields: [String: String]) {
     if json {
         let body = fields.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\"\(escape($0.value))\"" }.joined(separator: ",")
-        print("{\(body)}")
+        writeLine("{\(body)}")
     } else {
-        print(text())
+        writeLine(text())
     }
-    fflushStandardOutput()
+}
+
+/// Writes a line to standard output unbuffered, so a peer process reading it (or a kill) never loses it.
+func writeLine(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
 func escape(_ s: String) -> String {
@@ -62,7 +66,6 @@ func escape(_ s: String) -> String {
     return out
 }
 
-func fflushStandardOutput() { FileHandle.standardOutput.synchronizeFile() }
 
 /// Finds a device by address (`AA:BB:CC:DD:EE:FF`) or advertised name by scanning.
 func findTarget(_ target: String, host: HCIHost, timeout: Duration = .seconds(10)) async throws -> AdvertisementReport {

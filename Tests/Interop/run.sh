@@ -9,16 +9,16 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-controllers=ble
+kinds=ble
 ble=""
 while [ $# -gt 0 ]; do
     case "$1" in
-        --controllers) controllers="$2"; shift 2 ;;
+        --controllers) kinds="${2//,/ }"; shift 2 ;;
         --ble) ble="$2"; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
-if [ "$controllers" = ble ] && [ ! -x "$ble" ]; then echo "--ble PATH to the ble binary is required" >&2; exit 2; fi
+if [ ! -x "$ble" ]; then echo "--ble PATH to the ble binary is required" >&2; exit 2; fi
 
 "$here/bootstrap.sh" || exit 1
 py="$repo/.venv-bumble/bin/python"
@@ -67,6 +67,9 @@ start_controllers() {
     echo "controllers did not start:"; cat "$out"; return 1
 }
 
+# hexof TEXT: the UTF-8 bytes of TEXT in lowercase hex.
+hexof() { printf '%s' "$1" | od -An -tx1 -v | tr -d ' \n'; }
+
 passed=0; failed=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() {
@@ -79,16 +82,16 @@ fail() {
 expect() { grep -qx "RESULT $2=$3" "$1" || { echo "missing 'RESULT $2=$3' in $(basename "$1")"; return 1; }; }
 
 scenario_full_session() {
-    local name="bumble-central-to-bumble-peripheral"
+    local name="bumble-central-to-bumble-peripheral-on-$controllers"
     read -r p1 p2 < <(free_ports 2)
     start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
     "$py" "$here/peers/peripheral.py" --transport "tcp-client:127.0.0.1:$p1" --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
     local peripheral=$!; pids+=($peripheral)
     for _ in $(seq 1 50); do grep -q "RESULT advertising=1" "$logs/$name-peripheral.log" && break; sleep 0.1; done
-    local start=$(date +%s.%N)
+    local start=$(date +%s%N)
     timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2" > "$logs/$name-central.log" 2>&1
     local rc=$?
-    local took=$(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || echo "?")
+    local took=$(( ($(date +%s%N) - start) / 1000000 ))
     sleep 0.3
     kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
     local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
@@ -116,9 +119,69 @@ scenario_full_session() {
     expect "$p" write written-without-response || ok=0
     expect "$p" subscribed 1 || ok=0
     expect "$p" disconnected 0x13 || ok=0
-    if [ $ok -eq 1 ]; then pass "$name ($controllers controllers, ${took}s)"; else fail "$name" "see above"; fi
+    if [ $ok -eq 1 ]; then pass "$name (${took} ms)"; else fail "$name" "see above"; fi
 }
 
-scenario_full_session
+# Bumble's central against our peripheral (ble serve: our host, our GATT server).
+scenario_bumble_central_to_ble_peripheral() {
+    local name="bumble-central-to-ble-peripheral-on-$controllers"
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
+    "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
+    local peripheral=$!; pids+=($peripheral)
+    for _ in $(seq 1 100); do grep -q '"event":"serving"' "$logs/$name-peripheral.log" && break; sleep 0.1; done
+    timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab > "$logs/$name-central.log" 2>&1
+    local rc=$?
+    sleep 0.3
+    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
+    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
+    [ $rc -eq 0 ] || { echo "central exited with $rc"; ok=0; }
+    expect "$c" mtu 247 || ok=0
+    expect "$c" long_read 300 || ok=0
+    expect "$c" manufacturer "swift-ble Lab Inc." || ok=0
+    expect "$c" read_error_12345678-1234-5678-1234-56789ABCDEF3 0x0F || ok=0
+    expect "$c" write_with_response ok || ok=0
+    expect "$c" write_without_response ok || ok=0
+    expect "$c" notifications 3 || ok=0
+    expect "$c" done 1 || ok=0
+    if [ "$controllers" = ble ]; then expect "$c" scan_response 1 || ok=0; fi
+    # Our peripheral saw both writes, attributed to the connection, and the subscription.
+    grep -q '"event":"write".*"value":"'"$(hexof 'written-with-response')"'"' "$p" || { echo "peripheral did not log the write request"; ok=0; }
+    grep -q '"event":"write".*"value":"'"$(hexof 'written-without-response')"'"' "$p" || { echo "peripheral did not log the write command"; ok=0; }
+    grep -q '"event":"subscription".*"notify":"true"' "$p" || { echo "peripheral did not log the subscription"; ok=0; }
+    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
+}
+
+# Our central (ble explore) against Bumble's peripheral.
+scenario_ble_central_to_bumble_peripheral() {
+    local name="ble-central-to-bumble-peripheral-on-$controllers"
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
+    "$py" "$here/peers/peripheral.py" --transport "tcp-client:127.0.0.1:$p1" --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
+    local peripheral=$!; pids+=($peripheral)
+    for _ in $(seq 1 50); do grep -q "RESULT advertising=1" "$logs/$name-peripheral.log" && break; sleep 0.1; done
+    timeout 60 "$ble" explore BumbleLabPeripheral --hci "tcp:127.0.0.1:$p2" --json > "$logs/$name-central.log" 2>&1
+    local rc=$?
+    timeout 60 "$ble" write BumbleLabPeripheral 12345678-1234-5678-1234-56789ABCDEF1 "$(hexof 'from-swift-ble')" --hci "tcp:127.0.0.1:$p2" >> "$logs/$name-central.log" 2>&1 || rc=1
+    timeout 60 "$ble" subscribe BumbleLabPeripheral 2A37 --count 2 --hci "tcp:127.0.0.1:$p2" --json >> "$logs/$name-central.log" 2>&1 || rc=1
+    sleep 0.3
+    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
+    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
+    [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
+    grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
+    grep -q '"uuid":"2A29".*"value":"'"$(hexof 'Bumble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
+    grep -q '"uuid":"12345678-1234-5678-1234-56789ABCDEF2".*"value":"000102' "$c" || { echo "long value not read"; ok=0; }
+    [ "$(grep -o '"uuid":"12345678-1234-5678-1234-56789ABCDEF2"[^}]*' "$c" | grep -o '"value":"[0-9a-f]*"' | wc -c)" -gt 600 ] || { echo "long value shorter than 300 bytes"; ok=0; }
+    [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
+    expect "$p" write from-swift-ble || ok=0
+    [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
+    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
+}
+
+for controllers in $kinds; do
+    scenario_full_session
+    scenario_bumble_central_to_ble_peripheral
+    scenario_ble_central_to_bumble_peripheral
+done
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
