@@ -1,196 +1,98 @@
 import ArgumentParser
+import BLEHost
+import BLEProtocols
 import BLEVirtualController
 import BLEWire
 
-/// `ble demo`: a narrated session on the embedded virtual controller.
+/// `ble demo`: a whole BLE session on the embedded virtual controller, narrated.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a narrated BLE session on the embedded virtual controller.",
+        abstract: "Run a narrated central/peripheral session on the embedded virtual controller.",
         discussion: """
-            Two virtual controllers on a simulated air, driven through raw HCI: a peripheral advertises, a central \
-            scans (RSSI from the distance between them), connects, exchanges L2CAP data both ways with flow \
-            control, updates the connection, and disconnects.
+            A peripheral with Battery, Heart Rate, Device Information and a custom service, and a central that \
+            scans, connects, exchanges the MTU, discovers everything, reads (a 300-byte value included), writes \
+            both ways, subscribes to heart-rate notifications and disconnects. Every step crosses the virtual \
+            controllers as HCI packets. `ble hci-demo` shows the HCI layer itself.
             """)
 
     @Option(help: "Distance between the central and the peripheral, in metres.")
     var distance: Double = 3
 
+    func say(_ who: String, _ text: String) { writeLine("[\(who)] \(text)") }
+
     func run() async throws {
-        let air = VirtualAir(clock: .manual, seed: 2026)
-        let peripheralController = air.addController(.init(txPower: 4), buffered: true)
-        let centralController = air.addController(.init(position: Position(x: distance)), buffered: true)
-        let peripheral = RawHost(name: "peripheral", controller: peripheralController)
-        let central = RawHost(name: "central   ", controller: centralController)
+        let air = VirtualAir(clock: .realTime, seed: 2026)
+        defer { air.shutdown() }
+        writeLine("swift-ble demo: two hosts on virtual controllers \(distance) m apart on a simulated air\n")
 
-        print("swift-ble demo: two virtual controllers \(distance) m apart on a simulated air (path-loss RSSI)\n")
-        for host in [peripheral, central] {
-            try host.command(HCIReset())
-            try host.command(HCISetEventMask(mask: 0x3FFF_FFFF_FFFF_FFFF))
-            try host.command(HCILESetEventMask(mask: 0xFF))
-            let address = try host.call(HCIReadBDADDR()).address
-            let buffers = try host.call(HCILEReadBufferSize())
-            host.say("controller up: BD_ADDR \(address), LE ACL buffers \(buffers.totalNumLEACLDataPackets) x \(buffers.leACLDataPacketLength) bytes")
+        let peripheralHost = HCIHost(transport: air.addController(.init(txPower: 4)).makeHostTransport())
+        try await peripheralHost.powerOn()
+        let peripheral = SamplePeripheral(host: peripheralHost, device: .lab, name: "SwiftBLELab")
+        try await peripheral.start(notifyEvery: .milliseconds(200)) { text, _ in self.say("peripheral", text) }
+        say("peripheral", "powered on as \(await peripheralHost.address?.description ?? "?"), advertising 'SwiftBLELab' with Battery, Heart Rate, Device Information and a custom service")
+
+        let central = HCIHost(transport: air.addController(.init(position: Position(x: distance))).makeHostTransport())
+        try await central.powerOn()
+        let buffers = await central.aclBuffers
+        say("central   ", "powered on as \(await central.address?.description ?? "?") (ACL buffers \(buffers.count) x \(buffers.size) bytes)")
+
+        let report = try await findTarget("SwiftBLELab", host: central)
+        say("central   ", "found \(report.data.localName ?? "?") at \(report.address.address), RSSI \(report.rssi) dBm, services \(try report.data.serviceUUIDs().map(\.description))")
+        let connection = try await central.connect(to: report.address, timeout: .seconds(5))
+        say("central   ", "connected: handle \(connection.handle), interval \(Double(connection.interval) * 1.25) ms")
+        let gatt = GATTEngine(host: central)
+        await gatt.start()
+        let h = connection.handle
+        say("central   ", "ATT MTU \(try await gatt.exchangeMTU(h)); the largest write is \(await gatt.maximumWriteValueLength(h, withResponse: true)) bytes")
+
+        var tree: [(GATTService, [GATTCharacteristic])] = []
+        for service in try await gatt.discoverPrimaryServices(h) {
+            tree.append((service, try await gatt.discoverCharacteristics(h, of: service)))
         }
-
-        var ad = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: [0x180D, 0x180F])
-        ad.appendLocalName("swift-ble Heart Rate")
-        let response = AdvertisingData(manufacturerData: ManufacturerData(companyID: .testing, data: Array("demo".utf8)))
-        try peripheral.command(HCILESetAdvertisingParameters(intervalMin: 0x00A0, intervalMax: 0x00A0))
-        try peripheral.command(HCILESetAdvertisingData(data: try ad.encodedLegacy()))
-        try peripheral.command(HCILESetScanResponseData(data: try response.encodedLegacy()))
-        try peripheral.command(HCILESetAdvertisingEnable(isEnabled: true))
-        peripheral.say("advertising every 100 ms: \(ad.encoded.count) bytes of AD + \(response.encoded.count) bytes of scan response")
-
-        try central.command(HCILESetScanParameters(scanType: .active, interval: 0x0010, window: 0x0010))
-        try central.command(HCILESetScanEnable(isEnabled: true, filterDuplicates: true))
-        air.advance(by: .milliseconds(300))
-        var advertisement = AdvertisingData()
-        var seen: BluetoothAddress?
-        for case .le(.advertisingReport(let event)) in try central.events() {
-            for report in event.reports {
-                let data = try AdvertisingData(bytes: report.data)
-                advertisement = advertisement.merged(withScanResponse: data)
-                seen = report.address
-                central.say("report \(report.eventType == .scanResponse ? "SCAN_RSP" : "ADV_IND ") from \(report.address), RSSI \(report.rssi) dBm, \(report.data.count) bytes")
+        say("central   ", "discovered \(tree.count) services, \(tree.reduce(0) { $0 + $1.1.count }) characteristics")
+        for (service, characteristics) in tree {
+            say("central   ", "  \(service.uuid) \(service.uuid.name ?? "")")
+            for c in characteristics where c.properties.contains(.read) {
+                do {
+                    let value = try await gatt.read(h, attribute: c.valueHandle)
+                    say("central   ", "    read \(c.uuid.name ?? c.uuid.description): \(show(value))")
+                } catch {
+                    say("central   ", "    read \(c.uuid.name ?? c.uuid.description): \(error)")
+                }
             }
         }
-        guard let target = seen else { throw ValidationError("the central saw nothing") }
-        central.say("device: name \"\(advertisement.localName ?? "?")\", services \(try advertisement.serviceUUIDs().map(\.description)), manufacturer data \(try advertisement.manufacturerData().map { "\($0.companyID): \($0.data.hexString())" })")
-        try central.command(HCILESetScanEnable(isEnabled: false))
 
-        try central.command(HCILECreateConnection(peerAddressType: .public, peerAddress: target))
-        air.advance(by: .milliseconds(200))
-        let centralLink = try central.connection()
-        let peripheralLink = try peripheral.connection()
-        central.say("connected to \(centralLink.peerAddress) as central, handle 0x\(String(centralLink.handle, radix: 16)), interval \(Double(centralLink.connectionInterval) * 1.25) ms")
-        peripheral.say("connected to \(peripheralLink.peerAddress) as peripheral, handle 0x\(String(peripheralLink.handle, radix: 16))")
+        let writable = try await gatt.discoverCharacteristics(h, of: tree.first { $0.0.uuid == SampleDevice.customService }?.0 ?? tree[0].0,
+                                                              uuid: SampleDevice.customWritable).first
+        if let writable {
+            try await gatt.write(h, attribute: writable.valueHandle, value: Array("hello with response".utf8))
+            try await gatt.writeWithoutResponse(h, attribute: writable.valueHandle, value: Array("hello without response".utf8))
+            try await Task.sleep(for: .milliseconds(50))
+            say("central   ", "wrote both ways; read back: \(show(try await gatt.read(h, attribute: writable.valueHandle)))")
+        }
 
-        // An ATT Exchange MTU Request in an L2CAP frame, fragmented to 27-byte ACL packets under flow control.
-        let request = L2CAPBasicFrame(channelID: .att, payload: ATTPDU.exchangeMTURequest(.init(mtu: 247)).encoded)
-        try central.sendL2CAP(request, handle: centralLink.handle)
-        let received = try peripheral.receiveL2CAP()
-        peripheral.say("received on \(received.channelID): \(try ATTPDU(bytes: received.payload))")
-        let long = L2CAPBasicFrame(channelID: .att, payload: ATTPDU.handleValueNotification(.init(handle: 0x0014, value: Array(repeating: 0x42, count: 244))).encoded)
-        try peripheral.sendL2CAP(long, handle: peripheralLink.handle)
-        let back = try central.receiveL2CAP()
-        central.say("received a \(back.payload.count)-byte ATT notification reassembled from \(central.lastFragmentCount) ACL fragments")
+        if let heartRate = tree.first(where: { $0.0.uuid == .heartRate })?.1.first(where: { $0.uuid == BluetoothUUID(0x2A37) }),
+           let cccd = try await gatt.discoverDescriptors(h, of: heartRate).first(where: { $0.uuid == .clientCharacteristicConfiguration }) {
+            let values = try await gatt.subscribe(h, valueHandle: heartRate.valueHandle, cccdHandle: cccd.handle)
+            var count = 0
+            for await value in values {
+                count += 1
+                say("central   ", "heart rate notification #\(count): \(value.count > 1 ? "\(value[1]) bpm" : value.hexString())")
+                if count == 3 { break }
+            }
+            try await gatt.unsubscribe(h, valueHandle: heartRate.valueHandle, cccdHandle: cccd.handle)
+        }
 
-        try central.command(HCILEConnectionUpdate(handle: centralLink.handle, intervalMin: 6, intervalMax: 6, maxLatency: 0, supervisionTimeout: 100))
-        air.advance(by: .milliseconds(500))
-        for host in [central, peripheral] {
-            for case .le(.connectionUpdateComplete(let e)) in try host.events() {
-                host.say("connection updated: interval \(Double(e.connectionInterval) * 1.25) ms, supervision timeout \(Int(e.supervisionTimeout) * 10) ms")
+        let events = await central.events()
+        try await central.disconnect(h)
+        for await event in events {
+            if case .disconnected(_, let reason) = event {
+                say("central   ", "disconnected: \(reason)")
+                break
             }
         }
-        let rssi = try central.call(HCIReadRSSI(handle: centralLink.handle)).rssi
-        central.say("link RSSI \(rssi) dBm")
-
-        try central.command(HCIDisconnect(handle: centralLink.handle))
-        for (host, events) in [(central, try central.events()), (peripheral, try peripheral.events())] as [(RawHost, [HCIEvent])] {
-            for case .disconnectionComplete(let e) in events { host.say("disconnected: \(e.reason)") }
-        }
-        print("\ndone: every step above crossed the virtual controllers as HCI packets.")
-    }
-}
-
-/// A minimal raw-HCI host for the demo (no host stack: it shows the HCI underneath): sends commands, checks their status, narrates.
-final class RawHost {
-    let name: String
-    let controller: VirtualController
-    var pending: [HCIPacket] = []
-    var lastFragmentCount = 0
-
-    init(name: String, controller: VirtualController) {
-        self.name = name
-        self.controller = controller
-    }
-
-    func say(_ text: String) { print("[\(name)] \(text)") }
-
-    func collect() { pending += controller.drainToHost() }
-
-    func events() throws -> [HCIEvent] {
-        collect()
-        var out: [HCIEvent] = []
-        var rest: [HCIPacket] = []
-        for packet in pending {
-            if case .event(let e) = packet { out.append(try HCIEvent(packet: e)) } else { rest.append(packet) }
-        }
-        pending = rest
-        return out
-    }
-
-    @discardableResult
-    func command<C: HCICommand>(_ command: C) throws -> HCIEvent {
-        controller.receive(fromHost: .command(command.packet))
-        collect()
-        guard let index = pending.firstIndex(where: {
-            guard case .event(let e) = $0, let event = try? HCIEvent(packet: e) else { return false }
-            switch event {
-            case .commandComplete(let c): return c.opcode == C.opcode
-            case .commandStatus(let s): return s.opcode == C.opcode
-            default: return false
-            }
-        }), case .event(let packet) = pending.remove(at: index) else {
-            throw ValidationError("\(C.self): no answer")
-        }
-        let event = try HCIEvent(packet: packet)
-        switch event {
-        case .commandComplete(let c) where c.status != .success: throw ValidationError("\(C.self) failed: \(c.status ?? .unspecifiedError)")
-        case .commandStatus(let s) where s.status != .success: throw ValidationError("\(C.self) failed: \(s.status)")
-        default: return event
-        }
-    }
-
-    func call<C: HCICommand>(_ command: C) throws -> C.ReturnParameters {
-        guard case .commandComplete(let c) = try self.command(command) else { throw ValidationError("\(C.self): no Command Complete") }
-        return try c.decode(C.self)
-    }
-
-    func connection() throws -> HCILEConnectionCompleteEvent {
-        for case .le(.connectionComplete(let e)) in try events() where e.status == .success { return e }
-        throw ValidationError("\(name): no connection")
-    }
-
-    /// Sends a frame in buffer-size fragments, never more outstanding than the controller has buffers: when they
-    /// are all in use it waits for Number Of Completed Packets.
-    func sendL2CAP(_ frame: L2CAPBasicFrame, handle: UInt16) throws {
-        let buffers = try call(HCILEReadBufferSize())
-        var credits = Int(buffers.totalNumLEACLDataPackets)
-        var completed = 0
-        let fragments = frame.fragments(maximumFragmentSize: Int(buffers.leACLDataPacketLength))
-        for (i, fragment) in fragments.enumerated() {
-            while credits == 0 {
-                let returned = try completedPackets()
-                guard returned > 0 else { throw ValidationError("\(name): the controller returned no buffers") }
-                credits += returned
-                completed += returned
-            }
-            controller.receive(fromHost: .acl(HCIACLPacket(handle: handle, boundary: i == 0 ? .firstNonFlushable : .continuing, data: fragment)))
-            credits -= 1
-        }
-        completed += try completedPackets()
-        say("sent a \(frame.encoded.count)-byte L2CAP frame as \(fragments.count) ACL packet(s) under flow control; \(completed) completed")
-    }
-
-    /// Buffers returned by Number Of Completed Packets events received so far.
-    func completedPackets() throws -> Int {
-        try events().reduce(0) { sum, e in
-            if case .numberOfCompletedPackets(let n) = e { sum + n.entries.reduce(0) { $0 + Int($1.completedPackets) } } else { sum }
-        }
-    }
-
-    func receiveL2CAP() throws -> L2CAPBasicFrame {
-        collect()
-        var reassembler = L2CAPReassembler()
-        lastFragmentCount = 0
-        for case .acl(let packet) in pending {
-            lastFragmentCount += 1
-            if let frame = try reassembler.append(isStart: packet.boundary.isStart, data: packet.data) {
-                pending.removeAll { if case .acl = $0 { true } else { false } }
-                return frame
-            }
-        }
-        throw ValidationError("\(name): no complete L2CAP frame")
+        try await Task.sleep(for: .milliseconds(100))
+        await peripheral.stop()
+        writeLine("\ndone: every step above crossed the virtual controllers as HCI packets (see `ble hci-demo` for that layer).")
     }
 }

@@ -174,7 +174,7 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, Error, CustomStri
         case .remoteUserTerminatedConnection: "Remote User Terminated Connection"
         case .remoteDeviceTerminatedLowResources: "Remote Device Terminated Connection due to Low Resources"
         case .remoteDeviceTerminatedPowerOff: "Remote Device Terminated Connection due to Power Off"
-        case .connectionTerminatedByLocalHost: "Connection Terminated By Local HCIHost"
+        case .connectionTerminatedByLocalHost: "Connection Terminated By Local Host"
         case .unsupportedRemoteFeature: "Unsupported Remote Feature"
         case .unspecifiedError: "Unspecified Error"
         case .lmpOrLLResponseTimeout: "LMP/LL Response Timeout"
@@ -182,7 +182,7 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, Error, CustomStri
         case .advertisingTimeout: "Advertising Timeout"
         case .connectionTerminatedMICFailure: "Connection Terminated due to MIC Failure"
         case .connectionFailedToBeEstablished: "Connection Failed to be Established"
-        case .operationCancelledByHost: "Operation Cancelled by HCIHost"
+        case .operationCancelledByHost: "Operation Cancelled by Host"
         default: "HCI status"
         }
         return "\(name) (0x\([rawValue].hexString()))"
