@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "BLEProtocols", targets: ["BLEProtocols"]),
         .library(name: "BLETransport", targets: ["BLETransport"]),
         .library(name: "BLEHost", targets: ["BLEHost"]),
+        .library(name: "BLE", targets: ["BLE"]),
         .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
@@ -41,6 +42,11 @@ let package = Package(
             name: "BLEHost",
             dependencies: ["BLEWire", "BLEProtocols", "BLETransport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // The public async API: Central, RemotePeripheral, PeripheralManager.
+        .target(
+            name: "BLE",
+            dependencies: ["BLEWire", "BLEProtocols", "BLETransport", "BLEHost"],
+            swiftSettings: strict),
         .executableTarget(
             name: "ble",
             dependencies: [
@@ -58,6 +64,10 @@ let package = Package(
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"], swiftSettings: strict),
+        .testTarget(
+            name: "BLETests",
+            dependencies: ["BLE", "BLEVirtualController", "BLEWire"],
+            swiftSettings: strict),
         .testTarget(
             name: "BLEHostTests",
             dependencies: ["BLEHost", "BLEVirtualController", "BLETransport", "BLEWire"],

@@ -89,6 +89,20 @@ public actor GATTEngine {
         links[handle]?.server.isEncrypted = encrypted
     }
 
+    /// Replaces the served database (for example after services were added). Clients already connected keep their
+    /// MTU; their subscriptions are cleared, since handles may have moved.
+    public func replaceDatabase(_ database: GATTDatabase) {
+        self.database = database
+        for handle in links.keys {
+            let mtu = links[handle]?.server.mtu ?? ATT.defaultLEMTU
+            var fresh = ATTServerConnection()
+            fresh.serverMTU = preferredMTU
+            fresh.negotiated(mtu: mtu)
+            fresh.isEncrypted = links[handle]?.server.isEncrypted ?? false
+            links[handle]?.server = fresh
+        }
+    }
+
     /// Server-side events (writes, subscriptions, MTU), each attributed to its link. Each call is a new subscriber.
     public func serverEvents() -> AsyncStream<GATTServerEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: GATTServerEvent.self)

@@ -1,0 +1,141 @@
+@_exported import BLEHost
+@_exported import BLEProtocols
+@_exported import BLEWire
+import BLETransport
+
+/// A device seen while scanning: its advertisement and scan response merged, as CoreBluetooth reports them.
+public struct DiscoveredPeripheral: Sendable, Hashable {
+    /// The device address and its type.
+    public var address: LEAddress
+    /// The advertising data followed by the scan response's structures.
+    public var advertisementData: AdvertisingData
+    /// The latest RSSI, in dBm.
+    public var rssi: Int8
+    /// Whether the device accepts connections.
+    public var isConnectable: Bool
+
+    /// The advertised local name.
+    public var name: String? { advertisementData.localName }
+    /// The advertised service UUIDs (from advertising data and scan response).
+    public var serviceUUIDs: [BluetoothUUID] { (try? advertisementData.serviceUUIDs()) ?? [] }
+    /// The manufacturer specific data.
+    public var manufacturerData: [ManufacturerData] { (try? advertisementData.manufacturerData()) ?? [] }
+}
+
+/// The central role: adapter state, scanning, connecting. Like CoreBluetooth's `CBCentralManager`, with async calls.
+public final class Central: Sendable {
+    /// The host stack underneath.
+    public let host: HCIHost
+
+    /// Creates a central over a transport and powers the controller on.
+    public init(transport: any HCITransport) async throws {
+        host = HCIHost(transport: transport)
+        try await host.powerOn()
+    }
+
+    /// Opens the controller named by a `--hci` style specification (not `virtual`: use ``init(transport:)`` with a
+    /// virtual controller's host transport). A permission error leaves no central: it throws with
+    /// ``TransportError/Kind/permissionDenied`` (CoreBluetooth's `unauthorized`).
+    public convenience init(_ spec: HCITransportSpec) async throws {
+        try await self.init(transport: try spec.open())
+    }
+
+    /// The adapter state now.
+    public var state: AdapterState { get async { await host.state } }
+
+    /// Adapter state changes, starting with the current state.
+    public func stateUpdates() async -> AsyncStream<AdapterState> {
+        let events = await host.events()
+        return AsyncStream { continuation in
+            let task = Task {
+                for await event in events { if case .stateChanged(let s) = event { continuation.yield(s) } }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Scans for peripherals.
+    ///
+    /// - Parameters:
+    ///   - services: only peripherals advertising one of these service UUIDs, in their advertising data or scan
+    ///     response (empty: all).
+    ///   - allowDuplicates: report every advertisement; otherwise a peripheral is reported once, and again only when
+    ///     its merged data changes (as when its scan response arrives).
+    ///   - active: send scan requests (needed for scan responses).
+    public func scan(services: [BluetoothUUID] = [], allowDuplicates: Bool = false,
+                     active: Bool = true) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
+        let reports = try await host.scan(.init(active: active, filterDuplicates: false))
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                var advertisements: [BluetoothAddress: AdvertisingData] = [:]
+                var responses: [BluetoothAddress: AdvertisingData] = [:]
+                var connectable: [BluetoothAddress: Bool] = [:]
+                var reported: [BluetoothAddress: AdvertisingData] = [:]
+                do {
+                    for try await report in reports {
+                        let a = report.address.address
+                        if report.isScanResponse { responses[a] = report.data } else {
+                            advertisements[a] = report.data
+                            connectable[a] = report.isConnectable
+                        }
+                        let merged = (advertisements[a] ?? AdvertisingData()).merged(withScanResponse: responses[a] ?? AdvertisingData())
+                        let discovered = DiscoveredPeripheral(address: report.address, advertisementData: merged, rssi: report.rssi,
+                                                              isConnectable: connectable[a] ?? report.isConnectable)
+                        guard services.isEmpty || services.contains(where: discovered.serviceUUIDs.contains) else { continue }
+                        guard allowDuplicates || reported[a] != merged else { continue }
+                        reported[a] = merged
+                        continuation.yield(discovered)
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { [host] _ in
+                task.cancel()
+                Task { await host.stopScan() }
+            }
+        }
+    }
+
+    /// Stops any scan.
+    public func stopScan() async { await host.stopScan() }
+
+    /// Connects to a peripheral. Throws ``HostError`` (`connectionTimedOut`, `connectionFailed`) when it cannot.
+    public func connect(_ peripheral: DiscoveredPeripheral, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
+        try await connect(peripheral.address, name: peripheral.name, timeout: timeout)
+    }
+
+    /// Connects to an address.
+    public func connect(_ address: LEAddress, name: String? = nil, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
+        let connection = try await host.connect(to: address, timeout: timeout)
+        let engine = await engine()
+        return RemotePeripheral(central: self, engine: engine, connection: connection, name: name)
+    }
+
+    /// Disconnects a peripheral.
+    public func disconnect(_ peripheral: RemotePeripheral) async throws {
+        try await host.disconnect(peripheral.connection.handle)
+    }
+
+    /// Connection events (connected, disconnected with a reason, parameters updated).
+    public func connectionEvents() async -> AsyncStream<HostEvent> { await host.events() }
+
+    private let engineStore = EngineStore()
+
+    /// The GATT engine shared by this central's links.
+    func engine() async -> GATTEngine { await engineStore.engine(for: host) }
+}
+
+/// Creates the GATT engine once.
+actor EngineStore {
+    private var engine: GATTEngine?
+    func engine(for host: HCIHost) async -> GATTEngine {
+        if let engine { return engine }
+        let created = GATTEngine(host: host)
+        engine = created
+        await created.start()
+        return created
+    }
+}

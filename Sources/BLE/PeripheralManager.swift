@@ -1,0 +1,108 @@
+import BLETransport
+
+/// A request or change from a central, attributed to the central that sent it.
+public struct PeripheralRequest: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// A write to a characteristic value or descriptor.
+        case write(characteristic: BluetoothUUID?, handle: UInt16, value: [UInt8], withResponse: Bool)
+        /// A central subscribed to (or unsubscribed from) a characteristic.
+        case subscription(characteristic: BluetoothUUID?, notify: Bool, indicate: Bool)
+    }
+    /// The link of the central that sent it.
+    public var central: HostConnection
+    public var kind: Kind
+}
+
+/// The peripheral role: publish services, advertise, answer centrals, push values. Like CoreBluetooth's
+/// `CBPeripheralManager`, with async calls.
+public final class PeripheralManager: Sendable {
+    public let host: HCIHost
+    let engine: GATTEngine
+    let store: ServiceStore
+
+    /// Creates a peripheral manager over a transport and powers the controller on.
+    public init(transport: any HCITransport, deviceName: String = "swift-ble") async throws {
+        host = HCIHost(transport: transport)
+        try await host.powerOn()
+        store = ServiceStore(deviceName: deviceName)
+        engine = GATTEngine(host: host, database: await store.database())
+        await engine.start()
+    }
+
+    /// Publishes a service (the database is rebuilt; add services before centrals connect).
+    public func add(_ service: GATTServiceDefinition) async {
+        await store.add(service)
+        await engine.replaceDatabase(await store.database())
+    }
+
+    /// Starts advertising a name, service UUIDs and manufacturer data (the name goes to the scan response when the
+    /// advertising packet is full). Throws ``WireError`` (oversized) when the data cannot fit in 31 bytes.
+    public func startAdvertising(name: String? = nil, serviceUUIDs: [BluetoothUUID] = [], manufacturerData: ManufacturerData? = nil) async throws {
+        var data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: serviceUUIDs, manufacturerData: manufacturerData)
+        var response = AdvertisingData()
+        if let name {
+            var withName = data
+            withName.structures.append(ADStructure(type: .completeLocalName, data: Array(name.utf8)))
+            if withName.encoded.count <= AdvertisingData.legacyMaximumLength { data = withName } else { response = AdvertisingData(localName: name) }
+        }
+        try await host.startAdvertising(.init(data: data, scanResponse: response))
+    }
+
+    /// Stops advertising.
+    public func stopAdvertising() async throws { try await host.stopAdvertising() }
+
+    /// Requests from centrals, each attributed to the central that sent it.
+    public func requests() async -> AsyncStream<PeripheralRequest> {
+        let events = await engine.serverEvents()
+        let host = host, engine = engine
+        return AsyncStream { continuation in
+            let task = Task {
+                for await e in events {
+                    guard let central = await host.connections.first(where: { $0.handle == e.connection }) else { continue }
+                    let database = await engine.database
+                    switch e.event {
+                    case .wrote(let handle, let value, let withResponse):
+                        let uuid = database.attribute(handle)?.type
+                        continuation.yield(PeripheralRequest(central: central, kind: .write(characteristic: uuid, handle: handle, value: value,
+                                                                                           withResponse: withResponse)))
+                    case .subscriptionChanged(let valueHandle, let notify, let indicate):
+                        continuation.yield(PeripheralRequest(central: central, kind: .subscription(
+                            characteristic: database.attribute(valueHandle)?.type, notify: notify, indicate: indicate)))
+                    case .mtuChanged, .indicationConfirmed:
+                        break
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Sets a characteristic's value and pushes it to the subscribed centrals; returns the links it reached (like
+    /// `updateValue(_:for:onSubscribedCentrals:)`). Indications wait for each central's confirmation.
+    @discardableResult
+    public func updateValue(_ value: [UInt8], for characteristic: BluetoothUUID, in service: BluetoothUUID? = nil) async throws -> [UInt16] {
+        guard let handle = await engine.database.valueHandle(of: characteristic, in: service) else {
+            throw GATTError(.att(.attributeNotFound, handle: 0), "no characteristic \(characteristic) is published")
+        }
+        return try await engine.updateValue(value, for: handle)
+    }
+
+    /// The current value of a published characteristic.
+    public func value(of characteristic: BluetoothUUID) async -> [UInt8]? {
+        let database = await engine.database
+        return database.valueHandle(of: characteristic).flatMap { database.attribute($0)?.value }
+    }
+
+    /// The centrals connected now.
+    public var connectedCentrals: [HostConnection] { get async { await host.connections } }
+}
+
+/// The services a peripheral manager publishes.
+actor ServiceStore {
+    let deviceName: String
+    var services: [GATTServiceDefinition] = []
+    init(deviceName: String) { self.deviceName = deviceName }
+    func add(_ service: GATTServiceDefinition) { services.append(service) }
+    func database() -> GATTDatabase { GATTDatabase(deviceName: deviceName, services: services) }
+}

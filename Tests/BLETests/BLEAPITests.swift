@@ -1,0 +1,140 @@
+import BLE
+import BLEVirtualController
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct BLEAPITests {
+    static let service = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E") ?? 0
+    static let rx = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E") ?? 0
+    static let tx = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E") ?? 0
+
+    /// A peripheral manager publishing a UART-like service, advertising it with its name in the scan response.
+    func peripheral(_ air: VirtualAir) async throws -> (PeripheralManager, VirtualController) {
+        let controller = air.addController(.init())
+        let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: "UART")
+        await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
+            GATTCharacteristicDefinition(uuid: Self.rx, properties: [.write, .writeWithoutResponse], permissions: [.writeable]),
+            GATTCharacteristicDefinition(uuid: Self.tx, properties: [.read, .notify], value: Array("ready".utf8)),
+        ]))
+        try await manager.startAdvertising(name: "A UART with a long name", serviceUUIDs: [Self.service])
+        return (manager, controller)
+    }
+
+    @Test func scanFiltersOnServicesAndMergesTheScanResponse() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, _) = try await peripheral(air)
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        #expect(await central.state == .poweredOn)
+        let results = try await central.scan(services: [Self.service])
+        let seen = try await withTimeout { () async throws -> [DiscoveredPeripheral] in
+            var out: [DiscoveredPeripheral] = []
+            for try await p in results {
+                out.append(p)
+                if p.name != nil { return out }
+            }
+            return out
+        }
+        // First the advertisement (service UUID, no name: it did not fit), then the same device with its scan response.
+        #expect(seen.count == 2)
+        #expect(seen.first?.name == nil && seen.last?.name == "A UART with a long name")
+        #expect(seen.last?.serviceUUIDs == [Self.service])
+        #expect(seen.allSatisfy { $0.isConnectable })
+        // A filter on another service sees nothing.
+        await central.stopScan()
+        let none = try await central.scan(services: [0x180D])
+        let sawAny = Task { () -> Bool in
+            do { for try await _ in none { return true } } catch {}
+            return false
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        sawAny.cancel()
+        #expect(await sawAny.value == false)
+        withExtendedLifetime(manager) {}
+    }
+
+    @Test func centralAndPeripheralManagerEndToEnd() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, pc) = try await peripheral(air)
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 2))).makeHostTransport())
+        let requests = await manager.requests()
+        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        #expect(try await remote.exchangeMTU() == 247)
+        #expect(await remote.maximumWriteValueLength(for: .withoutResponse) == 244)
+        let services = try await remote.discoverServices([Self.service])
+        let characteristics = try await remote.discoverCharacteristics(for: try #require(services.first))
+        let rx = try #require(characteristics.first { $0.uuid == Self.rx })
+        let tx = try #require(characteristics.first { $0.uuid == Self.tx })
+        #expect(try await remote.readValue(for: tx) == Array("ready".utf8))
+        try await remote.writeValue(Array("ping".utf8), for: rx, type: .withResponse)
+        let write = try await withTimeout { () async throws -> PeripheralRequest in
+            for await r in requests { if case .write = r.kind { return r } }
+            throw TimedOut()
+        }
+        #expect(write.kind == .write(characteristic: Self.rx, handle: rx.valueHandle, value: Array("ping".utf8), withResponse: true))
+        let centralAddress = await central.host.address
+        #expect(write.central.peer.address == centralAddress)
+        let values = try await remote.notifications(for: tx)
+        var iterator = values.makeAsyncIterator()
+        // Wait until the subscription is in place on the peripheral, then push.
+        for _ in 0..<100 where try await manager.updateValue(Array("pong".utf8), for: Self.tx).isEmpty {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(await iterator.next() == Array("pong".utf8))
+        #expect(await manager.value(of: Self.tx) == Array("pong".utf8))
+        // RSSI at 2 m: −(40 + 20·log10 2) ≈ −46 dBm.
+        #expect(try await remote.readRSSI() == -46)
+        let events = await central.connectionEvents()
+        try await central.disconnect(remote)
+        for await e in events { if case .disconnected = e { break } }
+    }
+
+    @Test func sixteenCentralsWriteAtOnceEachAttributed() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, pc) = try await peripheral(air)
+        let requests = await manager.requests()
+        var remotes: [(Central, RemotePeripheral, GATTCharacteristic)] = []
+        for i in 0..<16 {
+            let central = try await Central(transport: air.addController(.init(position: Position(x: 1, y: Double(i)))).makeHostTransport())
+            try await manager.startAdvertising(name: "UART", serviceUUIDs: [Self.service])
+            let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+            let service = try #require(try await remote.discoverServices([Self.service]).first)
+            let rx = try #require(try await remote.discoverCharacteristics([Self.rx], for: service).first)
+            remotes.append((central, remote, rx))
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, (_, remote, rx)) in remotes.enumerated() {
+                group.addTask { try await remote.writeValue(Array("central-\(i)".utf8), for: rx, type: .withResponse) }
+            }
+            try await group.waitForAll()
+        }
+        let byAddress = try await withTimeout { () async throws -> [BluetoothAddress: String] in
+            var out: [BluetoothAddress: String] = [:]
+            for await r in requests {
+                if case .write(_, _, let value, _) = r.kind { out[r.central.peer.address] = String(decoding: value, as: UTF8.self) }
+                if out.count == 16 { break }
+            }
+            return out
+        }
+        for (i, (central, _, _)) in remotes.enumerated() {
+            let address = try #require(await central.host.address)
+            #expect(byAddress[address] == "central-\(i)", "central \(i)")
+        }
+    }
+}
+
+struct TimedOut: Error {}
+
+func withTimeout<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw TimedOut()
+        }
+        guard let first = try await group.next() else { throw TimedOut() }
+        group.cancelAll()
+        return first
+    }
+}
