@@ -58,8 +58,9 @@ public enum ATTServer {
         do {
             pdu = try ATTPDU(bytes: bytes)
         } catch {
-            // A malformed command is dropped; a malformed request gets Invalid PDU.
-            if opcode.isCommand { return Output(response: nil, events: []) }
+            // A malformed request gets Invalid PDU; anything else malformed (a command, a response, a notification,
+            // a confirmation) is dropped: only requests are answered. Core 5.4, Vol 3, Part F, 3.4.1.1.
+            guard opcode.isRequest else { return Output(response: nil, events: []) }
             return errorOutput(opcode, 0, .invalidPDU)
         }
         var events: [ATTServerEvent] = []

@@ -181,3 +181,35 @@ import Testing
         #expect(s.send(.readMultipleRequest(.init(handles: [0x0C, 0x13]))).0 == error(.readMultipleRequest, 0x13, .insufficientEncryption))
     }
 }
+
+@Suite struct ATTServerFuzzTests {
+    /// Random PDUs (valid opcodes with random parameters, and random bytes) never trap the server, and every request
+    /// gets exactly one answer while commands get none.
+    @Test func randomPDUsAreAnsweredOrIgnored() {
+        var db = GATTDatabase(services: [GATTServiceDefinition(uuid: 0x180F, characteristics: [
+            GATTCharacteristicDefinition(uuid: 0x2A19, properties: [.read, .write, .notify], permissions: [.readable, .writeable], value: [1]),
+        ])])
+        var connection = ATTServerConnection()
+        var state: UInt64 = 42
+        func next() -> UInt64 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return state >> 33
+        }
+        let opcodes: [UInt8] = [0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20, 0x52, 0xD2, 0x1E, 0x3F, 0x7F, 0x01, 0x0B]
+        var answered = 0
+        for i in 0..<20_000 {
+            let opcode = i % 3 == 0 ? UInt8(truncatingIfNeeded: next()) : opcodes[Int(next() % UInt64(opcodes.count))]
+            let body = (0..<Int(next() % 24)).map { _ in UInt8(truncatingIfNeeded: next() % 4 == 0 ? 0 : next()) }
+            let out = ATTServer.handle([opcode] + body, connection: &connection, database: &db)
+            let op = ATTOpcode(rawValue: opcode)
+            if op.isCommand || ATTOpcode.responses.contains(op) || op == .handleValueConfirmation
+                || op == .handleValueNotification || op == .handleValueIndication || op == .multipleHandleValueNotification {
+                #expect(out.response == nil, "no answer to \(op)")
+            } else {
+                #expect(out.response != nil, "an answer to \(op)")
+                answered += 1
+            }
+        }
+        #expect(answered > 5000)
+    }
+}
