@@ -16,10 +16,10 @@ import Testing
 
     /// Valid encodings to mutate, plus random bytes.
     static let seeds: [[UInt8]] = [
-        [UInt8](hex: "0e0401030c00") ?? [], [UInt8](hex: "3e1301004000010 1d6d5d4d3d2d12800 0000f40100") ?? [],
+        [UInt8](hex: "0e0401030c00") ?? [], [UInt8](hex: "3e13 01 00 4000 01 01 d6d5d4d3d2d1 2800 0000 f401 00") ?? [],
         [UInt8](hex: "3e0f02010001d6d5d4d3d2d103020106ce") ?? [], [UInt8](hex: "13050140000200") ?? [],
         [UInt8](hex: "11060100050000180600 0d000118") ?? [], [UInt8](hex: "0902 0200 0203 00002a") ?? [],
-        [UInt8](hex: "0101000010070 7") ?? [], [UInt8](hex: "1205080006000c000000c800") ?? [],
+        [UInt8](hex: "01 01 00 00 10 07 07") ?? [], [UInt8](hex: "1205080006000c000000c800") ?? [],
         [UInt8](hex: "020106 1aff4c000215 e2c56db5dffb48d2b060d0f5a71096e0 0001 0002 c5") ?? [],
     ]
 
@@ -78,5 +78,11 @@ import Testing
         }
         // Both outcomes happen: the inputs exercise success and failure paths.
         #expect(decoded > 1000 && rejected > 1000)
+    }
+}
+
+@Suite struct FuzzSeedTests {
+    @Test func seedsAreValidHex() {
+        #expect(FuzzTests.seeds.allSatisfy { !$0.isEmpty })
     }
 }
