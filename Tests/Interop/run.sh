@@ -178,6 +178,26 @@ scenario_ble_central_to_bumble_peripheral() {
     if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
 }
 
+# Our btsnoop capture of a full session decodes in Wireshark's tshark, with no malformed packet, and shows the
+# session's ATT operations.
+scenario_btsnoop_capture() {
+    local name="btsnoop-capture-decodes-in-tshark"
+    if ! command -v tshark > /dev/null; then fail "$name" "tshark is not installed"; return; fi
+    local capture="$logs/$name.btsnoop" log="$logs/$name-tshark.log" ok=1
+    timeout 60 "$ble" explore SwiftBLELab --btsnoop "$capture" > "$logs/$name-explore.log" 2>&1 || { echo "ble explore failed"; ok=0; }
+    local malformed
+    malformed=$(tshark -r "$capture" -Y "_ws.malformed || _ws.expert.severity == error" 2>/dev/null | wc -l)
+    [ "$malformed" -eq 0 ] || { echo "$malformed malformed packet(s)"; ok=0; }
+    tshark -r "$capture" -Y btatt -T fields -e btatt.opcode > "$log" 2>/dev/null
+    # MTU exchange, Read By Group Type, Read By Type, Find Information, Read, Read Blob: requests and responses.
+    for op in 0x02 0x03 0x10 0x11 0x08 0x09 0x04 0x05 0x0a 0x0b 0x0c 0x0d; do
+        grep -qx "$op" "$log" || { echo "no ATT opcode $op in the capture"; ok=0; }
+    done
+    [ "$(tshark -r "$capture" 2>/dev/null | wc -l)" -gt 50 ] || { echo "capture too short"; ok=0; }
+    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
+}
+
+scenario_btsnoop_capture
 for controllers in $kinds; do
     scenario_full_session
     scenario_bumble_central_to_ble_peripheral
