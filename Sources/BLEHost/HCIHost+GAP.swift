@@ -22,7 +22,7 @@ extension HCIHost {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "scan: the adapter is \(state)") }
         if scanContinuation != nil { await stopScan() }
         _ = try await send(HCILESetScanParameters(scanType: options.active ? .active : .passive, interval: options.interval,
-                                                  window: options.window))
+                                                  window: options.window, ownAddressType: ownAddressType))
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisementReport.self, throwing: (any Error).self)
         scanContinuation = continuation
         scanGeneration += 1
@@ -66,7 +66,7 @@ extension HCIHost {
         let response = try options.scanResponse.encodedLegacy()
         _ = try? await send(HCILESetAdvertisingEnable(isEnabled: false))
         _ = try await send(HCILESetAdvertisingParameters(intervalMin: options.interval, intervalMax: options.interval,
-                                                         advertisingType: options.type))
+                                                         advertisingType: options.type, ownAddressType: ownAddressType))
         _ = try await send(HCILESetAdvertisingData(data: data))
         _ = try await send(HCILESetScanResponseData(data: response))
         _ = try await send(HCILESetAdvertisingEnable(isEnabled: true))
@@ -84,7 +84,7 @@ extension HCIHost {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
         guard pendingConnection == nil else { throw HostError(.connectionInProgress, "another connection attempt is in progress") }
         connectionTimedOut = false
-        _ = try await send(HCILECreateConnection(peerAddressType: peer.type, peerAddress: peer.address,
+        _ = try await send(HCILECreateConnection(peerAddressType: peer.type, peerAddress: peer.address, ownAddressType: ownAddressType,
                                                  supervisionTimeout: supervisionTimeout))
         let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)

@@ -49,8 +49,15 @@ public actor HCIHost {
 
     /// The adapter state.
     public internal(set) var state: AdapterState = .unknown
-    /// The controller's public address (after bring-up).
-    public private(set) var address: BluetoothAddress?
+    /// The controller's public address (after bring-up); `nil` when it has none.
+    public internal(set) var publicAddress: BluetoothAddress?
+    /// The address this host advertises, scans and connects with: the public address, or a random static address
+    /// when the controller has no public one (Read BD_ADDR returned zero: Core 5.4, Vol 4, Part E, 7.4.6).
+    public internal(set) var ownAddress: LEAddress?
+    /// The address peers see (``ownAddress``'s 48 bits).
+    public var address: BluetoothAddress? { ownAddress?.address }
+    /// The own-address type used in advertising, scanning and connection commands.
+    var ownAddressType: LEAddressType { ownAddress?.type ?? .public }
     /// The controller's ACL buffers (after bring-up).
     public var aclBuffers: (size: Int, count: Int) { (aclFlow.bufferSize, aclFlow.bufferCount) }
     /// The controller's supported commands (after bring-up).
@@ -114,7 +121,24 @@ public actor HCIHost {
             buffers.totalNumLEACLDataPackets = UInt8(clamping: shared.totalNumACLDataPackets)
         }
         aclFlow = ACLFlow(bufferSize: Int(buffers.leACLDataPacketLength), bufferCount: Int(buffers.totalNumLEACLDataPackets))
-        address = try await send(HCIReadBDADDR()).address
+        let bdAddr = try await send(HCIReadBDADDR()).address
+        if bdAddr != .zero {
+            publicAddress = bdAddr
+            ownAddress = LEAddress(bdAddr, type: .public)
+        } else {
+            // No public address: a random static one, from the controller's random numbers. Core 5.4, Vol 6, Part B, 1.3.2.1.
+            publicAddress = nil
+            var candidate: LEAddress?
+            for _ in 0..<4 where candidate?.isValid != true {
+                let random = try await send(HCILERand()).randomNumber
+                candidate = LEAddress.randomStatic((0..<6).map { UInt8(truncatingIfNeeded: random >> (8 * UInt64($0))) })
+            }
+            guard let chosen = candidate, chosen.isValid else {
+                throw HostError(.malformedResponse(.leRand), "could not derive a valid random static address")
+            }
+            _ = try await send(HCILESetRandomAddress(address: chosen.address))
+            ownAddress = chosen
+        }
     }
 
     /// Closes the transport; the state becomes `poweredOff`.

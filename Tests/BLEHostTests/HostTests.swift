@@ -188,3 +188,33 @@ import Testing
         #expect(await host.state == .unsupported)
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct NoPublicAddressTests {
+    /// A controller without a public address (BD_ADDR 0, as Bumble's stock controllers report): the host picks a
+    /// random static address and uses it to advertise, scan and connect.
+    @Test func hostUsesARandomStaticAddress() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let peripheral = HCIHost(transport: air.addController(.init(address: .zero)).makeHostTransport())
+        let central = HCIHost(transport: air.addController(.init(address: .zero, position: Position(x: 1))).makeHostTransport())
+        try await peripheral.powerOn()
+        try await central.powerOn()
+        let p = try #require(await peripheral.ownAddress)
+        let c = try #require(await central.ownAddress)
+        #expect(await peripheral.publicAddress == nil)
+        #expect(p.kind == .randomStatic && c.kind == .randomStatic && p != c)
+        try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "NoPublic")))
+        let reports = try await central.scan()
+        let seen = try await withTimeout { () async throws -> AdvertisementReport in
+            for try await r in reports where r.data.localName == "NoPublic" { return r }
+            throw TimedOut()
+        }
+        #expect(seen.address == p)
+        await central.stopScan()
+        let peripheralEvents = await peripheral.events()
+        let connection = try await central.connect(to: seen.address, timeout: .seconds(5))
+        #expect(connection.peer == p)
+        let link = try await next(peripheralEvents) { if case .connected(let l) = $0 { l } else { nil } }
+        #expect(link.peer == c)
+    }
+}

@@ -197,8 +197,33 @@ scenario_btsnoop_capture() {
     if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
 }
 
+# Our central against our peripheral, across the controllers under test (on Bumble's: our host on both ends of an
+# independent controller implementation).
+scenario_ble_central_to_ble_peripheral() {
+    local name="ble-central-to-ble-peripheral-on-$controllers"
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
+    "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
+    local peripheral=$!; pids+=($peripheral)
+    for _ in $(seq 1 100); do grep -q '"event":"serving"' "$logs/$name-peripheral.log" && break; sleep 0.1; done
+    local rc=0
+    timeout 60 "$ble" explore SwiftBLELab --hci "tcp:127.0.0.1:$p2" --json > "$logs/$name-central.log" 2>&1 || rc=1
+    timeout 60 "$ble" write SwiftBLELab 12345678-1234-5678-1234-56789ABCDEF1 "$(hexof 'ours-to-ours')" --hci "tcp:127.0.0.1:$p2" >> "$logs/$name-central.log" 2>&1 || rc=1
+    timeout 60 "$ble" subscribe SwiftBLELab 2A37 --count 2 --hci "tcp:127.0.0.1:$p2" --json >> "$logs/$name-central.log" 2>&1 || rc=1
+    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
+    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
+    [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
+    grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
+    [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
+    grep -q '"uuid":"2A29".*"value":"'"$(hexof 'swift-ble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
+    grep -q '"event":"write".*"value":"'"$(hexof 'ours-to-ours')"'"' "$p" || { echo "peripheral did not log the write"; ok=0; }
+    [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
+    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
+}
+
 scenario_btsnoop_capture
 for controllers in $kinds; do
+    scenario_ble_central_to_ble_peripheral
     scenario_full_session
     scenario_bumble_central_to_ble_peripheral
     scenario_ble_central_to_bumble_peripheral
