@@ -58,7 +58,7 @@ let package = Package(
         // Benchmarks: `swift run -c release ble-bench` (figures are never asserted in tests).
         .executableTarget(
             name: "BLEBenchmarks",
-            dependencies: ["BLEWire", "BLETransport", "BLEVirtualController"],
+            dependencies: ["BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost"],
             path: "Sources/BLEBenchmarks",
             swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
@@ -66,7 +66,9 @@ let package = Package(
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"], swiftSettings: strict),
         .testTarget(
             name: "BLETests",
-            dependencies: ["BLE", "BLEVirtualController", "BLEWire"],
+            // BLEHost and BLEProtocols are listed although BLE re-exports them, so that incremental builds recompile
+            // these tests when those modules change.
+            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEHostTests",

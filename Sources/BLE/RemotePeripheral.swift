@@ -40,7 +40,7 @@ public final class RemotePeripheral: Sendable, Identifiable {
 
     /// Whether a write without response can go out now without queueing behind full controller buffers (like
     /// `canSendWriteWithoutResponse`).
-    public var canSendWriteWithoutResponse: Bool { get async { await central.host.queuedACLPacketCount == 0 } }
+    public var canSendWriteWithoutResponse: Bool { get async { await central.host.isReadyToSend(connection.handle) } }
 
     /// Discovers primary services (all, or those in `uuids`).
     public func discoverServices(_ uuids: [BluetoothUUID]? = nil) async throws -> [GATTService] {

@@ -1,4 +1,6 @@
 // Benchmarks: `swift run -c release BLEBenchmarks`. Figures are printed, never asserted.
+import BLEHost
+import BLEProtocols
 import BLETransport
 import BLEVirtualController
 import BLEWire
@@ -109,3 +111,11 @@ for (size, count) in [(27, 8), (251, 8)] {
     print(String(format: "  controller buffers %3d x %d: %6d frames delivered, %7.1f MB/s, %8.0f frames/s", size, count,
                  delivered, megabytes / seconds, Double(delivered) / seconds))
 }
+
+print("== GATT notifications between two hosts on the in-process virtual controller (MTU 247, 244-byte payloads)")
+try await GATTBenchmarks.run()
+
+print("== ATT round trips for a full discovery (services, characteristics, descriptors), MTU 247")
+let demoDevice = SampleDevice.lab.database(name: SampleDevice.lab.defaultName)
+let discovery = try await GATTBenchmarks.discoveryRoundTrips(demoDevice)
+print("  the demo device (ble serve --device lab): \(discovery.services) services, \(discovery.characteristics) characteristics, \(discovery.descriptors) descriptors in \(discovery.requests) ATT round trips")

@@ -33,6 +33,8 @@ public actor GATTEngine {
     var serverSubscribers: [Int: AsyncStream<GATTServerEvent>.Continuation] = [:]
     var nextSubscriber = 0
     var watcher: Task<Void, Never>?
+    /// ATT requests this engine has sent as a client (round trips), over all links.
+    public private(set) var requestCount = 0
 
     /// Creates an engine serving `database` on `host`'s links. Call ``start()``.
     public init(host: HCIHost, database: GATTDatabase = GATTDatabase(services: []), preferredMTU: Int = 247) {
@@ -203,6 +205,7 @@ public actor GATTEngine {
         try await acquire(handle)
         defer { release(handle) }
         links[handle]?.early = nil
+        requestCount += 1
         try await host.sendL2CAP(pdu.encoded, channel: .att, handle: handle)
         let timeout = transactionTimeout
         let timer = Task { [weak self] in

@@ -20,9 +20,29 @@ extension HCIHost {
     }
 
     /// Sends one L2CAP payload on a channel, fragmented to the controller's buffers under flow control.
+    ///
+    /// Back-pressure: while the link already has ``linkQueueLimit`` packets waiting for controller buffers, the call
+    /// waits until Number Of Completed Packets drains them, so a sender can never queue without bound.
     public func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16) async throws {
+        while links[handle] != nil, aclFlow.queuedCount(handle: handle) >= linkQueueLimit {
+            await withCheckedContinuation { sendWaiters.append($0) }
+        }
         guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         await sendACL(aclFlow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
+    }
+
+    /// Packets a link may have waiting for controller buffers before senders wait.
+    public var linkQueueLimit: Int { max(16, 2 * aclFlow.bufferCount) }
+
+    /// Whether a send on `handle` would go out without waiting (the ready signal behind
+    /// `canSendWriteWithoutResponse` and `peripheralManagerIsReady(toUpdateSubscribers:)`).
+    public func isReadyToSend(_ handle: UInt16) -> Bool { aclFlow.queuedCount(handle: handle) < linkQueueLimit }
+
+    /// Wakes senders waiting for queue room (after buffers came back or a link closed).
+    func wakeSenders() {
+        let waiters = sendWaiters
+        sendWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Packets queued on the controller's behalf that it has no buffer for yet, over all links.
@@ -35,8 +55,7 @@ extension HCIHost {
         guard !aclPumping else { return }
         aclPumping = true
         defer { aclPumping = false }
-        while !aclOutbox.isEmpty {
-            let packet = aclOutbox.removeFirst()
+        while let packet = aclOutbox.popFirst() {
             do {
                 try await transport.send(.acl(packet))
             } catch {

@@ -36,7 +36,8 @@ public actor HCIHost {
     var earlyOutcomes: [HCICommandFlow.Token: HCICommandFlow.Outcome] = [:]
     var timers: [HCICommandFlow.Token: Task<Void, Never>] = [:]
     var aclFlow = ACLFlow(bufferSize: 27, bufferCount: 1)
-    var aclOutbox: [HCIACLPacket] = []
+    var aclOutbox = FIFO<HCIACLPacket>()
+    var sendWaiters: [CheckedContinuation<Void, Never>] = []
     var aclPumping = false
     var links: [UInt16: Link] = [:]
     var subscribers: [Int: AsyncStream<HostEvent>.Continuation] = [:]
@@ -268,9 +269,13 @@ public actor HCIHost {
     private func handle(_ event: HCIEvent) async {
         switch event {
         case .numberOfCompletedPackets:
-            await sendACL(aclFlow.receive(event))
+            let released = aclFlow.receive(event)
+            wakeSenders()
+            await sendACL(released)
         case .disconnectionComplete(let e):
-            await sendACL(aclFlow.receive(event))
+            let released = aclFlow.receive(event)
+            wakeSenders()
+            await sendACL(released)
             if let link = links.removeValue(forKey: e.handle) {
                 for continuation in link.channels.values { continuation.finish() }
             }
@@ -295,6 +300,7 @@ public actor HCIHost {
             publish(.disconnected(handle: handle, reason: .hardwareFailure))
         }
         links = [:]
+        wakeSenders()
         scanContinuation?.finish(throwing: HostError(.transportClosed, "controller reset after a hardware error"))
         scanContinuation = nil
         setState(.resetting)
@@ -320,6 +326,7 @@ public actor HCIHost {
             publish(.disconnected(handle: handle, reason: .connectionTimeout))
         }
         links = [:]
+        wakeSenders()
         scanContinuation?.finish(throwing: HostError(.transportClosed, "the transport closed"))
         scanContinuation = nil
         pendingConnection?.resume(throwing: HostError(.transportClosed, "the transport closed"))

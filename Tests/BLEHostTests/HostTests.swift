@@ -218,3 +218,38 @@ import Testing
         #expect(link.peer == c)
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct BackPressureTests {
+    /// A burst far larger than the controller's buffers: senders wait (the link is "not ready" meanwhile), nothing
+    /// is lost, and the link is ready again once drained.
+    @Test func sendersWaitInsteadOfQueueingWithoutBound() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host(aclSize: 27, aclCount: 2)
+        let (central, _) = try await world.host(at: 1, aclSize: 27, aclCount: 2)
+        let (c, p) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        let inbox = try await peripheral.openFixedChannel(.att, handle: p.handle)
+        let limit = await central.linkQueueLimit
+        #expect(limit == 16)
+        let count = 300
+        let receiver = Task { () -> [UInt8] in
+            var firstBytes: [UInt8] = []
+            for await payload in inbox {
+                firstBytes.append(payload.first ?? 0)
+                if firstBytes.count == count { break }
+            }
+            return firstBytes
+        }
+        var sawNotReady = false
+        for i in 0..<count {
+            // 200-byte payloads: 8 fragments each against 2 controller buffers.
+            try await central.sendL2CAP([UInt8(truncatingIfNeeded: i)] + Array(repeating: 0, count: 199), channel: .att, handle: c.handle)
+            if await !central.isReadyToSend(c.handle) { sawNotReady = true }
+            #expect(await central.queuedACLPacketCount <= limit + 8)
+        }
+        let got = try await withTimeout { await receiver.value }
+        #expect(got == (0..<count).map { UInt8(truncatingIfNeeded: $0) })
+        #expect(sawNotReady, "the link reported not ready while full")
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(await central.isReadyToSend(c.handle))
+    }
+}

@@ -1,4 +1,6 @@
 import BLE
+import BLEHost
+import BLEProtocols
 import BLEVirtualController
 import Testing
 

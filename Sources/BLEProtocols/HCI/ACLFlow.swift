@@ -17,7 +17,7 @@ public struct ACLFlow: Sendable {
     /// Buffers currently free.
     public private(set) var freeBuffers: Int
     private var inFlight: [UInt16: Int] = [:]
-    private var queues: [UInt16: [HCIACLPacket]] = [:]
+    private var queues: [UInt16: FIFO<HCIACLPacket>] = [:]
     private var order: [UInt16] = []
     private var cursor = 0
 
@@ -46,10 +46,10 @@ public struct ACLFlow: Sendable {
             offset = end
         } while offset < pdu.count
         if queues[handle] == nil {
-            queues[handle] = []
+            queues[handle] = FIFO()
             order.append(handle)
         }
-        queues[handle, default: []].append(contentsOf: fragments)
+        queues[handle, default: FIFO()].append(contentsOf: fragments)
         return drain()
     }
 
@@ -93,9 +93,8 @@ public struct ACLFlow: Sendable {
                 if cursor >= order.count { cursor = 0 }
                 let handle = order[cursor]
                 cursor += 1
-                guard var queue = queues[handle], !queue.isEmpty else { continue }
-                out.append(queue.removeFirst())
-                queues[handle] = queue
+                guard queues[handle]?.isEmpty == false, let packet = queues[handle]?.popFirst() else { continue }
+                out.append(packet)
                 inFlight[handle, default: 0] += 1
                 freeBuffers -= 1
                 sentOne = true
