@@ -111,6 +111,12 @@ extension HCIHost {
 
     private func handleSignaling(_ payload: [UInt8], handle: UInt16) async {
         guard let link = links[handle] else { return }
+        // Identifier 0x00 is illegal (Core 5.4, Vol 3, Part A, 4): such a command cannot be answered (a reply would
+        // carry the illegal identifier too), so it is dropped.
+        guard L2CAPSignalingPDU.identifier(of: payload) != 0 else {
+            droppedFrames += 1
+            return
+        }
         let pdu: L2CAPSignalingPDU
         do {
             pdu = try L2CAPSignalingPDU(bytes: payload)

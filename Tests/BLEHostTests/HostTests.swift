@@ -118,6 +118,10 @@ import Testing
         try await central.sendL2CAP(L2CAPSignalingPDU.disconnectionRequest(identifier: 12, destinationCID: 0x40, sourceCID: 0x41).encoded,
                                     channel: .leSignaling, handle: c.handle)
         #expect(try L2CAPSignalingPDU(bytes: await iterator.next() ?? []) == .commandReject(identifier: 12, reason: .invalidCID(local: 0x40, remote: 0x41)))
+        // Identifier 0 is illegal: dropped without an answer; the next command is answered normally.
+        try await central.sendL2CAP([0x7E, 0x00, 0x00, 0x00], channel: .leSignaling, handle: c.handle)
+        try await central.sendL2CAP([0x7E, 0x0D, 0x00, 0x00], channel: .leSignaling, handle: c.handle)
+        #expect(try L2CAPSignalingPDU(bytes: await iterator.next() ?? []) == .commandReject(identifier: 13, reason: .commandNotUnderstood))
         // The peripheral still serves: its link is up.
         #expect(await peripheral.connections.map(\.handle) == [p.handle])
     }
