@@ -103,20 +103,25 @@ public final class Central: Sendable {
     public func stopScan() async { await host.stopScan() }
 
     /// Connects to a peripheral. Throws ``HostError`` (`connectionTimedOut`, `connectionFailed`) when it cannot.
-    public func connect(_ peripheral: DiscoveredPeripheral, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
-        try await connect(peripheral.address, name: peripheral.name, timeout: timeout)
+    /// With a `reconnect` policy, a lost link is reconnected automatically and subscriptions are restored.
+    public func connect(_ peripheral: DiscoveredPeripheral, timeout: Duration = .seconds(10),
+                        reconnect: ReconnectPolicy? = nil) async throws -> RemotePeripheral {
+        try await connect(peripheral.address, name: peripheral.name, timeout: timeout, reconnect: reconnect)
     }
 
     /// Connects to an address.
-    public func connect(_ address: LEAddress, name: String? = nil, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
+    public func connect(_ address: LEAddress, name: String? = nil, timeout: Duration = .seconds(10),
+                        reconnect: ReconnectPolicy? = nil) async throws -> RemotePeripheral {
         let connection = try await host.connect(to: address, timeout: timeout)
         let engine = await engine()
-        return RemotePeripheral(central: self, engine: engine, connection: connection, name: name)
+        let peripheral = RemotePeripheral(central: self, engine: engine, connection: connection, name: name)
+        if let reconnect { await peripheral.state.startWatching(peripheral, policy: reconnect) }
+        return peripheral
     }
 
-    /// Disconnects a peripheral.
+    /// Disconnects a peripheral (no automatic reconnection follows).
     public func disconnect(_ peripheral: RemotePeripheral) async throws {
-        try await host.disconnect(peripheral.connection.handle)
+        try await host.disconnect(await peripheral.connection.handle)
     }
 
     /// Connection events (connected, disconnected with a reason, parameters updated).

@@ -79,7 +79,8 @@ import Testing
         let values = try await remote.notifications(for: tx)
         var iterator = values.makeAsyncIterator()
         // Wait until the subscription is in place on the peripheral, then push.
-        for _ in 0..<100 where try await manager.updateValue(Array("pong".utf8), for: Self.tx).isEmpty {
+        for _ in 0..<100 {
+            if try await !manager.updateValue(Array("pong".utf8), for: Self.tx).isEmpty { break }
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(await iterator.next() == Array("pong".utf8))
@@ -138,5 +139,52 @@ func withTimeout<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendabl
         guard let first = try await group.next() else { throw TimedOut() }
         group.cancelAll()
         return first
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct ReconnectionTests {
+    /// The link is lost (the peripheral moves out of range: supervision timeout); the central reconnects with its
+    /// policy once it is back and the same notification stream goes on.
+    @Test func reconnectsAndRestoresSubscriptions() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, pc) = try await BLEAPITests().peripheral(air)
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5),
+                                               reconnect: ReconnectPolicy(maximumAttempts: 20, initialDelay: .milliseconds(100),
+                                                                          maximumDelay: .milliseconds(200), attemptTimeout: .milliseconds(500)))
+        let links = await remote.linkEvents()
+        let service = try #require(try await remote.discoverServices([BLEAPITests.service]).first)
+        let tx = try #require(try await remote.discoverCharacteristics([BLEAPITests.tx], for: service).first)
+        let values = try await remote.notifications(for: tx)
+        var iterator = values.makeAsyncIterator()
+        func push(_ text: String) async throws {
+            // Until a subscribed central receives it (the subscription may still be on its way).
+            for _ in 0..<200 {
+                if try await !manager.updateValue(Array(text.utf8), for: BLEAPITests.tx).isEmpty { return }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await push("before")
+        #expect(await iterator.next() == Array("before".utf8))
+        // Out of range: the default supervision timeout (5 s) is long; the host connected with 0x01F4 = 5 s.
+        pc.position = Position(x: 5000)
+        var linkIterator = links.makeAsyncIterator()
+        let lost = await linkIterator.next()
+        #expect(lost == .disconnected(.connectionTimeout))
+        // Back in range and advertising again: the central reconnects and resubscribes.
+        pc.position = Position(x: 1)
+        try await manager.startAdvertising(name: "UART", serviceUUIDs: [BLEAPITests.service])
+        let back = await linkIterator.next()
+        guard case .reconnected = back else {
+            Issue.record("expected a reconnection, got \(String(describing: back))")
+            return
+        }
+        try await push("after")
+        let afterValue = await iterator.next()
+        #expect(afterValue == Array("after".utf8), "got \(String(describing: afterValue.map { String(decoding: $0, as: UTF8.self) }))")
+        // The peripheral's current link is the one the central's host has up.
+        let current = await remote.connection.handle
+        #expect(await central.host.connections.map(\.handle) == [current])
     }
 }
