@@ -33,11 +33,18 @@ public final class Central: Sendable {
         try await host.powerOn()
     }
 
-    /// Opens the controller named by a `--hci` style specification (not `virtual`: use ``init(transport:)`` with a
-    /// virtual controller's host transport). A permission error leaves no central: it throws with
-    /// ``TransportError/Kind/permissionDenied`` (CoreBluetooth's `unauthorized`).
-    public convenience init(_ spec: HCITransportSpec) async throws {
-        try await self.init(transport: try spec.open())
+    /// Opens the controller named by a `--hci` style specification (for `virtual`, use ``init(transport:)`` with a
+    /// virtual controller's host transport). Like `CBCentralManager`, it never fails: when the controller cannot be
+    /// opened or brought up, ``state`` says so (`unauthorized` for a permission error, `unsupported` otherwise).
+    public init(_ spec: HCITransportSpec) async {
+        do {
+            host = HCIHost(transport: try spec.open())
+            try? await host.powerOn()
+        } catch let error as TransportError {
+            host = HCIHost(unavailable: error)
+        } catch {
+            host = HCIHost(unavailable: TransportError(.openFailed, "\(error)"))
+        }
     }
 
     /// The adapter state now.

@@ -37,19 +37,29 @@ public final class PeripheralManager: Sendable {
 
     /// Starts advertising a name, service UUIDs and manufacturer data (the name goes to the scan response when the
     /// advertising packet is full). Throws ``WireError`` (oversized) when the data cannot fit in 31 bytes.
-    public func startAdvertising(name: String? = nil, serviceUUIDs: [BluetoothUUID] = [], manufacturerData: ManufacturerData? = nil) async throws {
-        var data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: serviceUUIDs, manufacturerData: manufacturerData)
+    ///
+    /// With `restartAfterConnection`, advertising resumes after each connection and disconnection, so several centrals
+    /// can connect (legacy advertising stops when a connection is made).
+    public func startAdvertising(name: String? = nil, serviceUUIDs: [BluetoothUUID] = [], manufacturerData: ManufacturerData? = nil,
+                                 txPowerLevel: Int8? = nil, restartAfterConnection: Bool = false) async throws {
+        var data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: serviceUUIDs, txPowerLevel: txPowerLevel,
+                                   manufacturerData: manufacturerData)
         var response = AdvertisingData()
         if let name {
             var withName = data
             withName.structures.append(ADStructure(type: .completeLocalName, data: Array(name.utf8)))
             if withName.encoded.count <= AdvertisingData.legacyMaximumLength { data = withName } else { response = AdvertisingData(localName: name) }
         }
-        try await host.startAdvertising(.init(data: data, scanResponse: response))
+        let options = HCIHost.AdvertisingOptions(data: data, scanResponse: response)
+        try await host.startAdvertising(options)
+        await store.setRestart(restartAfterConnection ? options : nil, host: host)
     }
 
     /// Stops advertising.
-    public func stopAdvertising() async throws { try await host.stopAdvertising() }
+    public func stopAdvertising() async throws {
+        await store.setRestart(nil, host: host)
+        try await host.stopAdvertising()
+    }
 
     /// Requests from centrals, each attributed to the central that sent it.
     public func requests() async -> AsyncStream<PeripheralRequest> {
@@ -102,7 +112,24 @@ public final class PeripheralManager: Sendable {
 actor ServiceStore {
     let deviceName: String
     var services: [GATTServiceDefinition] = []
+    var restarter: Task<Void, Never>?
     init(deviceName: String) { self.deviceName = deviceName }
+
+    /// Restarts advertising with `options` after every connection and disconnection (nil: stop doing so).
+    func setRestart(_ options: HCIHost.AdvertisingOptions?, host: HCIHost) async {
+        restarter?.cancel()
+        restarter = nil
+        guard let options else { return }
+        let events = await host.events()
+        restarter = Task {
+            for await event in events {
+                switch event {
+                case .connected, .disconnected: try? await host.startAdvertising(options)
+                default: break
+                }
+            }
+        }
+    }
     func add(_ service: GATTServiceDefinition) { services.append(service) }
     func database() -> GATTDatabase { GATTDatabase(deviceName: deviceName, services: services) }
 }

@@ -131,6 +131,28 @@ public final class RemotePeripheral: Sendable, Identifiable {
         try await state.unsubscribe(valueHandle: characteristic.valueHandle, engine: engine)
     }
 
+    /// Service Changed indications from the peripheral (the handle ranges whose attributes changed; rediscover
+    /// them), like `peripheral(_:didModifyServices:)`.
+    public func servicesChanged() async throws -> AsyncStream<ClosedRange<UInt16>> {
+        try await engine.serviceChanges(await state.handle)
+    }
+
+    /// The services a service includes.
+    public func discoverIncludedServices(for service: GATTService) async throws -> [GATTService] {
+        try await engine.discoverIncludedServices(await state.handle, of: service)
+    }
+
+    /// Reads the values of every characteristic of type `uuid` without discovering them (Read Using Characteristic
+    /// UUID).
+    public func readValues(ofType uuid: BluetoothUUID) async throws -> [[UInt8]] {
+        try await engine.read(await state.handle, byType: uuid).map(\.value)
+    }
+
+    /// Reads several values in one request.
+    public func readValues(for characteristics: [GATTCharacteristic]) async throws -> [[UInt8]] {
+        try await engine.readMultiple(await state.handle, attributes: characteristics.map(\.valueHandle))
+    }
+
     /// The link's RSSI in dBm (HCI Read RSSI).
     public func readRSSI() async throws -> Int8 {
         try await central.host.send(HCIReadRSSI(handle: await state.handle)).rssi

@@ -119,6 +119,67 @@ extension GATTEngine {
         return found
     }
 
+    /// Discovers the services a service includes. Core 5.4, Vol 3, Part G, 4.5.1.
+    public func discoverIncludedServices(_ handle: UInt16, of service: GATTService) async throws -> [GATTService] {
+        var found: [GATTService] = []
+        var start = service.startHandle
+        while start <= service.endHandle {
+            let response: ATTPDU
+            do {
+                response = try await request(.readByTypeRequest(.init(range: .init(start: start, end: service.endHandle), type: 0x2802)), on: handle)
+            } catch let error as GATTError {
+                if case .att(.attributeNotFound, _) = error.kind { break }
+                throw error
+            }
+            guard case .readByTypeResponse(let r) = response else { throw GATTError(.malformedResponse, "included service discovery") }
+            var last = start
+            for e in r.entries {
+                guard e.handle >= start, e.value.count == 4 || e.value.count == 6 else {
+                    throw GATTError(.malformedResponse, "include declaration at 0x\(String(e.handle, radix: 16))")
+                }
+                let s = UInt16(e.value[0]) | UInt16(e.value[1]) << 8
+                let end = UInt16(e.value[2]) | UInt16(e.value[3]) << 8
+                guard end >= s else { throw GATTError(.malformedResponse, "included service range is inverted") }
+                let uuid: BluetoothUUID
+                if e.value.count == 6 {
+                    uuid = BluetoothUUID(UInt16(e.value[4]) | UInt16(e.value[5]) << 8)
+                } else {
+                    // A 128-bit included service UUID is read from its declaration.
+                    guard case .readResponse(let v) = try await request(.readRequest(.init(handle: s)), on: handle), v.value.count == 16 else {
+                        throw GATTError(.malformedResponse, "included service declaration at 0x\(String(s, radix: 16))")
+                    }
+                    uuid = try BluetoothUUID(littleEndian: v.value)
+                }
+                found.append(GATTService(uuid: uuid, isPrimary: false, startHandle: s, endHandle: end))
+                last = e.handle
+            }
+            guard last < service.endHandle else { break }
+            start = last + 1
+        }
+        return found
+    }
+
+    /// Reads the values of characteristics of type `uuid` in `range` without discovering them (Read Using
+    /// Characteristic UUID). Core 5.4, Vol 3, Part G, 4.8.2.
+    public func read(_ handle: UInt16, byType uuid: BluetoothUUID, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [(handle: UInt16, value: [UInt8])] {
+        guard case .readByTypeResponse(let r) = try await request(.readByTypeRequest(.init(range: .init(start: range.lowerBound, end: range.upperBound), type: uuid)), on: handle)
+        else { throw GATTError(.malformedResponse, "read by type") }
+        return r.entries.map { ($0.handle, $0.value) }
+    }
+
+    /// Reads several values in one request (Read Multiple Variable Length Values, each value whole up to the MTU).
+    /// Core 5.4, Vol 3, Part G, 4.8.5.
+    public func readMultiple(_ handle: UInt16, attributes: [UInt16]) async throws -> [[UInt8]] {
+        guard attributes.count >= 2 else {
+            var values: [[UInt8]] = []
+            for attribute in attributes { values.append(try await read(handle, attribute: attribute)) }
+            return values
+        }
+        guard case .readMultipleVariableResponse(let r) = try await request(.readMultipleVariableRequest(.init(handles: attributes)), on: handle)
+        else { throw GATTError(.malformedResponse, "read multiple variable") }
+        return r.entries.map(\.value)
+    }
+
     /// Reads a value; long values are read whole with Read Blob. Core 5.4, Vol 3, Part G, 4.8.1 and 4.8.3.
     public func read(_ handle: UInt16, attribute: UInt16) async throws -> [UInt8] {
         guard case .readResponse(let first) = try await request(.readRequest(.init(handle: attribute)), on: handle) else {

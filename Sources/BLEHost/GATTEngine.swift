@@ -91,17 +91,44 @@ public actor GATTEngine {
         links[handle]?.server.isEncrypted = encrypted
     }
 
-    /// Replaces the served database (for example after services were added). Clients already connected keep their
-    /// MTU; their subscriptions are cleared, since handles may have moved.
-    public func replaceDatabase(_ database: GATTDatabase) {
+    /// Replaces the served database (for example after services were added). Connected clients keep their MTU and
+    /// their Service Changed subscription; other subscriptions are cleared (handles may have moved), and every client
+    /// that asked for Service Changed indications is told the whole handle range changed. Core 5.4, Vol 3, Part G, 7.1.
+    public func replaceDatabase(_ database: GATTDatabase) async {
+        let serviceChanged = database.valueHandle(of: 0x2A05)
         self.database = database
         for handle in links.keys {
-            let mtu = links[handle]?.server.mtu ?? ATT.defaultLEMTU
+            guard let old = links[handle]?.server else { continue }
             var fresh = ATTServerConnection()
             fresh.serverMTU = preferredMTU
-            fresh.negotiated(mtu: mtu)
-            fresh.isEncrypted = links[handle]?.server.isEncrypted ?? false
+            fresh.negotiated(mtu: old.mtu)
+            fresh.isEncrypted = old.isEncrypted
+            fresh.isAuthenticated = old.isAuthenticated
+            if let sc = serviceChanged, let bits = old.clientConfigurations[sc] { fresh.setClientConfiguration(bits, for: sc) }
             links[handle]?.server = fresh
+        }
+        if let sc = serviceChanged {
+            _ = try? await updateValue([0x01, 0x00, 0xFF, 0xFF], for: sc)
+        }
+    }
+
+    /// Subscribes to the peer's Service Changed indications; each one yields the affected handle range.
+    public func serviceChanges(_ handle: UInt16) async throws -> AsyncStream<ClosedRange<UInt16>> {
+        guard let gatt = try await discoverPrimaryServices(handle, uuid: 0x1801).first,
+              let characteristic = try await discoverCharacteristics(handle, of: gatt, uuid: 0x2A05).first,
+              let cccd = try await discoverDescriptors(handle, of: characteristic).first(where: { $0.uuid == BluetoothUUID(0x2902) })
+        else { throw GATTError(.att(.attributeNotFound, handle: 0), "the peer has no Service Changed characteristic") }
+        let values = try await subscribe(handle, valueHandle: characteristic.valueHandle, cccdHandle: cccd.handle, indications: true)
+        return AsyncStream { continuation in
+            let task = Task {
+                for await value in values where value.count == 4 {
+                    let start = UInt16(value[0]) | UInt16(value[1]) << 8
+                    let end = UInt16(value[2]) | UInt16(value[3]) << 8
+                    if start <= end { continuation.yield(start...end) }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
         }
     }
 

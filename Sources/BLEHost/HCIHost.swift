@@ -73,11 +73,26 @@ public actor HCIHost {
         self.commandFlow = HCICommandFlow(timeout: configuration.commandTimeout)
     }
 
+    /// A host whose transport could not be opened: its state says why (`unauthorized` when the operating system
+    /// denied access, `unsupported` otherwise) and every operation fails with `notPoweredOn`.
+    public init(unavailable error: TransportError) {
+        let (closed, _) = HCIPipe.makePair()
+        self.transport = closed
+        self.configuration = Configuration()
+        self.commandFlow = HCICommandFlow(timeout: configuration.commandTimeout)
+        self.state = error.kind == .permissionDenied ? .unauthorized : .unsupported
+        self.unavailableReason = error
+    }
+
+    /// Why the transport could not be opened, for a host created with ``init(unavailable:)``.
+    public private(set) var unavailableReason: TransportError?
+
     // MARK: Bring-up
 
     /// Starts reading the transport and brings the controller up: reset, event masks, buffer sizes, address.
     /// The state goes `resetting` → `poweredOn` (or `unsupported` when the controller does not do LE).
     public func powerOn() async throws {
+        if let unavailableReason { throw HostError(.notPoweredOn, "the controller is unavailable: \(unavailableReason)") }
         if reader == nil {
             let transport = transport
             reader = Task { [weak self] in

@@ -19,6 +19,11 @@ public struct ATTServerConnection: Sendable {
     /// Records an MTU negotiated by an exchange this side initiated as client (ATT_MTU is per link).
     public mutating func negotiated(mtu: Int) { self.mtu = max(ATT.defaultLEMTU, min(mtu, serverMTU)) }
 
+    /// Sets a client's CCCD bits for a characteristic (to carry a subscription across a database change).
+    public mutating func setClientConfiguration(_ bits: UInt16, for valueHandle: UInt16) {
+        clientConfigurations[valueHandle] = bits == 0 ? nil : bits
+    }
+
     /// Whether the client subscribed to notifications (or indications) of `valueHandle`.
     public func isSubscribed(_ valueHandle: UInt16, indications: Bool = false) -> Bool {
         (clientConfigurations[valueHandle] ?? 0) & (indications ? 0x0002 : 0x0001) != 0

@@ -47,13 +47,21 @@ public struct GATTCharacteristicDefinition: Sendable, Hashable {
     public var value: [UInt8]
     public var descriptors: [GATTDescriptorDefinition]
     public var userDescription: String?
+    /// Characteristic Extended Properties (bit 0 reliable write, bit 1 writable auxiliaries): when set, a 0x2900
+    /// descriptor is published and the declaration's Extended Properties bit is set. Core 5.4, Vol 3, Part G, 3.3.3.1.
+    public var extendedProperties: UInt16?
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions = [.readable],
-                value: [UInt8] = [], descriptors: [GATTDescriptorDefinition] = [], userDescription: String? = nil) {
+                value: [UInt8] = [], descriptors: [GATTDescriptorDefinition] = [], userDescription: String? = nil,
+                extendedProperties: UInt16? = nil) {
         self.uuid = uuid
-        self.properties = properties
+        self.properties = extendedProperties == nil ? properties : properties.union(.extendedProperties)
         self.permissions = permissions
         self.value = value
-        self.descriptors = descriptors
+        self.extendedProperties = extendedProperties
+        self.descriptors = extendedProperties.map {
+            [GATTDescriptorDefinition(uuid: 0x2900, value: [UInt8(truncatingIfNeeded: $0), UInt8($0 >> 8)])]
+        } ?? []
+        self.descriptors += descriptors
         self.userDescription = userDescription
     }
 }

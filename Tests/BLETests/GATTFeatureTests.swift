@@ -1,0 +1,88 @@
+import BLE
+import BLEHost
+import BLEProtocols
+import BLETransport
+import BLEVirtualController
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct GATTFeatureTests {
+    static let included = BluetoothUUID("0000AAA0-0000-1000-8000-00805F9B34FB") ?? 0
+    static let outer = BluetoothUUID("0000BBB0-0000-1000-8000-00805F9B34FB") ?? 0
+    static let reliable = BluetoothUUID("0000BBB1-0000-1000-8000-00805F9B34FB") ?? 0
+
+    func setUp(_ air: VirtualAir) async throws -> (PeripheralManager, Central, RemotePeripheral) {
+        let pc = air.addController(.init())
+        let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Features")
+        // Service indices count from the first added service: the outer service (index 1) includes index 0.
+        await manager.add(GATTServiceDefinition(uuid: Self.included, isPrimary: false, characteristics: [
+            GATTCharacteristicDefinition(uuid: 0x2A19, properties: .read, value: [42]),
+        ]))
+        await manager.add(GATTServiceDefinition(uuid: Self.outer, characteristics: [
+            GATTCharacteristicDefinition(uuid: Self.reliable, properties: [.read, .write], permissions: [.readable, .writeable],
+                                         value: [1, 2, 3], extendedProperties: 0x0001),
+            GATTCharacteristicDefinition(uuid: 0x2A29, properties: .read, value: Array("ACME".utf8)),
+        ], includedServices: [0]))
+        try await manager.startAdvertising(name: "Features", txPowerLevel: -4, restartAfterConnection: true)
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        return (manager, central, remote)
+    }
+
+    @Test func includesReadByTypeReadMultipleAndExtendedProperties() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, _, remote) = try await setUp(air)
+        let outer = try #require(try await remote.discoverServices([Self.outer]).first)
+        let includes = try await remote.discoverIncludedServices(for: outer)
+        #expect(includes.map(\.uuid) == [Self.included])
+        let characteristics = try await remote.discoverCharacteristics(for: outer)
+        let reliable = try #require(characteristics.first { $0.uuid == Self.reliable })
+        #expect(reliable.properties.contains(.extendedProperties))
+        let descriptors = try await remote.discoverDescriptors(for: reliable)
+        let extended = try #require(descriptors.first { $0.uuid == BluetoothUUID(0x2900) })
+        #expect(try await remote.readValue(for: extended) == [0x01, 0x00])
+        #expect(try await remote.readValues(for: characteristics) == [[1, 2, 3], Array("ACME".utf8)])
+        #expect(try await remote.readValues(ofType: 0x2A29) == [Array("ACME".utf8)])
+        withExtendedLifetime(manager) {}
+    }
+
+    @Test func serviceChangedIsIndicatedWhenServicesAreAdded() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, _, remote) = try await setUp(air)
+        let changes = try await remote.servicesChanged()
+        var iterator = changes.makeAsyncIterator()
+        await manager.add(GATTServiceDefinition(uuid: 0x180F, characteristics: [GATTCharacteristicDefinition(uuid: 0x2A19, properties: .read, value: [99])]))
+        let range = await iterator.next()
+        #expect(range == 0x0001...0xFFFF)
+        // Rediscovery finds the new service.
+        #expect(try await remote.discoverServices().contains { $0.uuid == .battery })
+    }
+
+    @Test func advertisingRestartsAfterConnectionsAndCarriesTXPower() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, _, _) = try await setUp(air)
+        defer { withExtendedLifetime(manager) {} }
+        // Connected, yet still advertising (restartAfterConnection): a second central sees it, with its TX power.
+        let scanner = try await Central(transport: air.addController(.init(position: Position(x: 2))).makeHostTransport())
+        let results = try await scanner.scan()
+        let seen = try await withTimeout { () async throws -> DiscoveredPeripheral in
+            for try await p in results where p.name == "Features" { return p }
+            throw TimedOut()
+        }
+        #expect(try seen.advertisementData.txPowerLevel() == -4)
+    }
+
+    @Test func unavailableControllersReportUnauthorizedOrUnsupported() async throws {
+        // No kernel Bluetooth here: the user channel fails; the state says why instead of the central failing.
+        let central = await Central(.userChannel(index: 0))
+        let state = await central.state
+        #expect(state == .unsupported || state == .unauthorized)
+        await #expect(throws: HostError.self) { _ = try await central.scan() }
+        let denied = HCIHost(unavailable: TransportError(.permissionDenied, "no CAP_NET_ADMIN"))
+        #expect(await denied.state == .unauthorized)
+        // A TCP port nobody listens on: unsupported.
+        #expect(await Central(.tcp(host: "127.0.0.1", port: 1)).state == .unsupported)
+    }
+}
