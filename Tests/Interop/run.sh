@@ -207,13 +207,17 @@ scenario_ble_central_to_ble_peripheral() {
     local peripheral=$!; pids+=($peripheral)
     for _ in $(seq 1 100); do grep -q '"event":"serving"' "$logs/$name-peripheral.log" && break; sleep 0.1; done
     local rc=0
+    timeout 60 "$ble" scan --service 180D --timeout 2 --hci "tcp:127.0.0.1:$p2" --json > "$logs/$name-scan.log" 2>&1 || rc=1
     timeout 60 "$ble" explore SwiftBLELab --hci "tcp:127.0.0.1:$p2" --json > "$logs/$name-central.log" 2>&1 || rc=1
+    timeout 60 "$ble" read SwiftBLELab 12345678-1234-5678-1234-56789ABCDEF2 --hci "tcp:127.0.0.1:$p2" --json > "$logs/$name-read.log" 2>&1 || rc=1
     timeout 60 "$ble" write SwiftBLELab 12345678-1234-5678-1234-56789ABCDEF1 "$(hexof 'ours-to-ours')" --hci "tcp:127.0.0.1:$p2" >> "$logs/$name-central.log" 2>&1 || rc=1
     timeout 60 "$ble" subscribe SwiftBLELab 2A37 --count 2 --hci "tcp:127.0.0.1:$p2" --json >> "$logs/$name-central.log" 2>&1 || rc=1
     kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
     local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
     [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
     grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
+    grep -q '"name":"SwiftBLELab".*"services":"180D,180F"' "$logs/$name-scan.log" || { echo "ble scan --service 180D did not list SwiftBLELab"; ok=0; }
+    [ "$(grep -o '"value":"[0-9a-f]*"' "$logs/$name-read.log" | wc -c)" -gt 600 ] || { echo "ble read did not return the 300-byte value"; ok=0; }
     [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
     grep -q '"uuid":"2A29".*"value":"'"$(hexof 'swift-ble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
     grep -q '"event":"write".*"value":"'"$(hexof 'ours-to-ours')"'"' "$p" || { echo "peripheral did not log the write"; ok=0; }
