@@ -98,6 +98,10 @@ public final class PeripheralManager: Sendable {
         return try await engine.updateValue(value, for: handle)
     }
 
+    /// Whether an update would go out to every central without waiting for controller buffers (like
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)`); ``updateValue(_:for:in:)`` waits when it is not.
+    public var isReadyToUpdateSubscribers: Bool { get async { await engine.isReadyToUpdateSubscribers() } }
+
     /// The current value of a published characteristic.
     public func value(of characteristic: BluetoothUUID) async -> [UInt8]? {
         let database = await engine.database

@@ -277,6 +277,14 @@ extension GATTEngine {
                 sent.append(handle)
             } else if server.isSubscribed(valueHandle, indications: true) {
                 try await command(.handleValueIndication(.init(handle: valueHandle, value: payload)), on: handle)
+                // The confirmation has the ATT transaction deadline; without it the link is closed.
+                let timeout = transactionTimeout
+                let timer = Task { [weak self] in
+                    try? await Task.sleep(for: timeout)
+                    guard !Task.isCancelled else { return }
+                    await self?.indicationTimedOut(handle)
+                }
+                defer { timer.cancel() }
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                     if links[handle] == nil {
                         continuation.resume(throwing: GATTError(.disconnected, "the link went down"))
@@ -288,6 +296,20 @@ extension GATTEngine {
             }
         }
         return sent
+    }
+
+    func indicationTimedOut(_ handle: UInt16) async {
+        guard let waiter = links[handle]?.indicationWaiter else { return }
+        links[handle]?.indicationWaiter = nil
+        waiter.resume(throwing: GATTError(.timeout, "no confirmation of an indication within \(transactionTimeout); closing the link"))
+        try? await host.disconnect(handle)
+    }
+
+    /// Whether every link has room to send now (the ready signal behind
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)`).
+    public func isReadyToUpdateSubscribers() async -> Bool {
+        for handle in links.keys where !(await host.isReadyToSend(handle)) { return false }
+        return true
     }
 
     /// Whether a client on `handle` subscribed to `valueHandle`.

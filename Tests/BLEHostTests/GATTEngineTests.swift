@@ -206,3 +206,28 @@ import Testing
         _ = try await next(events) { if case .disconnected = $0 { true } else { nil } }
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct IndicationDeadlineTests {
+    /// A client that subscribes to indications and never confirms: the server's update fails at the transaction
+    /// deadline and the link is closed.
+    @Test func unconfirmedIndicationClosesTheLink() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host()
+        let server = GATTEngine(host: peripheral, database: GATTEngineTests.database())
+        await server.setTransactionTimeout(.milliseconds(300))
+        await server.start()
+        let (central, _) = try await world.host(at: 1)
+        try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "Sample")))
+        let c = try await central.connect(to: LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        // A raw client: write the heart-rate CCCD for indications, then never confirm.
+        let att = try await central.openFixedChannel(.att, handle: c.handle)
+        var responses = att.makeAsyncIterator()
+        let hr = try #require(await server.database.valueHandle(of: 0x2A37))
+        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: hr + 1, value: [0x02, 0x00])).encoded, channel: .att, handle: c.handle)
+        #expect(await responses.next() == [0x13])
+        let events = await peripheral.events()
+        await #expect(throws: GATTError.self) { try await server.updateValue([0, 70], for: hr) }
+        _ = try await next(events) { if case .disconnected = $0 { true } else { nil } }
+        #expect(await server.isReadyToUpdateSubscribers())
+    }
+}
