@@ -2,6 +2,7 @@ import BLETransport
 
 /// A request or change from a central, attributed to the central that sent it.
 public struct PeripheralRequest: Sendable, Hashable {
+    /// What the central did.
     public enum Kind: Sendable, Hashable {
         /// A write to a characteristic value or descriptor.
         case write(characteristic: BluetoothUUID?, handle: UInt16, value: [UInt8], withResponse: Bool)
@@ -10,12 +11,14 @@ public struct PeripheralRequest: Sendable, Hashable {
     }
     /// The link of the central that sent it.
     public var central: HostConnection
+    /// What the central did.
     public var kind: Kind
 }
 
 /// The peripheral role: publish services, advertise, answer centrals, push values. Like CoreBluetooth's
 /// `CBPeripheralManager`, with async calls.
 public final class PeripheralManager: Sendable {
+    /// The host stack underneath.
     public let host: HCIHost
     let engine: GATTEngine
     let store: ServiceStore

@@ -12,10 +12,12 @@ public struct ReconnectPolicy: Sendable, Hashable {
     public var maximumAttempts: Int
     /// Delay before the first attempt; doubled after each failure, up to ``maximumDelay``.
     public var initialDelay: Duration
+    /// The longest delay between attempts.
     public var maximumDelay: Duration
     /// Timeout of each connection attempt.
     public var attemptTimeout: Duration
 
+    /// Creates a policy.
     public init(maximumAttempts: Int = 5, initialDelay: Duration = .milliseconds(200), maximumDelay: Duration = .seconds(5),
                 attemptTimeout: Duration = .seconds(5)) {
         self.maximumAttempts = maximumAttempts
@@ -38,6 +40,7 @@ public enum PeripheralLinkEvent: Sendable, Hashable {
 /// A connected peripheral, seen from the central: GATT discovery, reads, writes, notifications. Like CoreBluetooth's
 /// `CBPeripheral`, with async calls.
 public final class RemotePeripheral: Sendable, Identifiable {
+    /// The central this peripheral is connected to.
     public let central: Central
     let engine: GATTEngine
     /// The name it advertised, when known.

@@ -3,17 +3,25 @@ import BLEWire
 
 /// A discovered service. Core 5.4, Vol 3, Part G, 4.4.
 public struct GATTService: Sendable, Hashable {
+    /// The service UUID.
     public var uuid: BluetoothUUID
+    /// Whether it is a primary service (included services are reported as secondary).
     public var isPrimary: Bool
+    /// The service declaration handle.
     public var startHandle: UInt16
+    /// The last handle of the service.
     public var endHandle: UInt16
 }
 
 /// A discovered characteristic. Core 5.4, Vol 3, Part G, 4.6.
 public struct GATTCharacteristic: Sendable, Hashable {
+    /// The characteristic UUID.
     public var uuid: BluetoothUUID
+    /// The properties from its declaration.
     public var properties: GATTCharacteristicProperties
+    /// The handle of its declaration.
     public var declarationHandle: UInt16
+    /// The handle of its value.
     public var valueHandle: UInt16
     /// The last handle that belongs to the characteristic (its last descriptor).
     public var endHandle: UInt16
@@ -21,12 +29,15 @@ public struct GATTCharacteristic: Sendable, Hashable {
 
 /// A discovered descriptor. Core 5.4, Vol 3, Part G, 4.7.
 public struct GATTDescriptor: Sendable, Hashable {
+    /// The descriptor UUID.
     public var uuid: BluetoothUUID
+    /// The descriptor handle.
     public var handle: UInt16
 }
 
 /// Why a GATT operation failed.
 public struct GATTError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure.
     public enum Kind: Sendable, Hashable {
         /// The server answered with an ATT error.
         case att(ATTErrorCode, handle: UInt16)
@@ -39,8 +50,11 @@ public struct GATTError: Error, Sendable, CustomStringConvertible {
         /// The value does not fit (over 512 bytes).
         case invalidValueLength
     }
+    /// The kind of failure.
     public var kind: Kind
+    /// A human-readable explanation.
     public var reason: String
+    /// Creates an error.
     public init(_ kind: Kind, _ reason: String) {
         self.kind = kind
         self.reason = reason
@@ -52,5 +66,6 @@ public struct GATTError: Error, Sendable, CustomStringConvertible {
 public struct GATTServerEvent: Sendable, Hashable {
     /// The connection handle of the client.
     public var connection: UInt16
+    /// What happened.
     public var event: ATTServerEvent
 }

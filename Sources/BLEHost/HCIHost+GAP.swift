@@ -10,7 +10,9 @@ extension HCIHost {
         public var filterDuplicates = false
         /// Scan interval and window in 0.625 ms units.
         public var interval: UInt16 = 0x0060
+        /// Scan window in 0.625 ms units.
         public var window: UInt16 = 0x0030
+        /// Creates scan options.
         public init(active: Bool = true, filterDuplicates: Bool = false) {
             self.active = active
             self.filterDuplicates = filterDuplicates
@@ -48,11 +50,15 @@ extension HCIHost {
 
     /// Advertising parameters and data.
     public struct AdvertisingOptions: Sendable {
+        /// The advertising data (at most 31 bytes encoded).
         public var data: AdvertisingData
+        /// The scan response data (at most 31 bytes encoded).
         public var scanResponse: AdvertisingData
         /// Interval in 0.625 ms units (0x00A0 = 100 ms).
         public var interval: UInt16 = 0x00A0
+        /// The legacy advertising PDU type.
         public var type: HCILEAdvertisingType = .connectableUndirected
+        /// Creates advertising options.
         public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData()) {
             self.data = data
             self.scanResponse = scanResponse

@@ -15,6 +15,7 @@ public actor HCIHost {
         public var commandTimeout: Duration = .seconds(5)
         /// Maximum reassembled L2CAP PDU size accepted from a peer.
         public var maximumL2CAPPDULength: Int = 1024
+        /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs.
         public init() {}
     }
 

@@ -51,9 +51,12 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         case notConnected
     }
 
+    /// The kind of failure.
     public var kind: Kind
+    /// A human-readable explanation.
     public var reason: String
 
+    /// Creates an error.
     public init(_ kind: Kind, _ reason: String) {
         self.kind = kind
         self.reason = reason
@@ -83,11 +86,15 @@ public struct AdvertisementReport: Sendable, Hashable {
 
 /// An LE link as the host knows it.
 public struct HostConnection: Sendable, Hashable {
+    /// The connection handle.
     public var handle: UInt16
+    /// This side's role on the link.
     public var role: HCIRole
+    /// The peer's address.
     public var peer: LEAddress
     /// Interval in 1.25 ms units.
     public var interval: UInt16
+    /// Peripheral latency in connection events.
     public var latency: UInt16
     /// Supervision timeout in 10 ms units.
     public var supervisionTimeout: UInt16

@@ -11,9 +11,13 @@ public enum SampleDevice: String, CaseIterable, Sendable {
     /// Battery and Heart Rate only.
     case heartRate = "heart-rate"
 
+    /// The lab device's custom service.
     public static let customService = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF0") ?? 0
+    /// Its readable and writable characteristic (both write types).
     public static let customWritable = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF1") ?? 0
+    /// Its 300-byte readable characteristic.
     public static let customLong = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF2") ?? 0
+    /// Its characteristic that needs an encrypted link to be read.
     public static let customSecret = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF3") ?? 0
 
     /// The name it advertises by default.

@@ -14,6 +14,7 @@ public enum BTSnoopDirection: Sendable, Hashable {
 
 /// One btsnoop record.
 public struct BTSnoopRecord: Hashable, Sendable {
+    /// Host to controller or controller to host.
     public var direction: BTSnoopDirection
     /// Microseconds since 0000-01-01 (the btsnoop epoch).
     public var timestamp: Int64
@@ -129,6 +130,7 @@ public final class SnoopingTransport: HCITransport {
         case controller
     }
 
+    /// The wrapped transport's packets, recorded as they pass.
     public let incoming: AsyncThrowingStream<HCIPacket, any Error>
     private let inner: any HCITransport
     private let writer: BTSnoopWriter
@@ -156,10 +158,12 @@ public final class SnoopingTransport: HCITransport {
         }
     }
 
+    /// Records and sends a packet.
     public func send(_ packet: HCIPacket) async throws {
         writer.write(packet, direction: role == .host ? .sent : .received)
         try await inner.send(packet)
     }
 
+    /// Closes the wrapped transport.
     public func close() async { await inner.close() }
 }

@@ -29,6 +29,7 @@ public final class FileDescriptorTransport: HCITransport {
         var closed = false
     }
 
+    /// Packets read from the descriptor, in order.
     public let incoming: AsyncThrowingStream<HCIPacket, any Error>
     private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     private let fd: Int32
@@ -66,6 +67,7 @@ public final class FileDescriptorTransport: HCITransport {
         Glibc.close(wakeWrite)
     }
 
+    /// Writes one packet.
     public func send(_ packet: HCIPacket) async throws {
         try sendNow(packet)
     }
@@ -92,6 +94,7 @@ public final class FileDescriptorTransport: HCITransport {
         }
     }
 
+    /// Closes the transport.
     public func close() async { closeNow() }
 
     /// Closes the transport; the reader thread closes the descriptor and finishes ``incoming``.

@@ -4,9 +4,13 @@ import Glibc
 
 /// A position in metres on the simulated air.
 public struct Position: Hashable, Sendable, CustomStringConvertible {
+    /// East, in metres.
     public var x: Double
+    /// North, in metres.
     public var y: Double
+    /// Up, in metres.
     public var z: Double
+    /// Creates a position.
     public init(x: Double = 0, y: Double = 0, z: Double = 0) {
         self.x = x
         self.y = y
@@ -51,7 +55,9 @@ public struct RadioModel: Sendable, Hashable {
 /// SplitMix64: a small, fast, seedable generator, so every simulated run can be replayed exactly.
 public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
+    /// Creates a generator; the same seed gives the same sequence.
     public init(seed: UInt64) { state = seed }
+    /// The next 64 random bits.
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

@@ -21,6 +21,7 @@ public final class VirtualController: Sendable {
         /// Number of ACL buffers.
         public var aclBufferCount: Int
 
+        /// Creates a configuration.
         public init(address: BluetoothAddress? = nil, position: Position = Position(), txPower: Int8 = 0,
                     aclBufferSize: Int = 27, aclBufferCount: Int = 8) {
             self.address = address

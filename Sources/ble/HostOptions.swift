@@ -130,6 +130,7 @@ struct ClientSession {
 }
 
 extension BluetoothUUID: ExpressibleByArgument {
+    /// Parses a UUID given on the command line (`180F`, a 36-character UUID...).
     public init?(argument: String) { self.init(argument) }
 }
 

@@ -6,7 +6,9 @@ public struct ATTServerConnection: Sendable {
     public internal(set) var mtu = ATT.defaultLEMTU
     /// The MTU this server offers (its Rx MTU).
     public var serverMTU = ATT.maximumMTU
+    /// Whether the link is encrypted (gates encryption-required attributes).
     public var isEncrypted = false
+    /// Whether the link is encrypted with an authenticated key.
     public var isAuthenticated = false
     /// CCCD bits per characteristic value handle (bit 0 notify, bit 1 indicate).
     public internal(set) var clientConfigurations: [UInt16: UInt16] = [:]
@@ -14,6 +16,7 @@ public struct ATTServerConnection: Sendable {
     public var prepareQueueLimit = 64
     var prepareQueue: [ATTPrepareWriteRequest] = []
 
+    /// A new client: default MTU, no subscriptions.
     public init() {}
 
     /// Records an MTU negotiated by an exchange this side initiated as client (ATT_MTU is per link).
@@ -51,7 +54,9 @@ public enum ATTServerEvent: Sendable, Hashable {
 public enum ATTServer {
     /// The reply to a PDU (if any) and what it changed.
     public struct Output: Sendable, Hashable {
+        /// The PDU to send back, if the input needs an answer.
         public var response: [UInt8]?
+        /// What the PDU changed.
         public var events: [ATTServerEvent]
     }
 

@@ -4,13 +4,21 @@ import BLEWire
 public struct GATTCharacteristicProperties: OptionSet, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// The value may be broadcast.
     public static let broadcast = GATTCharacteristicProperties(rawValue: 0x01)
+    /// The value may be read.
     public static let read = GATTCharacteristicProperties(rawValue: 0x02)
+    /// The value may be written with Write Command.
     public static let writeWithoutResponse = GATTCharacteristicProperties(rawValue: 0x04)
+    /// The value may be written with Write Request.
     public static let write = GATTCharacteristicProperties(rawValue: 0x08)
+    /// The value may be notified.
     public static let notify = GATTCharacteristicProperties(rawValue: 0x10)
+    /// The value may be indicated.
     public static let indicate = GATTCharacteristicProperties(rawValue: 0x20)
+    /// The value may be written with Signed Write Command.
     public static let authenticatedSignedWrites = GATTCharacteristicProperties(rawValue: 0x40)
+    /// An Extended Properties descriptor follows.
     public static let extendedProperties = GATTCharacteristicProperties(rawValue: 0x80)
 }
 
@@ -18,19 +26,29 @@ public struct GATTCharacteristicProperties: OptionSet, Hashable, Sendable {
 public struct GATTPermissions: OptionSet, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Clients may read.
     public static let readable = GATTPermissions(rawValue: 0x01)
+    /// Clients may write.
     public static let writeable = GATTPermissions(rawValue: 0x02)
+    /// Reading needs an encrypted link.
     public static let readEncryptionRequired = GATTPermissions(rawValue: 0x04)
+    /// Writing needs an encrypted link.
     public static let writeEncryptionRequired = GATTPermissions(rawValue: 0x08)
+    /// Reading needs an authenticated encrypted link.
     public static let readAuthenticationRequired = GATTPermissions(rawValue: 0x10)
+    /// Writing needs an authenticated encrypted link.
     public static let writeAuthenticationRequired = GATTPermissions(rawValue: 0x20)
 }
 
 /// A descriptor to publish.
 public struct GATTDescriptorDefinition: Sendable, Hashable {
+    /// The descriptor type.
     public var uuid: BluetoothUUID
+    /// Its value.
     public var value: [UInt8]
+    /// Who may read or write it.
     public var permissions: GATTPermissions
+    /// Creates a descriptor definition.
     public init(uuid: BluetoothUUID, value: [UInt8], permissions: GATTPermissions = .readable) {
         self.uuid = uuid
         self.value = value
@@ -41,15 +59,22 @@ public struct GATTDescriptorDefinition: Sendable, Hashable {
 /// A characteristic to publish. A CCCD is added when it notifies or indicates; a User Description descriptor when
 /// ``userDescription`` is set. Core 5.4, Vol 3, Part G, 3.3.
 public struct GATTCharacteristicDefinition: Sendable, Hashable {
+    /// The characteristic type.
     public var uuid: BluetoothUUID
+    /// Its declared properties.
     public var properties: GATTCharacteristicProperties
+    /// Who may read or write its value.
     public var permissions: GATTPermissions
+    /// Its initial value.
     public var value: [UInt8]
+    /// Descriptors beyond the CCCD and user description added automatically.
     public var descriptors: [GATTDescriptorDefinition]
+    /// A Characteristic User Description descriptor's text.
     public var userDescription: String?
     /// Characteristic Extended Properties (bit 0 reliable write, bit 1 writable auxiliaries): when set, a 0x2900
     /// descriptor is published and the declaration's Extended Properties bit is set. Core 5.4, Vol 3, Part G, 3.3.3.1.
     public var extendedProperties: UInt16?
+    /// Creates a characteristic definition.
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions = [.readable],
                 value: [UInt8] = [], descriptors: [GATTDescriptorDefinition] = [], userDescription: String? = nil,
                 extendedProperties: UInt16? = nil) {
@@ -68,11 +93,15 @@ public struct GATTCharacteristicDefinition: Sendable, Hashable {
 
 /// A service to publish. Core 5.4, Vol 3, Part G, 3.1.
 public struct GATTServiceDefinition: Sendable, Hashable {
+    /// The service type.
     public var uuid: BluetoothUUID
+    /// Primary (discoverable) or secondary (only included).
     public var isPrimary: Bool
+    /// Its characteristics, in handle order.
     public var characteristics: [GATTCharacteristicDefinition]
     /// Indices (in the database's service list) of services this one includes.
     public var includedServices: [Int]
+    /// Creates a service definition.
     public init(uuid: BluetoothUUID, isPrimary: Bool = true, characteristics: [GATTCharacteristicDefinition],
                 includedServices: [Int] = []) {
         self.uuid = uuid
@@ -95,10 +124,15 @@ public struct GATTAttribute: Sendable, Hashable {
         case clientConfiguration(valueHandle: UInt16, properties: GATTCharacteristicProperties)
         case descriptor
     }
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute type.
     public var type: BluetoothUUID
+    /// The attribute value (CCCDs: the default; clients see their own).
     public var value: [UInt8]
+    /// Who may read or write it.
     public var permissions: GATTPermissions
+    /// What it is in GATT terms.
     public var role: Role
 }
 

@@ -3,12 +3,17 @@ public struct FIFO<Element: Sendable>: Sendable {
     private var storage: [Element] = []
     private var head = 0
 
+    /// An empty queue.
     public init() {}
 
+    /// The number of queued elements.
     public var count: Int { storage.count - head }
+    /// Whether nothing is queued.
     public var isEmpty: Bool { head >= storage.count }
 
+    /// Queues an element.
     public mutating func append(_ element: Element) { storage.append(element) }
+    /// Queues elements in order.
     public mutating func append(contentsOf elements: some Sequence<Element>) { storage.append(contentsOf: elements) }
 
     /// Removes and returns the oldest element.
@@ -23,6 +28,7 @@ public struct FIFO<Element: Sendable>: Sendable {
         return element
     }
 
+    /// Empties the queue.
     public mutating func removeAll() {
         storage.removeAll()
         head = 0

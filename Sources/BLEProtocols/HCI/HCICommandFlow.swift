@@ -12,6 +12,7 @@ import BLEWire
 public struct HCICommandFlow: Sendable {
     /// Identifies one submitted command.
     public struct Token: Hashable, Sendable, CustomStringConvertible {
+        /// A number unique within the flow.
         public let value: UInt64
         public var description: String { "cmd#\(value)" }
     }
