@@ -4,36 +4,67 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Error response (0x01).
     public static let errorResponse = ATTOpcode(rawValue: 0x01)
+    /// Exchange MTU request (0x02).
     public static let exchangeMTURequest = ATTOpcode(rawValue: 0x02)
+    /// Exchange MTU response (0x03).
     public static let exchangeMTUResponse = ATTOpcode(rawValue: 0x03)
+    /// Find information request (0x04).
     public static let findInformationRequest = ATTOpcode(rawValue: 0x04)
+    /// Find information response (0x05).
     public static let findInformationResponse = ATTOpcode(rawValue: 0x05)
+    /// Find by type value request (0x06).
     public static let findByTypeValueRequest = ATTOpcode(rawValue: 0x06)
+    /// Find by type value response (0x07).
     public static let findByTypeValueResponse = ATTOpcode(rawValue: 0x07)
+    /// Read by type request (0x08).
     public static let readByTypeRequest = ATTOpcode(rawValue: 0x08)
+    /// Read by type response (0x09).
     public static let readByTypeResponse = ATTOpcode(rawValue: 0x09)
+    /// Read request (0x0A).
     public static let readRequest = ATTOpcode(rawValue: 0x0A)
+    /// Read response (0x0B).
     public static let readResponse = ATTOpcode(rawValue: 0x0B)
+    /// Read blob request (0x0C).
     public static let readBlobRequest = ATTOpcode(rawValue: 0x0C)
+    /// Read blob response (0x0D).
     public static let readBlobResponse = ATTOpcode(rawValue: 0x0D)
+    /// Read multiple request (0x0E).
     public static let readMultipleRequest = ATTOpcode(rawValue: 0x0E)
+    /// Read multiple response (0x0F).
     public static let readMultipleResponse = ATTOpcode(rawValue: 0x0F)
+    /// Read by group type request (0x10).
     public static let readByGroupTypeRequest = ATTOpcode(rawValue: 0x10)
+    /// Read by group type response (0x11).
     public static let readByGroupTypeResponse = ATTOpcode(rawValue: 0x11)
+    /// Write request (0x12).
     public static let writeRequest = ATTOpcode(rawValue: 0x12)
+    /// Write response (0x13).
     public static let writeResponse = ATTOpcode(rawValue: 0x13)
+    /// Prepare write request (0x16).
     public static let prepareWriteRequest = ATTOpcode(rawValue: 0x16)
+    /// Prepare write response (0x17).
     public static let prepareWriteResponse = ATTOpcode(rawValue: 0x17)
+    /// Execute write request (0x18).
     public static let executeWriteRequest = ATTOpcode(rawValue: 0x18)
+    /// Execute write response (0x19).
     public static let executeWriteResponse = ATTOpcode(rawValue: 0x19)
+    /// Handle value notification (0x1B).
     public static let handleValueNotification = ATTOpcode(rawValue: 0x1B)
+    /// Handle value indication (0x1D).
     public static let handleValueIndication = ATTOpcode(rawValue: 0x1D)
+    /// Handle value confirmation (0x1E).
     public static let handleValueConfirmation = ATTOpcode(rawValue: 0x1E)
+    /// Read multiple variable request (0x20).
     public static let readMultipleVariableRequest = ATTOpcode(rawValue: 0x20)
+    /// Read multiple variable response (0x21).
     public static let readMultipleVariableResponse = ATTOpcode(rawValue: 0x21)
+    /// Multiple handle value notification (0x23).
     public static let multipleHandleValueNotification = ATTOpcode(rawValue: 0x23)
+    /// Write command (0x52).
     public static let writeCommand = ATTOpcode(rawValue: 0x52)
+    /// Signed write command (0xD2).
     public static let signedWriteCommand = ATTOpcode(rawValue: 0xD2)
 
     /// The method bits.
@@ -82,29 +113,51 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, Error, CustomS
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Invalid handle (0x01).
     public static let invalidHandle = ATTErrorCode(rawValue: 0x01)
+    /// Read not permitted (0x02).
     public static let readNotPermitted = ATTErrorCode(rawValue: 0x02)
+    /// Write not permitted (0x03).
     public static let writeNotPermitted = ATTErrorCode(rawValue: 0x03)
+    /// Invalid PDU (0x04).
     public static let invalidPDU = ATTErrorCode(rawValue: 0x04)
+    /// Insufficient authentication (0x05).
     public static let insufficientAuthentication = ATTErrorCode(rawValue: 0x05)
+    /// Request not supported (0x06).
     public static let requestNotSupported = ATTErrorCode(rawValue: 0x06)
+    /// Invalid offset (0x07).
     public static let invalidOffset = ATTErrorCode(rawValue: 0x07)
+    /// Insufficient authorization (0x08).
     public static let insufficientAuthorization = ATTErrorCode(rawValue: 0x08)
+    /// Prepare queue full (0x09).
     public static let prepareQueueFull = ATTErrorCode(rawValue: 0x09)
+    /// Attribute not found (0x0A).
     public static let attributeNotFound = ATTErrorCode(rawValue: 0x0A)
+    /// Attribute not long (0x0B).
     public static let attributeNotLong = ATTErrorCode(rawValue: 0x0B)
+    /// Encryption key size too short (0x0C).
     public static let encryptionKeySizeTooShort = ATTErrorCode(rawValue: 0x0C)
+    /// Invalid attribute value length (0x0D).
     public static let invalidAttributeValueLength = ATTErrorCode(rawValue: 0x0D)
+    /// Unlikely error (0x0E).
     public static let unlikelyError = ATTErrorCode(rawValue: 0x0E)
+    /// Insufficient encryption (0x0F).
     public static let insufficientEncryption = ATTErrorCode(rawValue: 0x0F)
+    /// Unsupported group type (0x10).
     public static let unsupportedGroupType = ATTErrorCode(rawValue: 0x10)
+    /// Insufficient resources (0x11).
     public static let insufficientResources = ATTErrorCode(rawValue: 0x11)
+    /// Database out of sync (0x12).
     public static let databaseOutOfSync = ATTErrorCode(rawValue: 0x12)
+    /// Value not allowed (0x13).
     public static let valueNotAllowed = ATTErrorCode(rawValue: 0x13)
     /// Common profile and service error codes (CSS Part B, 1.2).
     public static let writeRequestRejected = ATTErrorCode(rawValue: 0xFC)
+    /// CCCD improperly configured (0xFD).
     public static let cccdImproperlyConfigured = ATTErrorCode(rawValue: 0xFD)
+    /// Procedure already in progress (0xFE).
     public static let procedureAlreadyInProgress = ATTErrorCode(rawValue: 0xFE)
+    /// Out of range (0xFF).
     public static let outOfRange = ATTErrorCode(rawValue: 0xFF)
 
     /// Whether the code is in the application error range 0x80–0x9F.

@@ -13,10 +13,15 @@ extension ATTPDUParameters {
 
 /// Error Response. Core 5.4, Vol 3, Part F, 3.4.1.1.
 public struct ATTErrorResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.errorResponse
+    /// `Request Opcode In Error`.
     public var requestOpcode: ATTOpcode
+    /// `Attribute Handle In Error`.
     public var handle: UInt16
+    /// `Error Code`.
     public var error: ATTErrorCode
+    /// Creates a value from its fields.
     public init(requestOpcode: ATTOpcode, handle: UInt16, error: ATTErrorCode) {
         self.requestOpcode = requestOpcode
         self.handle = handle
@@ -37,8 +42,11 @@ public struct ATTErrorResponse: ATTPDUParameters, Hashable {
 
 /// Exchange MTU Request. Core 5.4, Vol 3, Part F, 3.4.2.1.
 public struct ATTExchangeMTURequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.exchangeMTURequest
+    /// `Client Rx MTU`.
     public var mtu: UInt16
+    /// Creates a value from its fields.
     public init(mtu: UInt16) { self.mtu = mtu }
     public init(from r: inout ByteReader) throws(WireError) {
         mtu = try r.readUInt16("Client Rx MTU")
@@ -49,8 +57,11 @@ public struct ATTExchangeMTURequest: ATTPDUParameters, Hashable {
 
 /// Exchange MTU Response. Core 5.4, Vol 3, Part F, 3.4.2.2.
 public struct ATTExchangeMTUResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.exchangeMTUResponse
+    /// `Client Rx MTU`.
     public var mtu: UInt16
+    /// Creates a value from its fields.
     public init(mtu: UInt16) { self.mtu = mtu }
     public init(from r: inout ByteReader) throws(WireError) {
         mtu = try r.readUInt16("Server Rx MTU")
@@ -61,8 +72,11 @@ public struct ATTExchangeMTUResponse: ATTPDUParameters, Hashable {
 
 /// A handle range shared by several requests.
 public struct ATTHandleRange: Hashable, Sendable {
+    /// `Starting Handle`.
     public var start: UInt16
+    /// `Ending Handle`.
     public var end: UInt16
+    /// Creates a value from its fields.
     public init(start: UInt16, end: UInt16) {
         self.start = start
         self.end = end
@@ -81,8 +95,11 @@ public struct ATTHandleRange: Hashable, Sendable {
 
 /// Find Information Request. Core 5.4, Vol 3, Part F, 3.4.3.1.
 public struct ATTFindInformationRequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.findInformationRequest
+    /// Range.
     public var range: ATTHandleRange
+    /// Creates a value from its fields.
     public init(range: ATTHandleRange) { self.range = range }
     public init(from r: inout ByteReader) throws(WireError) {
         range = try ATTHandleRange(from: &r)
@@ -93,11 +110,15 @@ public struct ATTFindInformationRequest: ATTPDUParameters, Hashable {
 
 /// Find Information Response. Core 5.4, Vol 3, Part F, 3.4.3.2.
 public struct ATTFindInformationResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.findInformationResponse
     /// A handle and its attribute type.
     public struct Entry: Hashable, Sendable {
+        /// `Attribute Handle In Error`.
         public var handle: UInt16
+        /// `Attribute Type`.
         public var type: BluetoothUUID
+        /// Creates a value from its fields.
         public init(handle: UInt16, type: BluetoothUUID) {
             self.handle = handle
             self.type = type
@@ -105,6 +126,7 @@ public struct ATTFindInformationResponse: ATTPDUParameters, Hashable {
     }
     /// The entries; all 16-bit (format 0x01) or all 128-bit (format 0x02).
     public var entries: [Entry]
+    /// Creates a value from its fields.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         let format = try r.readUInt8("Format")
@@ -136,11 +158,15 @@ public struct ATTFindInformationResponse: ATTPDUParameters, Hashable {
 
 /// Find By Type Value Request. Core 5.4, Vol 3, Part F, 3.4.3.3.
 public struct ATTFindByTypeValueRequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.findByTypeValueRequest
+    /// Range.
     public var range: ATTHandleRange
     /// The 16-bit attribute type.
     public var type: UInt16
+    /// Value.
     public var value: [UInt8]
+    /// Creates a value from its fields.
     public init(range: ATTHandleRange, type: UInt16, value: [UInt8]) {
         self.range = range
         self.type = type
@@ -160,9 +186,11 @@ public struct ATTFindByTypeValueRequest: ATTPDUParameters, Hashable {
 
 /// Find By Type Value Response. Core 5.4, Vol 3, Part F, 3.4.3.4.
 public struct ATTFindByTypeValueResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.findByTypeValueResponse
     /// Found attribute handle and its group end handle.
     public var handles: [ATTHandleRange]
+    /// Creates a value from its fields.
     public init(handles: [ATTHandleRange]) { self.handles = handles }
     public init(from r: inout ByteReader) throws(WireError) {
         guard r.remainingCount > 0, r.remainingCount % 4 == 0 else {
@@ -177,9 +205,13 @@ public struct ATTFindByTypeValueResponse: ATTPDUParameters, Hashable {
 
 /// Read By Type Request. Core 5.4, Vol 3, Part F, 3.4.4.1.
 public struct ATTReadByTypeRequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readByTypeRequest
+    /// Range.
     public var range: ATTHandleRange
+    /// `Attribute Type`.
     public var type: BluetoothUUID
+    /// Creates a value from its fields.
     public init(range: ATTHandleRange, type: BluetoothUUID) {
         self.range = range
         self.type = type
@@ -198,11 +230,15 @@ public struct ATTReadByTypeRequest: ATTPDUParameters, Hashable {
 
 /// Read By Type Response. Core 5.4, Vol 3, Part F, 3.4.4.2.
 public struct ATTReadByTypeResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readByTypeResponse
     /// A handle and its value.
     public struct Entry: Hashable, Sendable {
+        /// `Attribute Handle In Error`.
         public var handle: UInt16
+        /// Value.
         public var value: [UInt8]
+        /// Creates a value from its fields.
         public init(handle: UInt16, value: [UInt8]) {
             self.handle = handle
             self.value = value
@@ -210,6 +246,7 @@ public struct ATTReadByTypeResponse: ATTPDUParameters, Hashable {
     }
     /// The entries; every value has the same length.
     public var entries: [Entry]
+    /// Creates a value from its fields.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         let length = Int(try r.readUInt8("Length"))
@@ -235,8 +272,11 @@ public struct ATTReadByTypeResponse: ATTPDUParameters, Hashable {
 
 /// Read Request. Core 5.4, Vol 3, Part F, 3.4.4.3.
 public struct ATTReadRequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readRequest
+    /// `Attribute Handle In Error`.
     public var handle: UInt16
+    /// Creates a value from its fields.
     public init(handle: UInt16) { self.handle = handle }
     public init(from r: inout ByteReader) throws(WireError) {
         handle = try r.readUInt16("Attribute Handle")
@@ -247,8 +287,11 @@ public struct ATTReadRequest: ATTPDUParameters, Hashable {
 
 /// Read Response. Core 5.4, Vol 3, Part F, 3.4.4.4.
 public struct ATTReadResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readResponse
+    /// Value.
     public var value: [UInt8]
+    /// Creates a value from its fields.
     public init(value: [UInt8]) { self.value = value }
     public init(from r: inout ByteReader) throws(WireError) { value = r.readRemaining() }
     public func encode(into w: inout ByteWriter) { w.write(value) }
@@ -256,9 +299,13 @@ public struct ATTReadResponse: ATTPDUParameters, Hashable {
 
 /// Read Blob Request. Core 5.4, Vol 3, Part F, 3.4.4.5.
 public struct ATTReadBlobRequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readBlobRequest
+    /// `Attribute Handle In Error`.
     public var handle: UInt16
+    /// `Value Offset`.
     public var offset: UInt16
+    /// Creates a value from its fields.
     public init(handle: UInt16, offset: UInt16) {
         self.handle = handle
         self.offset = offset
@@ -276,8 +323,11 @@ public struct ATTReadBlobRequest: ATTPDUParameters, Hashable {
 
 /// Read Blob Response. Core 5.4, Vol 3, Part F, 3.4.4.6.
 public struct ATTReadBlobResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readBlobResponse
+    /// Value.
     public var value: [UInt8]
+    /// Creates a value from its fields.
     public init(value: [UInt8]) { self.value = value }
     public init(from r: inout ByteReader) throws(WireError) { value = r.readRemaining() }
     public func encode(into w: inout ByteWriter) { w.write(value) }
@@ -295,8 +345,11 @@ func readHandleList(_ r: inout ByteReader, _ name: String) throws(WireError) -> 
 
 /// Read Multiple Request. Core 5.4, Vol 3, Part F, 3.4.4.7.
 public struct ATTReadMultipleRequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readMultipleRequest
+    /// Handles.
     public var handles: [UInt16]
+    /// Creates a value from its fields.
     public init(handles: [UInt16]) { self.handles = handles }
     public init(from r: inout ByteReader) throws(WireError) { handles = try readHandleList(&r, "Read Multiple Request") }
     public func encode(into w: inout ByteWriter) { for h in handles { w.write(h) } }
@@ -304,9 +357,11 @@ public struct ATTReadMultipleRequest: ATTPDUParameters, Hashable {
 
 /// Read Multiple Response. Core 5.4, Vol 3, Part F, 3.4.4.8.
 public struct ATTReadMultipleResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readMultipleResponse
     /// The concatenated values.
     public var values: [UInt8]
+    /// Creates a value from its fields.
     public init(values: [UInt8]) { self.values = values }
     public init(from r: inout ByteReader) throws(WireError) { values = r.readRemaining() }
     public func encode(into w: inout ByteWriter) { w.write(values) }
@@ -314,9 +369,13 @@ public struct ATTReadMultipleResponse: ATTPDUParameters, Hashable {
 
 /// Read By Group Type Request. Core 5.4, Vol 3, Part F, 3.4.4.9.
 public struct ATTReadByGroupTypeRequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readByGroupTypeRequest
+    /// Range.
     public var range: ATTHandleRange
+    /// `Attribute Type`.
     public var type: BluetoothUUID
+    /// Creates a value from its fields.
     public init(range: ATTHandleRange, type: BluetoothUUID) {
         self.range = range
         self.type = type
@@ -335,19 +394,26 @@ public struct ATTReadByGroupTypeRequest: ATTPDUParameters, Hashable {
 
 /// Read By Group Type Response. Core 5.4, Vol 3, Part F, 3.4.4.10.
 public struct ATTReadByGroupTypeResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readByGroupTypeResponse
     /// A group: its handle, end group handle and value.
     public struct Entry: Hashable, Sendable {
+        /// `Attribute Handle In Error`.
         public var handle: UInt16
+        /// End group handle.
         public var endGroupHandle: UInt16
+        /// Value.
         public var value: [UInt8]
+        /// Creates a value from its fields.
         public init(handle: UInt16, endGroupHandle: UInt16, value: [UInt8]) {
             self.handle = handle
             self.endGroupHandle = endGroupHandle
             self.value = value
         }
     }
+    /// Entries.
     public var entries: [Entry]
+    /// Creates a value from its fields.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         let length = Int(try r.readUInt8("Length"))

@@ -20,9 +20,13 @@ extension ATTHandleValuePDU {
 
 /// Write Request. Core 5.4, Vol 3, Part F, 3.4.5.1.
 public struct ATTWriteRequest: ATTHandleValuePDU {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.writeRequest
+    /// `Attribute Handle`.
     public var handle: UInt16
+    /// Value.
     public var value: [UInt8]
+    /// Creates a value from its fields.
     public init(handle: UInt16, value: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -31,9 +35,13 @@ public struct ATTWriteRequest: ATTHandleValuePDU {
 
 /// Write Command. Core 5.4, Vol 3, Part F, 3.4.5.3.
 public struct ATTWriteCommand: ATTHandleValuePDU {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.writeCommand
+    /// `Attribute Handle`.
     public var handle: UInt16
+    /// Value.
     public var value: [UInt8]
+    /// Creates a value from its fields.
     public init(handle: UInt16, value: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -42,9 +50,13 @@ public struct ATTWriteCommand: ATTHandleValuePDU {
 
 /// Handle Value Notification. Core 5.4, Vol 3, Part F, 3.4.7.1.
 public struct ATTHandleValueNotification: ATTHandleValuePDU {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.handleValueNotification
+    /// `Attribute Handle`.
     public var handle: UInt16
+    /// Value.
     public var value: [UInt8]
+    /// Creates a value from its fields.
     public init(handle: UInt16, value: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -53,9 +65,13 @@ public struct ATTHandleValueNotification: ATTHandleValuePDU {
 
 /// Handle Value Indication. Core 5.4, Vol 3, Part F, 3.4.7.2.
 public struct ATTHandleValueIndication: ATTHandleValuePDU {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.handleValueIndication
+    /// `Attribute Handle`.
     public var handle: UInt16
+    /// Value.
     public var value: [UInt8]
+    /// Creates a value from its fields.
     public init(handle: UInt16, value: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -77,29 +93,39 @@ extension ATTEmptyPDU {
 
 /// Write Response. Core 5.4, Vol 3, Part F, 3.4.5.2.
 public struct ATTWriteResponse: ATTEmptyPDU {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.writeResponse
+    /// Creates the command (it has no parameters).
     public init() {}
 }
 
 /// Execute Write Response. Core 5.4, Vol 3, Part F, 3.4.6.4.
 public struct ATTExecuteWriteResponse: ATTEmptyPDU {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.executeWriteResponse
+    /// Creates the command (it has no parameters).
     public init() {}
 }
 
 /// Handle Value Confirmation. Core 5.4, Vol 3, Part F, 3.4.7.3.
 public struct ATTHandleValueConfirmation: ATTEmptyPDU {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.handleValueConfirmation
+    /// Creates the command (it has no parameters).
     public init() {}
 }
 
 /// Signed Write Command. Core 5.4, Vol 3, Part F, 3.4.5.4.
 public struct ATTSignedWriteCommand: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.signedWriteCommand
+    /// `Attribute Handle`.
     public var handle: UInt16
+    /// Value.
     public var value: [UInt8]
     /// Sign counter (4 bytes) and MAC (8 bytes).
     public var signature: [UInt8]
+    /// Creates a value from its fields.
     public init(handle: UInt16, value: [UInt8], signature: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -141,10 +167,15 @@ extension ATTPrepareWritePDU {
 
 /// Prepare Write Request. Core 5.4, Vol 3, Part F, 3.4.6.1.
 public struct ATTPrepareWriteRequest: ATTPrepareWritePDU {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.prepareWriteRequest
+    /// `Attribute Handle`.
     public var handle: UInt16
+    /// `Value Offset`.
     public var offset: UInt16
+    /// Value.
     public var value: [UInt8]
+    /// Creates a value from its fields.
     public init(handle: UInt16, offset: UInt16, value: [UInt8]) {
         self.handle = handle
         self.offset = offset
@@ -154,10 +185,15 @@ public struct ATTPrepareWriteRequest: ATTPrepareWritePDU {
 
 /// Prepare Write Response. Core 5.4, Vol 3, Part F, 3.4.6.2.
 public struct ATTPrepareWriteResponse: ATTPrepareWritePDU {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.prepareWriteResponse
+    /// `Attribute Handle`.
     public var handle: UInt16
+    /// `Value Offset`.
     public var offset: UInt16
+    /// Value.
     public var value: [UInt8]
+    /// Creates a value from its fields.
     public init(handle: UInt16, offset: UInt16, value: [UInt8]) {
         self.handle = handle
         self.offset = offset
@@ -167,9 +203,11 @@ public struct ATTPrepareWriteResponse: ATTPrepareWritePDU {
 
 /// Execute Write Request. Core 5.4, Vol 3, Part F, 3.4.6.3.
 public struct ATTExecuteWriteRequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.executeWriteRequest
     /// `true` (0x01): write all prepared values; `false` (0x00): cancel them.
     public var commit: Bool
+    /// Creates a value from its fields.
     public init(commit: Bool) { self.commit = commit }
     public init(from r: inout ByteReader) throws(WireError) {
         let flags = try r.readUInt8("Flags")
@@ -182,8 +220,11 @@ public struct ATTExecuteWriteRequest: ATTPDUParameters, Hashable {
 
 /// Read Multiple Variable Request. Core 5.4, Vol 3, Part F, 3.4.4.11.
 public struct ATTReadMultipleVariableRequest: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readMultipleVariableRequest
+    /// Handles.
     public var handles: [UInt16]
+    /// Creates a value from its fields.
     public init(handles: [UInt16]) { self.handles = handles }
     public init(from r: inout ByteReader) throws(WireError) { handles = try readHandleList(&r, "Read Multiple Variable Request") }
     public func encode(into w: inout ByteWriter) { for h in handles { w.write(h) } }
@@ -194,11 +235,15 @@ public struct ATTReadMultipleVariableRequest: ATTPDUParameters, Hashable {
 /// Each value is preceded by its full length; the last value may be cut short by the MTU, so its bytes can be
 /// fewer than its length says.
 public struct ATTReadMultipleVariableResponse: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readMultipleVariableResponse
     /// One value and its full length.
     public struct Entry: Hashable, Sendable {
+        /// `Value Length`.
         public var length: UInt16
+        /// Value.
         public var value: [UInt8]
+        /// Creates a value from its fields.
         public init(length: UInt16, value: [UInt8]) {
             self.length = length
             self.value = value
@@ -206,7 +251,9 @@ public struct ATTReadMultipleVariableResponse: ATTPDUParameters, Hashable {
         /// An untruncated value.
         public init(_ value: [UInt8]) { self.init(length: UInt16(truncatingIfNeeded: value.count), value: value) }
     }
+    /// Entries.
     public var entries: [Entry]
+    /// Creates a value from its fields.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         var list: [Entry] = []
@@ -230,8 +277,11 @@ public struct ATTReadMultipleVariableResponse: ATTPDUParameters, Hashable {
 
 /// Multiple Handle Value Notification. Core 5.4, Vol 3, Part F, 3.4.7.4.
 public struct ATTMultipleHandleValueNotification: ATTPDUParameters, Hashable {
+    /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.multipleHandleValueNotification
+    /// Entries.
     public var entries: [ATTReadByTypeResponse.Entry]
+    /// Creates a value from its fields.
     public init(entries: [ATTReadByTypeResponse.Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         var list: [ATTReadByTypeResponse.Entry] = []

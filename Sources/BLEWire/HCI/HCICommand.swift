@@ -19,6 +19,7 @@ public protocol HCICommand: WireCodable {
 }
 
 extension HCICommand {
+    /// By default a command is acknowledged with Command Complete.
     public static var completion: HCICommandCompletion { .commandComplete }
 
     /// The command as a packet.
@@ -35,7 +36,9 @@ extension HCICommand {
 
 /// Return parameters that are only a status byte.
 public struct HCIStatusReturnParameters: WireCodable, Hashable {
+    /// The status.
     public var status: HCIStatus
+    /// Creates a value from its fields.
     public init(status: HCIStatus = .success) { self.status = status }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("status"))

@@ -5,10 +5,15 @@ public struct HCIPacketType: RawRepresentable, Hashable, Sendable, CustomStringC
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Command (0x01).
     public static let command = HCIPacketType(rawValue: 0x01)
+    /// ACL (0x02).
     public static let acl = HCIPacketType(rawValue: 0x02)
+    /// SCO (0x03).
     public static let sco = HCIPacketType(rawValue: 0x03)
+    /// Event (0x04).
     public static let event = HCIPacketType(rawValue: 0x04)
+    /// ISO (0x05).
     public static let iso = HCIPacketType(rawValue: 0x05)
 
     /// The length of this packet type's header, or `nil` for an unknown type.

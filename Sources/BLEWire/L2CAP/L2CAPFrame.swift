@@ -2,6 +2,7 @@
 public struct L2CAPChannelID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Null (0x0000).
     public static let null = L2CAPChannelID(rawValue: 0x0000)
     /// The Attribute Protocol fixed channel.
     public static let att = L2CAPChannelID(rawValue: 0x0004)
@@ -16,9 +17,12 @@ public struct L2CAPChannelID: RawRepresentable, Hashable, Sendable, CustomString
 
 /// An L2CAP basic information frame (B-frame). Core 5.4, Vol 3, Part A, 3.1.
 public struct L2CAPBasicFrame: Hashable, Sendable, WireCodable {
+    /// `L2CAP channel ID`.
     public var channelID: L2CAPChannelID
+    /// Payload.
     public var payload: [UInt8]
 
+    /// Creates a value from its fields.
     public init(channelID: L2CAPChannelID, payload: [UInt8]) {
         self.channelID = channelID
         self.payload = payload
@@ -61,6 +65,7 @@ public struct L2CAPReassembler: Sendable {
     /// Frames abandoned because a new one started before they were complete.
     public private(set) var droppedIncompleteFrames = 0
 
+    /// Creates a value from its fields.
     public init(maximumPDULength: Int = 65_535) { self.maximumPDULength = maximumPDULength }
 
     /// Whether part of a frame is waiting for continuations.

@@ -2,23 +2,34 @@
 public struct L2CAPSignalingCode: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Command reject (0x01).
     public static let commandReject = L2CAPSignalingCode(rawValue: 0x01)
+    /// Disconnection request (0x06).
     public static let disconnectionRequest = L2CAPSignalingCode(rawValue: 0x06)
+    /// Disconnection response (0x07).
     public static let disconnectionResponse = L2CAPSignalingCode(rawValue: 0x07)
+    /// Connection parameter update request (0x12).
     public static let connectionParameterUpdateRequest = L2CAPSignalingCode(rawValue: 0x12)
+    /// Connection parameter update response (0x13).
     public static let connectionParameterUpdateResponse = L2CAPSignalingCode(rawValue: 0x13)
+    /// LE credit based connection request (0x14).
     public static let leCreditBasedConnectionRequest = L2CAPSignalingCode(rawValue: 0x14)
+    /// LE credit based connection response (0x15).
     public static let leCreditBasedConnectionResponse = L2CAPSignalingCode(rawValue: 0x15)
+    /// Flow control credit (0x16).
     public static let flowControlCredit = L2CAPSignalingCode(rawValue: 0x16)
 }
 
 /// A signaling command's header and raw data. Core 5.4, Vol 3, Part A, 4.
 public struct L2CAPSignalingCommand: Hashable, Sendable, WireCodable {
+    /// `signaling code`.
     public var code: L2CAPSignalingCode
     /// Matches a response to its request (0 is invalid).
     public var identifier: UInt8
+    /// Data.
     public var data: [UInt8]
 
+    /// Creates a value from its fields.
     public init(code: L2CAPSignalingCode, identifier: UInt8, data: [UInt8]) {
         self.code = code
         self.identifier = identifier
@@ -55,10 +66,15 @@ public enum L2CAPCommandRejectReason: Hashable, Sendable {
 
 /// Connection Parameter Update Request. Core 5.4, Vol 3, Part A, 4.20.
 public struct L2CAPConnectionParameterUpdateRequest: Hashable, Sendable, WireCodable {
+    /// `Interval Min`.
     public var intervalMin: UInt16
+    /// `Interval Max`.
     public var intervalMax: UInt16
+    /// `Latency`.
     public var latency: UInt16
+    /// `Timeout`.
     public var timeout: UInt16
+    /// Creates a value from its fields.
     public init(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16) {
         self.intervalMin = intervalMin
         self.intervalMax = intervalMax
@@ -87,11 +103,17 @@ public struct L2CAPConnectionParameterUpdateRequest: Hashable, Sendable, WireCod
 
 /// LE Credit Based Connection Request. Core 5.4, Vol 3, Part A, 4.22.
 public struct L2CAPLECreditBasedConnectionRequest: Hashable, Sendable, WireCodable {
+    /// `SPSM`.
     public var spsm: UInt16
+    /// `Source CID`.
     public var sourceCID: UInt16
+    /// `MTU`.
     public var mtu: UInt16
+    /// `MPS`.
     public var mps: UInt16
+    /// `Initial Credits`.
     public var initialCredits: UInt16
+    /// Creates a value from its fields.
     public init(spsm: UInt16, sourceCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16) {
         self.spsm = spsm
         self.sourceCID = sourceCID
@@ -114,12 +136,17 @@ public struct L2CAPLECreditBasedConnectionRequest: Hashable, Sendable, WireCodab
 
 /// LE Credit Based Connection Response. Core 5.4, Vol 3, Part A, 4.23.
 public struct L2CAPLECreditBasedConnectionResponse: Hashable, Sendable, WireCodable {
+    /// `Destination CID`.
     public var destinationCID: UInt16
+    /// `MTU`.
     public var mtu: UInt16
+    /// `MPS`.
     public var mps: UInt16
+    /// `Initial Credits`.
     public var initialCredits: UInt16
     /// 0x0000 successful; 0x0002 SPSM not supported; 0x0004 no resources; ...
     public var result: UInt16
+    /// Creates a value from its fields.
     public init(destinationCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: UInt16) {
         self.destinationCID = destinationCID
         self.mtu = mtu

@@ -2,19 +2,33 @@
 public struct SMPCode: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Pairing request (0x01).
     public static let pairingRequest = SMPCode(rawValue: 0x01)
+    /// Pairing response (0x02).
     public static let pairingResponse = SMPCode(rawValue: 0x02)
+    /// Pairing confirm (0x03).
     public static let pairingConfirm = SMPCode(rawValue: 0x03)
+    /// Pairing random (0x04).
     public static let pairingRandom = SMPCode(rawValue: 0x04)
+    /// Pairing failed (0x05).
     public static let pairingFailed = SMPCode(rawValue: 0x05)
+    /// Encryption information (0x06).
     public static let encryptionInformation = SMPCode(rawValue: 0x06)
+    /// Central identification (0x07).
     public static let centralIdentification = SMPCode(rawValue: 0x07)
+    /// Identity information (0x08).
     public static let identityInformation = SMPCode(rawValue: 0x08)
+    /// Identity address information (0x09).
     public static let identityAddressInformation = SMPCode(rawValue: 0x09)
+    /// Signing information (0x0A).
     public static let signingInformation = SMPCode(rawValue: 0x0A)
+    /// Security request (0x0B).
     public static let securityRequest = SMPCode(rawValue: 0x0B)
+    /// Pairing public key (0x0C).
     public static let pairingPublicKey = SMPCode(rawValue: 0x0C)
+    /// Pairing DH key check (0x0D).
     public static let pairingDHKeyCheck = SMPCode(rawValue: 0x0D)
+    /// Keypress notification (0x0E).
     public static let keypressNotification = SMPCode(rawValue: 0x0E)
 }
 
@@ -22,20 +36,35 @@ public struct SMPCode: RawRepresentable, Hashable, Sendable {
 public struct SMPPairingFailedReason: RawRepresentable, Hashable, Sendable, Error, CustomStringConvertible {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Passkey entry failed (0x01).
     public static let passkeyEntryFailed = SMPPairingFailedReason(rawValue: 0x01)
+    /// OOB not available (0x02).
     public static let oobNotAvailable = SMPPairingFailedReason(rawValue: 0x02)
+    /// Authentication requirements (0x03).
     public static let authenticationRequirements = SMPPairingFailedReason(rawValue: 0x03)
+    /// Confirm value failed (0x04).
     public static let confirmValueFailed = SMPPairingFailedReason(rawValue: 0x04)
+    /// Pairing not supported (0x05).
     public static let pairingNotSupported = SMPPairingFailedReason(rawValue: 0x05)
+    /// Encryption key size (0x06).
     public static let encryptionKeySize = SMPPairingFailedReason(rawValue: 0x06)
+    /// Command not supported (0x07).
     public static let commandNotSupported = SMPPairingFailedReason(rawValue: 0x07)
+    /// Unspecified reason (0x08).
     public static let unspecifiedReason = SMPPairingFailedReason(rawValue: 0x08)
+    /// Repeated attempts (0x09).
     public static let repeatedAttempts = SMPPairingFailedReason(rawValue: 0x09)
+    /// Invalid parameters (0x0A).
     public static let invalidParameters = SMPPairingFailedReason(rawValue: 0x0A)
+    /// Dh key check failed (0x0B).
     public static let dhKeyCheckFailed = SMPPairingFailedReason(rawValue: 0x0B)
+    /// Numeric comparison failed (0x0C).
     public static let numericComparisonFailed = SMPPairingFailedReason(rawValue: 0x0C)
+    /// BR EDR pairing in progress (0x0D).
     public static let brEDRPairingInProgress = SMPPairingFailedReason(rawValue: 0x0D)
+    /// Cross transport key derivation not allowed (0x0E).
     public static let crossTransportKeyDerivationNotAllowed = SMPPairingFailedReason(rawValue: 0x0E)
+    /// Key rejected (0x0F).
     public static let keyRejected = SMPPairingFailedReason(rawValue: 0x0F)
 
     public var description: String {
@@ -52,10 +81,15 @@ public struct SMPPairingFailedReason: RawRepresentable, Hashable, Sendable, Erro
 public struct SMPIOCapability: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Display only (0x00).
     public static let displayOnly = SMPIOCapability(rawValue: 0x00)
+    /// Display yes no (0x01).
     public static let displayYesNo = SMPIOCapability(rawValue: 0x01)
+    /// Keyboard only (0x02).
     public static let keyboardOnly = SMPIOCapability(rawValue: 0x02)
+    /// No input no output (0x03).
     public static let noInputNoOutput = SMPIOCapability(rawValue: 0x03)
+    /// Keyboard display (0x04).
     public static let keyboardDisplay = SMPIOCapability(rawValue: 0x04)
 }
 
@@ -65,9 +99,13 @@ public struct SMPAuthRequirements: OptionSet, Hashable, Sendable {
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// Bonding_Flags = 0b01.
     public static let bonding = SMPAuthRequirements(rawValue: 0x01)
+    /// MITM (0x04).
     public static let mitm = SMPAuthRequirements(rawValue: 0x04)
+    /// Secure connections (0x08).
     public static let secureConnections = SMPAuthRequirements(rawValue: 0x08)
+    /// Keypress (0x10).
     public static let keypress = SMPAuthRequirements(rawValue: 0x10)
+    /// Ct 2 (0x20).
     public static let ct2 = SMPAuthRequirements(rawValue: 0x20)
 }
 
@@ -75,23 +113,32 @@ public struct SMPAuthRequirements: OptionSet, Hashable, Sendable {
 public struct SMPKeyDistribution: OptionSet, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Encryption key (0x01).
     public static let encryptionKey = SMPKeyDistribution(rawValue: 0x01)
+    /// Identity key (0x02).
     public static let identityKey = SMPKeyDistribution(rawValue: 0x02)
+    /// Signing key (0x04).
     public static let signingKey = SMPKeyDistribution(rawValue: 0x04)
+    /// Link key (0x08).
     public static let linkKey = SMPKeyDistribution(rawValue: 0x08)
 }
 
 /// Pairing Request / Pairing Response parameters. Core 5.4, Vol 3, Part H, 3.5.1 and 3.5.2.
 public struct SMPPairingFeatures: Hashable, Sendable, WireCodable {
+    /// `IO Capability`.
     public var ioCapability: SMPIOCapability
     /// 0x01: OOB data present.
     public var oobDataFlag: UInt8
+    /// `AuthReq`.
     public var authRequirements: SMPAuthRequirements
     /// 7–16.
     public var maximumEncryptionKeySize: UInt8
+    /// `Initiator Key Distribution`.
     public var initiatorKeyDistribution: SMPKeyDistribution
+    /// `Responder Key Distribution`.
     public var responderKeyDistribution: SMPKeyDistribution
 
+    /// Creates a value from its fields.
     public init(ioCapability: SMPIOCapability, oobDataFlag: UInt8 = 0, authRequirements: SMPAuthRequirements,
                 maximumEncryptionKeySize: UInt8 = 16, initiatorKeyDistribution: SMPKeyDistribution,
                 responderKeyDistribution: SMPKeyDistribution) {

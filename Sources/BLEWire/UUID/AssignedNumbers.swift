@@ -2,15 +2,25 @@
 // descriptors), with their names.
 
 extension BluetoothUUID {
+    /// Generic access (0x1800).
     public static let genericAccess = BluetoothUUID(0x1800)
+    /// Generic attribute (0x1801).
     public static let genericAttribute = BluetoothUUID(0x1801)
+    /// Device information (0x180A).
     public static let deviceInformation = BluetoothUUID(0x180A)
+    /// Heart rate (0x180D).
     public static let heartRate = BluetoothUUID(0x180D)
+    /// Battery (0x180F).
     public static let battery = BluetoothUUID(0x180F)
+    /// Blood pressure (0x1810).
     public static let bloodPressure = BluetoothUUID(0x1810)
+    /// Glucose (0x1808).
     public static let glucose = BluetoothUUID(0x1808)
+    /// Weight scale (0x181D).
     public static let weightScale = BluetoothUUID(0x181D)
+    /// Body composition (0x181B).
     public static let bodyComposition = BluetoothUUID(0x181B)
+    /// Client characteristic configuration (0x2902).
     public static let clientCharacteristicConfiguration = BluetoothUUID(0x2902)
 
     static let assignedNames: [UInt16: String] = [

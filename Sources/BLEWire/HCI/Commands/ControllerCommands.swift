@@ -2,17 +2,21 @@
 
 /// Reset. Core 5.4, Vol 4, Part E, 7.3.2.
 public struct HCIReset: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.reset
+    /// Creates the command (it has no parameters).
     public init() {}
 }
 
 /// Set Event Mask (page 1). Core 5.4, Vol 4, Part E, 7.3.1.
 public struct HCISetEventMask: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.setEventMask
     /// Bit n enables event code n+1 (Disconnection Complete = bit 4, Encryption Change = bit 7, LE Meta = bit 61...).
     public var mask: UInt64
     /// The mask a controller uses after reset: 0x00001FFFFFFFFFFF.
     public static let defaultMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
+    /// Creates a value from its fields.
     public init(mask: UInt64) { self.mask = mask }
     public init(from reader: inout ByteReader) throws(WireError) { mask = try reader.readUInt64("event mask") }
     public func encode(into writer: inout ByteWriter) { writer.write(mask) }
@@ -30,8 +34,11 @@ public struct HCISetEventMask: HCICommand, Hashable {
 
 /// Set Event Mask Page 2. Core 5.4, Vol 4, Part E, 7.3.69.
 public struct HCISetEventMaskPage2: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.setEventMaskPage2
+    /// `event mask`.
     public var mask: UInt64
+    /// Creates a value from its fields.
     public init(mask: UInt64) { self.mask = mask }
     public init(from reader: inout ByteReader) throws(WireError) { mask = try reader.readUInt64("event mask page 2") }
     public func encode(into writer: inout ByteWriter) { writer.write(mask) }
@@ -39,9 +46,13 @@ public struct HCISetEventMaskPage2: HCICommand, Hashable {
 
 /// Write LE Host Support. Core 5.4, Vol 4, Part E, 7.3.79.
 public struct HCIWriteLEHostSupport: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.writeLEHostSupport
+    /// `LE_Supported_Host`.
     public var leSupportedHost: UInt8
+    /// `Unused`.
     public var unused: UInt8
+    /// Creates a value from its fields.
     public init(leSupportedHost: UInt8 = 1, unused: UInt8 = 0) {
         self.leSupportedHost = leSupportedHost
         self.unused = unused
@@ -58,19 +69,26 @@ public struct HCIWriteLEHostSupport: HCICommand, Hashable {
 
 /// Read Local Version Information. Core 5.4, Vol 4, Part E, 7.4.1.
 public struct HCIReadLocalVersionInformation: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.readLocalVersionInformation
+    /// Creates the command (it has no parameters).
     public init() {}
 
     /// The controller's version numbers.
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
         /// HCI version (assigned number; 0x0D = Core 5.4).
         public var hciVersion: UInt8
+        /// `HCI_Subversion`.
         public var hciSubversion: UInt16
+        /// `LMP_Version`.
         public var lmpVersion: UInt8
         /// Company identifier of the manufacturer.
         public var companyIdentifier: UInt16
+        /// `LMP_Subversion`.
         public var lmpSubversion: UInt16
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, hciVersion: UInt8, hciSubversion: UInt16, lmpVersion: UInt8,
                     companyIdentifier: UInt16, lmpSubversion: UInt16) {
             self.status = status
@@ -101,13 +119,18 @@ public struct HCIReadLocalVersionInformation: HCIParameterlessCommand, Hashable 
 
 /// Read Local Supported Commands. Core 5.4, Vol 4, Part E, 7.4.2.
 public struct HCIReadLocalSupportedCommands: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.readLocalSupportedCommands
+    /// Creates the command (it has no parameters).
     public init() {}
 
     /// The 64-octet Supported_Commands bit mask (Core 5.4, Vol 4, Part E, 6.27).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
+        /// Supported commands.
         public var supportedCommands: HCISupportedCommands
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, supportedCommands: HCISupportedCommands) {
             self.status = status
             self.supportedCommands = supportedCommands
@@ -125,13 +148,18 @@ public struct HCIReadLocalSupportedCommands: HCIParameterlessCommand, Hashable {
 
 /// Read Local Supported Features (LMP features page 0). Core 5.4, Vol 4, Part E, 7.4.3.
 public struct HCIReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.readLocalSupportedFeatures
+    /// Creates the command (it has no parameters).
     public init() {}
 
     /// The LMP feature mask (bit 38 = LE Supported (Controller), bit 37 = BR/EDR Not Supported).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
+        /// `LMP_Features`.
         public var features: UInt64
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, features: UInt64) {
             self.status = status
             self.features = features
@@ -150,15 +178,24 @@ public struct HCIReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable {
 /// Read Buffer Size (BR/EDR ACL; LE hosts fall back to it when LE Read Buffer Size returns 0).
 /// Core 5.4, Vol 4, Part E, 7.4.5.
 public struct HCIReadBufferSize: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.readBufferSize
+    /// Creates the command (it has no parameters).
     public init() {}
 
+    /// The return parameters (status first).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
+        /// `ACL_Data_Packet_Length`.
         public var aclDataPacketLength: UInt16
+        /// `Synchronous_Data_Packet_Length`.
         public var synchronousDataPacketLength: UInt8
+        /// `Total_Num_ACL_Data_Packets`.
         public var totalNumACLDataPackets: UInt16
+        /// `Total_Num_Synchronous_Data_Packets`.
         public var totalNumSynchronousDataPackets: UInt16
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8,
                     totalNumACLDataPackets: UInt16, totalNumSynchronousDataPackets: UInt16) {
             self.status = status
@@ -186,13 +223,18 @@ public struct HCIReadBufferSize: HCIParameterlessCommand, Hashable {
 
 /// Read BD_ADDR. Core 5.4, Vol 4, Part E, 7.4.6.
 public struct HCIReadBDADDR: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.readBDADDR
+    /// Creates the command (it has no parameters).
     public init() {}
 
+    /// The return parameters (status first).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
         /// The controller's public device address.
         public var address: BluetoothAddress
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, address: BluetoothAddress) {
             self.status = status
             self.address = address
@@ -210,17 +252,24 @@ public struct HCIReadBDADDR: HCIParameterlessCommand, Hashable {
 
 /// Read RSSI. Core 5.4, Vol 4, Part E, 7.5.4.
 public struct HCIReadRSSI: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.readRSSI
+    /// `Handle`.
     public var handle: UInt16
+    /// Creates a value from its fields.
     public init(handle: UInt16) { self.handle = handle }
     public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readUInt16("Handle") }
     public func encode(into writer: inout ByteWriter) { writer.write(handle) }
 
+    /// The return parameters (status first).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
+        /// `Handle`.
         public var handle: UInt16
         /// Received signal strength in dBm (LE: absolute).
         public var rssi: Int8
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, handle: UInt16, rssi: Int8) {
             self.status = status
             self.handle = handle
@@ -241,11 +290,15 @@ public struct HCIReadRSSI: HCICommand, Hashable {
 
 /// Disconnect. Core 5.4, Vol 4, Part E, 7.1.6.
 public struct HCIDisconnect: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.disconnect
+    /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
+    /// `Handle`.
     public var handle: UInt16
     /// The reason sent to the peer (typically 0x13 Remote User Terminated Connection).
     public var reason: HCIStatus
+    /// Creates a value from its fields.
     public init(handle: UInt16, reason: HCIStatus = .remoteUserTerminatedConnection) {
         self.handle = handle
         self.reason = reason

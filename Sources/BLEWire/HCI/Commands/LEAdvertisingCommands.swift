@@ -27,19 +27,26 @@ public struct HCILEAdvertisingType: RawRepresentable, Hashable, Sendable {
 
 /// LE Set Advertising Parameters. Core 5.4, Vol 4, Part E, 7.8.5.
 public struct HCILESetAdvertisingParameters: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetAdvertisingParameters
     /// Minimum interval in 0.625 ms units (0x0020–0x4000).
     public var intervalMin: UInt16
     /// Maximum interval in 0.625 ms units (0x0020–0x4000, ≥ min).
     public var intervalMax: UInt16
+    /// `Advertising_Type`.
     public var advertisingType: HCILEAdvertisingType
+    /// `Own_Address_Type`.
     public var ownAddressType: LEAddressType
+    /// `Peer_Address_Type`.
     public var peerAddressType: LEAddressType
+    /// Peer address.
     public var peerAddress: BluetoothAddress
     /// Bit 0: channel 37, bit 1: 38, bit 2: 39 (0x07 all).
     public var channelMap: UInt8
+    /// `Advertising_Filter_Policy`.
     public var filterPolicy: UInt8
 
+    /// Creates a value from its fields.
     public init(intervalMin: UInt16 = 0x0800, intervalMax: UInt16 = 0x0800,
                 advertisingType: HCILEAdvertisingType = .connectableUndirected,
                 ownAddressType: LEAddressType = .public, peerAddressType: LEAddressType = .public,
@@ -89,6 +96,7 @@ public struct HCILESetAdvertisingParameters: HCICommand, Hashable {
 public struct HCILegacyAdvertisingPayload: Hashable, Sendable {
     /// The significant octets (at most 31).
     public var data: [UInt8]
+    /// Creates a value from its fields.
     public init(_ data: [UInt8]) { self.data = data }
 
     init(from reader: inout ByteReader, field: String) throws(WireError) {
@@ -108,9 +116,11 @@ public struct HCILegacyAdvertisingPayload: Hashable, Sendable {
 
 /// LE Set Advertising Data. Core 5.4, Vol 4, Part E, 7.8.7.
 public struct HCILESetAdvertisingData: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetAdvertisingData
     /// The advertising data (at most 31 octets; encoded padded to 31).
     public var data: [UInt8]
+    /// Creates a value from its fields.
     public init(data: [UInt8]) { self.data = data }
     public init(from reader: inout ByteReader) throws(WireError) {
         data = try HCILegacyAdvertisingPayload(from: &reader, field: "Advertising_Data").data
@@ -120,9 +130,11 @@ public struct HCILESetAdvertisingData: HCICommand, Hashable {
 
 /// LE Set Scan Response Data. Core 5.4, Vol 4, Part E, 7.8.8.
 public struct HCILESetScanResponseData: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetScanResponseData
     /// The scan response data (at most 31 octets; encoded padded to 31).
     public var data: [UInt8]
+    /// Creates a value from its fields.
     public init(data: [UInt8]) { self.data = data }
     public init(from reader: inout ByteReader) throws(WireError) {
         data = try HCILegacyAdvertisingPayload(from: &reader, field: "Scan_Response_Data").data
@@ -132,8 +144,11 @@ public struct HCILESetScanResponseData: HCICommand, Hashable {
 
 /// LE Set Advertising Enable. Core 5.4, Vol 4, Part E, 7.8.9.
 public struct HCILESetAdvertisingEnable: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetAdvertisingEnable
+    /// Is enabled.
     public var isEnabled: Bool
+    /// Creates a value from its fields.
     public init(isEnabled: Bool) { self.isEnabled = isEnabled }
     public init(from reader: inout ByteReader) throws(WireError) {
         let raw = try reader.readUInt8("Advertising_Enable")
@@ -155,15 +170,20 @@ public struct HCILEScanType: RawRepresentable, Hashable, Sendable {
 
 /// LE Set Scan Parameters. Core 5.4, Vol 4, Part E, 7.8.10.
 public struct HCILESetScanParameters: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetScanParameters
+    /// `LE_Scan_Type`.
     public var scanType: HCILEScanType
     /// Scan interval in 0.625 ms units (0x0004–0x4000).
     public var interval: UInt16
     /// Scan window in 0.625 ms units (0x0004–0x4000, ≤ interval).
     public var window: UInt16
+    /// `Own_Address_Type`.
     public var ownAddressType: LEAddressType
+    /// `Advertising_Filter_Policy`.
     public var filterPolicy: UInt8
 
+    /// Creates a value from its fields.
     public init(scanType: HCILEScanType = .active, interval: UInt16 = 0x0010, window: UInt16 = 0x0010,
                 ownAddressType: LEAddressType = .public, filterPolicy: UInt8 = 0) {
         self.scanType = scanType
@@ -196,10 +216,13 @@ public struct HCILESetScanParameters: HCICommand, Hashable {
 
 /// LE Set Scan Enable. Core 5.4, Vol 4, Part E, 7.8.11.
 public struct HCILESetScanEnable: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetScanEnable
+    /// Is enabled.
     public var isEnabled: Bool
     /// Whether the controller filters duplicate reports.
     public var filterDuplicates: Bool
+    /// Creates a value from its fields.
     public init(isEnabled: Bool, filterDuplicates: Bool = false) {
         self.isEnabled = isEnabled
         self.filterDuplicates = filterDuplicates

@@ -2,7 +2,9 @@
 
 /// LE Create Connection. Core 5.4, Vol 4, Part E, 7.8.12.
 public struct HCILECreateConnection: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leCreateConnection
+    /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
     /// Scan interval in 0.625 ms units.
     public var scanInterval: UInt16
@@ -10,19 +12,26 @@ public struct HCILECreateConnection: HCICommand, Hashable {
     public var scanWindow: UInt16
     /// 0: connect to `peerAddress`; 1: use the Filter Accept List.
     public var initiatorFilterPolicy: UInt8
+    /// `Peer_Address_Type`.
     public var peerAddressType: LEAddressType
+    /// Peer address.
     public var peerAddress: BluetoothAddress
+    /// `Own_Address_Type`.
     public var ownAddressType: LEAddressType
     /// Connection interval bounds in 1.25 ms units (0x0006–0x0C80).
     public var connectionIntervalMin: UInt16
+    /// `Connection_Interval_Max`.
     public var connectionIntervalMax: UInt16
     /// Peripheral latency in connection events (0x0000–0x01F3).
     public var maxLatency: UInt16
     /// Supervision timeout in 10 ms units (0x000A–0x0C80).
     public var supervisionTimeout: UInt16
+    /// `Min_CE_Length`.
     public var minCELength: UInt16
+    /// `Max_CE_Length`.
     public var maxCELength: UInt16
 
+    /// Creates a value from its fields.
     public init(scanInterval: UInt16 = 0x0060, scanWindow: UInt16 = 0x0060, initiatorFilterPolicy: UInt8 = 0,
                 peerAddressType: LEAddressType, peerAddress: BluetoothAddress, ownAddressType: LEAddressType = .public,
                 connectionIntervalMin: UInt16 = 0x0018, connectionIntervalMax: UInt16 = 0x0028, maxLatency: UInt16 = 0,
@@ -96,22 +105,34 @@ public enum HCILEConnectionParameters {
 
 /// LE Create Connection Cancel. Core 5.4, Vol 4, Part E, 7.8.13.
 public struct HCILECreateConnectionCancel: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leCreateConnectionCancel
+    /// Creates the command (it has no parameters).
     public init() {}
 }
 
 /// LE Connection Update. Core 5.4, Vol 4, Part E, 7.8.18.
 public struct HCILEConnectionUpdate: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leConnectionUpdate
+    /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// `Connection_Interval_Min`.
     public var intervalMin: UInt16
+    /// `Connection_Interval_Max`.
     public var intervalMax: UInt16
+    /// `Max_Latency`.
     public var maxLatency: UInt16
+    /// `Supervision_Timeout`.
     public var supervisionTimeout: UInt16
+    /// `Min_CE_Length`.
     public var minCELength: UInt16
+    /// `Max_CE_Length`.
     public var maxCELength: UInt16
 
+    /// Creates a value from its fields.
     public init(handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
                 supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0) {
         self.handle = handle
@@ -150,9 +171,13 @@ public struct HCILEConnectionUpdate: HCICommand, Hashable {
 
 /// LE Read Remote Features. Core 5.4, Vol 4, Part E, 7.8.21.
 public struct HCILEReadRemoteFeatures: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leReadRemoteFeatures
+    /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// Creates a value from its fields.
     public init(handle: UInt16) { self.handle = handle }
     public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readUInt16("Connection_Handle") }
     public func encode(into writer: inout ByteWriter) { writer.write(handle) }
@@ -160,8 +185,11 @@ public struct HCILEReadRemoteFeatures: HCICommand, Hashable {
 
 /// LE Enable Encryption (the "LE Start Encryption" procedure). Core 5.4, Vol 4, Part E, 7.8.24.
 public struct HCILEEnableEncryption: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leEnableEncryption
+    /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
     /// Rand (0 for LE Secure Connections keys).
     public var randomNumber: UInt64
@@ -170,6 +198,7 @@ public struct HCILEEnableEncryption: HCICommand, Hashable {
     /// The 128-bit long term key, little-endian as on the wire.
     public var longTermKey: [UInt8]
 
+    /// Creates a value from its fields.
     public init(handle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16, longTermKey: [UInt8]) {
         self.handle = handle
         self.randomNumber = randomNumber
@@ -192,11 +221,15 @@ public struct HCILEEnableEncryption: HCICommand, Hashable {
 
 /// LE Long Term Key Request Reply. Core 5.4, Vol 4, Part E, 7.8.25.
 public struct HCILELongTermKeyRequestReply: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leLongTermKeyRequestReply
+    /// The return parameters.
     public typealias ReturnParameters = HCIHandleReturnParameters
+    /// `Connection_Handle`.
     public var handle: UInt16
     /// The 128-bit long term key, little-endian as on the wire.
     public var longTermKey: [UInt8]
+    /// Creates a value from its fields.
     public init(handle: UInt16, longTermKey: [UInt8]) {
         self.handle = handle
         self.longTermKey = longTermKey
@@ -213,9 +246,13 @@ public struct HCILELongTermKeyRequestReply: HCICommand, Hashable {
 
 /// LE Long Term Key Request Negative Reply. Core 5.4, Vol 4, Part E, 7.8.26.
 public struct HCILELongTermKeyRequestNegativeReply: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leLongTermKeyRequestNegativeReply
+    /// The return parameters.
     public typealias ReturnParameters = HCIHandleReturnParameters
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// Creates a value from its fields.
     public init(handle: UInt16) { self.handle = handle }
     public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readUInt16("Connection_Handle") }
     public func encode(into writer: inout ByteWriter) { writer.write(handle) }

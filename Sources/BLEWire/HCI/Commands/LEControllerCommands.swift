@@ -2,11 +2,13 @@
 
 /// LE Set Event Mask. Core 5.4, Vol 4, Part E, 7.8.1.
 public struct HCILESetEventMask: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetEventMask
     /// Bit n enables LE subevent n+1.
     public var mask: UInt64
     /// The mask a controller uses after reset: 0x000000000000001F.
     public static let defaultMask: UInt64 = 0x1F
+    /// Creates a value from its fields.
     public init(mask: UInt64) { self.mask = mask }
     public init(from reader: inout ByteReader) throws(WireError) { mask = try reader.readUInt64("LE event mask") }
     public func encode(into writer: inout ByteWriter) { writer.write(mask) }
@@ -19,15 +21,20 @@ public struct HCILESetEventMask: HCICommand, Hashable {
 
 /// LE Read Buffer Size [v1]. Core 5.4, Vol 4, Part E, 7.8.2.
 public struct HCILEReadBufferSize: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leReadBufferSize
+    /// Creates the command (it has no parameters).
     public init() {}
 
+    /// The return parameters (status first).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
         /// Maximum ACL data length per packet the controller accepts (0: use Read Buffer Size).
         public var leACLDataPacketLength: UInt16
         /// Number of ACL packets the controller can buffer.
         public var totalNumLEACLDataPackets: UInt8
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8) {
             self.status = status
             self.leACLDataPacketLength = leACLDataPacketLength
@@ -48,15 +55,24 @@ public struct HCILEReadBufferSize: HCIParameterlessCommand, Hashable {
 
 /// LE Read Buffer Size [v2] (adds ISO buffers). Core 5.4, Vol 4, Part E, 7.8.2.
 public struct HCILEReadBufferSizeV2: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leReadBufferSizeV2
+    /// Creates the command (it has no parameters).
     public init() {}
 
+    /// The return parameters (status first).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
+        /// `LE_ACL_Data_Packet_Length`.
         public var leACLDataPacketLength: UInt16
+        /// `Total_Num_LE_ACL_Data_Packets`.
         public var totalNumLEACLDataPackets: UInt8
+        /// `ISO_Data_Packet_Length`.
         public var isoDataPacketLength: UInt16
+        /// `Total_Num_ISO_Data_Packets`.
         public var totalNumISODataPackets: UInt8
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8,
                     isoDataPacketLength: UInt16 = 0, totalNumISODataPackets: UInt8 = 0) {
             self.status = status
@@ -86,29 +102,48 @@ public struct HCILEReadBufferSizeV2: HCIParameterlessCommand, Hashable {
 public struct LEFeatures: OptionSet, Hashable, Sendable {
     public var rawValue: UInt64
     public init(rawValue: UInt64) { self.rawValue = rawValue }
+    /// Encryption (1).
     public static let encryption = LEFeatures(rawValue: 1 << 0)
+    /// Connection parameters request (1).
     public static let connectionParametersRequest = LEFeatures(rawValue: 1 << 1)
+    /// Extended reject indication (1).
     public static let extendedRejectIndication = LEFeatures(rawValue: 1 << 2)
+    /// Peripheral initiated features exchange (1).
     public static let peripheralInitiatedFeaturesExchange = LEFeatures(rawValue: 1 << 3)
+    /// Ping (1).
     public static let ping = LEFeatures(rawValue: 1 << 4)
+    /// Data packet length extension (1).
     public static let dataPacketLengthExtension = LEFeatures(rawValue: 1 << 5)
+    /// LL privacy (1).
     public static let llPrivacy = LEFeatures(rawValue: 1 << 6)
+    /// Extended scanning filter policies (1).
     public static let extendedScanningFilterPolicies = LEFeatures(rawValue: 1 << 7)
+    /// LE 2 MPHY (1).
     public static let le2MPHY = LEFeatures(rawValue: 1 << 8)
+    /// LE coded PHY (1).
     public static let leCodedPHY = LEFeatures(rawValue: 1 << 11)
+    /// Extended advertising (1).
     public static let extendedAdvertising = LEFeatures(rawValue: 1 << 12)
+    /// Periodic advertising (1).
     public static let periodicAdvertising = LEFeatures(rawValue: 1 << 13)
+    /// Channel selection algorithm 2 (1).
     public static let channelSelectionAlgorithm2 = LEFeatures(rawValue: 1 << 14)
 }
 
 /// LE Read Local Supported Features. Core 5.4, Vol 4, Part E, 7.8.3.
 public struct HCILEReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leReadLocalSupportedFeatures
+    /// Creates the command (it has no parameters).
     public init() {}
 
+    /// The return parameters (status first).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
+        /// `LE_Features`.
         public var features: LEFeatures
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, features: LEFeatures) {
             self.status = status
             self.features = features
@@ -126,8 +161,11 @@ public struct HCILEReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable
 
 /// LE Set Random Address. Core 5.4, Vol 4, Part E, 7.8.4.
 public struct HCILESetRandomAddress: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetRandomAddress
+    /// Address.
     public var address: BluetoothAddress
+    /// Creates a value from its fields.
     public init(address: BluetoothAddress) { self.address = address }
     public init(from reader: inout ByteReader) throws(WireError) { address = try BluetoothAddress(from: &reader) }
     public func encode(into writer: inout ByteWriter) { address.encode(into: &writer) }
@@ -135,12 +173,18 @@ public struct HCILESetRandomAddress: HCICommand, Hashable {
 
 /// LE Rand. Core 5.4, Vol 4, Part E, 7.8.23.
 public struct HCILERand: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leRand
+    /// Creates the command (it has no parameters).
     public init() {}
 
+    /// The return parameters (status first).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
+        /// `Random_Number`.
         public var randomNumber: UInt64
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, randomNumber: UInt64) {
             self.status = status
             self.randomNumber = randomNumber
@@ -158,12 +202,15 @@ public struct HCILERand: HCIParameterlessCommand, Hashable {
 
 /// LE Set Data Length. Core 5.4, Vol 4, Part E, 7.8.33.
 public struct HCILESetDataLength: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetDataLength
+    /// `Connection_Handle`.
     public var handle: UInt16
     /// Preferred maximum payload octets (0x001B–0x00FB).
     public var txOctets: UInt16
     /// Preferred maximum transmit time in µs (0x0148–0x4290).
     public var txTime: UInt16
+    /// Creates a value from its fields.
     public init(handle: UInt16, txOctets: UInt16, txTime: UInt16) {
         self.handle = handle
         self.txOctets = txOctets
@@ -183,13 +230,17 @@ public struct HCILESetDataLength: HCICommand, Hashable {
     /// Whether the values are within the ranges the specification allows.
     public var isValid: Bool { (0x001B...0x00FB).contains(txOctets) && (0x0148...0x4290).contains(txTime) }
 
+    /// The return parameters.
     public typealias ReturnParameters = HCIHandleReturnParameters
 }
 
 /// Return parameters made of a status and a connection handle.
 public struct HCIHandleReturnParameters: WireCodable, Hashable {
+    /// The status.
     public var status: HCIStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// Creates a value from its fields.
     public init(status: HCIStatus = .success, handle: UInt16) {
         self.status = status
         self.handle = handle
@@ -206,13 +257,20 @@ public struct HCIHandleReturnParameters: WireCodable, Hashable {
 
 /// LE Read Suggested Default Data Length. Core 5.4, Vol 4, Part E, 7.8.34.
 public struct HCILEReadSuggestedDefaultDataLength: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leReadSuggestedDefaultDataLength
+    /// Creates the command (it has no parameters).
     public init() {}
 
+    /// The return parameters (status first).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
+        /// `Suggested_Max_TX_Octets`.
         public var suggestedMaxTxOctets: UInt16
+        /// `Suggested_Max_TX_Time`.
         public var suggestedMaxTxTime: UInt16
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, suggestedMaxTxOctets: UInt16, suggestedMaxTxTime: UInt16) {
             self.status = status
             self.suggestedMaxTxOctets = suggestedMaxTxOctets
@@ -233,9 +291,13 @@ public struct HCILEReadSuggestedDefaultDataLength: HCIParameterlessCommand, Hash
 
 /// LE Write Suggested Default Data Length. Core 5.4, Vol 4, Part E, 7.8.35.
 public struct HCILEWriteSuggestedDefaultDataLength: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leWriteSuggestedDefaultDataLength
+    /// `Suggested_Max_TX_Octets`.
     public var suggestedMaxTxOctets: UInt16
+    /// `Suggested_Max_TX_Time`.
     public var suggestedMaxTxTime: UInt16
+    /// Creates a value from its fields.
     public init(suggestedMaxTxOctets: UInt16, suggestedMaxTxTime: UInt16) {
         self.suggestedMaxTxOctets = suggestedMaxTxOctets
         self.suggestedMaxTxTime = suggestedMaxTxTime
@@ -252,15 +314,24 @@ public struct HCILEWriteSuggestedDefaultDataLength: HCICommand, Hashable {
 
 /// LE Read Maximum Data Length. Core 5.4, Vol 4, Part E, 7.8.46.
 public struct HCILEReadMaximumDataLength: HCIParameterlessCommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leReadMaximumDataLength
+    /// Creates the command (it has no parameters).
     public init() {}
 
+    /// The return parameters (status first).
     public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
         public var status: HCIStatus
+        /// `Supported_Max_TX_Octets`.
         public var supportedMaxTxOctets: UInt16
+        /// `Supported_Max_TX_Time`.
         public var supportedMaxTxTime: UInt16
+        /// `Supported_Max_RX_Octets`.
         public var supportedMaxRxOctets: UInt16
+        /// `Supported_Max_RX_Time`.
         public var supportedMaxRxTime: UInt16
+        /// Creates a value from its fields.
         public init(status: HCIStatus = .success, supportedMaxTxOctets: UInt16, supportedMaxTxTime: UInt16,
                     supportedMaxRxOctets: UInt16, supportedMaxRxTime: UInt16) {
             self.status = status
@@ -288,10 +359,15 @@ public struct HCILEReadMaximumDataLength: HCIParameterlessCommand, Hashable {
 
 /// LE Set Default PHY. Core 5.4, Vol 4, Part E, 7.8.48.
 public struct HCILESetDefaultPHY: HCICommand, Hashable {
+    /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetDefaultPHY
+    /// `All_PHYs`.
     public var allPHYs: UInt8
+    /// `TX_PHYs`.
     public var txPHYs: UInt8
+    /// `RX_PHYs`.
     public var rxPHYs: UInt8
+    /// Creates a value from its fields.
     public init(allPHYs: UInt8 = 0, txPHYs: UInt8 = 1, rxPHYs: UInt8 = 1) {
         self.allPHYs = allPHYs
         self.txPHYs = txPHYs

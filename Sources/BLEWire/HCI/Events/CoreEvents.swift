@@ -13,6 +13,7 @@ extension HCIEventParameters {
 
 /// Command Complete. Core 5.4, Vol 4, Part E, 7.7.14.
 public struct HCICommandCompleteEvent: HCIEventParameters, Hashable {
+    /// The event code.
     public static let code = HCIEventCode.commandComplete
     /// How many more commands the host may send now.
     public var numHCICommandPackets: UInt8
@@ -21,6 +22,7 @@ public struct HCICommandCompleteEvent: HCIEventParameters, Hashable {
     /// The command's return parameters (status first for every command).
     public var returnParameters: [UInt8]
 
+    /// Creates a value from its fields.
     public init(numHCICommandPackets: UInt8 = 1, opcode: HCIOpcode, returnParameters: [UInt8]) {
         self.numHCICommandPackets = numHCICommandPackets
         self.opcode = opcode
@@ -52,10 +54,15 @@ public struct HCICommandCompleteEvent: HCIEventParameters, Hashable {
 
 /// Command Status. Core 5.4, Vol 4, Part E, 7.7.15.
 public struct HCICommandStatusEvent: HCIEventParameters, Hashable {
+    /// The event code.
     public static let code = HCIEventCode.commandStatus
+    /// `Status`.
     public var status: HCIStatus
+    /// `Num_HCI_Command_Packets`.
     public var numHCICommandPackets: UInt8
+    /// `Command_Opcode`.
     public var opcode: HCIOpcode
+    /// Creates a value from its fields.
     public init(status: HCIStatus, numHCICommandPackets: UInt8 = 1, opcode: HCIOpcode) {
         self.status = status
         self.numHCICommandPackets = numHCICommandPackets
@@ -75,10 +82,15 @@ public struct HCICommandStatusEvent: HCIEventParameters, Hashable {
 
 /// Disconnection Complete. Core 5.4, Vol 4, Part E, 7.7.5.
 public struct HCIDisconnectionCompleteEvent: HCIEventParameters, Hashable {
+    /// The event code.
     public static let code = HCIEventCode.disconnectionComplete
+    /// `Status`.
     public var status: HCIStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// `Reason`.
     public var reason: HCIStatus
+    /// Creates a value from its fields.
     public init(status: HCIStatus = .success, handle: UInt16, reason: HCIStatus) {
         self.status = status
         self.handle = handle
@@ -98,11 +110,15 @@ public struct HCIDisconnectionCompleteEvent: HCIEventParameters, Hashable {
 
 /// Encryption Change [v1]. Core 5.4, Vol 4, Part E, 7.7.8.
 public struct HCIEncryptionChangeEvent: HCIEventParameters, Hashable {
+    /// The event code.
     public static let code = HCIEventCode.encryptionChange
+    /// `Status`.
     public var status: HCIStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
     /// 0x00 off, 0x01 on (AES-CCM on LE).
     public var encryptionEnabled: UInt8
+    /// Creates a value from its fields.
     public init(status: HCIStatus = .success, handle: UInt16, encryptionEnabled: UInt8) {
         self.status = status
         self.handle = handle
@@ -122,9 +138,13 @@ public struct HCIEncryptionChangeEvent: HCIEventParameters, Hashable {
 
 /// Encryption Key Refresh Complete. Core 5.4, Vol 4, Part E, 7.7.39.
 public struct HCIEncryptionKeyRefreshCompleteEvent: HCIEventParameters, Hashable {
+    /// The event code.
     public static let code = HCIEventCode.encryptionKeyRefreshComplete
+    /// `Status`.
     public var status: HCIStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// Creates a value from its fields.
     public init(status: HCIStatus = .success, handle: UInt16) {
         self.status = status
         self.handle = handle
@@ -141,19 +161,25 @@ public struct HCIEncryptionKeyRefreshCompleteEvent: HCIEventParameters, Hashable
 
 /// Number Of Completed Packets. Core 5.4, Vol 4, Part E, 7.7.19.
 public struct HCINumberOfCompletedPacketsEvent: HCIEventParameters, Hashable {
+    /// The event code.
     public static let code = HCIEventCode.numberOfCompletedPackets
 
     /// Packets completed on one connection.
     public struct Entry: Hashable, Sendable {
+        /// `Connection_Handle`.
         public var handle: UInt16
+        /// Completed packets.
         public var completedPackets: UInt16
+        /// Creates a value from its fields.
         public init(handle: UInt16, completedPackets: UInt16) {
             self.handle = handle
             self.completedPackets = completedPackets
         }
     }
 
+    /// Entries.
     public var entries: [Entry]
+    /// Creates a value from its fields.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from reader: inout ByteReader) throws(WireError) {
         let count = Int(try reader.readUInt8("Num_Handles"))
@@ -176,8 +202,11 @@ public struct HCINumberOfCompletedPacketsEvent: HCIEventParameters, Hashable {
 
 /// Hardware Error. Core 5.4, Vol 4, Part E, 7.7.16.
 public struct HCIHardwareErrorEvent: HCIEventParameters, Hashable {
+    /// The event code.
     public static let code = HCIEventCode.hardwareError
+    /// `Hardware_Code`.
     public var hardwareCode: UInt8
+    /// Creates a value from its fields.
     public init(hardwareCode: UInt8) { self.hardwareCode = hardwareCode }
     public init(from reader: inout ByteReader) throws(WireError) { hardwareCode = try reader.readUInt8("Hardware_Code") }
     public func encode(into writer: inout ByteWriter) { writer.write(hardwareCode) }
@@ -185,9 +214,11 @@ public struct HCIHardwareErrorEvent: HCIEventParameters, Hashable {
 
 /// Data Buffer Overflow. Core 5.4, Vol 4, Part E, 7.7.26.
 public struct HCIDataBufferOverflowEvent: HCIEventParameters, Hashable {
+    /// The event code.
     public static let code = HCIEventCode.dataBufferOverflow
     /// 0x00 synchronous, 0x01 ACL.
     public var linkType: UInt8
+    /// Creates a value from its fields.
     public init(linkType: UInt8 = 0x01) { self.linkType = linkType }
     public init(from reader: inout ByteReader) throws(WireError) { linkType = try reader.readUInt8("Link_Type") }
     public func encode(into writer: inout ByteWriter) { writer.write(linkType) }

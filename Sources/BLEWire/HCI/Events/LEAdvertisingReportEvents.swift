@@ -24,17 +24,22 @@ public struct HCILEAdvertisingReportEventType: RawRepresentable, Hashable, Senda
 /// Reports are laid out one after another (event type, address type, address, data length, data, RSSI), as
 /// controllers send them.
 public struct HCILEAdvertisingReportEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.advertisingReport
 
     /// One received advertising or scan response PDU.
     public struct Report: Hashable, Sendable {
+        /// `Event_Type`.
         public var eventType: HCILEAdvertisingReportEventType
+        /// `Address_Type`.
         public var addressType: LEAddressType
+        /// Address.
         public var address: BluetoothAddress
         /// Advertising or scan response data (at most 31 octets).
         public var data: [UInt8]
         /// RSSI in dBm; 127 means not available.
         public var rssi: Int8
+        /// Creates a value from its fields.
         public init(eventType: HCILEAdvertisingReportEventType, addressType: LEAddressType, address: BluetoothAddress,
                     data: [UInt8], rssi: Int8) {
             self.eventType = eventType
@@ -45,7 +50,9 @@ public struct HCILEAdvertisingReportEvent: HCILEMetaEventParameters, Hashable {
         }
     }
 
+    /// Reports.
     public var reports: [Report]
+    /// Creates a value from its fields.
     public init(reports: [Report]) { self.reports = reports }
     public init(from reader: inout ByteReader) throws(WireError) {
         let count = Int(try reader.readUInt8("Num_Reports"))
@@ -80,10 +87,15 @@ public struct HCILEAdvertisingReportEvent: HCILEMetaEventParameters, Hashable {
 public struct HCILEExtendedAdvertisingEventType: OptionSet, Hashable, Sendable {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Connectable (1).
     public static let connectable = HCILEExtendedAdvertisingEventType(rawValue: 1 << 0)
+    /// Scannable (1).
     public static let scannable = HCILEExtendedAdvertisingEventType(rawValue: 1 << 1)
+    /// Directed (1).
     public static let directed = HCILEExtendedAdvertisingEventType(rawValue: 1 << 2)
+    /// Scan response (1).
     public static let scanResponse = HCILEExtendedAdvertisingEventType(rawValue: 1 << 3)
+    /// Legacy (1).
     public static let legacy = HCILEExtendedAdvertisingEventType(rawValue: 1 << 4)
     /// Data status (bits 5–6): 0 complete, 1 incomplete with more to come, 2 incomplete and truncated.
     public var dataStatus: UInt8 { UInt8(truncatingIfNeeded: (rawValue >> 5) & 0x03) }
@@ -91,25 +103,37 @@ public struct HCILEExtendedAdvertisingEventType: OptionSet, Hashable, Sendable {
 
 /// LE Extended Advertising Report. Core 5.4, Vol 4, Part E, 7.7.65.13.
 public struct HCILEExtendedAdvertisingReportEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.extendedAdvertisingReport
 
     /// One received extended (or legacy-as-extended) advertising PDU.
     public struct Report: Hashable, Sendable {
+        /// `Event_Type`.
         public var eventType: HCILEExtendedAdvertisingEventType
+        /// `Address_Type`.
         public var addressType: LEAddressType
+        /// Address.
         public var address: BluetoothAddress
+        /// `Primary_PHY`.
         public var primaryPHY: UInt8
+        /// `Secondary_PHY`.
         public var secondaryPHY: UInt8
+        /// Advertising SID.
         public var advertisingSID: UInt8
         /// TX power in dBm; 127 means not available.
         public var txPower: Int8
         /// RSSI in dBm; 127 means not available.
         public var rssi: Int8
+        /// Periodic advertising interval.
         public var periodicAdvertisingInterval: UInt16
+        /// Direct address type.
         public var directAddressType: LEAddressType
+        /// Direct address.
         public var directAddress: BluetoothAddress
+        /// Data.
         public var data: [UInt8]
 
+        /// Creates a value from its fields.
         public init(eventType: HCILEExtendedAdvertisingEventType, addressType: LEAddressType, address: BluetoothAddress,
                     primaryPHY: UInt8 = 1, secondaryPHY: UInt8 = 0, advertisingSID: UInt8 = 0xFF, txPower: Int8 = 127,
                     rssi: Int8, periodicAdvertisingInterval: UInt16 = 0, directAddressType: LEAddressType = .public,
@@ -129,7 +153,9 @@ public struct HCILEExtendedAdvertisingReportEvent: HCILEMetaEventParameters, Has
         }
     }
 
+    /// Reports.
     public var reports: [Report]
+    /// Creates a value from its fields.
     public init(reports: [Report]) { self.reports = reports }
     public init(from reader: inout ByteReader) throws(WireError) {
         let count = Int(try reader.readUInt8("Num_Reports"))

@@ -15,25 +15,36 @@ extension HCILEMetaEventParameters {
 public struct HCIRole: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Central (0x00).
     public static let central = HCIRole(rawValue: 0x00)
+    /// Peripheral (0x01).
     public static let peripheral = HCIRole(rawValue: 0x01)
 }
 
 /// LE Connection Complete. Core 5.4, Vol 4, Part E, 7.7.65.1.
 public struct HCILEConnectionCompleteEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.connectionComplete
+    /// `Status`.
     public var status: HCIStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// `Role`.
     public var role: HCIRole
+    /// `Peer_Address_Type`.
     public var peerAddressType: LEAddressType
+    /// Peer address.
     public var peerAddress: BluetoothAddress
     /// Connection interval in 1.25 ms units.
     public var connectionInterval: UInt16
+    /// `Peripheral_Latency`.
     public var peripheralLatency: UInt16
     /// Supervision timeout in 10 ms units.
     public var supervisionTimeout: UInt16
+    /// `Central_Clock_Accuracy`.
     public var centralClockAccuracy: UInt8
 
+    /// Creates a value from its fields.
     public init(status: HCIStatus = .success, handle: UInt16, role: HCIRole, peerAddressType: LEAddressType,
                 peerAddress: BluetoothAddress, connectionInterval: UInt16, peripheralLatency: UInt16,
                 supervisionTimeout: UInt16, centralClockAccuracy: UInt8 = 0) {
@@ -73,19 +84,32 @@ public struct HCILEConnectionCompleteEvent: HCILEMetaEventParameters, Hashable {
 
 /// LE Enhanced Connection Complete [v1]. Core 5.4, Vol 4, Part E, 7.7.65.10.
 public struct HCILEEnhancedConnectionCompleteEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.enhancedConnectionComplete
+    /// `Status`.
     public var status: HCIStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// `Role`.
     public var role: HCIRole
+    /// `Peer_Address_Type`.
     public var peerAddressType: LEAddressType
+    /// Peer address.
     public var peerAddress: BluetoothAddress
+    /// Local resolvable private address.
     public var localResolvablePrivateAddress: BluetoothAddress
+    /// Peer resolvable private address.
     public var peerResolvablePrivateAddress: BluetoothAddress
+    /// `Connection_Interval`.
     public var connectionInterval: UInt16
+    /// `Peripheral_Latency`.
     public var peripheralLatency: UInt16
+    /// `Supervision_Timeout`.
     public var supervisionTimeout: UInt16
+    /// `Central_Clock_Accuracy`.
     public var centralClockAccuracy: UInt8
 
+    /// Creates a value from its fields.
     public init(status: HCIStatus = .success, handle: UInt16, role: HCIRole, peerAddressType: LEAddressType,
                 peerAddress: BluetoothAddress, localResolvablePrivateAddress: BluetoothAddress = .zero,
                 peerResolvablePrivateAddress: BluetoothAddress = .zero, connectionInterval: UInt16,
@@ -132,12 +156,19 @@ public struct HCILEEnhancedConnectionCompleteEvent: HCILEMetaEventParameters, Ha
 
 /// LE Connection Update Complete. Core 5.4, Vol 4, Part E, 7.7.65.3.
 public struct HCILEConnectionUpdateCompleteEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.connectionUpdateComplete
+    /// `Status`.
     public var status: HCIStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// `Connection_Interval`.
     public var connectionInterval: UInt16
+    /// `Peripheral_Latency`.
     public var peripheralLatency: UInt16
+    /// `Supervision_Timeout`.
     public var supervisionTimeout: UInt16
+    /// Creates a value from its fields.
     public init(status: HCIStatus = .success, handle: UInt16, connectionInterval: UInt16, peripheralLatency: UInt16,
                 supervisionTimeout: UInt16) {
         self.status = status
@@ -164,10 +195,15 @@ public struct HCILEConnectionUpdateCompleteEvent: HCILEMetaEventParameters, Hash
 
 /// LE Read Remote Features Complete. Core 5.4, Vol 4, Part E, 7.7.65.4.
 public struct HCILEReadRemoteFeaturesCompleteEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.readRemoteFeaturesComplete
+    /// `Status`.
     public var status: HCIStatus
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// `LE_Features`.
     public var features: LEFeatures
+    /// Creates a value from its fields.
     public init(status: HCIStatus = .success, handle: UInt16, features: LEFeatures) {
         self.status = status
         self.handle = handle
@@ -187,10 +223,15 @@ public struct HCILEReadRemoteFeaturesCompleteEvent: HCILEMetaEventParameters, Ha
 
 /// LE Long Term Key Request. Core 5.4, Vol 4, Part E, 7.7.65.5.
 public struct HCILELongTermKeyRequestEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.longTermKeyRequest
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// `Random_Number`.
     public var randomNumber: UInt64
+    /// `Encrypted_Diversifier`.
     public var encryptedDiversifier: UInt16
+    /// Creates a value from its fields.
     public init(handle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16) {
         self.handle = handle
         self.randomNumber = randomNumber
@@ -210,12 +251,19 @@ public struct HCILELongTermKeyRequestEvent: HCILEMetaEventParameters, Hashable {
 
 /// LE Data Length Change. Core 5.4, Vol 4, Part E, 7.7.65.7.
 public struct HCILEDataLengthChangeEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.dataLengthChange
+    /// `Connection_Handle`.
     public var handle: UInt16
+    /// `Max_TX_Octets`.
     public var maxTxOctets: UInt16
+    /// `Max_TX_Time`.
     public var maxTxTime: UInt16
+    /// `Max_RX_Octets`.
     public var maxRxOctets: UInt16
+    /// `Max_RX_Time`.
     public var maxRxTime: UInt16
+    /// Creates a value from its fields.
     public init(handle: UInt16, maxTxOctets: UInt16, maxTxTime: UInt16, maxRxOctets: UInt16, maxRxTime: UInt16) {
         self.handle = handle
         self.maxTxOctets = maxTxOctets
