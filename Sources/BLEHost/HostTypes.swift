@@ -102,9 +102,14 @@ public struct HostConnection: Sendable, Hashable {
 
 /// Something that happened on the host, for its subscribers.
 public enum HostEvent: Sendable, Hashable {
+    /// State changed.
     case stateChanged(AdapterState)
+    /// Connected.
     case connected(HostConnection)
+    /// Disconnected.
     case disconnected(handle: UInt16, reason: HCIStatus)
+    /// Connection updated.
     case connectionUpdated(HostConnection)
+    /// Encryption changed.
     case encryptionChanged(handle: UInt16, status: HCIStatus, enabled: Bool)
 }

@@ -5,9 +5,13 @@
 /// - `serial:PATH[@BAUD][,noflow]`: H4 over a UART, RTS/CTS on unless `,noflow`.
 /// - `hciN`: the Linux HCI user channel of adapter N.
 public enum HCITransportSpec: Hashable, Sendable, CustomStringConvertible {
+    /// The embedded virtual controller.
     case virtual
+    /// H4 over TCP.
     case tcp(host: String, port: UInt16)
+    /// H4 over a UART.
     case serial(path: String, baudRate: Int, flowControl: Bool)
+    /// The Linux HCI user channel of adapter `index`.
     case userChannel(index: UInt16)
 
     /// Parses a specification string.

@@ -133,8 +133,11 @@ struct Link {
 
 /// Simulated events.
 enum WorldEvent: Sendable {
+    /// Advertise.
     case advertise(controller: Int, generation: UInt64)
+    /// Supervision.
     case supervision(link: Int, generation: UInt64)
+    /// Connection update.
     case connectionUpdate(link: Int, interval: UInt16, latency: UInt16, timeout: UInt16)
 }
 

@@ -39,6 +39,7 @@ public enum ATTServerEvent: Sendable, Hashable {
     case wrote(handle: UInt16, value: [UInt8], withResponse: Bool)
     /// A client changed a CCCD.
     case subscriptionChanged(valueHandle: UInt16, notify: Bool, indicate: Bool)
+    /// MTU changed.
     case mtuChanged(Int)
     /// The client confirmed an indication.
     case indicationConfirmed

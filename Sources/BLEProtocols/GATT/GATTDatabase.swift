@@ -115,13 +115,17 @@ public struct GATTServiceDefinition: Sendable, Hashable {
 public struct GATTAttribute: Sendable, Hashable {
     /// What the attribute is in GATT terms.
     public enum Role: Sendable, Hashable {
+        /// Service declaration.
         case serviceDeclaration(endGroupHandle: UInt16)
+        /// Include.
         case include
+        /// Characteristic declaration.
         case characteristicDeclaration
         /// A characteristic value, with its declaration's properties.
         case characteristicValue(properties: GATTCharacteristicProperties)
         /// A Client Characteristic Configuration descriptor (its value is per connection).
         case clientConfiguration(valueHandle: UInt16, properties: GATTCharacteristicProperties)
+        /// Descriptor.
         case descriptor
     }
     /// The attribute handle.

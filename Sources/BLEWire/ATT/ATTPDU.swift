@@ -4,37 +4,69 @@
 /// Not Supported and ignores an unknown command); a known opcode with malformed parameters throws ``WireError`` (a
 /// server answers Invalid PDU).
 public enum ATTPDU: Hashable, Sendable, WireCodable {
+    /// Error response.
     case errorResponse(ATTErrorResponse)
+    /// Exchange MTU request.
     case exchangeMTURequest(ATTExchangeMTURequest)
+    /// Exchange MTU response.
     case exchangeMTUResponse(ATTExchangeMTUResponse)
+    /// Find information request.
     case findInformationRequest(ATTFindInformationRequest)
+    /// Find information response.
     case findInformationResponse(ATTFindInformationResponse)
+    /// Find by type value request.
     case findByTypeValueRequest(ATTFindByTypeValueRequest)
+    /// Find by type value response.
     case findByTypeValueResponse(ATTFindByTypeValueResponse)
+    /// Read by type request.
     case readByTypeRequest(ATTReadByTypeRequest)
+    /// Read by type response.
     case readByTypeResponse(ATTReadByTypeResponse)
+    /// Read request.
     case readRequest(ATTReadRequest)
+    /// Read response.
     case readResponse(ATTReadResponse)
+    /// Read blob request.
     case readBlobRequest(ATTReadBlobRequest)
+    /// Read blob response.
     case readBlobResponse(ATTReadBlobResponse)
+    /// Read multiple request.
     case readMultipleRequest(ATTReadMultipleRequest)
+    /// Read multiple response.
     case readMultipleResponse(ATTReadMultipleResponse)
+    /// Read by group type request.
     case readByGroupTypeRequest(ATTReadByGroupTypeRequest)
+    /// Read by group type response.
     case readByGroupTypeResponse(ATTReadByGroupTypeResponse)
+    /// Write request.
     case writeRequest(ATTWriteRequest)
+    /// Write response.
     case writeResponse(ATTWriteResponse)
+    /// Write command.
     case writeCommand(ATTWriteCommand)
+    /// Signed write command.
     case signedWriteCommand(ATTSignedWriteCommand)
+    /// Prepare write request.
     case prepareWriteRequest(ATTPrepareWriteRequest)
+    /// Prepare write response.
     case prepareWriteResponse(ATTPrepareWriteResponse)
+    /// Execute write request.
     case executeWriteRequest(ATTExecuteWriteRequest)
+    /// Execute write response.
     case executeWriteResponse(ATTExecuteWriteResponse)
+    /// Handle value notification.
     case handleValueNotification(ATTHandleValueNotification)
+    /// Handle value indication.
     case handleValueIndication(ATTHandleValueIndication)
+    /// Handle value confirmation.
     case handleValueConfirmation(ATTHandleValueConfirmation)
+    /// Read multiple variable request.
     case readMultipleVariableRequest(ATTReadMultipleVariableRequest)
+    /// Read multiple variable response.
     case readMultipleVariableResponse(ATTReadMultipleVariableResponse)
+    /// Multiple handle value notification.
     case multipleHandleValueNotification(ATTMultipleHandleValueNotification)
+    /// Unknown.
     case unknown(opcode: ATTOpcode, parameters: [UInt8])
 
     public init(from r: inout ByteReader) throws(WireError) {

@@ -172,8 +172,11 @@ public struct HCIACLPacket: Hashable, Sendable, WireCodable {
 
 /// Any HCI packet, as carried by a transport in either direction.
 public enum HCIPacket: Hashable, Sendable {
+    /// Command.
     case command(HCICommandPacket)
+    /// ACL.
     case acl(HCIACLPacket)
+    /// Event.
     case event(HCIEventPacket)
     /// SCO or ISO data, carried opaquely: `body` is the packet after its indicator byte.
     case other(type: HCIPacketType, body: [UInt8])

@@ -173,15 +173,23 @@ public struct L2CAPLECreditBasedConnectionResponse: Hashable, Sendable, WireCoda
 /// Command Reject 0x0000 with its identifier); a known code with malformed data throws, and ``identifier(of:)``
 /// recovers the identifier for the reject when the header could be read.
 public enum L2CAPSignalingPDU: Hashable, Sendable {
+    /// Command reject.
     case commandReject(identifier: UInt8, reason: L2CAPCommandRejectReason)
+    /// Disconnection request.
     case disconnectionRequest(identifier: UInt8, destinationCID: UInt16, sourceCID: UInt16)
+    /// Disconnection response.
     case disconnectionResponse(identifier: UInt8, destinationCID: UInt16, sourceCID: UInt16)
+    /// Connection parameter update request.
     case connectionParameterUpdateRequest(identifier: UInt8, L2CAPConnectionParameterUpdateRequest)
     /// Result 0x0000 accepted, 0x0001 rejected.
     case connectionParameterUpdateResponse(identifier: UInt8, result: UInt16)
+    /// LE credit based connection request.
     case leCreditBasedConnectionRequest(identifier: UInt8, L2CAPLECreditBasedConnectionRequest)
+    /// LE credit based connection response.
     case leCreditBasedConnectionResponse(identifier: UInt8, L2CAPLECreditBasedConnectionResponse)
+    /// Flow control credit.
     case flowControlCredit(identifier: UInt8, cid: UInt16, credits: UInt16)
+    /// Unknown.
     case unknown(L2CAPSignalingCommand)
 
     /// Decodes one signaling C-frame payload.

@@ -178,21 +178,27 @@ public struct SMPPairingFeatures: Hashable, Sendable, WireCodable {
 /// Unknown codes decode to ``unknown(code:data:)`` (answer Pairing Failed 0x07 Command Not Supported); known codes
 /// with the wrong length throw (answer Pairing Failed 0x0A Invalid Parameters).
 public enum SMPPDU: Hashable, Sendable, WireCodable {
+    /// Pairing request.
     case pairingRequest(SMPPairingFeatures)
+    /// Pairing response.
     case pairingResponse(SMPPairingFeatures)
     /// Mconfirm / Sconfirm (16 bytes).
     case pairingConfirm([UInt8])
     /// Mrand / Srand (16 bytes).
     case pairingRandom([UInt8])
+    /// Pairing failed.
     case pairingFailed(SMPPairingFailedReason)
     /// LTK (16 bytes).
     case encryptionInformation(longTermKey: [UInt8])
+    /// Central identification.
     case centralIdentification(ediv: UInt16, rand: UInt64)
     /// IRK (16 bytes).
     case identityInformation(identityResolvingKey: [UInt8])
+    /// Identity address information.
     case identityAddressInformation(LEAddress)
     /// CSRK (16 bytes).
     case signingInformation(signatureKey: [UInt8])
+    /// Security request.
     case securityRequest(SMPAuthRequirements)
     /// Public key X and Y (32 bytes each, little-endian).
     case pairingPublicKey(x: [UInt8], y: [UInt8])
@@ -200,6 +206,7 @@ public enum SMPPDU: Hashable, Sendable, WireCodable {
     case pairingDHKeyCheck([UInt8])
     /// 0 started, 1 digit entered, 2 digit erased, 3 cleared, 4 completed.
     case keypressNotification(UInt8)
+    /// Unknown.
     case unknown(code: SMPCode, data: [UInt8])
 
     public init(from r: inout ByteReader) throws(WireError) {

@@ -2,15 +2,25 @@
 ///
 /// Unknown event codes decode to ``unknown(_:)``; a known code with malformed parameters throws ``WireError``.
 public enum HCIEvent: Hashable, Sendable {
+    /// Command complete.
     case commandComplete(HCICommandCompleteEvent)
+    /// Command status.
     case commandStatus(HCICommandStatusEvent)
+    /// Disconnection complete.
     case disconnectionComplete(HCIDisconnectionCompleteEvent)
+    /// Encryption change.
     case encryptionChange(HCIEncryptionChangeEvent)
+    /// Encryption key refresh complete.
     case encryptionKeyRefreshComplete(HCIEncryptionKeyRefreshCompleteEvent)
+    /// Number of completed packets.
     case numberOfCompletedPackets(HCINumberOfCompletedPacketsEvent)
+    /// Hardware error.
     case hardwareError(HCIHardwareErrorEvent)
+    /// Data buffer overflow.
     case dataBufferOverflow(HCIDataBufferOverflowEvent)
+    /// LE.
     case le(HCILEMetaEvent)
+    /// Unknown.
     case unknown(HCIEventPacket)
 
     /// Decodes an event packet.
@@ -49,14 +59,23 @@ public enum HCIEvent: Hashable, Sendable {
 
 /// A decoded LE Meta event. Core 5.4, Vol 4, Part E, 7.7.65.
 public enum HCILEMetaEvent: Hashable, Sendable {
+    /// Connection complete.
     case connectionComplete(HCILEConnectionCompleteEvent)
+    /// Enhanced connection complete.
     case enhancedConnectionComplete(HCILEEnhancedConnectionCompleteEvent)
+    /// Advertising report.
     case advertisingReport(HCILEAdvertisingReportEvent)
+    /// Extended advertising report.
     case extendedAdvertisingReport(HCILEExtendedAdvertisingReportEvent)
+    /// Connection update complete.
     case connectionUpdateComplete(HCILEConnectionUpdateCompleteEvent)
+    /// Read remote features complete.
     case readRemoteFeaturesComplete(HCILEReadRemoteFeaturesCompleteEvent)
+    /// Long term key request.
     case longTermKeyRequest(HCILELongTermKeyRequestEvent)
+    /// Data length change.
     case dataLengthChange(HCILEDataLengthChangeEvent)
+    /// Unknown.
     case unknown(subevent: HCILESubeventCode, parameters: [UInt8])
 
     /// Decodes the parameters of an LE Meta event (subevent code first).
