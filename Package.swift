@@ -68,7 +68,7 @@ let package = Package(
             name: "BLETests",
             // BLEHost and BLEProtocols are listed although BLE re-exports them, so that incremental builds recompile
             // these tests when those modules change.
-            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLEVirtualController", "BLEWire"],
+            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEHostTests",
