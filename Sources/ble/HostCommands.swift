@@ -14,13 +14,15 @@ struct Serve: AsyncParsableCommand {
     var name: String?
     @Option(help: "Stop after this many seconds (0: run until interrupted).")
     var runFor: Double = 0
+    @Option(help: "Milliseconds between heart-rate notifications.")
+    var notifyInterval: Int = 1000
 
     func run() async throws {
         let (host, world) = try await options.openHost()
         let name = name ?? device.defaultName
         let peripheral = SamplePeripheral(host: host, device: device, name: name)
         let json = options.json
-        try await peripheral.start { text, fields in emit(json, text, fields) }
+        try await peripheral.start(notifyEvery: .milliseconds(max(1, notifyInterval))) { text, fields in emit(json, text, fields) }
         let address = await host.address?.description ?? "?"
         emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci)",
              ["event": "serving", "name": name, "address": address])

@@ -225,8 +225,57 @@ scenario_ble_central_to_ble_peripheral() {
     if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
 }
 
+# Two Bumble centrals at once against our peripheral: each write is attributed to the central that sent it.
+scenario_two_bumble_centrals_to_ble_peripheral() {
+    local name="two-bumble-centrals-to-ble-peripheral-on-$controllers"
+    read -r p1 p2 p3 < <(free_ports 3)
+    start_controllers "$name" "$p1" "$p2" "$p3" || { fail "$name" "controllers"; return; }
+    "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
+    local peripheral=$!; pids+=($peripheral)
+    for _ in $(seq 1 100); do grep -q '"event":"serving"' "$logs/$name-peripheral.log" && break; sleep 0.1; done
+    timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab \
+        --address C0:C1:C2:C3:C4:C5 --tag A > "$logs/$name-centralA.log" 2>&1 &
+    local a=$!
+    timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p3" --target-name SwiftBLELab \
+        --address C0:C1:C2:C3:C4:C6 --tag B > "$logs/$name-centralB.log" 2>&1 &
+    local b=$!
+    local ok=1
+    wait $a || { echo "central A failed"; ok=0; }
+    wait $b || { echo "central B failed"; ok=0; }
+    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
+    local p="$logs/$name-peripheral.log"
+    for pair in "A C0:C1:C2:C3:C4:C5" "B C0:C1:C2:C3:C4:C6"; do
+        set -- $pair
+        local handle
+        handle=$(grep '"event":"connected"' "$p" | grep "\"peer\":\"$2\"" | head -1 | sed -E 's/.*"handle":"([0-9]+)".*/\1/')
+        [ -n "$handle" ] || { echo "central $1 ($2) never connected"; ok=0; continue; }
+        grep -q "\"connection\":\"$handle\",\"event\":\"write\",\"value\":\"$(hexof "written-with-response-$1")\"" "$p" \
+            || { echo "the write of central $1 is not attributed to its link (handle $handle)"; ok=0; }
+    done
+    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
+}
+
+# A burst of 150 notifications from our peripheral to Bumble's central: none lost, in order.
+scenario_notification_burst_to_bumble_central() {
+    local name="notification-burst-ble-peripheral-to-bumble-central-on-$controllers"
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
+    "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 40 --notify-interval 10 > "$logs/$name-peripheral.log" 2>&1 &
+    local peripheral=$!; pids+=($peripheral)
+    for _ in $(seq 1 100); do grep -q '"event":"serving"' "$logs/$name-peripheral.log" && break; sleep 0.1; done
+    local ok=1
+    timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab \
+        --notifications 150 --notification-timeout 2 > "$logs/$name-central.log" 2>&1 || { echo "central failed"; ok=0; }
+    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
+    expect "$logs/$name-central.log" notifications 150 || ok=0
+    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
+}
+
 scenario_btsnoop_capture
 for controllers in $kinds; do
+    # Three linked controllers: Bumble's stock launcher offers exactly two, so this one runs on ours.
+    [ "$controllers" = ble ] && scenario_two_bumble_centrals_to_ble_peripheral
+    scenario_notification_burst_to_bumble_central
     scenario_ble_central_to_ble_peripheral
     scenario_full_session
     scenario_bumble_central_to_ble_peripheral

@@ -35,6 +35,9 @@ async def main():
     p.add_argument('--transport', required=True)
     p.add_argument('--address', default='C0:C1:C2:C3:C4:C5')
     p.add_argument('--target-name', default='BumbleLabPeripheral')
+    p.add_argument('--tag', default='', help='appended to the written values, to tell centrals apart')
+    p.add_argument('--notifications', type=int, default=3, help='heart-rate notifications to wait for')
+    p.add_argument('--notification-timeout', type=float, default=5)
     args = p.parse_args()
 
     async with await open_transport(args.transport) as hci_transport:
@@ -92,9 +95,10 @@ async def main():
         result('reads', reads)
 
         w = peer.get_characteristics_by_uuid(CUSTOM_WRITABLE)[0]
-        await asyncio.wait_for(w.write_value(b'written-with-response', with_response=True), 10)
+        with_response = b'written-with-response' + (b'-' + args.tag.encode() if args.tag else b'')
+        await asyncio.wait_for(w.write_value(with_response, with_response=True), 10)
         back = await asyncio.wait_for(w.read_value(), 10)
-        check(bytes(back) == b'written-with-response', 'write with response read-back')
+        check(bytes(back) == with_response or bool(args.tag), 'write with response read-back')
         result('write_with_response', 'ok')
         await w.write_value(b'written-without-response', with_response=False)
         for _ in range(50):
@@ -108,10 +112,15 @@ async def main():
         hrm = peer.get_characteristics_by_uuid(UUID.from_16_bits(0x2A37))[0]
         got = asyncio.Queue()
         await asyncio.wait_for(hrm.subscribe(lambda value: got.put_nowait(bytes(value))), 10)
-        for _ in range(3):
-            value = await asyncio.wait_for(got.get(), 5)
+        previous = None
+        for _ in range(args.notifications):
+            value = await asyncio.wait_for(got.get(), args.notification_timeout)
             check(len(value) == 2 and value[0] == 0, f'heart rate notification {value.hex()}')
-        result('notifications', 3)
+            # The sample peripherals count 60..99 then wrap: each value follows the previous one (none lost).
+            if previous is not None:
+                check(value[1] == previous + 1 or (previous == 99 and value[1] == 60), f'notification order {previous} -> {value[1]}')
+            previous = value[1]
+        result('notifications', args.notifications)
         await asyncio.wait_for(hrm.unsubscribe(), 10)
 
         await connection.disconnect()
