@@ -50,7 +50,7 @@ let package = Package(
         .executableTarget(
             name: "ble",
             dependencies: [
-                "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost",
+                "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -27,6 +27,11 @@ public final class Central: Sendable {
     /// The host stack underneath.
     public let host: HCIHost
 
+    /// Creates a central over a host that is already powered on.
+    public init(host: HCIHost) {
+        self.host = host
+    }
+
     /// Creates a central over a transport and powers the controller on.
     public init(transport: any HCITransport) async throws {
         host = HCIHost(transport: transport)

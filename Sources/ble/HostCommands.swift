@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLE
 import BLEHost
 import BLEProtocols
 import BLEWire
@@ -52,41 +53,25 @@ struct Scan: AsyncParsableCommand {
 
     func run() async throws {
         let (host, world) = try await options.openHost()
-        let reports = try await host.scan(.init(active: !passive, filterDuplicates: false))
-        let deadline = ContinuousClock.now + .seconds(timeout)
+        // The central's scan merges advertising data with scan responses, filters on services found in either, and
+        // reports a device again only when its data changes (or every time with --duplicates).
+        let central = Central(host: host)
+        let results = try await central.scan(services: services, allowDuplicates: duplicates, active: !passive)
         let json = options.json
         let consumer = Task {
-            // Per device: its advertising data and scan response, kept apart and merged for display and filtering.
-            var advertisements: [BluetoothAddress: AdvertisingData] = [:]
-            var responses: [BluetoothAddress: AdvertisingData] = [:]
-            var connectable: [BluetoothAddress: Bool] = [:]
-            for try await report in reports {
-                let address = report.address.address
-                let firstOfKind: Bool
-                if report.isScanResponse {
-                    firstOfKind = responses[address] == nil
-                    responses[address] = report.data
-                } else {
-                    firstOfKind = advertisements[address] == nil
-                    advertisements[address] = report.data
-                    connectable[address] = report.isConnectable
-                }
-                guard duplicates || firstOfKind else { continue }
-                let merged = (advertisements[address] ?? AdvertisingData()).merged(withScanResponse: responses[address] ?? AdvertisingData())
-                let uuids = (try? merged.serviceUUIDs()) ?? []
-                guard services.isEmpty || services.contains(where: uuids.contains) else { continue }
-                let name = merged.localName ?? "(no name)"
-                let manufacturer = ((try? merged.manufacturerData()) ?? []).map { "\($0.companyID):\($0.data.hexString())" }.joined(separator: ",")
-                let isConnectable = connectable[address] ?? false
-                emit(json, "\(address) \(report.address.type) RSSI \(report.rssi) dBm\(isConnectable ? " connectable" : "") \"\(name)\" services \(uuids.map(\.description))\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)")\(report.isScanResponse ? " (+ scan response)" : "")",
-                     ["address": address.description, "addressType": "\(report.address.type)", "rssi": String(report.rssi),
-                      "name": name, "services": uuids.map(\.description).joined(separator: ","), "manufacturer": manufacturer,
-                      "connectable": "\(isConnectable)", "scanResponse": "\(report.isScanResponse)"])
+            for try await device in results {
+                let name = device.name ?? "(no name)"
+                let uuids = device.serviceUUIDs.map(\.description)
+                let manufacturer = device.manufacturerData.map { "\($0.companyID):\($0.data.hexString())" }.joined(separator: ",")
+                emit(json, "\(device.address.address) \(device.address.type) RSSI \(device.rssi) dBm\(device.isConnectable ? " connectable" : "") \"\(name)\" services \(uuids)\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)")",
+                     ["address": device.address.address.description, "addressType": "\(device.address.type)", "rssi": String(device.rssi),
+                      "name": name, "services": uuids.joined(separator: ","), "manufacturer": manufacturer,
+                      "connectable": "\(device.isConnectable)"])
             }
         }
-        try await Task.sleep(until: deadline)
+        try await Task.sleep(for: .seconds(timeout))
         consumer.cancel()
-        await host.stopScan()
+        await central.stopScan()
         await host.powerOff()
         withExtendedLifetime(world) {}
     }
