@@ -45,6 +45,13 @@ struct ControllerCommand: AsyncParsableCommand {
             return (String(text[..<colon]), port)
         }
         guard !parsed.isEmpty else { throw ValidationError("give at least one --tcp HOST:PORT") }
+        if let snoopDir {
+            do {
+                try FileManager.default.createDirectory(atPath: snoopDir, withIntermediateDirectories: true)
+            } catch {
+                throw ValidationError("--snoop-dir \(snoopDir): \(error)")
+            }
+        }
         let air = VirtualAir(clock: .realTime, seed: seed, radio: RadioModel(noiseSigma: noise))
         let servers = try parsed.map { try H4TCPServer(host: $0.0, port: $0.1) }
         FileHandle.standardOutput.write(("READY " + servers.map { String($0.port) }.joined(separator: " ") + "\n").data(using: .utf8) ?? Data())
@@ -66,8 +73,13 @@ struct ControllerCommand: AsyncParsableCommand {
                         let controller = air.addController(configuration(index))
                         await current.replace(with: controller)
                         var transport: any HCITransport = client
-                        if let snoopDir, let writer = try? BTSnoopWriter(path: "\(snoopDir)/controller-\(server.port)-\(session).btsnoop") {
-                            transport = SnoopingTransport(client, writer: writer, role: .controller)
+                        if let snoopDir {
+                            let path = "\(snoopDir)/controller-\(server.port)-\(session).btsnoop"
+                            do {
+                                transport = SnoopingTransport(client, writer: try BTSnoopWriter(path: path), role: .controller)
+                            } catch {
+                                FileHandle.standardError.write("port \(server.port): cannot capture to \(path): \(error)\n".data(using: .utf8) ?? Data())
+                            }
                         }
                         FileHandle.standardError.write("port \(server.port): host attached (session \(session))\n".data(using: .utf8) ?? Data())
                         let attached = transport

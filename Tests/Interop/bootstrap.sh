@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Creates (or reuses) the project's Bumble venv at $REPO/.venv-bumble with the pinned Bumble version.
+# Quiet and fast (one import check) when it is already there; on failure prints pip's log and exits 1.
 set -euo pipefail
 repo="$(git -C "$(dirname "$0")" rev-parse --show-toplevel 2>/dev/null || (cd "$(dirname "$0")/../.." && pwd))"
 venv="$repo/.venv-bumble"
@@ -7,10 +8,17 @@ version="0.0.236"
 if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import bumble, importlib.metadata as m; assert m.version('bumble') == '$version'" 2>/dev/null; then
     exit 0
 fi
-echo "installing bumble==$version into $venv" >&2
-python3 -m venv "$venv"
-if ! "$venv/bin/pip" install --quiet "bumble==$version" > "$repo/.venv-bumble.log" 2>&1; then
-    cat "$repo/.venv-bumble.log" >&2
-    echo "pip install bumble==$version failed" >&2
+command -v python3 > /dev/null || { echo "bootstrap: python3 is not installed" >&2; exit 1; }
+echo "bootstrap: installing bumble==$version into $venv" >&2
+if ! python3 -m venv "$venv" > /dev/null 2>&1; then
+    python3 -m venv "$venv" >&2 || true
+    echo "bootstrap: could not create the venv $venv (Debian/Ubuntu: apt-get install python3-venv)" >&2
     exit 1
 fi
+log="$venv/pip-install.log"
+if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "bumble==$version" > "$log" 2>&1; then
+    cat "$log" >&2
+    echo "bootstrap: pip install bumble==$version failed (log above, also in $log)" >&2
+    exit 1
+fi
+"$venv/bin/python" -c "import bumble" || { echo "bootstrap: bumble installed but does not import" >&2; exit 1; }

@@ -1,42 +1,115 @@
 #!/usr/bin/env bash
-# Interop scenarios with Bumble (Google's Python Bluetooth stack) as the independent peer.
+# Interop scenarios with Bumble (Google's Python Bluetooth stack, bumble==0.0.236) as the independent peer.
 #
-#   Tests/Interop/run.sh --controllers ble --ble PATH/TO/ble   # Bumble hosts on our virtual controllers
-#   Tests/Interop/run.sh --controllers bumble                  # Bumble hosts on Bumble's controllers (harness check)
+#   Tests/Interop/run.sh [--controllers bumble|ble|ble,bumble] [--ble PATH/TO/ble] [--only TEXT] [--snoop]
+#                        [--lab-args "--no-ext-adv --fragment-rx --acl-num 4 ..."]
 #
-# Installs bumble==0.0.236 into .venv-bumble when missing, starts every process it needs on free loopback ports,
-# stops all of them on exit, prints the peers' logs when a scenario fails, and ends with 'N passed, M failed'.
+#   --controllers  whose linked virtual controllers the hosts attach to: Bumble's (peers/lab_controllers.py) or ours
+#                  (`ble controller --tcp 127.0.0.1:P1 127.0.0.1:P2`); a comma list runs every scenario on each.
+#                  Default: ble when --ble is given, else bumble.
+#   --ble PATH     the ble binary (swift build --product ble; then "$(swift build --show-bin-path)/ble"). Scenarios
+#                  that need it (our controllers, our host) are skipped without it.
+#   --only TEXT    run only the scenarios whose name contains TEXT.
+#   --snoop        the Bumble hosts (BUMBLE_SNOOPER) and the controllers (--snoop-dir) write btsnoop captures and
+#                  hci_trace.py decodes each into interop-logs/<scenario>-<role>.hci.txt (controllers' in
+#                  <scenario>-controller-snoop/): every HCI command, its parameters and its outcome.
+#   --lab-args     extra options for Bumble's controllers (peers/lab_controllers.py --help), e.g. --no-ext-adv makes
+#                  the Bumble hosts use the legacy advertising/scanning commands, as on a controller without them.
+#
+# Installs Bumble into $REPO/.venv-bumble when missing (bootstrap.sh), picks free loopback ports from the OS, starts
+# every process in its own process group and stops every one of them on exit, prints the logs of a failed scenario,
+# and ends with the line 'N passed, M failed' (exit status 1 when anything failed). Logs: $REPO/interop-logs/.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-kinds=ble
+repo="$(git -C "$here" rev-parse --show-toplevel 2>/dev/null || (cd "$here/../.." && pwd))"
+kinds=""
 ble=""
+only=""
+snoop=0
+lab_args=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --controllers) kinds="${2//,/ }"; shift 2 ;;
         --ble) ble="$2"; shift 2 ;;
-        *) echo "unknown option $1" >&2; exit 2 ;;
+        --only) only="$2"; shift 2 ;;
+        --snoop) snoop=1; shift ;;
+        --lab-args) lab_args="$2"; shift 2 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+        *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-if [ ! -x "$ble" ]; then echo "--ble PATH to the ble binary is required" >&2; exit 2; fi
+if [ -n "$ble" ]; then
+    [ -x "$ble" ] || { echo "--ble $ble: not an executable (build it: swift build --product ble)" >&2; exit 2; }
+    ble="$(cd "$(dirname "$ble")" && pwd)/$(basename "$ble")"
+fi
+[ -n "$kinds" ] || { if [ -n "$ble" ]; then kinds=ble; else kinds=bumble; fi; }
+for kind in $kinds; do
+    case "$kind" in
+        bumble) ;;
+        ble) [ -n "$ble" ] || { echo "--controllers ble needs --ble PATH/TO/ble" >&2; exit 2; } ;;
+        *) echo "--controllers: '$kind' is neither bumble nor ble" >&2; exit 2 ;;
+    esac
+done
 
 "$here/bootstrap.sh" || exit 1
 py="$repo/.venv-bumble/bin/python"
 logs="$repo/interop-logs"
 rm -rf "$logs"; mkdir -p "$logs"
+
+# ---------------------------------------------------------------------------------------------------------------
+# Processes: every background process leads its own process group (setsid), so stopping it stops its children too.
 pids=()
+start_bg() {   # start_bg LOG COMMAND...: starts COMMAND in the background, output to LOG; its pid in $last_pid
+    local out="$1"; shift
+    setsid "$@" > "$out" 2>&1 < /dev/null &
+    last_pid=$!
+    pids+=("$last_pid")
+}
+run_fg() {     # run_fg LOG SECONDS COMMAND...: runs COMMAND to completion (killed after SECONDS), output appended
+               # to LOG; returns its exit status (124: timed out). Waiting with the 'wait' builtin keeps run.sh
+               # responsive to Ctrl-C / SIGTERM, and the EXIT trap then stops COMMAND too.
+    local out="$1" seconds="$2"; shift 2
+    setsid timeout -k 2 "$seconds" "$@" >> "$out" 2>&1 < /dev/null &
+    local pid=$!
+    pids+=("$pid")
+    wait "$pid"
+    local status=$?
+    forget "$pid"
+    return $status
+}
+forget() {     # forget PID: drop a reaped process from the cleanup list (its pid may be reused later)
+    local kept=() pid
+    for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
+    pids=("${kept[@]}")
+}
+stop_bg() {    # stop_bg PID: SIGTERM to its group, up to 3 s to exit cleanly (flushes captures), then SIGKILL
+    local pid="$1"
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    forget "$pid"
+}
 cleanup() {
-    for pid in "${pids[@]:-}"; do
-        [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
-    done
+    local pid
+    for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done
     sleep 0.3
-    for pid in "${pids[@]:-}"; do
-        [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
-    done
+    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null; done
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-free_ports() {
+wait_for() {   # wait_for FILE REGEX SECONDS PID: until FILE has a line matching REGEX; fails if PID exits first
+    local deadline=$(( $(date +%s%N) + $3 * 1000000000 ))
+    while [ "$(date +%s%N)" -lt $deadline ]; do
+        grep -qE "$2" "$1" 2>/dev/null && return 0
+        kill -0 "$4" 2>/dev/null || { grep -qE "$2" "$1" 2>/dev/null; return; }
+        sleep 0.05
+    done
+    return 1
+}
+
+free_ports() {   # free_ports N: N loopback ports the OS just handed out (bound to port 0, then released)
     "$py" - "$1" <<'PY'
 import socket, sys
 socks = [socket.socket() for _ in range(int(sys.argv[1]))]
@@ -45,146 +118,319 @@ print(' '.join(str(s.getsockname()[1]) for s in socks))
 PY
 }
 
-# start_controllers NAME PORT... : starts linked controllers and waits for READY.
+# start_controllers NAME PORT...: linked controllers of kind $controllers, one per port; waits for READY (10 s).
 start_controllers() {
     local name="$1"; shift
     local out="$logs/$name-controllers.log"
     if [ "$controllers" = ble ]; then
         local args=()
-        for port in "$@"; do args+=("127.0.0.1:$port"); done
-        "$ble" controller --tcp "${args[@]}" > "$out" 2>&1 &
+        for port in "$@"; do args+=(--tcp "127.0.0.1:$port"); done
+        if [ $snoop -eq 1 ]; then   # ble controller does not create the directory (and records nothing without it)
+            mkdir -p "$logs/$name-controller-snoop"; args+=(--snoop-dir "$logs/$name-controller-snoop")
+        fi
+        start_bg "$out" "$ble" controller "${args[@]}"
     else
-        local args=()
-        for port in "$@"; do args+=("tcp-server:127.0.0.1:$port"); done
-        "$py" -m bumble.apps.controllers "${args[@]}" > "$out" 2>&1 &
+        local extra=()
+        read -r -a extra <<< "$lab_args"
+        [ $snoop -eq 1 ] && extra+=(--snoop-dir "$logs/$name-controller-snoop")
+        start_bg "$out" "$py" "$here/peers/lab_controllers.py" "$@" "${extra[@]}"
     fi
-    pids+=($!)
-    for _ in $(seq 1 100); do
-        if [ "$controllers" = ble ]; then grep -q "^READY" "$out" && return 0
-        else (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; fi
-        sleep 0.1
+    controllers_pid=$last_pid
+    wait_for "$out" "^READY" 10 "$controllers_pid" && return 0
+    echo "controllers ($controllers) did not print READY within 10 s"
+    return 1
+}
+
+# bumble_env ROLE: the environment a Bumble peer runs with (a btsnoop capture with --snoop).
+bumble_env() {
+    if [ $snoop -eq 1 ]; then echo "BUMBLE_SNOOPER=btsnoop:file:$logs/$name-$1.btsnoop"; else echo "BUMBLE_SNOOPER="; fi
+}
+
+# decode_captures: with --snoop, turns every btsnoop capture of the scenario into a readable HCI trace.
+decode_captures() {
+    [ $snoop -eq 1 ] || return 0
+    local capture
+    for capture in "$logs/$name"-*.btsnoop "$logs/$name"-controller-snoop/*.btsnoop; do
+        [ -s "$capture" ] && "$py" "$here/hci_trace.py" "$capture" > "${capture%.btsnoop}.hci.txt" 2>&1
     done
-    echo "controllers did not start:"; cat "$out"; return 1
 }
 
 # hexof TEXT: the UTF-8 bytes of TEXT in lowercase hex.
 hexof() { printf '%s' "$1" | od -An -tx1 -v | tr -d ' \n'; }
 
-passed=0; failed=0
+# ---------------------------------------------------------------------------------------------------------------
+passed=0; failed=0; skipped=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() {
     echo "FAIL $1: $2"
-    for f in "$logs/$1"-*.log; do echo "----- $f"; tail -60 "$f"; done
+    local f
+    for f in "$logs/$1"-*.log "$logs/$1"-*.hci.txt; do
+        [ -f "$f" ] || continue
+        echo "----- $f (last 150 lines)"; tail -150 "$f"
+    done
+    echo "----- end of $1"
     failed=$((failed + 1))
 }
+skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
+needs_ble() { [ -n "$ble" ] || { skip "$1" "needs --ble PATH/TO/ble"; return 1; }; }
+selected() { [ -z "$only" ] || [[ "$1" == *"$only"* ]]; }
+millis() { echo $(( $(date +%s%N) / 1000000 )); }
 
-# expect FILE KEY VALUE: the file has 'RESULT KEY=VALUE'.
-expect() { grep -qx "RESULT $2=$3" "$1" || { echo "missing 'RESULT $2=$3' in $(basename "$1")"; return 1; }; }
+# expect FILE KEY VALUE: the file has the line 'RESULT KEY=VALUE'.
+expect() { grep -qxF "RESULT $2=$3" "$1" || { echo "missing 'RESULT $2=$3' in $(basename "$1")"; return 1; }; }
 
+# ---------------------------------------------------------------------------------------------------------------
+# bumble-host <-> <controllers> <-> bumble-host: the full session. peers/peripheral.py on controller 1,
+# peers/central.py on controller 2.
 scenario_full_session() {
-    local name="bumble-central-to-bumble-peripheral-on-$controllers"
+    name="bumble-central-to-bumble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    local start; start=$(millis)
     read -r p1 p2 < <(free_ports 2)
-    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
-    "$py" "$here/peers/peripheral.py" --transport "tcp-client:127.0.0.1:$p1" --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
-    local peripheral=$!; pids+=($peripheral)
-    for _ in $(seq 1 50); do grep -q "RESULT advertising=1" "$logs/$name-peripheral.log" && break; sleep 0.1; done
-    local start=$(date +%s%N)
-    timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2" > "$logs/$name-central.log" 2>&1
-    local rc=$?
-    local took=$(( ($(date +%s%N) - start) / 1000000 ))
-    sleep 0.3
-    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
     local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
-    [ $rc -eq 0 ] || { echo "central exited with $rc"; ok=0; }
-    expect "$c" mtu 247 || ok=0
-    if [ "$controllers" = ble ]; then
-        # Our controller sends the real scan response; Bumble 0.0.236's echoes the advertising data instead.
-        expect "$c" scan_response 1 || ok=0
-    fi
-    expect "$c" long_read 300 || ok=0
-    expect "$c" manufacturer "Bumble Lab Inc." || ok=0
-    expect "$c" write_with_response ok || ok=0
-    expect "$c" write_without_response ok || ok=0
-    expect "$c" notifications 3 || ok=0
-    if [ "$controllers" = ble ]; then
-        # Core 5.4, Vol 4, Part E, 7.1.6: the initiating side's Disconnection Complete carries 0x16 (terminated
-        # by local host). Bumble 0.0.236's controller reports the reason sent to the peer (0x13) instead.
-        expect "$c" disconnect_reason 0x16 || ok=0
+    start_bg "$p" env "$(bumble_env peripheral)" "$py" "$here/peers/peripheral.py" \
+        --transport "tcp-client:127.0.0.1:$p1" --run-for 30
+    local peripheral=$last_pid
+    if ! wait_for "$p" "^RESULT advertising=1" 15 "$peripheral"; then
+        echo "peripheral did not start advertising"; ok=0
     else
-        expect "$c" disconnect_reason 0x13 || ok=0
+        run_fg "$c" 45 env "$(bumble_env central)" "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2"
+        local rc=$?
+        [ $rc -eq 0 ] || { echo "central exited with status $rc$([ $rc -eq 124 ] && echo ' (killed by the 45 s timeout)')"; ok=0; }
+        wait_for "$p" "^RESULT disconnected=" 3 "$peripheral"
     fi
-    expect "$c" done 1 || ok=0
-    expect "$p" connected 1 || ok=0
-    expect "$p" write written-with-response || ok=0
-    expect "$p" write written-without-response || ok=0
-    expect "$p" subscribed 1 || ok=0
-    expect "$p" disconnected 0x13 || ok=0
-    if [ $ok -eq 1 ]; then pass "$name (${took} ms)"; else fail "$name" "see above"; fi
+    stop_bg "$peripheral"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        expect "$c" powered_on 1 || ok=0
+        expect "$c" mtu 247 || ok=0
+        expect "$c" services 6 || ok=0
+        if [ "$controllers" = ble ]; then
+            # Our controller sends the real scan response; Bumble 0.0.236's echoes the advertising data instead.
+            expect "$c" scan_response 1 || ok=0
+        fi
+        expect "$c" manufacturer "Bumble Lab Inc." || ok=0
+        expect "$c" long_read 300 || ok=0
+        expect "$c" read_error_12345678-1234-5678-1234-56789ABCDEF3 0x0F || ok=0
+        expect "$c" write_with_response ok || ok=0
+        expect "$c" write_without_response ok || ok=0
+        expect "$c" notifications 3 || ok=0
+        if [ "$controllers" = ble ]; then
+            # Core 5.4, Vol 4, Part E, 7.1.6: the initiating side's Disconnection Complete carries 0x16 (terminated
+            # by local host). Bumble 0.0.236's controller reports the reason sent to the peer (0x13) instead.
+            expect "$c" disconnect_reason 0x16 || ok=0
+        else
+            expect "$c" disconnect_reason 0x13 || ok=0
+        fi
+        expect "$c" done 1 || ok=0
+        expect "$p" powered_on 1 || ok=0
+        expect "$p" connected 1 || ok=0
+        expect "$p" write written-with-response || ok=0
+        expect "$p" write written-without-response || ok=0
+        expect "$p" subscribed 1 || ok=0
+        expect "$p" disconnected 0x13 || ok=0
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
 # Bumble's central against our peripheral (ble serve: our host, our GATT server).
 scenario_bumble_central_to_ble_peripheral() {
-    local name="bumble-central-to-ble-peripheral-on-$controllers"
+    name="bumble-central-to-ble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
     read -r p1 p2 < <(free_ports 2)
-    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
-    "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
-    local peripheral=$!; pids+=($peripheral)
-    for _ in $(seq 1 100); do grep -q '"event":"serving"' "$logs/$name-peripheral.log" && break; sleep 0.1; done
-    timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab > "$logs/$name-central.log" 2>&1
-    local rc=$?
-    sleep 0.3
-    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
     local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
-    [ $rc -eq 0 ] || { echo "central exited with $rc"; ok=0; }
-    expect "$c" mtu 247 || ok=0
-    expect "$c" long_read 300 || ok=0
-    expect "$c" manufacturer "swift-ble Lab Inc." || ok=0
-    expect "$c" read_error_12345678-1234-5678-1234-56789ABCDEF3 0x0F || ok=0
-    expect "$c" write_with_response ok || ok=0
-    expect "$c" write_without_response ok || ok=0
-    expect "$c" notifications 3 || ok=0
-    expect "$c" done 1 || ok=0
-    if [ "$controllers" = ble ]; then expect "$c" scan_response 1 || ok=0; fi
-    # Our peripheral saw both writes, attributed to the connection, and the subscription.
-    grep -q '"event":"write".*"value":"'"$(hexof 'written-with-response')"'"' "$p" || { echo "peripheral did not log the write request"; ok=0; }
-    grep -q '"event":"write".*"value":"'"$(hexof 'written-without-response')"'"' "$p" || { echo "peripheral did not log the write command"; ok=0; }
-    grep -q '"event":"subscription".*"notify":"true"' "$p" || { echo "peripheral did not log the subscription"; ok=0; }
-    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
+    start_bg "$p" "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30
+    local peripheral=$last_pid
+    if ! wait_for "$p" '"event":"serving"' 15 "$peripheral"; then
+        echo "ble serve did not start serving"; ok=0
+    else
+        run_fg "$c" 45 env "$(bumble_env central)" "$py" "$here/peers/central.py" \
+            --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab
+        local rc=$?
+        [ $rc -eq 0 ] || { echo "central exited with status $rc"; ok=0; }
+        sleep 0.3
+    fi
+    stop_bg "$peripheral"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        expect "$c" mtu 247 || ok=0
+        expect "$c" long_read 300 || ok=0
+        expect "$c" manufacturer "swift-ble Lab Inc." || ok=0
+        expect "$c" read_error_12345678-1234-5678-1234-56789ABCDEF3 0x0F || ok=0
+        expect "$c" write_with_response ok || ok=0
+        expect "$c" write_without_response ok || ok=0
+        expect "$c" notifications 3 || ok=0
+        expect "$c" done 1 || ok=0
+        if [ "$controllers" = ble ]; then expect "$c" scan_response 1 || ok=0; fi
+        # Our peripheral saw both writes, attributed to the connection, and the subscription.
+        grep -q '"event":"write".*"value":"'"$(hexof 'written-with-response')"'"' "$p" || { echo "peripheral did not log the write request"; ok=0; }
+        grep -q '"event":"write".*"value":"'"$(hexof 'written-without-response')"'"' "$p" || { echo "peripheral did not log the write command"; ok=0; }
+        grep -q '"event":"subscription".*"notify":"true"' "$p" || { echo "peripheral did not log the subscription"; ok=0; }
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
-# Our central (ble explore) against Bumble's peripheral.
+# Our central (ble explore, write, subscribe) against Bumble's peripheral.
 scenario_ble_central_to_bumble_peripheral() {
-    local name="ble-central-to-bumble-peripheral-on-$controllers"
+    name="ble-central-to-bumble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
     read -r p1 p2 < <(free_ports 2)
-    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
-    "$py" "$here/peers/peripheral.py" --transport "tcp-client:127.0.0.1:$p1" --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
-    local peripheral=$!; pids+=($peripheral)
-    for _ in $(seq 1 50); do grep -q "RESULT advertising=1" "$logs/$name-peripheral.log" && break; sleep 0.1; done
-    timeout 60 "$ble" explore BumbleLabPeripheral --hci "tcp:127.0.0.1:$p2" --json > "$logs/$name-central.log" 2>&1
-    local rc=$?
-    timeout 60 "$ble" write BumbleLabPeripheral 12345678-1234-5678-1234-56789ABCDEF1 "$(hexof 'from-swift-ble')" --hci "tcp:127.0.0.1:$p2" >> "$logs/$name-central.log" 2>&1 || rc=1
-    timeout 60 "$ble" subscribe BumbleLabPeripheral 2A37 --count 2 --hci "tcp:127.0.0.1:$p2" --json >> "$logs/$name-central.log" 2>&1 || rc=1
-    sleep 0.3
-    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
-    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
-    [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
-    grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
-    grep -q '"uuid":"2A29".*"value":"'"$(hexof 'Bumble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
-    grep -q '"uuid":"12345678-1234-5678-1234-56789ABCDEF2".*"value":"000102' "$c" || { echo "long value not read"; ok=0; }
-    [ "$(grep -o '"uuid":"12345678-1234-5678-1234-56789ABCDEF2"[^}]*' "$c" | grep -o '"value":"[0-9a-f]*"' | wc -c)" -gt 600 ] || { echo "long value shorter than 300 bytes"; ok=0; }
-    [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
-    expect "$p" write from-swift-ble || ok=0
-    [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
-    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
+    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1 rc=0
+    start_bg "$p" env "$(bumble_env peripheral)" "$py" "$here/peers/peripheral.py" \
+        --transport "tcp-client:127.0.0.1:$p1" --run-for 30
+    local peripheral=$last_pid
+    if ! wait_for "$p" "^RESULT advertising=1" 15 "$peripheral"; then
+        echo "peripheral did not start advertising"; ok=0
+    else
+        run_fg "$c" 30 "$ble" explore BumbleLabPeripheral --hci "tcp:127.0.0.1:$p2" --json || rc=1
+        run_fg "$c" 30 "$ble" write BumbleLabPeripheral 12345678-1234-5678-1234-56789ABCDEF1 "$(hexof 'from-swift-ble')" --hci "tcp:127.0.0.1:$p2" || rc=1
+        run_fg "$c" 30 "$ble" subscribe BumbleLabPeripheral 2A37 --count 2 --hci "tcp:127.0.0.1:$p2" --json || rc=1
+        sleep 0.3
+    fi
+    stop_bg "$peripheral"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
+        grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
+        grep -q '"uuid":"2A29".*"value":"'"$(hexof 'Bumble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
+        grep -q '"uuid":"12345678-1234-5678-1234-56789ABCDEF2".*"value":"000102' "$c" || { echo "long value not read"; ok=0; }
+        [ "$(grep -o '"uuid":"12345678-1234-5678-1234-56789ABCDEF2"[^}]*' "$c" | grep -o '"value":"[0-9a-f]*"' | wc -c)" -gt 600 ] || { echo "long value shorter than 300 bytes"; ok=0; }
+        [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
+        expect "$p" write from-swift-ble || ok=0
+        [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
-# Our btsnoop capture of a full session decodes in Wireshark's tshark, with no malformed packet, and shows the
-# session's ATT operations.
+# Our central against our peripheral, across the controllers under test (on Bumble's: our host on both ends of an
+# independent controller implementation).
+scenario_ble_central_to_ble_peripheral() {
+    name="ble-central-to-ble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
+    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1 rc=0
+    start_bg "$p" "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30
+    local peripheral=$last_pid
+    if ! wait_for "$p" '"event":"serving"' 15 "$peripheral"; then
+        echo "ble serve did not start serving"; ok=0
+    else
+        run_fg "$logs/$name-scan.log" 30 "$ble" scan --service 180D --timeout 2 --hci "tcp:127.0.0.1:$p2" --json || rc=1
+        run_fg "$c" 30 "$ble" explore SwiftBLELab --hci "tcp:127.0.0.1:$p2" --json || rc=1
+        run_fg "$logs/$name-read.log" 30 "$ble" read SwiftBLELab 12345678-1234-5678-1234-56789ABCDEF2 --hci "tcp:127.0.0.1:$p2" --json || rc=1
+        run_fg "$c" 30 "$ble" write SwiftBLELab 12345678-1234-5678-1234-56789ABCDEF1 "$(hexof 'ours-to-ours')" --hci "tcp:127.0.0.1:$p2" || rc=1
+        run_fg "$c" 30 "$ble" subscribe SwiftBLELab 2A37 --count 2 --hci "tcp:127.0.0.1:$p2" --json || rc=1
+    fi
+    stop_bg "$peripheral"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
+        grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
+        grep -q '"name":"SwiftBLELab".*"services":"180D,180F"' "$logs/$name-scan.log" || { echo "ble scan --service 180D did not list SwiftBLELab"; ok=0; }
+        [ "$(grep -o '"value":"[0-9a-f]*"' "$logs/$name-read.log" | wc -c)" -gt 600 ] || { echo "ble read did not return the 300-byte value"; ok=0; }
+        [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
+        grep -q '"uuid":"2A29".*"value":"'"$(hexof 'swift-ble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
+        grep -q '"event":"write".*"value":"'"$(hexof 'ours-to-ours')"'"' "$p" || { echo "peripheral did not log the write"; ok=0; }
+        [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
+# Two Bumble centrals at once against our peripheral, on three linked controllers: each write is attributed to the
+# central that sent it.
+scenario_two_bumble_centrals_to_ble_peripheral() {
+    name="two-bumble-centrals-to-ble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    read -r p1 p2 p3 < <(free_ports 3)
+    start_controllers "$name" "$p1" "$p2" "$p3" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
+    local p="$logs/$name-peripheral.log" ok=1
+    start_bg "$p" "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30
+    local peripheral=$last_pid
+    if ! wait_for "$p" '"event":"serving"' 15 "$peripheral"; then
+        echo "ble serve did not start serving"; ok=0
+    else
+        start_bg "$logs/$name-centralA.log" timeout -k 2 45 env "$(bumble_env centralA)" "$py" "$here/peers/central.py" \
+            --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab --address C0:C1:C2:C3:C4:C5 --tag A
+        local a=$last_pid
+        if [ "$controllers" = bumble ]; then
+            # Bumble's air has no connection-establishment check: when two CONNECT_INDs reach one advertiser
+            # together, the second initiator believes it is connected to a peripheral that never saw it, and
+            # waits forever. Start B once A is connected (the two GATT sessions still overlap).
+            wait_for "$logs/$name-centralA.log" "^RESULT connected=1" 15 "$a"
+        fi
+        start_bg "$logs/$name-centralB.log" timeout -k 2 45 env "$(bumble_env centralB)" "$py" "$here/peers/central.py" \
+            --transport "tcp-client:127.0.0.1:$p3" --target-name SwiftBLELab --address C0:C1:C2:C3:C4:C6 --tag B
+        local b=$last_pid
+        wait "$a" || { echo "central A failed"; ok=0; }
+        forget "$a"
+        wait "$b" || { echo "central B failed"; ok=0; }
+        forget "$b"
+    fi
+    stop_bg "$peripheral"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        local tag address handle
+        for tag in A B; do
+            address=C0:C1:C2:C3:C4:C5; [ $tag = B ] && address=C0:C1:C2:C3:C4:C6
+            handle=$(grep '"event":"connected"' "$p" | grep "\"peer\":\"$address\"" | head -1 | sed -E 's/.*"handle":"([0-9]+)".*/\1/')
+            [ -n "$handle" ] || { echo "central $tag ($address) never connected"; ok=0; continue; }
+            grep -q "\"connection\":\"$handle\",\"event\":\"write\",\"value\":\"$(hexof "written-with-response-$tag")\"" "$p" \
+                || { echo "the write of central $tag is not attributed to its link (handle $handle)"; ok=0; }
+        done
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
+# A burst of 150 notifications (one every 10 ms) from our peripheral to Bumble's central: none lost, in order.
+scenario_notification_burst_to_bumble_central() {
+    name="notification-burst-ble-peripheral-to-bumble-central-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
+    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
+    start_bg "$p" "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 40 --notify-interval 10
+    local peripheral=$last_pid
+    if ! wait_for "$p" '"event":"serving"' 15 "$peripheral"; then
+        echo "ble serve did not start serving"; ok=0
+    else
+        run_fg "$c" 45 env "$(bumble_env central)" "$py" "$here/peers/central.py" \
+            --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab --notifications 150 --notification-timeout 2 \
+            || { echo "central failed"; ok=0; }
+    fi
+    stop_bg "$peripheral"
+    stop_bg "$controllers_pid"
+    decode_captures
+    [ $ok -eq 1 ] && { expect "$c" notifications 150 || ok=0; }
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
+# Our btsnoop capture of a full session (ble explore in its own virtual world) decodes in Wireshark's tshark, with
+# no malformed packet, and shows the session's ATT operations.
 scenario_btsnoop_capture() {
-    local name="btsnoop-capture-decodes-in-tshark"
-    if ! command -v tshark > /dev/null; then fail "$name" "tshark is not installed"; return; fi
+    name="btsnoop-capture-decodes-in-tshark"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    if ! command -v tshark > /dev/null; then skip "$name" "tshark is not installed (apt-get install tshark)"; return; fi
     local capture="$logs/$name.btsnoop" log="$logs/$name-tshark.log" ok=1
-    timeout 60 "$ble" explore SwiftBLELab --btsnoop "$capture" > "$logs/$name-explore.log" 2>&1 || { echo "ble explore failed"; ok=0; }
+    run_fg "$logs/$name-explore.log" 60 "$ble" explore SwiftBLELab --btsnoop "$capture" || { echo "ble explore failed"; ok=0; }
     local malformed
     malformed=$(tshark -r "$capture" -Y "_ws.malformed || _ws.expert.severity == error" 2>/dev/null | wc -l)
     [ "$malformed" -eq 0 ] || { echo "$malformed malformed packet(s)"; ok=0; }
@@ -197,89 +443,17 @@ scenario_btsnoop_capture() {
     if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
 }
 
-# Our central against our peripheral, across the controllers under test (on Bumble's: our host on both ends of an
-# independent controller implementation).
-scenario_ble_central_to_ble_peripheral() {
-    local name="ble-central-to-ble-peripheral-on-$controllers"
-    read -r p1 p2 < <(free_ports 2)
-    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
-    "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
-    local peripheral=$!; pids+=($peripheral)
-    for _ in $(seq 1 100); do grep -q '"event":"serving"' "$logs/$name-peripheral.log" && break; sleep 0.1; done
-    local rc=0
-    timeout 60 "$ble" scan --service 180D --timeout 2 --hci "tcp:127.0.0.1:$p2" --json > "$logs/$name-scan.log" 2>&1 || rc=1
-    timeout 60 "$ble" explore SwiftBLELab --hci "tcp:127.0.0.1:$p2" --json > "$logs/$name-central.log" 2>&1 || rc=1
-    timeout 60 "$ble" read SwiftBLELab 12345678-1234-5678-1234-56789ABCDEF2 --hci "tcp:127.0.0.1:$p2" --json > "$logs/$name-read.log" 2>&1 || rc=1
-    timeout 60 "$ble" write SwiftBLELab 12345678-1234-5678-1234-56789ABCDEF1 "$(hexof 'ours-to-ours')" --hci "tcp:127.0.0.1:$p2" >> "$logs/$name-central.log" 2>&1 || rc=1
-    timeout 60 "$ble" subscribe SwiftBLELab 2A37 --count 2 --hci "tcp:127.0.0.1:$p2" --json >> "$logs/$name-central.log" 2>&1 || rc=1
-    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
-    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
-    [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
-    grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
-    grep -q '"name":"SwiftBLELab".*"services":"180D,180F"' "$logs/$name-scan.log" || { echo "ble scan --service 180D did not list SwiftBLELab"; ok=0; }
-    [ "$(grep -o '"value":"[0-9a-f]*"' "$logs/$name-read.log" | wc -c)" -gt 600 ] || { echo "ble read did not return the 300-byte value"; ok=0; }
-    [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
-    grep -q '"uuid":"2A29".*"value":"'"$(hexof 'swift-ble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
-    grep -q '"event":"write".*"value":"'"$(hexof 'ours-to-ours')"'"' "$p" || { echo "peripheral did not log the write"; ok=0; }
-    [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
-    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
-}
-
-# Two Bumble centrals at once against our peripheral: each write is attributed to the central that sent it.
-scenario_two_bumble_centrals_to_ble_peripheral() {
-    local name="two-bumble-centrals-to-ble-peripheral-on-$controllers"
-    read -r p1 p2 p3 < <(free_ports 3)
-    start_controllers "$name" "$p1" "$p2" "$p3" || { fail "$name" "controllers"; return; }
-    "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30 > "$logs/$name-peripheral.log" 2>&1 &
-    local peripheral=$!; pids+=($peripheral)
-    for _ in $(seq 1 100); do grep -q '"event":"serving"' "$logs/$name-peripheral.log" && break; sleep 0.1; done
-    timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab \
-        --address C0:C1:C2:C3:C4:C5 --tag A > "$logs/$name-centralA.log" 2>&1 &
-    local a=$!
-    timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p3" --target-name SwiftBLELab \
-        --address C0:C1:C2:C3:C4:C6 --tag B > "$logs/$name-centralB.log" 2>&1 &
-    local b=$!
-    local ok=1
-    wait $a || { echo "central A failed"; ok=0; }
-    wait $b || { echo "central B failed"; ok=0; }
-    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
-    local p="$logs/$name-peripheral.log"
-    for pair in "A C0:C1:C2:C3:C4:C5" "B C0:C1:C2:C3:C4:C6"; do
-        set -- $pair
-        local handle
-        handle=$(grep '"event":"connected"' "$p" | grep "\"peer\":\"$2\"" | head -1 | sed -E 's/.*"handle":"([0-9]+)".*/\1/')
-        [ -n "$handle" ] || { echo "central $1 ($2) never connected"; ok=0; continue; }
-        grep -q "\"connection\":\"$handle\",\"event\":\"write\",\"value\":\"$(hexof "written-with-response-$1")\"" "$p" \
-            || { echo "the write of central $1 is not attributed to its link (handle $handle)"; ok=0; }
-    done
-    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
-}
-
-# A burst of 150 notifications from our peripheral to Bumble's central: none lost, in order.
-scenario_notification_burst_to_bumble_central() {
-    local name="notification-burst-ble-peripheral-to-bumble-central-on-$controllers"
-    read -r p1 p2 < <(free_ports 2)
-    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; return; }
-    "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 40 --notify-interval 10 > "$logs/$name-peripheral.log" 2>&1 &
-    local peripheral=$!; pids+=($peripheral)
-    for _ in $(seq 1 100); do grep -q '"event":"serving"' "$logs/$name-peripheral.log" && break; sleep 0.1; done
-    local ok=1
-    timeout 60 "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab \
-        --notifications 150 --notification-timeout 2 > "$logs/$name-central.log" 2>&1 || { echo "central failed"; ok=0; }
-    kill -TERM "$peripheral" 2>/dev/null; wait "$peripheral" 2>/dev/null
-    expect "$logs/$name-central.log" notifications 150 || ok=0
-    if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
-}
-
+# ---------------------------------------------------------------------------------------------------------------
+began=$(millis)
 scenario_btsnoop_capture
 for controllers in $kinds; do
-    # Three linked controllers: Bumble's stock launcher offers exactly two, so this one runs on ours.
-    [ "$controllers" = ble ] && scenario_two_bumble_centrals_to_ble_peripheral
+    scenario_two_bumble_centrals_to_ble_peripheral
     scenario_notification_burst_to_bumble_central
-    scenario_ble_central_to_ble_peripheral
     scenario_full_session
+    scenario_ble_central_to_ble_peripheral
     scenario_bumble_central_to_ble_peripheral
     scenario_ble_central_to_bumble_peripheral
 done
+echo "interop: $(( $(millis) - began )) ms, $skipped skipped, logs in $logs"
 echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+[ $failed -eq 0 ] && [ $passed -gt 0 ]

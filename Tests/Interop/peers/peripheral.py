@@ -5,9 +5,13 @@ Advertises 'BumbleLabPeripheral' (static random D1:D2:D3:D4:D5:D6) with Heart Ra
 data and manufacturer data in the scan response. Serves Battery 180F/2A19 (read, notify), Heart Rate 180D/2A37
 (notify every 0.5 s), Device Information 180A/2A29, and a custom service with a read/write/write-without-response
 characteristic (...DEF1), a 300-byte value (...DEF2) and a value that needs encryption (...DEF3).
-Prints 'RESULT <key>=<value>' lines; exits 0 on SIGTERM/SIGINT or after --run-for seconds.
+
+    peripheral.py --transport tcp-client:127.0.0.1:PORT [--name N] [--address A] [--run-for SECONDS]
+
+Prints 'RESULT <key>=<value>' lines; exits 0 on SIGTERM/SIGINT or after --run-for seconds; prints
+'FAILED: <step>: <why>' and exits 1 when bring-up, advertising or a notification does not complete in time.
 """
-import argparse, asyncio, logging, signal, struct, time
+import argparse, asyncio, logging, signal, struct, sys, time
 
 from bumble.core import AdvertisingData
 from bumble.device import Device, DeviceConfiguration
@@ -27,6 +31,37 @@ def log(*a):
     print(f'[peripheral {time.monotonic() - T0:7.3f}s]', *a, flush=True)
 
 
+def fail(what):
+    print(f'FAILED: {what}', flush=True)
+    sys.exit(1)
+
+
+HOSTS = []   # the Bumble host, once created, so a timeout can name the HCI command left unanswered
+
+
+def waiting_for():
+    """', still waiting for the answer to HCI command X (0xOPCODE)' when a command is outstanding."""
+    command = HOSTS[0].pending_command if HOSTS else None
+    if command is None:
+        return ''
+    return f', still waiting for the answer to {command.name} (0x{command.op_code:04X})'
+
+
+async def step(name, awaitable, timeout=10):
+    """Awaits one step of the session; a timeout or an exception ends the run with a message naming the step
+    (and the HCI command the controller left unanswered, if any)."""
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        why = waiting_for()          # before cancelling: cancelling clears the host's pending command
+        task.cancel()
+        fail(f'{name}: no answer within {timeout} s{why}')
+    try:
+        return task.result()
+    except Exception as error:  # HCI_Error, ConnectionError, ProtocolError...
+        fail(f'{name}: {type(error).__name__}: {error}')
+
+
 async def main():
     p = argparse.ArgumentParser()
     p.add_argument('--transport', required=True)
@@ -35,7 +70,8 @@ async def main():
     p.add_argument('--run-for', type=float, default=0)
     args = p.parse_args()
 
-    async with await open_transport(args.transport) as hci_transport:
+    hci_transport = await step('open transport', open_transport(args.transport), 5)
+    async with hci_transport:
         config = DeviceConfiguration()
         config.name = args.name
         config.address = Address(args.address)
@@ -49,6 +85,7 @@ async def main():
             (AdvertisingData.MANUFACTURER_SPECIFIC_DATA, bytes.fromhex('ffff') + b'scanrsp'),
         ]))
         device = Device.from_config_with_hci(config, hci_transport.source, hci_transport.sink)
+        HOSTS.append(device.host)
 
         battery_level = [87]
         battery = Characteristic('2A19', Characteristic.Properties.READ | Characteristic.Properties.NOTIFY,
@@ -81,8 +118,9 @@ async def main():
         device.on('connection', on_connection)
         hrm.on('subscription', lambda conn, notify, indicate: print(f'RESULT subscribed={int(notify)}', flush=True))
 
-        await device.power_on()
-        await device.start_advertising(auto_restart=True)
+        await step('power on (controller bring-up)', device.power_on())
+        print('RESULT powered_on=1', flush=True)
+        await step('start advertising', device.start_advertising(auto_restart=True))
         log(f'advertising as {args.name!r} from {args.address}')
         print('RESULT advertising=1', flush=True)
 
@@ -99,7 +137,12 @@ async def main():
             bpm = 60 + (bpm - 59) % 40
             hrm.value = bytes([0x00, bpm])
             if device.connections:
-                await device.notify_subscribers(hrm, hrm.value)
+                sending = asyncio.ensure_future(device.notify_subscribers(hrm, hrm.value))
+                done, _ = await asyncio.wait({sending}, timeout=5)
+                if not done:
+                    fail(f'notify heart rate: not sent within 5 s (ACL flow control stalled?){waiting_for()}')
+                if sending.exception() is not None:  # the link went down between the check and the send
+                    log(f'notification not sent: {sending.exception()!r}')
         log('stopping')
 
 
