@@ -11,15 +11,17 @@ extension World {
     mutating func startAdvertising(_ id: Int) {
         guard var c = controllers[id] else { return }
         c.isAdvertising = true
-        c.advertisingGeneration &+= 1
+        c.advertisingGeneration = token()
         c.advertisingStarted = now
         controllers[id] = c
         queue.schedule(.advertise(controller: id, generation: c.advertisingGeneration), at: now)
     }
 
     mutating func stopAdvertising(_ id: Int) {
+        guard controllers[id] != nil else { return }
+        let stale = token()
         controllers[id]?.isAdvertising = false
-        controllers[id]?.advertisingGeneration &+= 1
+        controllers[id]?.advertisingGeneration = stale
     }
 
     /// One advertising event of controller `id`: every controller in range that scans gets a report (and, scanning
@@ -39,6 +41,9 @@ extension World {
             return
         }
 
+        // Every listener in range hears the same PDU. Scanners report it; the first initiator (in controller order)
+        // that hears it and wants this advertiser answers with CONNECT_IND, after which the advertiser stops.
+        var initiator: (central: Int, request: HCILECreateConnection)?
         for other in controllers.keys.sorted() where other != id {
             guard let listener = controllers[other], !listener.removed,
                   listener.isScanning || listener.pendingConnection != nil else { continue }
@@ -51,10 +56,11 @@ extension World {
             }
             guard let rssi = sampleRSSI(from: id, to: other) else { continue }
 
-            if let pending = listener.pendingConnection, type.isConnectable, pending.peerAddress == address,
-               pending.peerAddressType.isRandom == addressType.isRandom, listenerHearsInWindow(pending.scanInterval, pending.scanWindow) {
-                connect(central: other, peripheral: id, request: pending, peripheralAddress: (address, addressType))
-                return   // The advertiser is now connected and no longer advertising.
+            if initiator == nil, let pending = listener.pendingConnection, type.isConnectable, pending.peerAddress == address,
+               pending.peerAddressType.isRandom == addressType.isRandom,
+               listenerHearsInWindow(pending.scanInterval, pending.scanWindow) {
+                initiator = (other, pending)
+                continue
             }
             if listener.isScanning, listenerHearsInWindow(listener.scanParameters.interval, listener.scanParameters.window) {
                 let eventType: HCILEAdvertisingReportEventType = switch type {
@@ -71,6 +77,11 @@ extension World {
                            data: advertiser.scanResponseData, rssi: responseRSSI)
                 }
             }
+        }
+        if let initiator {
+            connect(central: initiator.central, peripheral: id, request: initiator.request,
+                    peripheralAddress: (address, addressType))
+            return   // The advertiser is now connected and no longer advertising.
         }
 
         let next: UInt64
@@ -111,7 +122,7 @@ extension World {
         let peripheralHandle = p.allocateHandle(in: handlesInUse(by: peripheral))
         c.pendingConnection = nil
         p.isAdvertising = false
-        p.advertisingGeneration &+= 1
+        p.advertisingGeneration = token()
         controllers[central] = c
         controllers[peripheral] = p
         let id = nextLinkID

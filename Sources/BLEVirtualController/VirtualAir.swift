@@ -5,14 +5,18 @@ import Synchronization
 /// The shared simulated air: every ``VirtualController`` on it can hear the others, subject to distance.
 ///
 /// All state lives behind one lock and changes only when a host sends a packet or simulated time advances, so a
-/// run is deterministic for a given seed. Two clocks:
-/// - ``Clock/manual``: time stands still until a test calls ``advance(by:)``; events due in between run in order.
-/// - ``Clock/realTime``: one driver thread runs events as wall time reaches them (for the CLI and in-process hosts).
-///   Call ``shutdown()`` when done with it.
+/// run is deterministic for a given seed. Host → controller packets are handled at once (zero simulated latency);
+/// scheduled work (advertising events, connection-update instants, supervision timeouts) waits in a time-ordered
+/// queue, first-in first-out for equal times. Two clocks:
+/// - ``Clock/manual``: time stands still until a test calls ``advance(by:)`` or ``runUntilIdle(limit:)``, which
+///   run the events due in between synchronously, in order, and return.
+/// - ``Clock/realTime``: one driver thread sleeps on a condition until the next event is due or a host packet
+///   changes the schedule, then runs what wall time has reached. It stops with ``shutdown()``, or on its own once
+///   nothing references the air any more.
 public final class VirtualAir: Sendable {
     /// How simulated time advances.
     public enum Clock: Sendable, Hashable {
-        /// Only ``VirtualAir/advance(by:)`` moves time.
+        /// Only ``VirtualAir/advance(by:)`` and ``VirtualAir/runUntilIdle(limit:)`` move time.
         case manual
         /// Simulated time follows the wall clock.
         case realTime
@@ -21,8 +25,7 @@ public final class VirtualAir: Sendable {
     /// The clock mode.
     public let clock: Clock
     let world: Mutex<World>
-    private let wake = NSCondition()
-    private let stopped = Atomic<Bool>(false)
+    private let driver = RealTimeDriver()
     private let origin = ContinuousClock.now
 
     /// Creates an air with a seeded generator (advertising delays, LE Rand, RSSI noise) and a radio model.
@@ -30,11 +33,20 @@ public final class VirtualAir: Sendable {
         self.clock = clock
         world = Mutex(World(seed: seed, radio: radio))
         if clock == .realTime {
-            let thread = Thread { [self] in self.drive() }
+            // The thread holds the air weakly: dropping the last reference to the air stops it.
+            let driver = driver
+            let thread = Thread { [weak self] in
+                driver.run { () -> Duration?? in
+                    guard let air = self else { return nil }
+                    return .some(air.runDueEvents())
+                }
+            }
             thread.name = "ble.virtual-air"
             thread.start()
         }
     }
+
+    deinit { driver.stop() }
 
     /// Adds a controller to the air.
     ///
@@ -44,21 +56,22 @@ public final class VirtualAir: Sendable {
     public func addController(_ configuration: VirtualController.Configuration = .init(),
                               buffered: Bool = false) -> VirtualController {
         let sink = HostSink(mode: buffered ? .buffer : .stream)
-        let id = world.withLock { w in
+        let (id, address, name) = mutate { w in
             let id = w.nextControllerID
             w.nextControllerID += 1
             var config = configuration
             if config.address == nil { config.address = BluetoothAddress(0x005B_0000_0000 | UInt64(id)) }
             w.controllers[id] = ControllerState(id: id, configuration: config, sink: sink)
-            return id
+            let name = config.name ?? "controller \(id < 10 ? "0" : "")\(id)"
+            return (id, config.address ?? .zero, name)
         }
-        let address = world.withLock { $0.controllers[id]?.configuration.address } ?? .zero
-        return VirtualController(id: id, address: address, air: self, sink: sink)
+        return VirtualController(id: id, address: address, name: name, air: self, sink: sink)
     }
 
-    /// The simulated time elapsed since the air was created.
+    /// The simulated time elapsed since the air was created (on a real-time air: the wall time elapsed).
     public var now: Duration {
-        .nanoseconds(Int64(clamping: world.withLock { $0.now }))
+        let nanos = world.withLock { w in clock == .realTime ? max(w.now, wallNanos) : w.now }
+        return .nanoseconds(Int64(clamping: nanos))
     }
 
     /// The radio model (change it at any time; links are re-evaluated).
@@ -70,72 +83,120 @@ public final class VirtualAir: Sendable {
     /// ACL packets hosts sent for unknown connection handles (dropped).
     public var droppedACLPacketCount: Int { world.withLock { $0.droppedACLPackets } }
 
-    /// Moves simulated time forward by `duration`, running every event due in that span. Only the manual clock is
-    /// driven this way; on a real-time air the call does nothing (wall time drives it).
+    /// Moves simulated time forward by `duration`, running every event due in that span in order, and returns
+    /// with the clock at exactly `now + duration`. Only the manual clock is driven this way; on a real-time air the
+    /// call does nothing (wall time drives it).
     public func advance(by duration: Duration) {
         guard clock == .manual else { return }
-        let (seconds, attoseconds) = duration.components
-        let nanos = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000
+        let nanos = Self.nanoseconds(duration)
         world.withLock { w in
-            let target = w.now + nanos
-            while let (time, event) = w.queue.popDue(notAfter: target) {
-                w.now = max(w.now, time)
-                w.run(event)
-            }
+            let target = w.now &+ min(nanos, UInt64.max - w.now)
+            runEvents(&w, notAfter: target)
             w.now = target
+        }
+    }
+
+    /// Runs scheduled events one after another, moving the clock to each, until nothing is scheduled or the next
+    /// event lies more than `limit` past the current time.
+    ///
+    /// - Returns: `true` when the queue ran empty (the clock then stands at the last event run); `false` when the
+    ///   limit was reached first (the clock then stands at `now + limit`). An advertising controller never lets
+    ///   the queue run empty. On a real-time air the call does nothing and returns `false`.
+    @discardableResult
+    public func runUntilIdle(limit: Duration = .seconds(60)) -> Bool {
+        guard clock == .manual else { return false }
+        let nanos = Self.nanoseconds(limit)
+        return world.withLock { w in
+            let deadline = w.now &+ min(nanos, UInt64.max - w.now)
+            runEvents(&w, notAfter: deadline)
+            if w.queue.isEmpty { return true }
+            w.now = deadline
+            return false
         }
     }
 
     /// Stops the real-time driver thread. The air is unusable afterwards.
     public func shutdown() {
-        stopped.store(true, ordering: .releasing)
-        wake.lock()
-        wake.signal()
-        wake.unlock()
+        driver.stop()
     }
 
     /// Runs `body` on the world at the current time (catching a real-time clock up first), then wakes the driver.
     func mutate<T>(_ body: (inout World) -> T) -> T {
         let result = world.withLock { w -> T in
-            if clock == .realTime { catchUp(&w) }
+            if clock == .realTime { runEvents(&w, notAfter: max(w.now, wallNanos)) }
             return body(&w)
         }
-        if clock == .realTime {
-            wake.lock()
-            wake.signal()
-            wake.unlock()
-        }
+        if clock == .realTime { driver.wake() }
         return result
     }
 
-    private var wallNanos: UInt64 {
-        let (s, a) = (ContinuousClock.now - origin).components
-        return UInt64(max(0, s)) * 1_000_000_000 + UInt64(max(0, a)) / 1_000_000_000
+    /// Runs what is due by wall time; returns how long until the next event (`nil`: none scheduled).
+    private func runDueEvents() -> Duration? {
+        world.withLock { w -> Duration? in
+            let wall = max(w.now, wallNanos)
+            runEvents(&w, notAfter: wall)
+            w.now = wall
+            return w.queue.nextTime.map { .nanoseconds(Int64(clamping: $0 &- min($0, wall))) }
+        }
     }
 
-    private func catchUp(_ w: inout World) {
-        let target = max(w.now, wallNanos)
+    private func runEvents(_ w: inout World, notAfter target: UInt64) {
         while let (time, event) = w.queue.popDue(notAfter: target) {
             w.now = max(w.now, time)
             w.run(event)
         }
-        w.now = target
     }
 
-    private func drive() {
-        wake.lock()
+    private var wallNanos: UInt64 { Self.nanoseconds(ContinuousClock.now - origin) }
+
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole &+ min(UInt64(attoseconds) / 1_000_000_000, UInt64.max - whole)
+    }
+}
+
+/// The real-time air's driver: a thread that sleeps on a condition variable until the next event is due or it is
+/// woken (a host packet may have scheduled something sooner). No polling: with nothing scheduled it waits until
+/// woken.
+final class RealTimeDriver: Sendable {
+    private let condition = NSCondition()
+    /// Set (under `condition`) when the schedule may have changed since the driver last looked.
+    private let dirty = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+
+    /// The thread's loop. `step` runs the due events and returns the delay to the next one, or `nil` when nothing
+    /// is scheduled; it is not called with the condition held, so the air may be released (and stop the driver)
+    /// from inside it.
+    func run(_ step: () -> Duration??) {
         while !stopped.load(ordering: .acquiring) {
-            let next = world.withLock { w -> UInt64? in
-                catchUp(&w)
-                return w.queue.nextTime
+            guard let next = step() else { return }   // The air is gone.
+            condition.lock()
+            if !dirty.load(ordering: .relaxed), !stopped.load(ordering: .acquiring) {
+                if let next {
+                    let seconds = Double(next.components.seconds) + Double(next.components.attoseconds) / 1e18
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: max(seconds, 0)))
+                } else {
+                    condition.wait()
+                }
             }
-            if let next {
-                let delay = Double(next &- min(next, wallNanos)) / 1e9
-                _ = wake.wait(until: Date(timeIntervalSinceNow: max(delay, 0)))
-            } else {
-                wake.wait()
-            }
+            dirty.store(false, ordering: .relaxed)
+            condition.unlock()
         }
-        wake.unlock()
+    }
+
+    /// Makes the driver look at the schedule again.
+    func wake() {
+        condition.lock()
+        dirty.store(true, ordering: .relaxed)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Ends the loop.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        wake()
     }
 }

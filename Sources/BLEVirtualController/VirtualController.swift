@@ -10,38 +10,46 @@ import Synchronization
 public final class VirtualController: Sendable {
     /// How a controller is built and placed.
     public struct Configuration: Sendable {
-        /// The public device address (`nil`: a distinct one, `00:5B:00:00:00:NN`).
+        /// The public device address (`nil`: a distinct one per controller, `00:5B:00:00:00:NN`, NN its number on
+        /// the air).
         public var address: BluetoothAddress?
-        /// Where the controller is.
+        /// Where the controller is (settable later through ``VirtualController/position``).
         public var position: Position
-        /// Transmit power in dBm.
+        /// Transmit power in dBm (settable later through ``VirtualController/txPower``).
         public var txPower: Int8
         /// Size of each ACL buffer (LE Read Buffer Size); also the size of fragments sent to the host.
+        /// Clamped to 27...65535.
         public var aclBufferSize: Int
-        /// Number of ACL buffers.
+        /// Number of ACL buffers. Clamped to 1...255.
         public var aclBufferCount: Int
+        /// A label for logs and tools (`nil`: "controller NN").
+        public var name: String?
 
         /// Creates a configuration.
         public init(address: BluetoothAddress? = nil, position: Position = Position(), txPower: Int8 = 0,
-                    aclBufferSize: Int = 27, aclBufferCount: Int = 8) {
+                    aclBufferSize: Int = 27, aclBufferCount: Int = 8, name: String? = nil) {
             self.address = address
             self.position = position
             self.txPower = txPower
             self.aclBufferSize = max(27, min(aclBufferSize, 0xFFFF))
             self.aclBufferCount = max(1, min(aclBufferCount, 255))
+            self.name = name
         }
     }
 
     let id: Int
     /// The controller's public address.
     public let address: BluetoothAddress
+    /// The controller's label: the configuration's name, or "controller NN".
+    public let name: String
     /// The air it is on.
     public let air: VirtualAir
     let sink: HostSink
 
-    init(id: Int, address: BluetoothAddress, air: VirtualAir, sink: HostSink) {
+    init(id: Int, address: BluetoothAddress, name: String, air: VirtualAir, sink: HostSink) {
         self.id = id
         self.address = address
+        self.name = name
         self.air = air
         self.sink = sink
     }
@@ -76,14 +84,28 @@ public final class VirtualController: Sendable {
         set { air.mutate { w in w.controllers[id]?.position = newValue; w.reevaluateLinks() } }
     }
 
-    /// The host vanished: the controller leaves the air. Its peers lose their links by supervision timeout.
+    /// Transmit power in dBm; changing it re-evaluates its links like a move does.
+    public var txPower: Int8 {
+        get { air.world.withLock { $0.controllers[id]?.txPower ?? 0 } }
+        set { air.mutate { w in w.controllers[id]?.txPower = newValue; w.reevaluateLinks() } }
+    }
+
+    /// Whether the controller is advertising (its host enabled it and no connection or timeout has ended it).
+    public var isAdvertising: Bool { air.world.withLock { $0.controllers[id]?.isAdvertising ?? false } }
+
+    /// Whether the controller is scanning.
+    public var isScanning: Bool { air.world.withLock { $0.controllers[id]?.isScanning ?? false } }
+
+    /// The host vanished: the controller leaves the air. Its advertising, scanning and connection attempt stop;
+    /// its links are lost without a word, so each peer gets Disconnection Complete with Connection Timeout (0x08)
+    /// once the link's supervision timeout has run out. Its host output ends (``toHost`` finishes).
     public func remove() {
         air.mutate { w in
             w.controllers[id]?.removed = true
             w.controllers[id]?.isAdvertising = false
             w.controllers[id]?.isScanning = false
             w.controllers[id]?.pendingConnection = nil
-            w.reevaluateLinks()
+            w.forgetLinks(of: id)
         }
         sink.continuation.finish()
     }
@@ -132,8 +154,10 @@ final class VirtualHostTransport: HCITransport {
         self.controller = controller
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
         incoming = stream
+        // The pump holds the stream, not the controller, so an abandoned transport does not keep the air alive.
+        let output = controller.toHost
         pump = Task {
-            for await packet in controller.toHost { continuation.yield(packet) }
+            for await packet in output { continuation.yield(packet) }
             continuation.finish()
         }
     }

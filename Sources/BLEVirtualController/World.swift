@@ -30,6 +30,8 @@ struct ControllerState {
     /// The public address.
     let address: BluetoothAddress
     var position: Position
+    /// Transmit power in dBm (starts at the configuration's; settable while running).
+    var txPower: Int8
     var removed = false
 
     // HCI
@@ -72,6 +74,7 @@ struct ControllerState {
         self.sink = sink
         self.address = configuration.address ?? .zero
         self.position = configuration.position
+        self.txPower = configuration.txPower
     }
 
     /// The address this controller uses for `ownAddressType` (public, or its random address).
@@ -112,6 +115,8 @@ struct Link {
     var pendingEncryption: (ltk: [UInt8], rand: UInt64, ediv: UInt16)?
     var supervisionArmed = false
     var supervisionGeneration: UInt64 = 0
+    /// A Connection Update procedure waits for its instant.
+    var updatePending = false
     var centralTxOctets: UInt16 = 27
     var peripheralTxOctets: UInt16 = 27
     /// ACL packets accepted from a host while the peer was out of reach: (sending controller, packet).
@@ -151,6 +156,8 @@ struct World {
     var queue = EventQueue<WorldEvent>()
     var nextControllerID = 1
     var nextLinkID = 1
+    /// Source of unique tokens that tie scheduled events to the state that scheduled them.
+    var lastToken: UInt64 = 0
     /// ACL packets a host sent for a handle its controller does not know.
     var droppedACLPackets = 0
 
@@ -159,12 +166,18 @@ struct World {
         self.radio = radio
     }
 
+    /// A token never handed out before (never 0, the value fresh state starts with).
+    mutating func token() -> UInt64 {
+        lastToken &+= 1
+        return lastToken
+    }
+
     // MARK: Radio
 
     /// The mean RSSI at `receiver` of `transmitter`'s signal.
     func meanRSSI(from transmitter: Int, to receiver: Int) -> Double? {
         guard let tx = controllers[transmitter], let rx = controllers[receiver], !tx.removed, !rx.removed else { return nil }
-        return radio.meanRSSI(txPower: Double(tx.configuration.txPower), distance: tx.position.distance(to: rx.position))
+        return radio.meanRSSI(txPower: Double(tx.txPower), distance: tx.position.distance(to: rx.position))
     }
 
     /// One packet's RSSI with noise, or `nil` when the receiver cannot hear it.
@@ -262,6 +275,21 @@ struct World {
         }
     }
 
+    /// The controller's link layer forgets its links without telling its host (Reset, or the host vanished): its
+    /// sides close silently, the packets its host had queued are discarded, a pending encryption start is
+    /// abandoned. Each peer keeps its side until its supervision timeout runs out.
+    mutating func forgetLinks(of controller: Int) {
+        for id in links.keys.sorted() {
+            guard var link = links[id], link.side(of: controller) != nil else { continue }
+            if link.central.controller == controller { link.central.active = false }
+            if link.peripheral.controller == controller { link.peripheral.active = false }
+            link.stalled.removeAll { $0.0 == controller }
+            link.pendingEncryption = nil
+            links[id] = link.central.active || link.peripheral.active ? link : nil
+        }
+        reevaluateLinks()
+    }
+
     /// Re-checks every link after a move or a removal: out of reach arms the supervision timer; back in reach
     /// disarms it and releases stalled packets.
     mutating func reevaluateLinks() {
@@ -297,12 +325,16 @@ struct World {
                 closeSide(link: id, controller: side.controller, reason: .connectionTimeout)
             }
         case .connectionUpdate(let id, let interval, let latency, let timeout):
-            guard var link = links[id] else { return }
+            guard var link = links[id], link.updatePending else { return }
+            let changed = (link.interval, link.latency, link.timeout) != (interval, latency, timeout)
             link.interval = interval
             link.latency = latency
             link.timeout = timeout
+            link.updatePending = false
             links[id] = link
-            for side in [link.central, link.peripheral] where side.active {
+            // The central's host asked, so it always hears back; the peripheral's only when something changed.
+            // Core 5.4, Vol 4, Part E, 7.7.65.3.
+            for side in [link.central, link.peripheral] where side.active && (changed || side.controller == link.central.controller) {
                 emit(side.controller, HCILEConnectionUpdateCompleteEvent(handle: side.handle, connectionInterval: interval,
                                                                          peripheralLatency: latency,
                                                                          supervisionTimeout: timeout).packet)
