@@ -25,7 +25,7 @@ public final class VirtualAir: Sendable {
     /// The clock mode.
     public let clock: Clock
     let world: Mutex<World>
-    private let driver = RealTimeDriver()
+    let driver = RealTimeDriver()
     private let origin = ContinuousClock.now
 
     /// Creates an air with a seeded generator (advertising delays, LE Rand, RSSI noise) and a radio model.
@@ -165,11 +165,19 @@ final class RealTimeDriver: Sendable {
     /// Set (under `condition`) when the schedule may have changed since the driver last looked.
     private let dirty = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
+    /// Finishes when the loop has ended (the thread is about to exit).
+    let finished: AsyncStream<Void>
+    private let finishedContinuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (finished, finishedContinuation) = AsyncStream.makeStream(of: Void.self)
+    }
 
     /// The thread's loop. `step` runs the due events and returns the delay to the next one, or `nil` when nothing
     /// is scheduled; it is not called with the condition held, so the air may be released (and stop the driver)
     /// from inside it.
     func run(_ step: () -> Duration??) {
+        defer { finishedContinuation.finish() }
         while !stopped.load(ordering: .acquiring) {
             guard let next = step() else { return }   // The air is gone.
             condition.lock()

@@ -128,4 +128,109 @@ import Testing
         #expect(abs(mean - (-54)) < 3)
         #expect(Set(first).count > 3)
     }
+
+    @Test func aScanWindowShorterThanTheIntervalHearsAShareOfTheEvents() throws {
+        let bench = Bench()
+        let a = try bench.controller()
+        let full = try bench.controller(at: 1)
+        let quarter = try bench.controller(at: 1)
+        try bench.advertise(a, intervalUnits: 0x00A0)
+        try bench.scan(full, active: false)
+        try bench.expectSuccess(quarter, HCILESetScanParameters(scanType: .passive, interval: 0x40, window: 0x10))
+        try bench.expectSuccess(quarter, HCILESetScanEnable(isEnabled: true, filterDuplicates: false))
+        bench.advance(.seconds(20))
+        let all = bench.reports(try bench.drain(full)).count
+        let some = bench.reports(try bench.drain(quarter)).count
+        // Each advertising event is heard with probability window / interval = 1/4.
+        #expect((174...192).contains(all))
+        #expect(Double(some) > 0.15 * Double(all) && Double(some) < 0.35 * Double(all), "\(some) of \(all)")
+    }
+
+    @Test func advertisingWithTheRandomAddress() throws {
+        let bench = Bench()
+        let a = try bench.controller()
+        let b = try bench.controller(at: 1)
+        let random = BluetoothAddress(0xC1C2_C3C4_C5C6)
+        try bench.expectSuccess(a, HCILESetRandomAddress(address: random))
+        try bench.advertise(a, ownAddressType: .random)
+        try bench.scan(b, active: false)
+        bench.advance(.milliseconds(300))
+        let reports = bench.reports(try bench.drain(b))
+        #expect(!reports.isEmpty && reports.allSatisfy { $0.address == random && $0.addressType == .random })
+        // The random address cannot change while it is on the air.
+        #expect(try bench.call(a, HCILESetRandomAddress(address: BluetoothAddress(0xC0_0000_0001))).status == .commandDisallowed)
+    }
+
+    @Test func highDutyCycleDirectedAdvertisingTimesOut() throws {
+        let bench = Bench()
+        let a = try bench.controller()
+        let absent = BluetoothAddress(0x00AB_CDEF_0001)
+        try bench.advertise(a, type: .connectableDirectedHighDuty, peer: absent)
+        bench.advance(.milliseconds(1270))
+        #expect(try bench.drain(a).isEmpty)
+        #expect(a.isAdvertising)
+        bench.advance(.milliseconds(20))
+        // Core 5.4, Vol 4, Part E, 7.8.9: after 1.28 s, LE Connection Complete with Advertising Timeout.
+        let complete = bench.connectionCompletes(try bench.drain(a))
+        #expect(complete.map(\.status) == [.advertisingTimeout])
+        #expect(complete.first?.role == .peripheral && complete.first?.peerAddress == absent)
+        #expect(!a.isAdvertising)
+    }
+
+    @Test func resetStopsAdvertisingAndANewStartDoesNotDoubleIt() throws {
+        let bench = Bench()
+        let a = try bench.controller()
+        let b = try bench.controller(at: 1)
+        try bench.advertise(a, intervalUnits: 0x00A0)
+        try bench.scan(b, active: false)
+        bench.advance(.seconds(1))
+        #expect(!bench.reports(try bench.drain(b)).isEmpty)
+        try bench.expectSuccess(a, HCIReset())
+        #expect(!a.isAdvertising)
+        bench.advance(.seconds(1))
+        #expect(bench.reports(try bench.drain(b)).isEmpty, "Reset stops advertising")
+        // Advertise, then reset and start again at once, while the old advertising event is still scheduled.
+        try bench.advertise(a, intervalUnits: 0x00A0)
+        bench.advance(.milliseconds(50))
+        try bench.expectSuccess(a, HCIReset())
+        try bench.advertise(a, intervalUnits: 0x00A0)
+        _ = try bench.drain(b)
+        bench.advance(.seconds(10))
+        let count = bench.reports(try bench.drain(b)).count
+        #expect((87...96).contains(count), "one advertising chain, not two: \(count) reports in 10 s")
+    }
+
+    @Test func aRemovedControllerStopsAdvertisingAndIgnoresItsHost() throws {
+        let bench = Bench()
+        let a = try bench.controller()
+        let b = try bench.controller(at: 1)
+        try bench.advertise(a)
+        try bench.scan(b, active: false)
+        bench.advance(.milliseconds(300))
+        #expect(!bench.reports(try bench.drain(b)).isEmpty)
+        a.remove()
+        #expect(!a.isAdvertising)
+        bench.advance(.seconds(1))
+        #expect(bench.reports(try bench.drain(b)).isEmpty)
+        a.receive(fromHost: .command(HCIReset().packet))
+        #expect(a.drainToHost().isEmpty)
+    }
+
+    @Test func duplicateFilteringKeysOnAddressAndEventTypeNotOnData() throws {
+        let bench = Bench()
+        let a = try bench.controller()
+        let b = try bench.controller(at: 1)
+        try bench.advertise(a, data: [2, 1, 6])
+        try bench.scan(b, active: false, filterDuplicates: true)
+        bench.advance(.seconds(1))
+        #expect(bench.reports(try bench.drain(b)).map(\.data) == [[2, 1, 6]])
+        // New advertising data from the same address is filtered too, until scanning is enabled again.
+        try bench.expectSuccess(a, HCILESetAdvertisingData(data: [2, 1, 4]))
+        bench.advance(.seconds(1))
+        #expect(bench.reports(try bench.drain(b)).isEmpty)
+        try bench.expectSuccess(b, HCILESetScanEnable(isEnabled: false))
+        try bench.expectSuccess(b, HCILESetScanEnable(isEnabled: true, filterDuplicates: true))
+        bench.advance(.seconds(1))
+        #expect(bench.reports(try bench.drain(b)).map(\.data) == [[2, 1, 4]])
+    }
 }

@@ -75,9 +75,11 @@ struct Bench {
 
     /// Starts connectable advertising with `data` on `c`.
     func advertise(_ c: VirtualController, type: HCILEAdvertisingType = .connectableUndirected, data: [UInt8] = [2, 1, 6],
-                   scanResponse: [UInt8] = [], intervalUnits: UInt16 = 0x00A0, peer: BluetoothAddress = .zero) throws {
+                   scanResponse: [UInt8] = [], intervalUnits: UInt16 = 0x00A0, ownAddressType: LEAddressType = .public,
+                   peerType: LEAddressType = .public, peer: BluetoothAddress = .zero) throws {
         try expectSuccess(c, HCILESetAdvertisingParameters(intervalMin: intervalUnits, intervalMax: intervalUnits,
-                                                           advertisingType: type, peerAddress: peer))
+                                                           advertisingType: type, ownAddressType: ownAddressType,
+                                                           peerAddressType: peerType, peerAddress: peer))
         try expectSuccess(c, HCILESetAdvertisingData(data: data))
         try expectSuccess(c, HCILESetScanResponseData(data: scanResponse))
         try expectSuccess(c, HCILESetAdvertisingEnable(isEnabled: true))
@@ -107,6 +109,10 @@ struct Bench {
             throw WireError(.invalidValue, "connection did not complete: \(ce) \(pe)")
         }
         return (c.handle, p.handle)
+    }
+
+    func connectionCompletes(_ events: [HCIEvent]) -> [HCILEConnectionCompleteEvent] {
+        events.compactMap { if case .le(.connectionComplete(let e)) = $0 { e } else { nil } }
     }
 
     func disconnections(_ events: [HCIEvent]) -> [HCIDisconnectionCompleteEvent] {
