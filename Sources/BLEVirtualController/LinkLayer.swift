@@ -94,11 +94,21 @@ extension World {
     }
 
     /// Whether a scanner with this duty cycle happens to listen during an advertising event.
+    ///
+    /// Simplified duty cycle: with `window == interval` the scanner always listens; otherwise each advertising
+    /// event is heard with probability `window / interval`, drawn from the air's seeded generator (no phase
+    /// tracking between scan windows and advertising events).
     mutating func listenerHearsInWindow(_ interval: UInt16, _ window: UInt16) -> Bool {
         guard window < interval, interval > 0 else { return true }
         return rng.next() % UInt64(interval) < UInt64(window)
     }
 
+    /// Sends one advertising report to a scanner's host.
+    ///
+    /// Duplicate filtering (LE Set Scan Enable, Filter_Duplicates = 1) keys on (address, address type, event type):
+    /// one ADV_* report and one SCAN_RSP report per advertiser until scanning is enabled again. New advertising
+    /// data from the same address is filtered too (Core 5.4, Vol 6, Part B, 4.4.3.5 leaves the comparison of data
+    /// to the implementation; this controller does not compare it).
     mutating func report(to scanner: Int, eventType: HCILEAdvertisingReportEventType, address: BluetoothAddress,
                          addressType: LEAddressType, data: [UInt8], rssi: Int8) {
         guard var s = controllers[scanner] else { return }
@@ -145,6 +155,11 @@ extension World {
     // MARK: ACL
 
     /// A host handed its controller an ACL packet: check flow control, then send it over the link.
+    ///
+    /// A packet longer than the buffer size, or one for which no buffer is free (the host sent more than
+    /// Total_Num_LE_ACL_Data_Packets without waiting for Number Of Completed Packets), is dropped and answered with
+    /// Data Buffer Overflow (link type ACL). A packet for a handle that is not connected is dropped and counted
+    /// (``VirtualAir/droppedACLPacketCount``).
     mutating func hostACL(from id: Int, _ packet: HCIACLPacket) {
         guard let c = controllers[id], !c.removed else { return }
         guard let linkID = linkID(controller: id, handle: packet.handle) else {

@@ -119,3 +119,61 @@ import Testing
         #expect(try bench.drain(a) == [.hardwareError(.init(hardwareCode: 0x42))])
     }
 }
+
+@Suite struct ControllerSettingsTests {
+    @Test func dataLengthDefaultsAndLimits() throws {
+        let bench = Bench()
+        let a = try bench.controller()
+        let maximum = try bench.call(a, HCILEReadMaximumDataLength())
+        #expect(maximum.supportedMaxTxOctets == 251 && maximum.supportedMaxRxOctets == 251)
+        #expect(maximum.supportedMaxTxTime == 2120 && maximum.supportedMaxRxTime == 2120)
+        let initial = try bench.call(a, HCILEReadSuggestedDefaultDataLength())
+        #expect(initial.suggestedMaxTxOctets == 27 && initial.suggestedMaxTxTime == 328)
+        try bench.expectSuccess(a, HCILEWriteSuggestedDefaultDataLength(suggestedMaxTxOctets: 251, suggestedMaxTxTime: 2120))
+        let written = try bench.call(a, HCILEReadSuggestedDefaultDataLength())
+        #expect(written.suggestedMaxTxOctets == 251 && written.suggestedMaxTxTime == 2120)
+        // Outside 27...251 octets or 328...17040 µs.
+        #expect(try bench.call(a, HCILEWriteSuggestedDefaultDataLength(suggestedMaxTxOctets: 26, suggestedMaxTxTime: 328)).status
+                == .invalidCommandParameters)
+        #expect(try bench.call(a, HCILEWriteSuggestedDefaultDataLength(suggestedMaxTxOctets: 27, suggestedMaxTxTime: 0x4291)).status
+                == .invalidCommandParameters)
+        // Reset restores the default.
+        try bench.expectSuccess(a, HCIReset())
+        #expect(try bench.call(a, HCILEReadSuggestedDefaultDataLength()).suggestedMaxTxOctets == 27)
+    }
+
+    @Test func setDataLengthChecksHandleAndRange() throws {
+        let bench = Bench()
+        let central = try bench.controller()
+        let peripheral = try bench.controller(at: 1)
+        let (ch, _) = try bench.connect(central, peripheral)
+        #expect(try bench.call(central, HCILESetDataLength(handle: 0x0123, txOctets: 251, txTime: 2120)).status == .unknownConnectionIdentifier)
+        #expect(try bench.call(central, HCILESetDataLength(handle: ch, txOctets: 252, txTime: 2120)).status == .invalidCommandParameters)
+        // Asking for what is already in use changes nothing: no Data Length Change.
+        let same = try bench.send(central, HCILESetDataLength(handle: ch, txOctets: 27, txTime: 328))
+        #expect(bench.status(of: .leSetDataLength, in: same) == .success && same.count == 1)
+        #expect(try bench.drain(peripheral).isEmpty)
+    }
+
+    @Test func defaultPHYPreferences() throws {
+        let bench = Bench()
+        let a = try bench.controller()
+        try bench.expectSuccess(a, HCILESetDefaultPHY())                                  // 1M both ways
+        try bench.expectSuccess(a, HCILESetDefaultPHY(allPHYs: 0x03, txPHYs: 0, rxPHYs: 0))  // no preference
+        #expect(try bench.call(a, HCILESetDefaultPHY(allPHYs: 0x04)).status == .invalidCommandParameters)
+        #expect(try bench.call(a, HCILESetDefaultPHY(allPHYs: 0, txPHYs: 0, rxPHYs: 1)).status == .invalidCommandParameters)
+        // LE 2M is not supported by this controller.
+        #expect(try bench.call(a, HCILESetDefaultPHY(allPHYs: 0, txPHYs: 0x03, rxPHYs: 1)).status == .unsupportedFeatureOrParameterValue)
+        #expect(!(try bench.call(a, HCILEReadLocalSupportedFeatures()).features.contains(.le2MPHY)))
+    }
+
+    @Test func acceptedHostSettings() throws {
+        let bench = Bench()
+        let a = try bench.controller()
+        try bench.expectSuccess(a, HCIWriteLEHostSupport())
+        try bench.expectSuccess(a, HCISetEventMaskPage2(mask: 0x0000_0000_0200_0000))
+        let buffers = try bench.call(a, HCIReadBufferSize())
+        #expect(buffers.aclDataPacketLength == 27 && buffers.totalNumACLDataPackets == 8)
+        #expect(try bench.call(a, HCIReadRSSI(handle: 0x0042)).status == .unknownConnectionIdentifier)
+    }
+}

@@ -58,4 +58,35 @@ import Testing
         let stray = try bench.send(peripheral, HCILELongTermKeyRequestReply(handle: ph, longTermKey: key))
         #expect(bench.status(of: .leLongTermKeyRequestReply, in: stray) == .commandDisallowed)
     }
+
+    @Test func aMaskedKeyRequestIsRejectedLikeANegativeReply() throws {
+        let bench = Bench()
+        let central = try bench.controller()
+        let peripheral = try bench.controller(at: 1)
+        let (ch, _) = try bench.connect(central, peripheral)
+        // The peripheral's host masks LE Long Term Key Request (LE event mask bit 4) and so cannot answer it.
+        try bench.expectSuccess(peripheral, HCILESetEventMask(mask: 0x1F & ~0x10))
+        let events = try bench.send(central, HCILEEnableEncryption(handle: ch, randomNumber: 0, encryptedDiversifier: 0, longTermKey: key))
+        #expect(try bench.drain(peripheral).isEmpty)
+        #expect(events == [.commandStatus(.init(status: .success, opcode: .leEnableEncryption)),
+                           .encryptionChange(.init(status: .pinOrKeyMissing, handle: ch, encryptionEnabled: 0))])
+        #expect(central.connectionCount == 1)
+    }
+
+    @Test func oneEncryptionStartAtATime() throws {
+        let bench = Bench()
+        let central = try bench.controller()
+        let peripheral = try bench.controller(at: 1)
+        let (ch, ph) = try bench.connect(central, peripheral)
+        let start = HCILEEnableEncryption(handle: ch, randomNumber: 7, encryptedDiversifier: 9, longTermKey: key)
+        _ = try bench.send(central, start)
+        #expect(bench.status(of: .leEnableEncryption, in: try bench.send(central, start)) == .commandDisallowed)
+        #expect(bench.status(of: .leEnableEncryption, in: try bench.send(central, HCILEEnableEncryption(
+            handle: 0x0999, randomNumber: 0, encryptedDiversifier: 0, longTermKey: key))) == .unknownConnectionIdentifier)
+        // A reply for a handle with no request pending is refused.
+        _ = try bench.send(peripheral, HCILELongTermKeyRequestReply(handle: ph, longTermKey: key))
+        let late = try bench.send(peripheral, HCILELongTermKeyRequestNegativeReply(handle: ph))
+        #expect(bench.status(of: .leLongTermKeyRequestNegativeReply, in: late) == .commandDisallowed)
+        #expect(try bench.drain(central) == [.encryptionChange(.init(handle: ch, encryptionEnabled: 1))])
+    }
 }
