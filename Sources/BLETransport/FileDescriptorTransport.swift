@@ -25,6 +25,11 @@ public final class FileDescriptorTransport: HCITransport {
         case datagram
     }
 
+    /// Pipes (not sockets) can only avoid SIGPIPE through the signal's disposition: ignored once per process.
+    private static let ignoreSIGPIPEForPipes: Void = {
+        _ = signal(SIGPIPE, SIG_IGN)
+    }()
+
     private struct State {
         var closed = false
     }
@@ -47,6 +52,7 @@ public final class FileDescriptorTransport: HCITransport {
 
     /// Takes ownership of `fd` and starts reading it.
     public init(fileDescriptor fd: Int32, framing: Framing = .stream, label: String) throws {
+        Self.ignoreSIGPIPEForPipes
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
             throw TransportError(.openFailed, "\(label): cannot create a wake-up pipe", errno: errno)
@@ -80,7 +86,7 @@ public final class FileDescriptorTransport: HCITransport {
             var offset = 0
             while offset < bytes.count {
                 let n = bytes.withUnsafeBytes { raw in
-                    Glibc.write(fd, raw.baseAddress.map { $0 + offset }, bytes.count - offset)
+                    writeNoSignal(raw.baseAddress.map { $0 + offset }, bytes.count - offset)
                 }
                 if n < 0 {
                     if errno == EINTR || errno == EAGAIN { continue }
@@ -96,6 +102,14 @@ public final class FileDescriptorTransport: HCITransport {
 
     /// Closes the transport.
     public func close() async { closeNow() }
+
+    /// Writes without ever raising SIGPIPE when the peer has gone: `send(MSG_NOSIGNAL)` on sockets, `write` on
+    /// other descriptors (a closed pipe's SIGPIPE is ignored once, process-wide, as the first transport opens).
+    private func writeNoSignal(_ pointer: UnsafeRawPointer?, _ count: Int) -> Int {
+        let n = Glibc.send(fd, pointer, count, Int32(MSG_NOSIGNAL))
+        if n < 0, errno == ENOTSOCK { return Glibc.write(fd, pointer, count) }
+        return n
+    }
 
     /// Closes the transport; the reader thread closes the descriptor and finishes ``incoming``.
     public func closeNow() {

@@ -130,3 +130,31 @@ import Glibc
         }
     }
 }
+
+@Suite struct PeerGoneTests {
+    /// Sending after the peer closed fails with a TransportError. (The test runner already ignores SIGPIPE, so this
+    /// checks the error path only; the `ble` tool relies on MSG_NOSIGNAL / SIG_IGN in the transport for the rest.)
+    @Test func sendingToAGonePeerThrows() async throws {
+        let server = try H4TCPServer(host: "127.0.0.1", port: 0)
+        let client = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
+        let accepted = try await withTimeout { () async throws -> FileDescriptorTransport in
+            for await connection in server.connections { return connection }
+            throw TimedOut()
+        }
+        await accepted.close()
+        // The first writes may still be buffered; keep sending until the kernel reports the broken connection.
+        var failed = false
+        for _ in 0..<200 {
+            do {
+                try await client.send(samplePackets[3])
+            } catch {
+                failed = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(failed, "a send to a closed peer must fail")
+        await client.close()
+        server.close()
+    }
+}

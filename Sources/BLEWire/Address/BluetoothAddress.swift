@@ -30,7 +30,7 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
         guard parts.count == 6 else { return nil }
         var out: [UInt8] = []
         for part in parts {
-            guard part.count == 2, let byte = UInt8(part, radix: 16) else { return nil }
+            guard part.count == 2, part.allSatisfy(\.isHexDigit), let byte = UInt8(part, radix: 16) else { return nil }
             out.append(byte)
         }
         self.init(uncheckedBigEndian: out)

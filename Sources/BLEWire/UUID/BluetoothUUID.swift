@@ -45,6 +45,8 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
     public init?(_ text: String) {
         var t = text
         if t.hasPrefix("0x") || t.hasPrefix("0X") { t.removeFirst(2) }
+        // Only hex digits (and the dashes of the long form): integer parsing would also accept a sign.
+        guard t.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { return nil }
         switch t.count {
         case 4:
             guard let v = UInt16(t, radix: 16) else { return nil }

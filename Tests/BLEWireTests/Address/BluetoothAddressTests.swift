@@ -15,7 +15,7 @@ import Testing
     }
 
     @Test func rejectsMalformedText() {
-        for text in ["", "D1:D2:D3:D4:D5", "D1:D2:D3:D4:D5:D6:D7", "D1:D2:D3:D4:D5:G6", "D1:D2:D3:D4:D5:D", "D1D2D3D4D5D6"] {
+        for text in ["", "D1:D2:D3:D4:D5", "D1:D2:D3:D4:D5:D6:D7", "D1:D2:D3:D4:D5:G6", "D1:D2:D3:D4:D5:D", "D1D2D3D4D5D6", "+1:D2:D3:D4:D5:D6", "D1:D2:D3:D4:D5:-6"] {
             #expect(BluetoothAddress(text) == nil, "\(text)")
         }
         #expect(BluetoothAddress(bigEndian: [1, 2, 3]) == nil)

@@ -21,7 +21,7 @@ import Testing
         #expect(BluetoothUUID("0x180F") == BluetoothUUID(0x180F))
         #expect(BluetoothUUID("0000180F") == BluetoothUUID(0x180F))
         #expect(BluetoothUUID("0000180F00001000800000805F9B34FB") == BluetoothUUID(0x180F))
-        for junk in ["", "18F", "180FF", "xyzw", "0000180F-0000-1000-8000_00805F9B34FB", "0000180F-0000-1000-8000-00805F9B34F"] {
+        for junk in ["", "18F", "180FF", "xyzw", "+18F", "-18F", "+000180F", "0x+18F", "18-F", "0000180F-0000-1000-8000_00805F9B34FB", "0000180F-0000-1000-8000-00805F9B34F"] {
             #expect(BluetoothUUID(junk) == nil, "\(junk)")
         }
     }
