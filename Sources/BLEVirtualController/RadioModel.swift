@@ -21,6 +21,7 @@ public struct Position: Hashable, Sendable, CustomStringConvertible {
         let dx = x - other.x, dy = y - other.y, dz = z - other.z
         return (dx * dx + dy * dy + dz * dz).squareRoot()
     }
+    /// The coordinates, for logs: `(x, y, z) m`.
     public var description: String { "(\(x), \(y), \(z)) m" }
 }
 
@@ -29,7 +30,8 @@ public struct Position: Hashable, Sendable, CustomStringConvertible {
 /// `RSSI = txPower − (pathLossAt1m + 10 · exponent · log10(d / 1 m)) + N(0, noiseSigma)`, with distances below
 /// 0.1 m clamped to 0.1 m. Receivers hear nothing weaker than ``sensitivity``.
 public struct RadioModel: Sendable, Hashable {
-    /// Path loss at the 1 m reference distance, in dB (free space at 2.44 GHz is about 40 dB).
+    /// Path loss at the 1 m reference distance, in dB. The default 40 dB is free space at 2.44 GHz:
+    /// 20 · log10(4π · 1 m / λ) with λ = c / 2.44 GHz ≈ 0.123 m gives 40.2 dB.
     public var pathLossAt1m: Double
     /// The path-loss exponent n (2 in free space, 2.5–4 indoors).
     public var exponent: Double
