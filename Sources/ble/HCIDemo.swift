@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEProtocols
 import BLEVirtualController
 import BLEWire
 
@@ -153,32 +154,26 @@ final class RawHost {
         throw ValidationError("\(name): no connection")
     }
 
-    /// Sends a frame in buffer-size fragments, never more outstanding than the controller has buffers: when they
-    /// are all in use it waits for Number Of Completed Packets.
+    /// Sends a frame through ``ACLFlow``: fragments of the controller's buffer size, never more outstanding than it
+    /// has buffers; Number Of Completed Packets releases the rest.
     func sendL2CAP(_ frame: L2CAPBasicFrame, handle: UInt16) throws {
         let buffers = try call(HCILEReadBufferSize())
-        var credits = Int(buffers.totalNumLEACLDataPackets)
+        var flow = ACLFlow(bufferSize: Int(buffers.leACLDataPacketLength), bufferCount: Int(buffers.totalNumLEACLDataPackets))
+        let total = flow.fragmentCount(forPDULength: frame.encoded.count)
+        var ready = flow.enqueue(handle: handle, pdu: frame.encoded)
         var completed = 0
-        let fragments = frame.fragments(maximumFragmentSize: Int(buffers.leACLDataPacketLength))
-        for (i, fragment) in fragments.enumerated() {
-            while credits == 0 {
-                let returned = try completedPackets()
-                guard returned > 0 else { throw ValidationError("\(name): the controller returned no buffers") }
-                credits += returned
-                completed += returned
+        while !ready.isEmpty {
+            for packet in ready { controller.receive(fromHost: .acl(packet)) }
+            ready = []
+            for event in try events() {
+                if case .numberOfCompletedPackets(let n) = event {
+                    completed += n.entries.reduce(0) { $0 + Int($1.completedPackets) }
+                    ready += flow.receive(event)
+                }
             }
-            controller.receive(fromHost: .acl(HCIACLPacket(handle: handle, boundary: i == 0 ? .firstNonFlushable : .continuing, data: fragment)))
-            credits -= 1
+            if ready.isEmpty, flow.queuedCount(handle: handle) > 0 { throw ValidationError("\(name): the controller returned no buffers") }
         }
-        completed += try completedPackets()
-        say("sent a \(frame.encoded.count)-byte L2CAP frame as \(fragments.count) ACL packet(s) under flow control; \(completed) completed")
-    }
-
-    /// Buffers returned by Number Of Completed Packets events received so far.
-    func completedPackets() throws -> Int {
-        try events().reduce(0) { sum, e in
-            if case .numberOfCompletedPackets(let n) = e { sum + n.entries.reduce(0) { $0 + Int($1.completedPackets) } } else { sum }
-        }
+        say("sent a \(frame.encoded.count)-byte L2CAP frame as \(total) ACL packet(s) under flow control; \(completed) completed")
     }
 
     func receiveL2CAP() throws -> L2CAPBasicFrame {
