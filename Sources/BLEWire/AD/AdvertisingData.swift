@@ -134,8 +134,15 @@ public struct AdvertisingData: Hashable, Sendable, WireCodable {
 
     /// Every advertised service UUID (16-, 32- and 128-bit lists, complete or not), in order.
     public func serviceUUIDs() throws(WireError) -> [BluetoothUUID] {
-        try uuids(in: [.incomplete16BitServiceUUIDs, .complete16BitServiceUUIDs, .incomplete32BitServiceUUIDs,
-                       .complete32BitServiceUUIDs, .incomplete128BitServiceUUIDs, .complete128BitServiceUUIDs])
+        try uniqued(uuids(in: [.incomplete16BitServiceUUIDs, .complete16BitServiceUUIDs, .incomplete32BitServiceUUIDs,
+                       .complete32BitServiceUUIDs, .incomplete128BitServiceUUIDs, .complete128BitServiceUUIDs]))
+    }
+
+    /// `list` without repeats, in first-seen order (a UUID listed in both the advertising data and the scan response
+    /// is one service).
+    private func uniqued(_ list: [BluetoothUUID]) -> [BluetoothUUID] {
+        var seen = Set<BluetoothUUID>()
+        return list.filter { seen.insert($0).inserted }
     }
 
     /// Every solicited service UUID.
@@ -180,9 +187,11 @@ public struct AdvertisingData: Hashable, Sendable, WireCodable {
         }
     }
 
-    /// What a scanner shows for a device: the advertising data followed by the scan response's structures.
+    /// What a scanner shows for a device: the advertising data followed by the scan response's structures, except
+    /// those already in the advertising data (some controllers, Bumble's among them, answer a scan request with a
+    /// copy of the advertising data; a structure repeated byte for byte adds nothing).
     public func merged(withScanResponse response: AdvertisingData) -> AdvertisingData {
-        AdvertisingData(structures: structures + response.structures)
+        AdvertisingData(structures: structures + response.structures.filter { !structures.contains($0) })
     }
 
     /// Adds the local name in the space left: complete if it fits, else shortened (AD type 0x08) to fit; nothing

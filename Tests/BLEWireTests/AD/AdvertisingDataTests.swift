@@ -122,4 +122,21 @@ import Testing
         #expect(merged.localName == "Bumble")
         #expect(try merged.serviceUUIDs() == [BluetoothUUID(0x180D)])
     }
+
+    /// Bumble's virtual controller answers scan requests with a copy of the advertising data: merging must not double
+    /// every structure, and a UUID listed in both packets is one service.
+    @Test func anEchoedScanResponseAddsNothing() throws {
+        var adv = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: [0x180D, 0x180F],
+                                  manufacturerData: ManufacturerData(companyID: .testing, data: [1, 2]))
+        adv.appendLocalName("Echo")
+        let merged = adv.merged(withScanResponse: adv)
+        #expect(merged == adv)
+        #expect(merged.encoded == adv.encoded)
+        #expect(try merged.manufacturerData().count == 1)
+
+        let response = AdvertisingData(serviceUUIDs: [0x180F, 0x1816], manufacturerData: ManufacturerData(companyID: .testing, data: [3]))
+        let both = adv.merged(withScanResponse: response)
+        #expect(try both.serviceUUIDs() == [BluetoothUUID(0x180D), 0x180F, 0x1816])
+        #expect(try both.manufacturerData().map(\.data) == [[1, 2], [3]])
+    }
 }
