@@ -1,7 +1,7 @@
 @_exported import BLEHost
 @_exported import BLEProtocols
+@_exported import BLETransport
 @_exported import BLEWire
-import BLETransport
 
 /// A device seen while scanning: its advertisement and scan response merged, as CoreBluetooth reports them.
 public struct DiscoveredPeripheral: Sendable, Hashable {
@@ -104,10 +104,9 @@ public final class Central: Sendable {
                     continuation.finish(throwing: error)
                 }
             }
-            continuation.onTermination = { [host] _ in
-                task.cancel()
-                Task { await host.stopScan() }
-            }
+            // Cancelling the consumer ends the host's report stream, whose own termination stops the controller's scan
+            // only if no newer scan has replaced it (stopping here could stop the next scan).
+            continuation.onTermination = { _ in task.cancel() }
         }
     }
 
@@ -133,6 +132,9 @@ public final class Central: Sendable {
 
     /// Disconnects a peripheral (no automatic reconnection follows).
     public func disconnect(_ peripheral: RemotePeripheral) async throws {
+        // Told before the command goes out: the link-loss watcher must not take this disconnection for a loss, whatever
+        // reason the controller reports (Bumble's reports 0x13 to the initiator, not 0x16).
+        await peripheral.state.disconnectRequested()
         try await host.disconnect(await peripheral.connection.handle)
     }
 

@@ -91,14 +91,16 @@ public final class PeripheralManager: Sendable {
         }
     }
 
-    /// Sets a characteristic's value and pushes it to the subscribed centrals; returns the links it reached (like
-    /// `updateValue(_:for:onSubscribedCentrals:)`). Indications wait for each central's confirmation.
+    /// Sets a characteristic's value and pushes it to the subscribed centrals, or only to `centrals` among them;
+    /// returns the links it reached (like `updateValue(_:for:onSubscribedCentrals:)`). Indications wait for each
+    /// central's confirmation, one outstanding indication per central.
     @discardableResult
-    public func updateValue(_ value: [UInt8], for characteristic: BluetoothUUID, in service: BluetoothUUID? = nil) async throws -> [UInt16] {
+    public func updateValue(_ value: [UInt8], for characteristic: BluetoothUUID, in service: BluetoothUUID? = nil,
+                            onSubscribedCentrals centrals: [HostConnection]? = nil) async throws -> [UInt16] {
         guard let handle = await engine.database.valueHandle(of: characteristic, in: service) else {
             throw GATTError(.att(.attributeNotFound, handle: 0), "no characteristic \(characteristic) is published")
         }
-        return try await engine.updateValue(value, for: handle)
+        return try await engine.updateValue(value, for: handle, onLinks: centrals.map { Set($0.map(\.handle)) })
     }
 
     /// Whether an update would go out to every central without waiting for controller buffers (like
@@ -113,6 +115,16 @@ public final class PeripheralManager: Sendable {
 
     /// The centrals connected now.
     public var connectedCentrals: [HostConnection] { get async { await host.connections } }
+
+    /// Disconnects a central (HCI Disconnect with `reason`, Remote User Terminated Connection by default). Returns when
+    /// the controller reports the link closed. CoreBluetooth has no equivalent; a peripheral on Linux often needs it
+    /// (to drop a misbehaving central, or after a control-point command asks for it).
+    public func disconnect(_ central: HostConnection, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
+        try await host.disconnect(central.handle, reason: reason)
+    }
+
+    /// The published attribute database, with the handles centrals see (GAP and GATT services first).
+    public var database: GATTDatabase { get async { await engine.database } }
 }
 
 /// The services a peripheral manager publishes.

@@ -70,7 +70,8 @@ public final class RemotePeripheral: Sendable, Identifiable {
     /// The effective ATT_MTU.
     public var mtu: Int { get async { await engine.mtu(await state.handle) } }
 
-    /// The longest value one write of `type` carries (ATT_MTU − 3). Longer `.withResponse` writes use prepared writes.
+    /// The longest value a write of `type` takes: ATT_MTU − 3 for `.withoutResponse` (one Write Command), 512 for
+    /// `.withResponse` (values longer than ATT_MTU − 3 go as prepared writes), as in CoreBluetooth.
     public func maximumWriteValueLength(for type: WriteType) async -> Int {
         await engine.maximumWriteValueLength(await state.handle, withResponse: type == .withResponse)
     }
@@ -177,6 +178,8 @@ actor PeripheralState {
     var linkSubscribers: [Int: AsyncStream<PeripheralLinkEvent>.Continuation] = [:]
     var nextSubscriber = 0
     var reconnecting = false
+    /// The app asked to disconnect: the next disconnection is not a loss, whatever its reason.
+    var disconnecting = false
     var watcher: Task<Void, Never>?
 
     init(connection: HostConnection) {
@@ -245,10 +248,12 @@ actor PeripheralState {
         }
     }
 
+    func disconnectRequested() { disconnecting = true }
+
     private func linkLost(_ reason: HCIStatus, peripheral: RemotePeripheral, policy: ReconnectPolicy) async {
         publish(.disconnected(reason))
         // Disconnected by this side on purpose: no reconnection.
-        guard reason != .connectionTerminatedByLocalHost else {
+        guard reason != .connectionTerminatedByLocalHost, !disconnecting else {
             finishAll()
             return
         }

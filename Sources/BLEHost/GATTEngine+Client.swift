@@ -263,39 +263,64 @@ extension GATTEngine {
 /// GATT server operations.
 extension GATTEngine {
     /// Changes a value in the local database and notifies (or indicates, when that is what a client subscribed to)
-    /// every subscribed client. Returns the connection handles that were sent the value. Indications wait for each
-    /// client's confirmation.
+    /// every subscribed client, or only those on `links` (like `updateValue(_:for:onSubscribedCentrals:)`). Returns the
+    /// connection handles that were sent the value. Indications wait for each client's confirmation, and one
+    /// indication at a time goes to a client (concurrent calls queue). A link that goes down or times out meanwhile is
+    /// left out of the result; the call throws only when no link could be sent the value and one of them failed.
     @discardableResult
-    public func updateValue(_ value: [UInt8], for valueHandle: UInt16) async throws -> [UInt16] {
+    public func updateValue(_ value: [UInt8], for valueHandle: UInt16, onLinks only: Set<UInt16>? = nil) async throws -> [UInt16] {
         database.setValue(value, for: valueHandle)
         var sent: [UInt16] = []
-        for handle in links.keys.sorted() {
+        var failure: (any Error)?
+        for handle in links.keys.sorted() where only?.contains(handle) ?? true {
             guard let server = links[handle]?.server else { continue }
             let payload = Array(value.prefix(ATT.maximumNotificationValueLength(mtu: server.mtu)))
-            if server.isSubscribed(valueHandle) {
-                try await command(.handleValueNotification(.init(handle: valueHandle, value: payload)), on: handle)
-                sent.append(handle)
-            } else if server.isSubscribed(valueHandle, indications: true) {
-                try await command(.handleValueIndication(.init(handle: valueHandle, value: payload)), on: handle)
-                // The confirmation has the ATT transaction deadline; without it the link is closed.
-                let timeout = transactionTimeout
-                let timer = Task { [weak self] in
-                    try? await Task.sleep(for: timeout)
-                    guard !Task.isCancelled else { return }
-                    await self?.indicationTimedOut(handle)
+            do {
+                if server.isSubscribed(valueHandle) {
+                    try await command(.handleValueNotification(.init(handle: valueHandle, value: payload)), on: handle)
+                    sent.append(handle)
+                } else if server.isSubscribed(valueHandle, indications: true) {
+                    try await indicate(payload, valueHandle: valueHandle, on: handle)
+                    sent.append(handle)
                 }
-                defer { timer.cancel() }
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    if links[handle] == nil {
-                        continuation.resume(throwing: GATTError(.disconnected, "the link went down"))
-                    } else {
-                        links[handle]?.indicationWaiter = continuation
-                    }
-                }
-                sent.append(handle)
+            } catch {
+                failure = failure ?? error
             }
         }
+        if sent.isEmpty, let failure { throw failure }
         return sent
+    }
+
+    /// Sends one indication on a link once the previous one is confirmed, and waits for its confirmation.
+    private func indicate(_ payload: [UInt8], valueHandle: UInt16, on handle: UInt16) async throws {
+        while links[handle]?.indicating == true {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in links[handle]?.indicationQueue.append(waiter) }
+        }
+        guard links[handle] != nil else { throw GATTError(.disconnected, "the link went down") }
+        links[handle]?.indicating = true
+        defer {
+            links[handle]?.indicating = false
+            if let next = links[handle]?.indicationQueue.first {
+                links[handle]?.indicationQueue.removeFirst()
+                next.resume()
+            }
+        }
+        try await command(.handleValueIndication(.init(handle: valueHandle, value: payload)), on: handle)
+        // The confirmation has the ATT transaction deadline; without it the link is closed.
+        let timeout = transactionTimeout
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled else { return }
+            await self?.indicationTimedOut(handle)
+        }
+        defer { timer.cancel() }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            if links[handle] == nil {
+                continuation.resume(throwing: GATTError(.disconnected, "the link went down"))
+            } else {
+                links[handle]?.indicationWaiter = continuation
+            }
+        }
     }
 
     func indicationTimedOut(_ handle: UInt16) async {

@@ -16,6 +16,9 @@ public actor GATTEngine {
         var early: Result<ATTPDU, any Error>?
         var subscribers: [UInt16: [Int: AsyncStream<[UInt8]>.Continuation]] = [:]
         var indicationWaiter: CheckedContinuation<Void, any Error>?
+        /// An indication is outstanding (sent, not yet confirmed): the next waits (Core 5.4, Vol 3, Part F, 3.3.3).
+        var indicating = false
+        var indicationQueue: [CheckedContinuation<Void, Never>] = []
         var reader: Task<Void, Never>?
     }
 
@@ -82,6 +85,7 @@ public actor GATTEngine {
         let gone = GATTError(.disconnected, "the link went down")
         state.pending?.resume(throwing: gone)
         state.indicationWaiter?.resume(throwing: gone)
+        for waiter in state.indicationQueue { waiter.resume() }
         for waiter in state.waiters { waiter.resume() }
         for subscribers in state.subscribers.values { for s in subscribers.values { s.finish() } }
         state.reader?.cancel()
@@ -147,9 +151,12 @@ public actor GATTEngine {
     /// The effective ATT_MTU of a link.
     public func mtu(_ handle: UInt16) -> Int { links[handle]?.server.mtu ?? ATT.defaultLEMTU }
 
-    /// The longest value a write of `type` carries on a link in one PDU (like CoreBluetooth's
-    /// `maximumWriteValueLength(for:)`): ATT_MTU − 3 for both write types.
-    public func maximumWriteValueLength(_ handle: UInt16, withResponse: Bool) -> Int { ATT.maximumWriteValueLength(mtu: mtu(handle)) }
+    /// The longest value one write carries: ATT_MTU − 3 without response (one Write Command); 512 with response,
+    /// since ``write(_:attribute:value:)`` sends longer values as prepared writes (what CoreBluetooth's
+    /// `maximumWriteValueLength(for:)` answers too).
+    public func maximumWriteValueLength(_ handle: UInt16, withResponse: Bool) -> Int {
+        withResponse ? ATT.maximumAttributeValueLength : ATT.maximumWriteValueLength(mtu: mtu(handle))
+    }
 
     // MARK: Receiving
 

@@ -43,7 +43,7 @@ struct Demo: AsyncParsableCommand {
         let gatt = GATTEngine(host: central)
         await gatt.start()
         let h = connection.handle
-        say("central   ", "ATT MTU \(try await gatt.exchangeMTU(h)); the largest write is \(await gatt.maximumWriteValueLength(h, withResponse: true)) bytes")
+        say("central   ", "ATT MTU \(try await gatt.exchangeMTU(h)); the largest write is \(await gatt.maximumWriteValueLength(h, withResponse: false)) bytes without response, \(await gatt.maximumWriteValueLength(h, withResponse: true)) with")
 
         var tree: [(GATTService, [GATTCharacteristic])] = []
         for service in try await gatt.discoverPrimaryServices(h) {

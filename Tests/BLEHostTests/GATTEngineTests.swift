@@ -50,7 +50,8 @@ import Testing
         defer { withExtendedLifetime((world, server)) {} }
         let (_, client, c) = centrals[0]
         #expect(try await client.exchangeMTU(c.handle) == 247)
-        #expect(await client.maximumWriteValueLength(c.handle, withResponse: true) == 244)
+        #expect(await client.maximumWriteValueLength(c.handle, withResponse: false) == 244)
+        #expect(await client.maximumWriteValueLength(c.handle, withResponse: true) == 512)
         let services = try await client.discoverPrimaryServices(c.handle)
         #expect(services.map(\.uuid) == [0x1800, 0x1801, 0x180F, 0x180D, Self.custom])
         let byUUID = try await client.discoverPrimaryServices(c.handle, uuid: Self.custom)
