@@ -5,8 +5,9 @@ import BLEWire
 /// world of `--hci virtual` is populated with, and what the benchmarks discover. (They move to a profiles module
 /// when it exists.)
 public enum SampleDevice: String, CaseIterable, Sendable {
-    /// Battery, Heart Rate, Device Information and a custom service with a writable value, a 300-byte value and an
-    /// encrypted value: the layout of the interop lab peripheral.
+    /// Battery, Heart Rate, Device Information and a custom service for testing centrals: a writable value, a
+    /// 300-byte value, an encrypted value, a 512-byte writable value, a notification burst, indications and a
+    /// control point that makes the peripheral disconnect. The layout of the interop lab peripheral.
     case lab
     /// Battery and Heart Rate only.
     case heartRate = "heart-rate"
@@ -19,6 +20,31 @@ public enum SampleDevice: String, CaseIterable, Sendable {
     public static let customLong = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF2") ?? 0
     /// Its characteristic that needs an encrypted link to be read.
     public static let customSecret = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF3") ?? 0
+    /// Its 512-byte (the longest an attribute can be) readable and writable characteristic, for long reads and
+    /// long (prepared) writes.
+    public static let customLongWritable = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF4") ?? 0
+    /// Its burst characteristic: a central that subscribes to notifications is sent ``burstCount`` numbered
+    /// notifications at once (see ``burstValue(_:)``).
+    public static let customBurst = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF5") ?? 0
+    /// Its indicating characteristic: a central that subscribes is sent ``indicationCount`` numbered indications,
+    /// each after the previous one was confirmed.
+    public static let customIndicate = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF6") ?? 0
+    /// Its control point: writing `disconnect` (UTF-8) makes the peripheral disconnect the writer's link.
+    public static let customControl = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF7") ?? 0
+
+    /// The 300-byte value of ``customLong``: byte i is i mod 256.
+    public static let longValue: [UInt8] = (0..<300).map { UInt8(truncatingIfNeeded: $0) }
+    /// The initial 512-byte value of ``customLongWritable``: byte i is (7·i + 3) mod 256.
+    public static let longWritableValue: [UInt8] = (0..<512).map { UInt8(truncatingIfNeeded: 7 &* $0 &+ 3) }
+    /// Notifications in a burst.
+    public static let burstCount = 200
+    /// Indications sent to a subscriber.
+    public static let indicationCount = 5
+    /// Notification `index` of a burst: the index (UInt16, little-endian) then bytes (index + k) mod 256, 200 bytes in
+    /// all (a link's MTU may cut it shorter).
+    public static func burstValue(_ index: Int) -> [UInt8] {
+        [UInt8(truncatingIfNeeded: index), UInt8(truncatingIfNeeded: index >> 8)] + (2..<200).map { UInt8(truncatingIfNeeded: index &+ $0) }
+    }
 
     /// The name it advertises by default.
     public var defaultName: String {
@@ -46,17 +72,26 @@ public enum SampleDevice: String, CaseIterable, Sendable {
             services.append(GATTServiceDefinition(uuid: Self.customService, characteristics: [
                 GATTCharacteristicDefinition(uuid: Self.customWritable, properties: [.read, .write, .writeWithoutResponse],
                                              permissions: [.readable, .writeable], value: Array("initial".utf8), userDescription: "Writable"),
-                GATTCharacteristicDefinition(uuid: Self.customLong, properties: .read, value: (0..<300).map { UInt8(truncatingIfNeeded: $0) }),
+                GATTCharacteristicDefinition(uuid: Self.customLong, properties: .read, value: Self.longValue),
                 GATTCharacteristicDefinition(uuid: Self.customSecret, properties: .read, permissions: [.readable, .readEncryptionRequired],
                                              value: Array("top-secret".utf8)),
+                GATTCharacteristicDefinition(uuid: Self.customLongWritable, properties: [.read, .write],
+                                             permissions: [.readable, .writeable], value: Self.longWritableValue),
+                GATTCharacteristicDefinition(uuid: Self.customBurst, properties: .notify, permissions: [], value: [0, 0]),
+                GATTCharacteristicDefinition(uuid: Self.customIndicate, properties: .indicate, permissions: [], value: [0, 0]),
+                GATTCharacteristicDefinition(uuid: Self.customControl, properties: [.write, .writeWithoutResponse],
+                                             permissions: .writeable, value: []),
             ]))
         }
         return GATTDatabase(deviceName: name, appearance: 0x0340, services: services)
     }
 
-    /// Its advertising data (name, Heart Rate and Battery UUIDs) and scan response (manufacturer data).
+    /// Its advertising data (Heart Rate and Battery UUIDs, manufacturer data `lab` for the lab device, the name
+    /// shortened if it does not fit) and scan response (manufacturer data `scanrsp`): a scanner shows both
+    /// manufacturer data structures only when it merges the scan response.
     public func advertising(name: String) -> HCIHost.AdvertisingOptions {
-        var data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: [0x180D, 0x180F])
+        var data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: [0x180D, 0x180F],
+                                   manufacturerData: self == .lab ? ManufacturerData(companyID: .testing, data: Array("lab".utf8)) : nil)
         data.appendLocalName(name)
         return HCIHost.AdvertisingOptions(data: data, scanResponse: AdvertisingData(
             manufacturerData: ManufacturerData(companyID: .testing, data: Array("scanrsp".utf8))))

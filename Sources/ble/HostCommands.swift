@@ -25,6 +25,7 @@ struct Serve: AsyncParsableCommand {
         let json = options.json
         try await peripheral.start(notifyEvery: .milliseconds(max(1, notifyInterval))) { text, fields in emit(json, text, fields) }
         let address = await host.address?.description ?? "?"
+        emitTable(await peripheral.engine.database, json: json)
         emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci)",
              ["event": "serving", "name": name, "address": address])
         if runFor > 0 {
@@ -35,6 +36,28 @@ struct Serve: AsyncParsableCommand {
         await peripheral.stop()
         await host.powerOff()
         withExtendedLifetime(world) {}
+    }
+}
+
+/// Prints a served database the way `ble explore` prints a discovered one (same JSON fields, without values), so
+/// the two can be compared.
+func emitTable(_ database: GATTDatabase, json: Bool) {
+    for attribute in database.attributes {
+        switch attribute.role {
+        case .serviceDeclaration(let end):
+            guard let uuid = try? BluetoothUUID(littleEndian: attribute.value) else { continue }
+            let kind = attribute.type == BluetoothUUID(0x2800) ? "service" : "secondaryService"
+            emit(json, "\(kind == "service" ? "service" : "secondary service") \(uuid) \(uuid.name.map { "(\($0)) " } ?? "")handles 0x\(hex4(attribute.handle))–0x\(hex4(end))",
+                 ["kind": kind, "uuid": uuid.description, "start": String(attribute.handle), "end": String(end)])
+        case .characteristicValue(let properties):
+            emit(json, "  characteristic \(attribute.type) \(attribute.type.name.map { "(\($0)) " } ?? "")value 0x\(hex4(attribute.handle)) [\(describe(properties))]",
+                 ["kind": "characteristic", "uuid": attribute.type.description, "handle": String(attribute.handle), "properties": describe(properties)])
+        case .clientConfiguration, .descriptor:
+            emit(json, "    descriptor \(attribute.type) \(attribute.type.name.map { "(\($0)) " } ?? "")0x\(hex4(attribute.handle))",
+                 ["kind": "descriptor", "uuid": attribute.type.description, "handle": String(attribute.handle)])
+        case .include, .characteristicDeclaration:
+            break
+        }
     }
 }
 

@@ -6,7 +6,9 @@ import BLEWire
 import Foundation
 
 /// A running peripheral: GATT server, advertising restarted after each connection so several centrals can connect,
-/// heart-rate notifications every `interval`.
+/// heart-rate notifications every `interval`. The lab device's test characteristics behave as ``SampleDevice``
+/// describes: a notification burst to each central that subscribes to it, numbered indications (each confirmed before
+/// the next), and a control point that disconnects the central writing `disconnect`.
 actor SamplePeripheral {
     let host: HCIHost
     let engine: GATTEngine
@@ -40,15 +42,53 @@ actor SamplePeripheral {
                 }
             }
         })
+        let database = await engine.database
+        let burst = database.valueHandle(of: SampleDevice.customBurst)
+        let indicating = database.valueHandle(of: SampleDevice.customIndicate)
+        let control = database.valueHandle(of: SampleDevice.customControl)
         tasks.append(Task {
             for await e in serverEvents {
+                let link = e.connection
                 switch e.event {
                 case .wrote(let handle, let value, let withResponse):
-                    log?("write from handle \(e.connection) to 0x\(String(handle, radix: 16)) (\(withResponse ? "request" : "command")): \(show(value))",
-                         ["event": "write", "connection": String(e.connection), "attribute": String(handle), "value": value.hexString()])
+                    log?("write from handle \(link) to 0x\(String(handle, radix: 16)) (\(withResponse ? "request" : "command")): \(show(value))",
+                         ["event": "write", "connection": String(link), "attribute": String(handle), "value": value.hexString()])
+                    if handle == control, value == Array("disconnect".utf8) {
+                        log?("control point: disconnecting handle \(link)", ["event": "disconnecting", "connection": String(link)])
+                        Task {
+                            // After the Write Response has left (it is queued before this event is delivered).
+                            try? await Task.sleep(for: .milliseconds(100))
+                            try? await host.disconnect(link)
+                        }
+                    }
                 case .subscriptionChanged(let handle, let notify, let indicate):
-                    log?("subscription from handle \(e.connection) to 0x\(String(handle, radix: 16)): notify \(notify) indicate \(indicate)",
-                         ["event": "subscription", "connection": String(e.connection), "attribute": String(handle), "notify": "\(notify)"])
+                    log?("subscription from handle \(link) to 0x\(String(handle, radix: 16)): notify \(notify) indicate \(indicate)",
+                         ["event": "subscription", "connection": String(link), "attribute": String(handle), "notify": "\(notify)",
+                          "indicate": "\(indicate)"])
+                    if let burst, handle == burst, notify {
+                        Task {
+                            var sent = 0
+                            for index in 0..<SampleDevice.burstCount {
+                                guard let reached = try? await engine.updateValue(SampleDevice.burstValue(index), for: burst, onLinks: [link]),
+                                      !reached.isEmpty else { break }
+                                sent += 1
+                            }
+                            log?("burst: \(sent) notification(s) sent to handle \(link)", ["event": "burst", "connection": String(link), "sent": String(sent)])
+                        }
+                    }
+                    if let indicating, handle == indicating, indicate {
+                        Task {
+                            var confirmed = 0
+                            for index in 0..<SampleDevice.indicationCount {
+                                let value = [UInt8(truncatingIfNeeded: index), UInt8(truncatingIfNeeded: index >> 8)]
+                                guard let reached = try? await engine.updateValue(value, for: indicating, onLinks: [link]),
+                                      !reached.isEmpty else { break }
+                                confirmed += 1
+                            }
+                            log?("indications: \(confirmed) confirmed by handle \(link)",
+                                 ["event": "indications", "connection": String(link), "confirmed": String(confirmed)])
+                        }
+                    }
                 case .mtuChanged(let mtu):
                     log?("MTU on handle \(e.connection): \(mtu)", ["event": "mtu", "connection": String(e.connection), "mtu": String(mtu)])
                 case .indicationConfirmed:
