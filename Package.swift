@@ -61,6 +61,12 @@ let package = Package(
             dependencies: ["BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost"],
             path: "Sources/BLEBenchmarks",
             swiftSettings: strict),
+        // The Swift central of the interop scenarios (Tests/Interop/run.sh), through the public API only.
+        .executableTarget(
+            name: "interop-central",
+            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEWire"],
+            path: "Tests/Interop/SwiftCentral",
+            swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"], swiftSettings: strict),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interop scenarios with Bumble (Google's Python Bluetooth stack, bumble==0.0.236) as the independent peer.
 #
-#   Tests/Interop/run.sh [--controllers bumble|ble|ble,bumble] [--ble PATH/TO/ble] [--only TEXT] [--snoop]
+#   Tests/Interop/run.sh [--controllers bumble|ble|ble,bumble] [--ble PATH/TO/ble] [--central PATH/TO/interop-central]
+#                        [--only TEXT] [--snoop]
 #                        [--lab-args "--no-ext-adv --fragment-rx --acl-num 4 ..."]
 #
 #   --controllers  whose linked virtual controllers the hosts attach to: Bumble's (peers/lab_controllers.py) or ours
@@ -9,6 +10,8 @@
 #                  Default: ble when --ble is given, else bumble.
 #   --ble PATH     the ble binary (swift build --product ble; then "$(swift build --show-bin-path)/ble"). Scenarios
 #                  that need it (our controllers, our host) are skipped without it.
+#   --central PATH swift-ble's scripted central (the interop-central product, Tests/Interop/SwiftCentral). Default: next
+#                  to the ble binary. Lab sessions with our central are skipped without it.
 #   --only TEXT    run only the scenarios whose name contains TEXT.
 #   --snoop        the Bumble hosts (BUMBLE_SNOOPER) and the controllers (--snoop-dir) write btsnoop captures and
 #                  hci_trace.py decodes each into interop-logs/<scenario>-<role>.hci.txt (controllers' in
@@ -24,6 +27,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(git -C "$here" rev-parse --show-toplevel 2>/dev/null || (cd "$here/../.." && pwd))"
 kinds=""
 ble=""
+central_bin=""
 only=""
 snoop=0
 lab_args=""
@@ -31,16 +35,22 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --controllers) kinds="${2//,/ }"; shift 2 ;;
         --ble) ble="$2"; shift 2 ;;
+        --central) central_bin="$2"; shift 2 ;;
         --only) only="$2"; shift 2 ;;
         --snoop) snoop=1; shift ;;
         --lab-args) lab_args="$2"; shift 2 ;;
-        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 if [ -n "$ble" ]; then
     [ -x "$ble" ] || { echo "--ble $ble: not an executable (build it: swift build --product ble)" >&2; exit 2; }
     ble="$(cd "$(dirname "$ble")" && pwd)/$(basename "$ble")"
+fi
+[ -n "$central_bin" ] || { [ -n "$ble" ] && [ -x "$(dirname "$ble")/interop-central" ] && central_bin="$(dirname "$ble")/interop-central"; }
+if [ -n "$central_bin" ]; then
+    [ -x "$central_bin" ] || { echo "--central $central_bin: not an executable (swift build --product interop-central)" >&2; exit 2; }
+    central_bin="$(cd "$(dirname "$central_bin")" && pwd)/$(basename "$central_bin")"
 fi
 [ -n "$kinds" ] || { if [ -n "$ble" ]; then kinds=ble; else kinds=bumble; fi; }
 for kind in $kinds; do
@@ -180,98 +190,122 @@ millis() { echo $(( $(date +%s%N) / 1000000 )); }
 expect() { grep -qxF "RESULT $2=$3" "$1" || { echo "missing 'RESULT $2=$3' in $(basename "$1")"; return 1; }; }
 
 # ---------------------------------------------------------------------------------------------------------------
-# bumble-host <-> <controllers> <-> bumble-host: the full session. peers/peripheral.py on controller 1,
-# peers/central.py on controller 2.
-scenario_full_session() {
-    name="bumble-central-to-bumble-peripheral-on-$controllers"
+# lab_session CENTRAL PERIPHERAL (each bumble or ble): the whole session of the issue between one central and one
+# peripheral on two linked controllers of kind $controllers. Centrals: peers/central.py --full (Bumble's host) or
+# interop-central (ours, public async API). Peripherals: peers/peripheral.py (Bumble's host) or `ble serve` (ours);
+# both serve the lab layout (SampleDevice.lab). Both centrals print the same RESULT keys, checked below.
+scenario_lab_session() {
+    local who_central="$1" who_peripheral="$2"
+    name="lab-session-$who_central-central-to-$who_peripheral-peripheral-on-$controllers"
     selected "$name" || return 0
+    if [ "$who_central" = ble ] && [ -z "$central_bin" ]; then skip "$name" "needs --central PATH/TO/interop-central"; return 0; fi
+    if [ "$who_peripheral" = ble ] || [ "$controllers" = ble ]; then needs_ble "$name" || return 0; fi
     local start; start=$(millis)
     read -r p1 p2 < <(free_ports 2)
     start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
-    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
-    start_bg "$p" env "$(bumble_env peripheral)" "$py" "$here/peers/peripheral.py" \
-        --transport "tcp-client:127.0.0.1:$p1" --run-for 30
-    local peripheral=$last_pid
-    if ! wait_for "$p" "^RESULT advertising=1" 15 "$peripheral"; then
-        echo "peripheral did not start advertising"; ok=0
+    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1 target
+    if [ "$who_peripheral" = ble ]; then
+        target=SwiftBLELab
+        start_bg "$p" "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 60 --notify-interval 200
     else
-        run_fg "$c" 45 env "$(bumble_env central)" "$py" "$here/peers/central.py" --transport "tcp-client:127.0.0.1:$p2"
-        local rc=$?
-        [ $rc -eq 0 ] || { echo "central exited with status $rc$([ $rc -eq 124 ] && echo ' (killed by the 45 s timeout)')"; ok=0; }
-        wait_for "$p" "^RESULT disconnected=" 3 "$peripheral"
+        target=BumbleLabPeripheral
+        start_bg "$p" env "$(bumble_env peripheral)" "$py" "$here/peers/peripheral.py" \
+            --transport "tcp-client:127.0.0.1:$p1" --run-for 60
     fi
-    stop_bg "$peripheral"
-    stop_bg "$controllers_pid"
-    decode_captures
-    if [ $ok -eq 1 ]; then
-        expect "$c" powered_on 1 || ok=0
-        expect "$c" mtu 247 || ok=0
-        expect "$c" services 6 || ok=0
-        if [ "$controllers" = ble ]; then
-            # Our controller sends the real scan response; Bumble 0.0.236's echoes the advertising data instead.
-            expect "$c" scan_response 1 || ok=0
-        fi
-        expect "$c" manufacturer "Bumble Lab Inc." || ok=0
-        expect "$c" long_read 300 || ok=0
-        expect "$c" read_error_12345678-1234-5678-1234-56789ABCDEF3 0x0F || ok=0
-        expect "$c" write_with_response ok || ok=0
-        expect "$c" write_without_response ok || ok=0
-        expect "$c" notifications 3 || ok=0
-        if [ "$controllers" = ble ]; then
-            # Core 5.4, Vol 4, Part E, 7.1.6: the initiating side's Disconnection Complete carries 0x16 (terminated
-            # by local host). Bumble 0.0.236's controller reports the reason sent to the peer (0x13) instead.
-            expect "$c" disconnect_reason 0x16 || ok=0
+    local peripheral=$last_pid
+    if ! wait_for "$p" '"event":"serving"|^RESULT advertising=1' 15 "$peripheral"; then
+        echo "the peripheral did not start advertising"; ok=0
+    else
+        local rc
+        if [ "$who_central" = ble ]; then
+            run_fg "$c" 60 "$central_bin" --hci "tcp:127.0.0.1:$p2" --target "$target"
         else
-            expect "$c" disconnect_reason 0x13 || ok=0
+            run_fg "$c" 60 env "$(bumble_env central)" "$py" "$here/peers/central.py" \
+                --transport "tcp-client:127.0.0.1:$p2" --target-name "$target" --full
         fi
-        expect "$c" done 1 || ok=0
-        expect "$p" powered_on 1 || ok=0
-        expect "$p" connected 1 || ok=0
-        expect "$p" write written-with-response || ok=0
-        expect "$p" write written-without-response || ok=0
-        expect "$p" subscribed 1 || ok=0
-        expect "$p" disconnected 0x13 || ok=0
-    fi
-    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
-}
-
-# Bumble's central against our peripheral (ble serve: our host, our GATT server).
-scenario_bumble_central_to_ble_peripheral() {
-    name="bumble-central-to-ble-peripheral-on-$controllers"
-    selected "$name" || return 0
-    needs_ble "$name" || return 0
-    local start; start=$(millis)
-    read -r p1 p2 < <(free_ports 2)
-    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
-    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
-    start_bg "$p" "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30
-    local peripheral=$last_pid
-    if ! wait_for "$p" '"event":"serving"' 15 "$peripheral"; then
-        echo "ble serve did not start serving"; ok=0
-    else
-        run_fg "$c" 45 env "$(bumble_env central)" "$py" "$here/peers/central.py" \
-            --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab
-        local rc=$?
-        [ $rc -eq 0 ] || { echo "central exited with status $rc"; ok=0; }
+        rc=$?
+        [ $rc -eq 0 ] || { echo "the central exited with status $rc$([ $rc -eq 124 ] && echo ' (killed by the 60 s timeout)'): $(grep '^FAILED' "$c")"; ok=0; }
         sleep 0.3
     fi
     stop_bg "$peripheral"
     stop_bg "$controllers_pid"
     decode_captures
     if [ $ok -eq 1 ]; then
+        # What the scan decoded. Bumble 0.0.236's controller answers a scan request with a copy of the advertising
+        # data, so the scan response's manufacturer data ('scanrsp') is seen on our controllers only.
+        local manufacturer=""
+        if [ "$who_peripheral" = ble ]; then
+            manufacturer="FFFF:$(hexof lab)"
+            [ "$controllers" = ble ] && manufacturer="$manufacturer,FFFF:$(hexof scanrsp)"
+        else
+            [ "$controllers" = ble ] && manufacturer="FFFF:$(hexof scanrsp)"
+        fi
+        expect "$c" scan_name "$target" || ok=0
+        expect "$c" scan_services 180D,180F || ok=0
+        expect "$c" scan_manufacturer "$manufacturer" || ok=0
+        expect "$c" scan_nonmatching 0 || ok=0
+        expect "$c" scan_matching 1 || ok=0
+        expect "$c" connected 1 || ok=0
         expect "$c" mtu 247 || ok=0
-        expect "$c" long_read 300 || ok=0
-        expect "$c" manufacturer "swift-ble Lab Inc." || ok=0
+        expect "$c" services 6 || ok=0
+        # The discovered tree equals the one the peripheral reports of itself (handles, properties, UUIDs).
+        "$py" "$here/gatt_tree.py" "$c" > "$logs/$name-tree-discovered.txt" || { echo "the central printed no tree"; ok=0; }
+        "$py" "$here/gatt_tree.py" "$p" > "$logs/$name-tree-served.txt" || { echo "the peripheral printed no tree"; ok=0; }
+        if ! diff "$logs/$name-tree-discovered.txt" "$logs/$name-tree-served.txt" > "$logs/$name-tree.diff"; then
+            echo "discovered tree differs from the peripheral's own (< central, > peripheral):"; cat "$logs/$name-tree.diff"; ok=0
+        fi
+        if [ "$who_peripheral" = ble ]; then expect "$c" manufacturer "swift-ble Lab Inc." || ok=0
+        else expect "$c" manufacturer "Bumble Lab Inc." || ok=0; fi
+        expect "$c" long_read_300 ok || ok=0
+        expect "$c" long_read_512 ok || ok=0
         expect "$c" read_error_12345678-1234-5678-1234-56789ABCDEF3 0x0F || ok=0
         expect "$c" write_with_response ok || ok=0
         expect "$c" write_without_response ok || ok=0
+        expect "$c" long_write_512 ok || ok=0
+        # Core 5.4, Vol 3, Part F, 3.2.9: attribute values are at most 512 octets. Our client refuses a longer write
+        # before sending it; Bumble's sends it and the server must answer Invalid Attribute Value Length (0x0D).
+        if [ "$who_central" = ble ]; then expect "$c" long_write_600 refused || ok=0
+        else expect "$c" long_write_600 0x0D || ok=0; fi
+        expect "$c" long_write_600_kept 1 || ok=0
+        expect "$c" burst 200 || ok=0
+        expect "$c" indications 5 || ok=0
         expect "$c" notifications 3 || ok=0
+        # Core 5.4, Vol 4, Part E, 7.1.6: the side that disconnects gets 0x16 (terminated by local host); Bumble
+        # 0.0.236's controller reports the reason it sent to the peer (0x13) instead.
+        if [ "$controllers" = ble ]; then expect "$c" disconnect_reason 0x16 || ok=0
+        else expect "$c" disconnect_reason 0x13 || ok=0; fi
+        expect "$c" reconnected 1 || ok=0
+        expect "$c" reconnect_read ok || ok=0
+        expect "$c" peer_disconnect_reason 0x13 || ok=0
+        expect "$c" reconnected_after_peer_disconnect 1 || ok=0
+        if [ "$who_central" = ble ]; then
+            expect "$c" auto_reconnected 1 || ok=0
+            expect "$c" subscription_restored 1 || ok=0
+            expect "$c" stayed_disconnected 1 || ok=0
+        fi
         expect "$c" done 1 || ok=0
-        if [ "$controllers" = ble ]; then expect "$c" scan_response 1 || ok=0; fi
-        # Our peripheral saw both writes, attributed to the connection, and the subscription.
-        grep -q '"event":"write".*"value":"'"$(hexof 'written-with-response')"'"' "$p" || { echo "peripheral did not log the write request"; ok=0; }
-        grep -q '"event":"write".*"value":"'"$(hexof 'written-without-response')"'"' "$p" || { echo "peripheral did not log the write command"; ok=0; }
-        grep -q '"event":"subscription".*"notify":"true"' "$p" || { echo "peripheral did not log the subscription"; ok=0; }
+        # The peripheral's side of it.
+        local value512; value512=$("$py" -c 'print(bytes((13 * i + 5) % 256 for i in range(512)).hex())')
+        if [ "$who_peripheral" = ble ]; then
+            grep -q '"event":"write".*"value":"'"$(hexof written-with-response)"'"' "$p" || { echo "ble serve did not log the write request"; ok=0; }
+            grep -q '"event":"write".*"value":"'"$(hexof written-without-response)"'"' "$p" || { echo "ble serve did not log the write command"; ok=0; }
+            grep -q '"event":"write".*"value":"'"$value512"'"' "$p" || { echo "ble serve did not log the 512-byte long write"; ok=0; }
+            [ "$(grep -c '"event":"write".*"value":"000102030405' "$p")" -eq 0 ] || { echo "ble serve stored the 600-byte write"; ok=0; }
+            grep -q '"event":"burst","sent":"200"' "$p" || { echo "ble serve did not log 200 burst notifications sent"; ok=0; }
+            grep -q '"confirmed":"5".*"event":"indications"' "$p" || { echo "ble serve did not log 5 confirmed indications"; ok=0; }
+            grep -q '"event":"disconnecting"' "$p" || { echo "ble serve did not disconnect on the control point"; ok=0; }
+            grep -q '"event":"disconnected".*(0x13)' "$p" || { echo "ble serve did not log the central's disconnection (0x13)"; ok=0; }
+            [ "$(grep -c '"event":"connected"' "$p")" -ge 3 ] || { echo "ble serve saw fewer than 3 connections"; ok=0; }
+        else
+            expect "$p" write written-with-response || ok=0
+            expect "$p" write written-without-response || ok=0
+            [ "$(grep -c '^RESULT long_write=' "$p")" -eq 1 ] && expect "$p" long_write 512 || { echo "the peripheral stored a write other than the 512-byte one"; ok=0; }
+            expect "$p" burst_sent 200 || ok=0
+            expect "$p" indications_confirmed 5 || ok=0
+            expect "$p" control_disconnect 1 || ok=0
+            expect "$p" disconnected 0x13 || ok=0
+            [ "$(grep -c '^RESULT connected=1' "$p")" -ge 3 ] || { echo "the peripheral saw fewer than 3 connections"; ok=0; }
+        fi
     fi
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
@@ -397,31 +431,6 @@ scenario_two_bumble_centrals_to_ble_peripheral() {
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
-# A burst of 150 notifications (one every 10 ms) from our peripheral to Bumble's central: none lost, in order.
-scenario_notification_burst_to_bumble_central() {
-    name="notification-burst-ble-peripheral-to-bumble-central-on-$controllers"
-    selected "$name" || return 0
-    needs_ble "$name" || return 0
-    local start; start=$(millis)
-    read -r p1 p2 < <(free_ports 2)
-    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
-    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
-    start_bg "$p" "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 40 --notify-interval 10
-    local peripheral=$last_pid
-    if ! wait_for "$p" '"event":"serving"' 15 "$peripheral"; then
-        echo "ble serve did not start serving"; ok=0
-    else
-        run_fg "$c" 45 env "$(bumble_env central)" "$py" "$here/peers/central.py" \
-            --transport "tcp-client:127.0.0.1:$p2" --target-name SwiftBLELab --notifications 150 --notification-timeout 2 \
-            || { echo "central failed"; ok=0; }
-    fi
-    stop_bg "$peripheral"
-    stop_bg "$controllers_pid"
-    decode_captures
-    [ $ok -eq 1 ] && { expect "$c" notifications 150 || ok=0; }
-    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
-}
-
 # Our btsnoop capture of a full session (ble explore in its own virtual world) decodes in Wireshark's tshark, with
 # no malformed packet, and shows the session's ATT operations.
 scenario_btsnoop_capture() {
@@ -447,11 +456,11 @@ scenario_btsnoop_capture() {
 began=$(millis)
 scenario_btsnoop_capture
 for controllers in $kinds; do
+    for lab_central in bumble ble; do
+        for lab_peripheral in bumble ble; do scenario_lab_session "$lab_central" "$lab_peripheral"; done
+    done
     scenario_two_bumble_centrals_to_ble_peripheral
-    scenario_notification_burst_to_bumble_central
-    scenario_full_session
     scenario_ble_central_to_ble_peripheral
-    scenario_bumble_central_to_ble_peripheral
     scenario_ble_central_to_bumble_peripheral
 done
 echo "interop: $(( $(millis) - began )) ms, $skipped skipped, logs in $logs"

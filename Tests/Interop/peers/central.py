@@ -2,13 +2,20 @@
 """Bumble GATT central used by swift-ble's interop tests: scan, connect, MTU 247, discover, read everything
 (including the 300-byte value), write with and without response, take 3 heart-rate notifications, disconnect.
 
+With --full (against a peripheral with the whole lab layout: peers/peripheral.py or `ble serve`), the session that
+swift-ble's interop-central runs too, with the same RESULT keys: what the scan decoded (name, services, manufacturer
+data of the advertising data and scan response), the discovered tree as 'TREE ...' lines, long reads of 300 and 512
+bytes, a 512-byte long write, a 600-byte one (the server must refuse it: Invalid Attribute Value Length), a burst of
+200 notifications and 5 indications (in order), disconnect, reconnect, a disconnection by the peripheral (its control
+point) and a reconnection after it.
+
     central.py --transport tcp-client:127.0.0.1:PORT [--target-name BumbleLabPeripheral] [--address C0:C1:C2:C3:C4:C5]
                [--tag A] [--notifications 3] [--notification-timeout 5]
 
 Every step has a timeout; every check prints 'RESULT <key>=<value>'; the first failure prints 'FAILED: <step>: <why>'
 and exits 1. Exits 0 after 'RESULT done=1'.
 """
-import argparse, asyncio, logging, sys, time
+import argparse, asyncio, logging, struct, sys, time
 
 from bumble.att import ATT_Error
 from bumble.core import AdvertisingData, UUID
@@ -19,7 +26,19 @@ from bumble.transport import open_transport
 
 CUSTOM_WRITABLE = UUID('12345678-1234-5678-1234-56789ABCDEF1')
 CUSTOM_LONG = UUID('12345678-1234-5678-1234-56789ABCDEF2')
+CUSTOM_LONG_WRITABLE = UUID('12345678-1234-5678-1234-56789ABCDEF4')
+CUSTOM_BURST = UUID('12345678-1234-5678-1234-56789ABCDEF5')
+CUSTOM_INDICATE = UUID('12345678-1234-5678-1234-56789ABCDEF6')
+CUSTOM_CONTROL = UUID('12345678-1234-5678-1234-56789ABCDEF7')
+NOBODY = UUID('9E5D0000-7A3B-4C1D-9E8F-0123456789AB')
 LONG_VALUE = bytes(i % 256 for i in range(300))
+LONG_WRITABLE_VALUE = bytes((7 * i + 3) % 256 for i in range(512))
+BURST_COUNT = 200
+INDICATION_COUNT = 5
+
+
+def burst_value(index):
+    return struct.pack('<H', index) + bytes((index + k) % 256 for k in range(2, 200))
 T0 = time.monotonic()
 
 
@@ -85,6 +104,7 @@ async def main():
     p.add_argument('--tag', default='', help='appended to the written values, to tell centrals apart')
     p.add_argument('--notifications', type=int, default=3, help='heart-rate notifications to wait for')
     p.add_argument('--notification-timeout', type=float, default=5)
+    p.add_argument('--full', action='store_true', help='the whole lab session (see above)')
     args = p.parse_args()
 
     hci_transport = await step('open transport', open_transport(args.transport), 5)
@@ -98,12 +118,23 @@ async def main():
         result('powered_on', 1)
 
         found = asyncio.get_running_loop().create_future()
-        seen = {'scan_response': False}
+        seen = {'scan_response': False, 'address': None, 'structures': [], 'nobody': set()}
 
         def on_advertisement(adv):
             name = adv.data.get(AdvertisingData.COMPLETE_LOCAL_NAME)
-            if adv.is_scan_response and adv.data.get(AdvertisingData.MANUFACTURER_SPECIFIC_DATA):
-                seen['scan_response'] = True
+            uuids = adv.data.get(AdvertisingData.INCOMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS) or []
+            uuids += adv.data.get(AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS) or []
+            if NOBODY in uuids:
+                seen['nobody'].add(str(adv.address))
+            if name == args.target_name and seen['address'] is None:
+                seen['address'] = adv.address
+            if seen['address'] is not None and adv.address == seen['address']:
+                # The target's structures, advertising data and scan response merged (a repeat adds nothing).
+                for structure in adv.data.ad_structures:
+                    if structure not in seen['structures']:
+                        seen['structures'].append(structure)
+                if adv.is_scan_response and adv.data.get(AdvertisingData.MANUFACTURER_SPECIFIC_DATA):
+                    seen['scan_response'] = True
             if name == args.target_name and not found.done():
                 result('rssi', adv.rssi)
                 found.set_result(adv.address)
@@ -114,6 +145,22 @@ async def main():
         await step('stop scanning', device.stop_scanning())
         result('found', target)
         result('scan_response', int(seen['scan_response']))
+        if args.full:
+            names = [bytes(d).decode(errors='replace') for t, d in seen['structures']
+                     if t == AdvertisingData.COMPLETE_LOCAL_NAME]
+            services = []
+            for t, d in seen['structures']:
+                if t in (AdvertisingData.INCOMPLETE_LIST_OF_16_BIT_SERVICE_CLASS_UUIDS,
+                         AdvertisingData.COMPLETE_LIST_OF_16_BIT_SERVICE_CLASS_UUIDS):
+                    services += [f'{v:04X}' for v in struct.unpack(f'<{len(d) // 2}H', bytes(d))]
+            manufacturer = [f'{struct.unpack_from("<H", bytes(d))[0]:04X}:{bytes(d)[2:].hex()}'
+                            for t, d in seen['structures'] if t == AdvertisingData.MANUFACTURER_SPECIFIC_DATA]
+            result('scan_name', ','.join(names))
+            result('scan_services', ','.join(dict.fromkeys(services)))
+            result('scan_manufacturer', ','.join(manufacturer))
+            # Bumble's host has no service filter: decide from what it decoded, as a filtering scanner would.
+            result('scan_nonmatching', len(seen['nobody']))
+            result('scan_matching', int('180F' in services))
 
         connection = await step('connect', device.connect(target), 10)
         result('connected', 1)
@@ -125,6 +172,13 @@ async def main():
         result('mtu', mtu)
         await step('discover all', peer.discover_all())
         services = [uuid_key(s.uuid) for s in peer.services]
+        if args.full:
+            for service in peer.services:
+                print(f'TREE service {service.handle}-{service.end_group_handle} {uuid_key(service.uuid)}', flush=True)
+                for ch in service.characteristics:
+                    print(f'TREE characteristic {ch.handle} {int(ch.properties)} {uuid_key(ch.uuid)}', flush=True)
+                    for d in ch.descriptors:
+                        print(f'TREE descriptor {d.handle} {uuid_key(d.type)}', flush=True)
         result('services', len(services))
         log('services:', services)
 
@@ -143,6 +197,10 @@ async def main():
                 if ch.uuid == CUSTOM_LONG:
                     check(value == LONG_VALUE, f'long value: got {len(value)} bytes {value[:16].hex()}...')
                     result('long_read', len(value))
+                    result('long_read_300', 'ok')
+                if ch.uuid == CUSTOM_LONG_WRITABLE:
+                    check(value == LONG_WRITABLE_VALUE, f'512-byte value: got {len(value)} bytes {value[:16].hex()}...')
+                    result('long_read_512', 'ok')
                 if ch.uuid == UUID.from_16_bits(0x2A29):
                     result('manufacturer', value.decode(errors='replace'))
         result('reads', reads)
@@ -181,11 +239,92 @@ async def main():
             previous = value[1]
         result('notifications', args.notifications)
         await step('unsubscribe', hrm.unsubscribe())
+        if args.full:
+            await full_session(device, peer, target, mtu)
 
         await step('disconnect', connection.disconnect(), 5)
         reason = await step('disconnection complete', disconnected, 5)
         result('disconnect_reason', f'0x{reason:02X}')
+        if args.full:
+            await reconnections(device, target)
         result('done', 1)
+
+
+def only(peer, uuid):
+    found = peer.get_characteristics_by_uuid(uuid)
+    check(found, f'no characteristic {uuid}')
+    return found[0]
+
+
+async def full_session(device, peer, target, mtu):
+    """Long writes, the notification burst and the indications (before the first disconnection)."""
+    long_writable = only(peer, CUSTOM_LONG_WRITABLE)
+    value512 = bytes((13 * i + 5) % 256 for i in range(512))
+    await step('long write of 512 bytes', long_writable.write_value(value512, with_response=True))
+    back = bytes(await step('read back 512 bytes', long_writable.read_value()))
+    check(back == value512, f'long write read back {len(back)} bytes {back[:16].hex()}...')
+    result('long_write_512', 'ok')
+    try:
+        await step('long write of 600 bytes', long_writable.write_value(bytes(i % 256 for i in range(600)), with_response=True))
+        fail('a 600-byte write was accepted')
+    except ATT_Error as e:
+        result('long_write_600', f'0x{e.error_code:02X}')
+    back = bytes(await step('read back after the 600-byte write', long_writable.read_value()))
+    result('long_write_600_kept', int(back == value512))
+
+    burst = only(peer, CUSTOM_BURST)
+    got = asyncio.Queue()
+    await step('subscribe to the burst', burst.subscribe(lambda value: got.put_nowait(bytes(value))))
+    length = min(200, mtu - 3)
+    for index in range(BURST_COUNT):
+        value = await step(f'burst notification {index + 1}', got.get(), 5)
+        expected = burst_value(index)[:length]
+        check(value == expected, f'burst notification {index + 1}: {len(value)} bytes {value[:8].hex()}..., '
+                                 f'expected {expected[:8].hex()}...')
+    result('burst', BURST_COUNT)
+    await step('unsubscribe from the burst', burst.unsubscribe())
+
+    indicating = only(peer, CUSTOM_INDICATE)
+    got = asyncio.Queue()
+    await step('subscribe to indications', indicating.subscribe(lambda value: got.put_nowait(bytes(value)), prefer_notify=False))
+    for index in range(INDICATION_COUNT):
+        value = await step(f'indication {index + 1}', got.get(), 5)
+        check(value == struct.pack('<H', index), f'indication {index + 1}: {value.hex()}')
+    result('indications', INDICATION_COUNT)
+    await step('unsubscribe from indications', indicating.unsubscribe())
+
+
+async def reconnect(device, target, what):
+    connection = await step(what, device.connect(target), 10)
+    disconnected = asyncio.get_running_loop().create_future()
+    connection.on('disconnection', lambda reason: disconnected.done() or disconnected.set_result(reason))
+    peer = Peer(connection)
+    await step('exchange MTU', peer.request_mtu(247))
+    await step('discover services', peer.discover_services())
+    for service in peer.services:
+        await step('discover characteristics', service.discover_characteristics())
+    return connection, peer, disconnected
+
+
+async def reconnections(device, target):
+    """Reconnect; let the peripheral disconnect (control point); reconnect again; disconnect."""
+    connection, peer, disconnected = await reconnect(device, target, 'reconnect')
+    result('reconnected', 1)
+    back = bytes(await step('read after reconnecting', only(peer, CUSTOM_WRITABLE).read_value()))
+    check(back == b'written-without-response', f'after reconnecting, the writable value reads {back!r}')
+    result('reconnect_read', 'ok')
+    try:
+        await step('write to the control point', only(peer, CUSTOM_CONTROL).write_value(b'disconnect', with_response=True))
+    except Exception as error:   # the Write Response may be overtaken by the disconnection
+        log(f'control point write: {error!r}')
+    reason = await step('disconnection by the peripheral', disconnected, 5)
+    result('peer_disconnect_reason', f'0x{reason:02X}')
+    connection, peer, disconnected = await reconnect(device, target, 'reconnect after the peripheral disconnected')
+    back = bytes(await step('read after reconnecting', only(peer, CUSTOM_WRITABLE).read_value()))
+    check(back == b'written-without-response', f'after reconnecting again, the writable value reads {back!r}')
+    result('reconnected_after_peer_disconnect', 1)
+    await step('final disconnect', connection.disconnect(), 5)
+    await step('final disconnection complete', disconnected, 5)
 
 
 if __name__ == '__main__':

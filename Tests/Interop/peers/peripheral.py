@@ -3,8 +3,16 @@
 
 Advertises 'BumbleLabPeripheral' (static random D1:D2:D3:D4:D5:D6) with Heart Rate and Battery in the advertising
 data and manufacturer data in the scan response. Serves Battery 180F/2A19 (read, notify), Heart Rate 180D/2A37
-(notify every 0.5 s), Device Information 180A/2A29, and a custom service with a read/write/write-without-response
-characteristic (...DEF1), a 300-byte value (...DEF2) and a value that needs encryption (...DEF3).
+(notify every 0.5 s), Device Information 180A/2A29, and the lab's custom service (the layout of swift-ble's
+SampleDevice.lab, which `ble serve` runs):
+  ...DEF1 read/write/write without response     ...DEF2 a 300-byte value (byte i = i mod 256)
+  ...DEF3 needs encryption                       ...DEF4 512 bytes (byte i = 7i+3 mod 256), read/write (long writes)
+  ...DEF5 notify: 200 numbered notifications to a central that subscribes (index LE16, then (index+k) mod 256,
+          200 bytes cut to ATT_MTU-3)
+  ...DEF6 indicate: 5 numbered indications (index LE16), each after the previous one was confirmed
+  ...DEF7 write: 'disconnect' makes the peripheral disconnect the writer (after 100 ms)
+Prints its own attribute table as 'TREE ...' lines (the format interop-central and central.py print for what they
+discover), so the runner can compare the two.
 
     peripheral.py --transport tcp-client:127.0.0.1:PORT [--name N] [--address A] [--run-for SECONDS]
 
@@ -15,7 +23,7 @@ import argparse, asyncio, logging, signal, struct, sys, time
 
 from bumble.core import AdvertisingData
 from bumble.device import Device, DeviceConfiguration
-from bumble.gatt import Characteristic, CharacteristicValue, Service
+from bumble.gatt import Characteristic, CharacteristicDeclaration, CharacteristicValue, Descriptor, Service
 from bumble.hci import Address
 from bumble.transport import open_transport
 
@@ -23,7 +31,39 @@ CUSTOM_SERVICE = '12345678-1234-5678-1234-56789ABCDEF0'
 CUSTOM_WRITABLE = '12345678-1234-5678-1234-56789ABCDEF1'
 CUSTOM_LONG = '12345678-1234-5678-1234-56789ABCDEF2'
 CUSTOM_SECRET = '12345678-1234-5678-1234-56789ABCDEF3'
+CUSTOM_LONG_WRITABLE = '12345678-1234-5678-1234-56789ABCDEF4'
+CUSTOM_BURST = '12345678-1234-5678-1234-56789ABCDEF5'
+CUSTOM_INDICATE = '12345678-1234-5678-1234-56789ABCDEF6'
+CUSTOM_CONTROL = '12345678-1234-5678-1234-56789ABCDEF7'
 LONG_VALUE = bytes(i % 256 for i in range(300))
+LONG_WRITABLE_VALUE = bytes((7 * i + 3) % 256 for i in range(512))
+BURST_COUNT = 200
+INDICATION_COUNT = 5
+
+
+def burst_value(index):
+    return struct.pack('<H', index) + bytes((index + k) % 256 for k in range(2, 200))
+
+
+def uuid_key(uuid):
+    """'2A29' for a 16-bit UUID, '12345678-1234-5678-1234-56789ABCDEF2' for a 128-bit one."""
+    text = uuid.to_hex_str()
+    if len(text) != 32:
+        return text
+    return '-'.join((text[:8], text[8:12], text[12:16], text[16:20], text[20:]))
+
+
+def print_tree(server):
+    """The server's own attribute table, in the TREE format the centrals print for what they discover."""
+    for attribute in server.attributes:
+        if isinstance(attribute, Service):
+            if attribute.primary:
+                print(f'TREE service {attribute.handle}-{attribute.end_group_handle} {uuid_key(attribute.uuid)}', flush=True)
+        elif isinstance(attribute, CharacteristicDeclaration):
+            c = attribute.characteristic
+            print(f'TREE characteristic {attribute.value_handle} {int(c.properties)} {uuid_key(c.uuid)}', flush=True)
+        elif isinstance(attribute, Descriptor):
+            print(f'TREE descriptor {attribute.handle} {uuid_key(attribute.type)}', flush=True)
 T0 = time.monotonic()
 
 
@@ -107,8 +147,58 @@ async def main():
         long_char = Characteristic(CUSTOM_LONG, Characteristic.Properties.READ, Characteristic.READABLE, LONG_VALUE)
         secret = Characteristic(CUSTOM_SECRET, Characteristic.Properties.READ,
                                 Characteristic.Permissions.READ_REQUIRES_ENCRYPTION, b'top-secret')
+        long_writable_value = [LONG_WRITABLE_VALUE]
+
+        def on_long_write(connection, value):
+            log(f'long write of {len(value)} bytes')
+            print(f'RESULT long_write={len(value)}', flush=True)
+            long_writable_value[0] = bytes(value)
+
+        long_writable = Characteristic(
+            CUSTOM_LONG_WRITABLE, Characteristic.Properties.READ | Characteristic.Properties.WRITE,
+            Characteristic.READABLE | Characteristic.WRITEABLE,
+            CharacteristicValue(read=lambda c: long_writable_value[0], write=on_long_write))
+        burst = Characteristic(CUSTOM_BURST, Characteristic.Properties.NOTIFY, Characteristic.READABLE, bytes(2))
+        indicating = Characteristic(CUSTOM_INDICATE, Characteristic.Properties.INDICATE, Characteristic.READABLE, bytes(2))
+
+        def on_control(connection, value):
+            log(f'control point: {bytes(value)!r}')
+            if bytes(value) == b'disconnect':
+                print('RESULT control_disconnect=1', flush=True)
+                # After the Write Response has gone out.
+                asyncio.get_running_loop().call_later(
+                    0.1, lambda: asyncio.ensure_future(connection.disconnect()))
+
+        control = Characteristic(
+            CUSTOM_CONTROL, Characteristic.Properties.WRITE | Characteristic.Properties.WRITE_WITHOUT_RESPONSE,
+            Characteristic.WRITEABLE, CharacteristicValue(write=on_control))
         device.add_services([Service('180F', [battery]), Service('180D', [hrm]), Service('180A', [manufacturer]),
-                             Service(CUSTOM_SERVICE, [writable, long_char, secret])])
+                             Service(CUSTOM_SERVICE, [writable, long_char, secret, long_writable, burst, indicating,
+                                                      control])])
+
+        async def send_burst(connection):
+            sent = 0
+            try:
+                for index in range(BURST_COUNT):
+                    await device.notify_subscriber(connection, burst, burst_value(index))
+                    sent += 1
+            except Exception as error:
+                log(f'burst stopped after {sent}: {error!r}')
+            print(f'RESULT burst_sent={sent}', flush=True)
+
+        async def send_indications(connection):
+            confirmed = 0
+            try:
+                for index in range(INDICATION_COUNT):
+                    await device.indicate_subscriber(connection, indicating, struct.pack('<H', index))
+                    confirmed += 1
+            except Exception as error:
+                log(f'indications stopped after {confirmed}: {error!r}')
+            print(f'RESULT indications_confirmed={confirmed}', flush=True)
+
+        burst.on('subscription', lambda connection, notify, indicate: notify and asyncio.ensure_future(send_burst(connection)))
+        indicating.on('subscription',
+                      lambda connection, notify, indicate: indicate and asyncio.ensure_future(send_indications(connection)))
 
         def on_connection(connection):
             log(f'connected to {connection.peer_address}')
@@ -120,6 +210,7 @@ async def main():
 
         await step('power on (controller bring-up)', device.power_on())
         print('RESULT powered_on=1', flush=True)
+        print_tree(device.gatt_server)
         await step('start advertising', device.start_advertising(auto_restart=True))
         log(f'advertising as {args.name!r} from {args.address}')
         print('RESULT advertising=1', flush=True)
