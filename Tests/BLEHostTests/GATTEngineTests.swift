@@ -129,6 +129,42 @@ import Testing
         }
     }
 
+    /// Core 5.4, Vol 3, Part F, 3.3.3: a server sends no new indication before the last one is confirmed. Two updates
+    /// at once queue: a raw client sees the second indication only after it confirmed the first.
+    @Test func concurrentIndicationsGoOutOneAtATime() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host()
+        let server = GATTEngine(host: peripheral, database: GATTEngineTests.database())
+        await server.start()
+        let (central, _) = try await world.host(at: 1)
+        try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "Sample")))
+        let c = try await central.connect(to: LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        let att = try await central.openFixedChannel(.att, handle: c.handle)
+        let hr = try #require(await server.database.valueHandle(of: 0x2A37))
+        let log = PDULog()
+        let reader = Task { for await pdu in att { await log.append(pdu) } }
+        defer { reader.cancel() }
+        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: hr + 1, value: [0x02, 0x00])).encoded, channel: .att, handle: c.handle)
+        try await log.waitFor(count: 1)
+        #expect(await log.entries == [[0x13]])
+        let first = Task { try await server.updateValue([0, 1], for: hr) }
+        let second = Task { try await server.updateValue([0, 2], for: hr) }
+        try await log.waitFor(count: 2)
+        // Give a wrongly eager server every chance to send the second indication now.
+        try await Task.sleep(for: .milliseconds(300))
+        await log.append([0xFF])   // marks the moment the confirmation goes out
+        try await central.sendL2CAP([0x1E], channel: .att, handle: c.handle)
+        try await log.waitFor(count: 4)
+        try await central.sendL2CAP([0x1E], channel: .att, handle: c.handle)
+        let h = [UInt8(truncatingIfNeeded: hr), UInt8(hr >> 8)]
+        let indications = await log.entries.dropFirst()
+        #expect(Array(indications) == [[0x1D] + h + [0, 1], [0xFF], [0x1D] + h + [0, 2]]
+                || Array(indications) == [[0x1D] + h + [0, 2], [0xFF], [0x1D] + h + [0, 1]])
+        #expect(try await first.value == [c.handle])
+        #expect(try await second.value == [c.handle])
+        withExtendedLifetime(world) {}
+    }
+
     @Test func writesFromManyCentralsAreAttributedToTheRightOne() async throws {
         let (world, server, peripheral, centrals) = try await setUp(centrals: 4)
         defer { withExtendedLifetime(world) {} }
@@ -230,5 +266,15 @@ import Testing
         await #expect(throws: GATTError.self) { try await server.updateValue([0, 70], for: hr) }
         _ = try await next(events) { if case .disconnected = $0 { true } else { nil } }
         #expect(await server.isReadyToUpdateSubscribers())
+    }
+}
+
+/// PDUs a raw ATT client received, in order.
+actor PDULog {
+    var entries: [[UInt8]] = []
+    func append(_ pdu: [UInt8]) { entries.append(pdu) }
+    func waitFor(count: Int) async throws {
+        for _ in 0..<500 where entries.count < count { try await Task.sleep(for: .milliseconds(10)) }
+        if entries.count < count { throw TimedOut() }
     }
 }
