@@ -293,16 +293,20 @@ extension GATTEngine {
 
     /// Sends one indication on a link once the previous one is confirmed, and waits for its confirmation.
     private func indicate(_ payload: [UInt8], valueHandle: UInt16, on handle: UInt16) async throws {
-        while links[handle]?.indicating == true {
+        guard let generation = links[handle]?.generation else { throw GATTError(.disconnected, "the link went down") }
+        func sameLink() -> Bool { links[handle]?.generation == generation }
+        while sameLink(), links[handle]?.indicating == true {
             await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in links[handle]?.indicationQueue.append(waiter) }
         }
-        guard links[handle] != nil else { throw GATTError(.disconnected, "the link went down") }
+        guard sameLink() else { throw GATTError(.disconnected, "the link went down") }
         links[handle]?.indicating = true
         defer {
-            links[handle]?.indicating = false
-            if let next = links[handle]?.indicationQueue.first {
-                links[handle]?.indicationQueue.removeFirst()
-                next.resume()
+            if sameLink() {
+                links[handle]?.indicating = false
+                if let next = links[handle]?.indicationQueue.first {
+                    links[handle]?.indicationQueue.removeFirst()
+                    next.resume()
+                }
             }
         }
         try await command(.handleValueIndication(.init(handle: valueHandle, value: payload)), on: handle)
@@ -315,10 +319,10 @@ extension GATTEngine {
         }
         defer { timer.cancel() }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            if links[handle] == nil {
-                continuation.resume(throwing: GATTError(.disconnected, "the link went down"))
-            } else {
+            if sameLink() {
                 links[handle]?.indicationWaiter = continuation
+            } else {
+                continuation.resume(throwing: GATTError(.disconnected, "the link went down"))
             }
         }
     }

@@ -19,6 +19,9 @@ public actor GATTEngine {
         /// An indication is outstanding (sent, not yet confirmed): the next waits (Core 5.4, Vol 3, Part F, 3.3.3).
         var indicating = false
         var indicationQueue: [CheckedContinuation<Void, Never>] = []
+        /// Which link this is: controllers reuse connection handles, and a waiter of a closed link must not act on
+        /// the next link with the same handle.
+        var generation = 0
         var reader: Task<Void, Never>?
     }
 
@@ -35,6 +38,7 @@ public actor GATTEngine {
     var links: [UInt16: LinkState] = [:]
     var serverSubscribers: [Int: AsyncStream<GATTServerEvent>.Continuation] = [:]
     var nextSubscriber = 0
+    var nextGeneration = 0
     var watcher: Task<Void, Never>?
     /// ATT requests this engine has sent as a client (round trips), over all links.
     public private(set) var requestCount = 0
@@ -69,6 +73,8 @@ public actor GATTEngine {
         // Reserve the slot before suspending, so a concurrent attach for the same link does nothing.
         var state = LinkState()
         state.server.serverMTU = preferredMTU
+        nextGeneration += 1
+        state.generation = nextGeneration
         links[handle] = state
         guard let channel = try? await host.openFixedChannel(.att, handle: handle) else {
             links[handle] = nil
