@@ -88,10 +88,19 @@ extension HCIHost {
     public func connect(to peer: LEAddress, timeout: Duration = .seconds(10),
                         supervisionTimeout: UInt16 = 0x01F4) async throws -> HostConnection {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
-        guard pendingConnection == nil else { throw HostError(.connectionInProgress, "another connection attempt is in progress") }
+        guard !initiating else { throw HostError(.connectionInProgress, "another connection attempt is in progress") }
+        initiating = true
+        earlyConnection = nil
         connectionTimedOut = false
+        defer {
+            initiating = false
+            earlyConnection = nil
+        }
         _ = try await send(HCILECreateConnection(peerAddressType: peer.type, peerAddress: peer.address, ownAddressType: ownAddressType,
                                                  supervisionTimeout: supervisionTimeout))
+        // A fast controller's LE Connection Complete can be handled before this call resumes from the Command Status:
+        // it is then waiting in earlyConnection.
+        if let early = earlyConnection { return try early.get() }
         let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)
             guard !Task.isCancelled else { return }
@@ -99,6 +108,16 @@ extension HCIHost {
         }
         defer { timer.cancel() }
         return try await withCheckedThrowingContinuation { pendingConnection = $0 }
+    }
+
+    /// Hands the outcome of LE Create Connection to the connect call: now if it waits, else when it resumes.
+    private func completeInitiation(_ outcome: Result<HostConnection, any Error>) {
+        if let pending = pendingConnection {
+            pendingConnection = nil
+            pending.resume(with: outcome)
+        } else if initiating {
+            earlyConnection = outcome
+        }
     }
 
     private func cancelConnection() async {
@@ -178,12 +197,11 @@ extension HCIHost {
     private func connectionCompleted(status: HCIStatus, handle: UInt16, role: HCIRole, peer: LEAddress, interval: UInt16,
                                      latency: UInt16, timeout: UInt16) {
         guard status == .success else {
-            if role == .central, let pending = pendingConnection {
-                pendingConnection = nil
+            if role == .central {
                 if connectionTimedOut && status == .unknownConnectionIdentifier {
-                    pending.resume(throwing: HostError(.connectionTimedOut, "the connection attempt timed out and was cancelled"))
+                    completeInitiation(.failure(HostError(.connectionTimedOut, "the connection attempt timed out and was cancelled")))
                 } else {
-                    pending.resume(throwing: HostError(.connectionFailed(status), "connection failed: \(status)"))
+                    completeInitiation(.failure(HostError(.connectionFailed(status), "connection failed: \(status)")))
                 }
             }
             return
@@ -192,10 +210,7 @@ extension HCIHost {
                                         supervisionTimeout: timeout)
         links[handle] = Link(connection: connection,
                              reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength))
-        if role == .central, let pending = pendingConnection {
-            pendingConnection = nil
-            pending.resume(returning: connection)
-        }
+        if role == .central { completeInitiation(.success(connection)) }
         publish(.connected(connection))
     }
 }

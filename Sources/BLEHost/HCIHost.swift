@@ -46,6 +46,10 @@ public actor HCIHost {
     var scanContinuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation?
     var scanGeneration = 0
     var pendingConnection: CheckedContinuation<HostConnection, any Error>?
+    /// A connect call is between sending LE Create Connection and getting its outcome.
+    var initiating = false
+    /// The outcome of LE Create Connection when it came before the connect call waited for it.
+    var earlyConnection: Result<HostConnection, any Error>?
     var connectionTimedOut = false
     var reader: Task<Void, Never>?
 
