@@ -74,19 +74,24 @@ public actor GATTEngine {
         var state = LinkState()
         state.server.serverMTU = preferredMTU
         nextGeneration += 1
-        state.generation = nextGeneration
+        let generation = nextGeneration
+        state.generation = generation
         links[handle] = state
         guard let channel = try? await host.openFixedChannel(.att, handle: handle) else {
-            links[handle] = nil
+            if links[handle]?.generation == generation { links[handle] = nil }
             return
         }
+        guard links[handle]?.generation == generation else { return }
         links[handle]?.reader = Task { [weak self] in
             for await payload in channel { await self?.receive(payload, on: handle) }
-            await self?.detach(handle)
+            // Only this link: the controller may already have given its handle to a new link (a quick reconnection).
+            await self?.detach(handle, generation: generation)
         }
     }
 
-    func detach(_ handle: UInt16) {
+    /// Drops a link's ATT state (all of it when `generation` is nil: the host reported the handle disconnected).
+    func detach(_ handle: UInt16, generation: Int? = nil) {
+        if let generation, links[handle]?.generation != generation { return }
         guard let state = links.removeValue(forKey: handle) else { return }
         let gone = GATTError(.disconnected, "the link went down")
         state.pending?.resume(throwing: gone)

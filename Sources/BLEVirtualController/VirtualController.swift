@@ -24,10 +24,14 @@ public final class VirtualController: Sendable {
         public var aclBufferCount: Int
         /// A label for logs and tools (`nil`: "controller NN").
         public var name: String?
+        /// Give each new connection the lowest handle not in use, as many controllers do (Bumble's among them), so a
+        /// quick reconnection gets the handle of the link just closed. Otherwise handles go round 0x0001...0x0EFF.
+        public var reusesHandles: Bool
 
         /// Creates a configuration.
         public init(address: BluetoothAddress? = nil, position: Position = Position(), txPower: Int8 = 0,
-                    aclBufferSize: Int = 27, aclBufferCount: Int = 8, name: String? = nil) {
+                    aclBufferSize: Int = 27, aclBufferCount: Int = 8, name: String? = nil, reusesHandles: Bool = false) {
+            self.reusesHandles = reusesHandles
             self.address = address
             self.position = position
             self.txPower = txPower

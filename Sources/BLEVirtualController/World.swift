@@ -87,6 +87,11 @@ struct ControllerState {
     }
 
     mutating func allocateHandle(in use: Set<UInt16>) -> UInt16 {
+        if configuration.reusesHandles {
+            var handle: UInt16 = 0x0001
+            while use.contains(handle) && handle < 0x0EFF { handle += 1 }
+            return handle
+        }
         while use.contains(nextHandle) || nextHandle > 0x0EFF || nextHandle == 0 {
             nextHandle = nextHandle >= 0x0EFF ? 1 : nextHandle + 1
         }

@@ -74,3 +74,46 @@ import Testing
         #expect(await manager.connectedCentrals.isEmpty)
     }
 }
+
+/// Controllers that give a new link the handle of the one just closed (Bumble's does): the GATT state of the old link
+/// must not take over, or be torn down with, the new one.
+@Suite(.timeLimit(.minutes(1))) struct HandleReuseTests {
+    @Test func aQuickReconnectionOnTheSameHandleKeepsItsBearer() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let controller = air.addController(.init(reusesHandles: true))
+        let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: "UART")
+        await manager.add(GATTServiceDefinition(uuid: BLEAPITests.service, characteristics: [
+            GATTCharacteristicDefinition(uuid: BLEAPITests.tx, properties: [.read, .notify], value: Array("ready".utf8)),
+        ]))
+        try await manager.startAdvertising(name: "UART", serviceUUIDs: [BLEAPITests.service], restartAfterConnection: true)
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 1), reusesHandles: true)).makeHostTransport())
+        let remote = try await central.connect(LEAddress(controller.address, type: .public), timeout: .seconds(5),
+                                               reconnect: ReconnectPolicy(maximumAttempts: 20, initialDelay: .milliseconds(1),
+                                                                          maximumDelay: .milliseconds(50), attemptTimeout: .seconds(1)))
+        var links = await remote.linkEvents().makeAsyncIterator()
+        let service = try #require(try await remote.discoverServices([BLEAPITests.service]).first)
+        let tx = try #require(try await remote.discoverCharacteristics([BLEAPITests.tx], for: service).first)
+        var values = try await remote.notifications(for: tx).makeAsyncIterator()
+        var current = Array("ready".utf8)   // updateValue changes the served value too
+        for round in 1...5 {
+            let before = await remote.connection.handle
+            try await manager.disconnect(try #require(await manager.connectedCentrals.first))
+            #expect(await links.next() == .disconnected(.remoteUserTerminatedConnection))
+            guard case .reconnected = await links.next() else {
+                Issue.record("round \(round): no reconnection")
+                return
+            }
+            #expect(await remote.connection.handle == before)   // the same handle again
+            // The restored subscription and reads work on the new link.
+            #expect(try await remote.readValue(for: tx) == current)
+            let text = Array("round \(round)".utf8)
+            current = text
+            for _ in 0..<200 {
+                if try await !manager.updateValue(text, for: BLEAPITests.tx).isEmpty { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(await values.next() == text)
+        }
+    }
+}
