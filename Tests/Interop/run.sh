@@ -218,7 +218,7 @@ scenario_lab_session() {
     else
         local rc
         if [ "$who_central" = ble ]; then
-            run_fg "$c" 60 "$central_bin" --hci "tcp:127.0.0.1:$p2" --target "$target"
+            run_fg "$c" 60 "$central_bin" --hci "tcp:127.0.0.1:$p2" --target "$target" --btsnoop "$logs/$name-ours.btsnoop"
         else
             run_fg "$c" 60 env "$(bumble_env central)" "$py" "$here/peers/central.py" \
                 --transport "tcp-client:127.0.0.1:$p2" --target-name "$target" --full
@@ -306,6 +306,10 @@ scenario_lab_session() {
             expect "$p" disconnected 0x13 || ok=0
             [ "$(grep -c '^RESULT connected=1' "$p")" -ge 3 ] || { echo "the peripheral saw fewer than 3 connections"; ok=0; }
         fi
+    fi
+    # Our central always records its HCI traffic; a failure shows it decoded (commands, events, ACL counts).
+    if [ $ok -eq 0 ] && [ -s "$logs/$name-ours.btsnoop" ]; then
+        "$py" "$here/hci_trace.py" "$logs/$name-ours.btsnoop" > "$logs/$name-ours.hci.txt" 2>&1
     fi
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }

@@ -3,7 +3,10 @@
 // layout (peers/peripheral.py, or `ble serve`), and prints the same 'RESULT key=value' lines, the discovered GATT
 // tree as 'TREE ...' lines, and 'FAILED: <step>: <why>' (exit 1) at the first step that fails or times out.
 //
-//     interop-central --hci tcp:127.0.0.1:PORT --target NAME
+//     interop-central --hci tcp:127.0.0.1:PORT --target NAME [--btsnoop FILE]
+//
+// --btsnoop records our host's HCI traffic (the runner keeps it, and decodes it when a scenario fails). Every
+// connection event is logged with its time, for the same reason.
 //
 // Session: scan without a filter (name, services, manufacturer data, merged scan response), with a filter no device
 // matches, with a matching one; connect; MTU; full discovery; reads (300 and 512 bytes, encryption refused); writes
@@ -88,21 +91,35 @@ struct Failure: Error, CustomStringConvertible {
 func session() async {
 var hci = ""
 var target = "BumbleLabPeripheral"
+var capture: String?
 var arguments = CommandLine.arguments.dropFirst()
 while let option = arguments.popFirst() {
     switch option {
     case "--hci": hci = arguments.popFirst() ?? ""
     case "--target": target = arguments.popFirst() ?? ""
+    case "--btsnoop": capture = arguments.popFirst()
     default: fail("usage: interop-central --hci SPEC --target NAME (unknown option \(option))")
     }
 }
-let spec: HCITransportSpec
-do { spec = try HCITransportSpec(parsing: hci) } catch { fail("--hci '\(hci)': \(error)") }
-
-let central = await Central(spec)
-let state = await central.state
-check(state == .poweredOn, "power on: the adapter is \(state)")
+let central: Central
+do {
+    var transport = try HCITransportSpec(parsing: hci).open()
+    if let capture { transport = SnoopingTransport(transport, writer: try BTSnoopWriter(path: capture), role: .host) }
+    central = try await Central(transport: transport)
+} catch {
+    fail("power on (--hci \(hci)): \(error)")
+}
 result("powered_on", 1)
+let eventLog = await central.connectionEvents()
+_ = Task {
+    for await event in eventLog {
+        switch event {
+        case .connected(let c): log("host: connected, handle \(c.handle), peer \(c.peer.address)")
+        case .disconnected(let handle, let reason): log("host: disconnected, handle \(handle), \(reason)")
+        default: break
+        }
+    }
+}
 
 // 1. Scan without a filter: every advertisement (duplicates on), until the target's scan response merged in (its
 //    second manufacturer data structure) or 2 s after the first sighting.
