@@ -15,7 +15,7 @@ point) and a reconnection after it.
 Every step has a timeout; every check prints 'RESULT <key>=<value>'; the first failure prints 'FAILED: <step>: <why>'
 and exits 1. Exits 0 after 'RESULT done=1'.
 """
-import argparse, asyncio, logging, struct, sys, time
+import argparse, asyncio, logging, struct, time
 
 from bumble.att import ATT_Error
 from bumble.core import AdvertisingData, UUID
@@ -24,21 +24,17 @@ from bumble.gatt import Characteristic
 from bumble.hci import Address
 from bumble.transport import open_transport
 
-CUSTOM_WRITABLE = UUID('12345678-1234-5678-1234-56789ABCDEF1')
-CUSTOM_LONG = UUID('12345678-1234-5678-1234-56789ABCDEF2')
-CUSTOM_LONG_WRITABLE = UUID('12345678-1234-5678-1234-56789ABCDEF4')
-CUSTOM_BURST = UUID('12345678-1234-5678-1234-56789ABCDEF5')
-CUSTOM_INDICATE = UUID('12345678-1234-5678-1234-56789ABCDEF6')
-CUSTOM_CONTROL = UUID('12345678-1234-5678-1234-56789ABCDEF7')
+from lab import (BURST_COUNT, HOSTS, INDICATION_COUNT, LONG_VALUE, LONG_WRITABLE_VALUE, burst_value, fail, uuid_key,
+                 waiting_for)
+import lab
+
+CUSTOM_WRITABLE = UUID(lab.CUSTOM_WRITABLE)
+CUSTOM_LONG = UUID(lab.CUSTOM_LONG)
+CUSTOM_LONG_WRITABLE = UUID(lab.CUSTOM_LONG_WRITABLE)
+CUSTOM_BURST = UUID(lab.CUSTOM_BURST)
+CUSTOM_INDICATE = UUID(lab.CUSTOM_INDICATE)
+CUSTOM_CONTROL = UUID(lab.CUSTOM_CONTROL)
 NOBODY = UUID('9E5D0000-7A3B-4C1D-9E8F-0123456789AB')
-LONG_VALUE = bytes(i % 256 for i in range(300))
-LONG_WRITABLE_VALUE = bytes((7 * i + 3) % 256 for i in range(512))
-BURST_COUNT = 200
-INDICATION_COUNT = 5
-
-
-def burst_value(index):
-    return struct.pack('<H', index) + bytes((index + k) % 256 for k in range(2, 200))
 T0 = time.monotonic()
 
 
@@ -50,50 +46,14 @@ def result(key, value):
     print(f'RESULT {key}={value}', flush=True)
 
 
-def fail(what):
-    print(f'FAILED: {what}', flush=True)
-    sys.exit(1)
-
-
-def uuid_key(uuid):
-    """'2A29' for a 16-bit UUID, '12345678-1234-5678-1234-56789ABCDEF2' for a 128-bit one."""
-    text = uuid.to_hex_str()
-    if len(text) != 32:
-        return text
-    return '-'.join((text[:8], text[8:12], text[12:16], text[16:20], text[20:]))
-
-
 def check(condition, what):
     if not condition:
         fail(what)
 
 
-HOSTS = []   # the Bumble host, once created, so a timeout can name the HCI command left unanswered
-
-
-def waiting_for():
-    """', still waiting for the answer to HCI command X (0xOPCODE)' when a command is outstanding."""
-    command = HOSTS[0].pending_command if HOSTS else None
-    if command is None:
-        return ''
-    return f', still waiting for the answer to {command.name} (0x{command.op_code:04X})'
-
-
 async def step(name, awaitable, timeout=10):
-    """Awaits one step of the session; a timeout or an exception ends the run with a message naming the step
-    (and the HCI command the controller left unanswered, if any)."""
-    task = asyncio.ensure_future(awaitable)
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
-        why = waiting_for()          # before cancelling: cancelling clears the host's pending command
-        task.cancel()
-        fail(f'{name}: no answer within {timeout} s{why}')
-    try:
-        return task.result()
-    except ATT_Error:
-        raise
-    except Exception as error:  # HCI_Error, ConnectionError, ProtocolError...
-        fail(f'{name}: {type(error).__name__}: {error}')
+    """lab.step; an ATT error is the caller's to handle."""
+    return await lab.step(name, awaitable, timeout, passthrough=(ATT_Error,))
 
 
 async def main():

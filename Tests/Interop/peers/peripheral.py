@@ -19,7 +19,7 @@ discover), so the runner can compare the two.
 Prints 'RESULT <key>=<value>' lines; exits 0 on SIGTERM/SIGINT or after --run-for seconds; prints
 'FAILED: <step>: <why>' and exits 1 when bring-up, advertising or a notification does not complete in time.
 """
-import argparse, asyncio, logging, signal, struct, sys, time
+import argparse, asyncio, logging, signal, struct, time
 
 from bumble.core import AdvertisingData
 from bumble.device import Device, DeviceConfiguration
@@ -27,30 +27,9 @@ from bumble.gatt import Characteristic, CharacteristicDeclaration, Characteristi
 from bumble.hci import Address
 from bumble.transport import open_transport
 
-CUSTOM_SERVICE = '12345678-1234-5678-1234-56789ABCDEF0'
-CUSTOM_WRITABLE = '12345678-1234-5678-1234-56789ABCDEF1'
-CUSTOM_LONG = '12345678-1234-5678-1234-56789ABCDEF2'
-CUSTOM_SECRET = '12345678-1234-5678-1234-56789ABCDEF3'
-CUSTOM_LONG_WRITABLE = '12345678-1234-5678-1234-56789ABCDEF4'
-CUSTOM_BURST = '12345678-1234-5678-1234-56789ABCDEF5'
-CUSTOM_INDICATE = '12345678-1234-5678-1234-56789ABCDEF6'
-CUSTOM_CONTROL = '12345678-1234-5678-1234-56789ABCDEF7'
-LONG_VALUE = bytes(i % 256 for i in range(300))
-LONG_WRITABLE_VALUE = bytes((7 * i + 3) % 256 for i in range(512))
-BURST_COUNT = 200
-INDICATION_COUNT = 5
-
-
-def burst_value(index):
-    return struct.pack('<H', index) + bytes((index + k) % 256 for k in range(2, 200))
-
-
-def uuid_key(uuid):
-    """'2A29' for a 16-bit UUID, '12345678-1234-5678-1234-56789ABCDEF2' for a 128-bit one."""
-    text = uuid.to_hex_str()
-    if len(text) != 32:
-        return text
-    return '-'.join((text[:8], text[8:12], text[12:16], text[16:20], text[20:]))
+from lab import (BURST_COUNT, CUSTOM_BURST, CUSTOM_CONTROL, CUSTOM_INDICATE, CUSTOM_LONG, CUSTOM_LONG_WRITABLE,
+                 CUSTOM_SECRET, CUSTOM_SERVICE, CUSTOM_WRITABLE, HOSTS, INDICATION_COUNT, LONG_VALUE,
+                 LONG_WRITABLE_VALUE, burst_value, fail, step, uuid_key, waiting_for)
 
 
 def print_tree(server):
@@ -64,42 +43,13 @@ def print_tree(server):
             print(f'TREE characteristic {attribute.value_handle} {int(c.properties)} {uuid_key(c.uuid)}', flush=True)
         elif isinstance(attribute, Descriptor):
             print(f'TREE descriptor {attribute.handle} {uuid_key(attribute.type)}', flush=True)
+
+
 T0 = time.monotonic()
 
 
 def log(*a):
     print(f'[peripheral {time.monotonic() - T0:7.3f}s]', *a, flush=True)
-
-
-def fail(what):
-    print(f'FAILED: {what}', flush=True)
-    sys.exit(1)
-
-
-HOSTS = []   # the Bumble host, once created, so a timeout can name the HCI command left unanswered
-
-
-def waiting_for():
-    """', still waiting for the answer to HCI command X (0xOPCODE)' when a command is outstanding."""
-    command = HOSTS[0].pending_command if HOSTS else None
-    if command is None:
-        return ''
-    return f', still waiting for the answer to {command.name} (0x{command.op_code:04X})'
-
-
-async def step(name, awaitable, timeout=10):
-    """Awaits one step of the session; a timeout or an exception ends the run with a message naming the step
-    (and the HCI command the controller left unanswered, if any)."""
-    task = asyncio.ensure_future(awaitable)
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
-        why = waiting_for()          # before cancelling: cancelling clears the host's pending command
-        task.cancel()
-        fail(f'{name}: no answer within {timeout} s{why}')
-    try:
-        return task.result()
-    except Exception as error:  # HCI_Error, ConnectionError, ProtocolError...
-        fail(f'{name}: {type(error).__name__}: {error}')
 
 
 async def main():
