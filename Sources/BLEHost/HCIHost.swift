@@ -43,6 +43,8 @@ public actor HCIHost {
     var sendWaiters: [CheckedContinuation<Void, Never>] = []
     var aclPumping = false
     var links: [UInt16: Link] = [:]
+    /// The last link identity given out (identities are never reused).
+    var lastLinkID: UInt64 = 0
     var subscribers: [Int: AsyncStream<HostEvent>.Continuation] = [:]
     var nextSubscriber = 0
     var scanContinuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation?
@@ -317,8 +319,8 @@ public actor HCIHost {
             await sendACL(released)
             if let link = links.removeValue(forKey: e.handle) {
                 for continuation in link.channels.values { continuation.finish() }
+                publish(.disconnected(link.connection, reason: e.reason))
             }
-            publish(.disconnected(handle: e.handle, reason: e.reason))
         case .encryptionChange(let e):
             publish(.encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0))
         case .hardwareError(let e):
@@ -334,9 +336,9 @@ public actor HCIHost {
     }
 
     private func recoverFromHardwareError() async {
-        for (handle, link) in links {
+        for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
-            publish(.disconnected(handle: handle, reason: .hardwareFailure))
+            publish(.disconnected(link.connection, reason: .hardwareFailure))
         }
         links = [:]
         wakeSenders()
@@ -361,9 +363,9 @@ public actor HCIHost {
         for timer in timers.values { timer.cancel() }
         timers = [:]
         detached = [:]
-        for (handle, link) in links {
+        for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
-            publish(.disconnected(handle: handle, reason: .connectionTimeout))
+            publish(.disconnected(link.connection, reason: .connectionTimeout))
         }
         links = [:]
         wakeSenders()
