@@ -45,7 +45,7 @@ let package = Package(
         // The public async API: Central, RemotePeripheral, PeripheralManager.
         .target(
             name: "BLE",
-            dependencies: ["BLEWire", "BLEProtocols", "BLETransport", "BLEHost"],
+            dependencies: ["BLEWire", "BLEProtocols", "BLETransport", "BLEHost", "BLEVirtualController"],
             swiftSettings: strict),
         .executableTarget(
             name: "ble",

@@ -38,19 +38,28 @@ public final class Central: Sendable {
         try await host.powerOn()
     }
 
-    /// Opens the controller named by a `--hci` style specification (for `virtual`, use ``init(transport:)`` with a
-    /// virtual controller's host transport). Like `CBCentralManager`, it never fails: when the controller cannot be
-    /// opened or brought up, ``state`` says so (`unauthorized` for a permission error, `unsupported` otherwise).
+    /// Opens the controller named by a `--hci` style specification (`virtual` joins the process's
+    /// ``EmbeddedWorld``). Like `CBCentralManager`, it never fails: when the controller cannot be opened or brought
+    /// up, ``state`` says so (`unauthorized` for a permission error, `unsupported` otherwise) and
+    /// ``unavailableReason`` says why. ``open(_:)`` throws instead.
     public init(_ spec: HCITransportSpec) async {
         do {
-            host = HCIHost(transport: try spec.open())
-            try? await host.powerOn()
+            host = try await HCIHost.open(spec)
         } catch let error as TransportError {
             host = HCIHost(unavailable: error)
         } catch {
             host = HCIHost(unavailable: TransportError(.openFailed, "\(error)"))
         }
     }
+
+    /// Opens the controller named by a `--hci` style specification and powers it on, or throws an error saying what
+    /// failed (for example "no controller at tcp:127.0.0.1:9100: connection refused").
+    public static func open(_ spec: HCITransportSpec) async throws -> Central {
+        Central(host: try await HCIHost.open(spec))
+    }
+
+    /// Why the controller could not be opened, for a central whose ``state`` is `unsupported` or `unauthorized`.
+    public var unavailableReason: String? { get async { await host.unavailableReason.map(\.reason) } }
 
     /// The adapter state now.
     public var state: AdapterState { get async { await host.state } }
@@ -141,20 +150,6 @@ public final class Central: Sendable {
     /// Connection events (connected, disconnected with a reason, parameters updated).
     public func connectionEvents() async -> AsyncStream<HostEvent> { await host.events() }
 
-    private let engineStore = EngineStore()
-
-    /// The GATT engine shared by this central's links.
-    func engine() async -> GATTEngine { await engineStore.engine(for: host) }
-}
-
-/// Creates the GATT engine once.
-actor EngineStore {
-    private var engine: GATTEngine?
-    func engine(for host: HCIHost) async -> GATTEngine {
-        if let engine { return engine }
-        let created = GATTEngine(host: host)
-        engine = created
-        await created.start()
-        return created
-    }
+    /// The GATT engine of this central's links (shared with a peripheral manager on the same host).
+    func engine() async -> GATTEngine { await host.gattEngine() }
 }

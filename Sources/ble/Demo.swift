@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLE
 import BLEHost
 import BLEProtocols
 import BLEVirtualController
@@ -27,7 +28,7 @@ struct Demo: AsyncParsableCommand {
 
         let peripheralHost = HCIHost(transport: air.addController(.init(txPower: 4)).makeHostTransport())
         try await peripheralHost.powerOn()
-        let peripheral = SamplePeripheral(host: peripheralHost, device: .lab, name: "SwiftBLELab")
+        let peripheral = await SamplePeripheral(host: peripheralHost, device: .lab, name: "SwiftBLELab")
         try await peripheral.start(notifyEvery: .milliseconds(200)) { text, _ in self.say("peripheral", text) }
         say("peripheral", "powered on as \(await peripheralHost.address?.description ?? "?"), advertising 'SwiftBLELab' with Battery, Heart Rate, Device Information and a custom service")
 
