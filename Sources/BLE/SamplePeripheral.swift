@@ -138,7 +138,7 @@ public actor SamplePeripheral {
                 await request.accept()
             })
         case (_, .preparedWrites(let parts)):
-            // Assemble each value the set writes; a guarded value that would spell `refuse` refuses the whole set.
+            // Assemble each value the set writes; a part writing `refuse` to the guarded value refuses the whole set.
             let database = await manager.database
             let guardedHandle = database.valueHandle(of: SampleDevice.customGuarded)
             let slowHandle = database.valueHandle(of: SampleDevice.customSlow)
@@ -151,7 +151,7 @@ public actor SamplePeripheral {
                 value.replaceSubrange(offset..<min(value.count, offset + part.value.count), with: part.value)
                 values[part.handle] = value
             }
-            if let guardedHandle, values[guardedHandle] == refusal {
+            if parts.contains(where: { $0.handle == guardedHandle && $0.value == refusal }) {
                 log?("prepared writes refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": String(request.central.handle)])
                 return await request.refuse(SampleDevice.refusalError)
             }

@@ -36,8 +36,8 @@ public enum SampleDevice: String, CaseIterable, Sendable {
     /// little-endian), counted over all centrals.
     public static let customCounter = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF8") ?? 0
     /// Its guarded value, answered by the application: a write of `refuse` (UTF-8) is refused with application
-    /// error 0x80 and changes nothing; any other write is kept and read back. In a reliable (prepared) write set it
-    /// decides for the whole set.
+    /// error 0x80 and changes nothing; any other write is kept and read back. A reliable (prepared) write set with a
+    /// part writing `refuse` to it is refused whole (0x80): none of the set's values is written.
     public static let customGuarded = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF9") ?? 0
     /// Its slow value, answered by the application ``slowAnswerDelay`` after each write.
     public static let customSlow = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEFA") ?? 0

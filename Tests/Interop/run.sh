@@ -435,6 +435,42 @@ scenario_two_bumble_centrals_to_ble_peripheral() {
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
+# Bumble's central against the characteristics `ble serve`'s application answers: a counter computed per read, a
+# write refused with application error 0x80, a write answered late, a reliable write set applied all or nothing.
+scenario_application_answers() {
+    name="application-answers-bumble-central-to-ble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
+    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
+    start_bg "$p" "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30
+    local peripheral=$last_pid
+    if ! wait_for "$p" '"event":"serving"' 15 "$peripheral"; then
+        echo "ble serve did not start serving"; ok=0
+    else
+        run_fg "$c" 30 env "$(bumble_env central)" "$py" "$here/peers/app_client.py" --transport "tcp-client:127.0.0.1:$p2" \
+            || { echo "the Bumble central failed"; ok=0; }
+    fi
+    stop_bg "$peripheral"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        expect "$c" counter_computed 1 || ok=0
+        expect "$c" refused_error 0x80 || ok=0
+        expect "$c" refused_kept 1 || ok=0
+        expect "$c" guarded_write 1 || ok=0
+        expect "$c" slow_answered 1 || ok=0
+        expect "$c" set_refused_error 0x80 || ok=0
+        expect "$c" set_refused_nothing_written 1 || ok=0
+        expect "$c" set_applied_whole 1 || ok=0
+        grep -q '"event":"counter"' "$p" || { echo "the peripheral's application did not log the counter reads"; ok=0; }
+        [ "$(grep -c '"event":"refused"' "$p")" -eq 2 ] || { echo "the peripheral's application did not log two refusals"; ok=0; }
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
 # Our btsnoop capture of a full session (ble explore in its own virtual world) decodes in Wireshark's tshark, with
 # no malformed packet, and shows the session's ATT operations.
 scenario_btsnoop_capture() {
@@ -464,6 +500,7 @@ for controllers in $kinds; do
         for lab_peripheral in bumble ble; do scenario_lab_session "$lab_central" "$lab_peripheral"; done
     done
     scenario_two_bumble_centrals_to_ble_peripheral
+    scenario_application_answers
     scenario_ble_central_to_ble_peripheral
     scenario_ble_central_to_bumble_peripheral
 done
