@@ -19,6 +19,8 @@ public actor GATTEngine {
         var reader: Task<Void, Never>?
         /// The peer's request being answered by the application, if any (see ``GATTEngine/applicationRequests()``).
         var application: ApplicationPending?
+        /// This side exchanged MTUs as a client (at most once per link: Core 5.4, Vol 3, Part F, 3.4.2.1).
+        var exchangedMTU = false
     }
 
     /// A request the application answers, with the server's state for completing it.
