@@ -58,6 +58,20 @@ public final class PeripheralManager: Sendable {
         await store.setRestart(restartAfterConnection ? options : nil, host: host)
     }
 
+    /// Starts advertising arbitrary data with a chosen interval and kind: connectable, scannable only, or
+    /// non-connectable (a broadcaster, as beacons advertise). Calling it again while advertising replaces the data
+    /// and parameters at once (frame rotation).
+    ///
+    /// Throws ``WireError`` (oversized) when the data or the scan response does not fit in 31 bytes, and
+    /// ``HostError`` (`commandFailed` with Invalid HCI Command Parameters) when the interval is outside
+    /// 20 ms...10.24 s. With `restartAfterConnection` (connectable advertising only), advertising resumes after each
+    /// connection and disconnection.
+    public func startAdvertising(_ advertisement: Advertisement, restartAfterConnection: Bool = false) async throws {
+        let options = try advertisement.options()
+        try await host.startAdvertising(options)
+        await store.setRestart(restartAfterConnection && advertisement.kind == .connectable ? options : nil, host: host)
+    }
+
     /// Stops advertising.
     public func stopAdvertising() async throws {
         await store.setRestart(nil, host: host)
