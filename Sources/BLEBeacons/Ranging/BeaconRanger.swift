@@ -79,13 +79,14 @@ public struct BeaconRanger: Sendable {
     private var tracks: [BeaconIdentifier: Track] = [:]
     private var nextUpdate: Duration?
 
-    /// Creates a ranger; the first update is due one interval after the first call that carries a time.
+    /// Creates a ranger; updates fall on whole multiples of the update interval, the first one after the first call
+    /// that carries a time.
     public init(configuration: Configuration = Configuration()) { self.configuration = configuration }
 
     /// Records one advertisement. Frames without an identity or a calibrated power (telemetry) are ignored.
     public mutating func observe(_ frame: BeaconFrame, rssi: Int, at time: Duration) {
         guard let identifier = frame.identifier, let measuredPower = frame.measuredPowerAt1m else { return }
-        if nextUpdate == nil { nextUpdate = time + configuration.updateInterval }
+        if nextUpdate == nil { nextUpdate = firstUpdate(after: time) }
         var track = tracks[identifier] ?? Track(frame: frame, measuredPower: measuredPower, rssi: rssi,
                                                 filter: RSSIFilter(configuration: configuration.filter),
                                                 classifier: ProximityClassifier(configuration: configuration.proximity),
@@ -108,7 +109,7 @@ public struct BeaconRanger: Sendable {
     /// by several intervals).
     public mutating func advance(to now: Duration) -> [Update] {
         guard var due = nextUpdate else {
-            nextUpdate = now + configuration.updateInterval
+            nextUpdate = firstUpdate(after: now)
             return []
         }
         var updates: [Update] = []
@@ -120,12 +121,20 @@ public struct BeaconRanger: Sendable {
         return updates
     }
 
+    /// The first multiple of the update interval after `time`: updates fall on whole intervals of session time, so a
+    /// live ticker that wakes on those instants publishes them on time.
+    private func firstUpdate(after time: Duration) -> Duration {
+        let intervals = Int((time / configuration.updateInterval).rounded(.down)) + 1
+        return configuration.updateInterval * intervals
+    }
+
     /// Computes an update for `time` now, whatever the schedule (the classes move with it).
     public mutating func update(at time: Duration) -> Update {
         var beacons: [RangedBeacon] = []
         for identifier in tracks.keys.sorted() {
             guard var track = tracks[identifier] else { continue }
-            let age = time - track.lastSeen
+            // An advertisement handled just after the instant the update is for counts as heard at that instant.
+            let age = max(.zero, time - track.lastSeen)
             if age > configuration.forgetAfter {
                 tracks[identifier] = nil
                 continue
