@@ -208,6 +208,10 @@ struct RangeCommand: AsyncParsableCommand {
               ("accuracy", beacon.accuracy.map { .number($0, decimals: 2) } ?? .null),
               ("proximity", .string(beacon.proximity.rawValue)),
               ("last_seen", .number(max(0, seconds(time - beacon.lastSeen)), decimals: 1)), ("samples", .int(beacon.sampleCount))]
+        if let tlm = beacon.telemetry {
+            f += [("battery_mv", .int(Int(tlm.batteryMillivolts))), ("temperature", tlm.temperature.map { .number($0, decimals: 2) } ?? .null),
+                  ("advertising_count", .int(Int(tlm.advertisingPDUCount))), ("uptime", .number(Double(tlm.uptimeDeciseconds) / 10, decimals: 1))]
+        }
         return f
     }
 
@@ -222,6 +226,11 @@ struct RangeCommand: AsyncParsableCommand {
                          + pad(b.distance.map { String(format: "%.2f m", $0) } ?? "-", 10)
                          + pad(b.accuracy.map { String(format: "%.2f m", $0) } ?? "-", 8)
                          + pad(b.proximity.rawValue, 11) + String(format: "%.1f s ago", max(0, seconds(update.time - b.lastSeen))))
+            if let tlm = b.telemetry {
+                lines.append("    telemetry: battery \(tlm.batteryMillivolts) mV, "
+                             + (tlm.temperature.map { String(format: "%.2f °C", $0) } ?? "no temperature")
+                             + ", \(tlm.advertisingPDUCount) PDUs, up " + String(format: "%.1f s", Double(tlm.uptimeDeciseconds) / 10))
+            }
         }
         if update.beacons.isEmpty { lines.append("(none heard)") }
         return lines.joined(separator: "\n")

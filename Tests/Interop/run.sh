@@ -490,8 +490,9 @@ scenario_bumble_scanner_decodes_ble_ibeacon() {
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
-# Our `ble range --json` ranges a Bumble beacon (peers/beacon_advertiser.py) rotating an iBeacon, an Eddystone-URL and
-# an Eddystone-UID frame built by Bumble's side: each identified, with a distance and a proximity, numbers as numbers.
+# Our `ble range --json` ranges a Bumble beacon (peers/beacon_advertiser.py) rotating an iBeacon, an Eddystone-URL, an
+# Eddystone-UID and an Eddystone-TLM frame built by Bumble's side: each identified, with a distance and a proximity,
+# numbers as numbers, and the TLM telemetry attached to the UID beacon that precedes it.
 scenario_ble_ranges_bumble_beacons() {
     name="ble-ranges-bumble-beacons-on-$controllers"
     selected "$name" || return 0
@@ -503,7 +504,7 @@ scenario_ble_ranges_bumble_beacons() {
     local uuid=2F234454-CF6D-4A0F-ADF2-F4911BA9FFA6
     start_bg "$a" env "$(bumble_env advertiser)" "$py" "$here/peers/beacon_advertiser.py" --transport "tcp-client:127.0.0.1:$p1" \
         --ibeacon "$uuid:7:9:-59" --eddystone-url https://swift.org --eddystone-uid edd1ebeac04e5defa017:0123456789ab \
-        --dwell 0.4 --run-for 40
+        --eddystone-tlm --dwell 0.3 --run-for 40
     local advertiser=$last_pid
     if ! wait_for "$a" '^RESULT advertising=1' 15 "$advertiser"; then
         echo "the Bumble beacon did not start advertising"; ok=0
@@ -522,6 +523,9 @@ scenario_ble_ranges_bumble_beacons() {
             || { echo "ble range did not range the Bumble Eddystone-URL"; ok=0; }
         grep -qE '"identifier":"eddystone-uid:edd1ebeac04e5defa017:0123456789ab".*"distance":'"$number" "$r" \
             || { echo "ble range did not range the Bumble Eddystone-UID"; ok=0; }
+        # The TLM frame follows the UID frame in the rotation: its telemetry joins the UID beacon.
+        grep -qE '"identifier":"eddystone-uid:edd1ebeac04e5defa017:0123456789ab".*"battery_mv":3000,"temperature":22.50,"advertising_count":[0-9]+,"uptime":'"$number" "$r" \
+            || { echo "ble range did not show the Bumble beacon's TLM telemetry (3000 mV, 22.5 °C) on its UID"; ok=0; }
     fi
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }

@@ -4,8 +4,8 @@ import BLE
 actor BeaconSessionState {
     var tracker: BeaconTracker
     init(_ tracker: BeaconTracker) { self.tracker = tracker }
-    func observe(_ data: AdvertisingData, rssi: Int, at time: Duration) -> [RegionEvent] {
-        tracker.observe(data, rssi: rssi, at: time)
+    func observe(_ data: AdvertisingData, rssi: Int, at time: Duration, from address: BluetoothAddress) -> [RegionEvent] {
+        tracker.observe(data, rssi: rssi, at: time, from: address)
     }
     func advance(to time: Duration) -> (updates: [BeaconRanger.Update], events: [RegionEvent]) {
         tracker.advance(to: time)
@@ -56,7 +56,8 @@ extension Central {
             let feeder = Task {
                 do {
                     for try await report in reports {
-                        let events = await state.observe(report.advertisementData, rssi: Int(report.rssi), at: clock.now - start)
+                        let events = await state.observe(report.advertisementData, rssi: Int(report.rssi), at: clock.now - start,
+                                                         from: report.address.address)
                         onEvents(continuation, events)
                     }
                     continuation.finish()

@@ -21,6 +21,8 @@ public struct RangedBeacon: Sendable, Hashable {
     public var lastSeen: Duration
     /// How many advertisements were heard since ranging began.
     public var sampleCount: Int
+    /// The latest Eddystone telemetry of the device (TLM frames interleaved with its UID or URL frames), if any.
+    public var telemetry: EddystoneTLM?
 }
 
 /// The ranging core: per-beacon RSSI smoothing, distance, accuracy and proximity, published at a fixed rate with
@@ -72,6 +74,7 @@ public struct BeaconRanger: Sendable {
         var classifier: ProximityClassifier
         var lastSeen: Duration
         var count: Int
+        var telemetry: EddystoneTLM?
     }
 
     /// The tuning.
@@ -103,6 +106,12 @@ public struct BeaconRanger: Sendable {
         track.lastSeen = max(track.lastSeen, time)
         track.count += 1
         tracks[identifier] = track
+    }
+
+    /// Records telemetry for a beacon being ranged (ignored for a beacon not heard yet): Eddystone-TLM frames carry no
+    /// identity, so the caller ties them to the identity their advertiser sent last.
+    public mutating func observeTelemetry(_ telemetry: EddystoneTLM, for identifier: BeaconIdentifier) {
+        tracks[identifier]?.telemetry = telemetry
     }
 
     /// Moves time to `now` and returns the updates due on the way (usually zero or one; several when time jumped
@@ -150,7 +159,7 @@ public struct BeaconRanger: Sendable {
             tracks[identifier] = track
             beacons.append(RangedBeacon(identifier: identifier, frame: track.frame, measuredPower: track.measuredPower, rssi: track.rssi,
                                         smoothedRSSI: smoothed, distance: distance, accuracy: accuracy, proximity: proximity,
-                                        lastSeen: track.lastSeen, sampleCount: track.count))
+                                        lastSeen: track.lastSeen, sampleCount: track.count, telemetry: track.telemetry))
         }
         beacons.sort { a, b in
             switch (a.distance, b.distance) {

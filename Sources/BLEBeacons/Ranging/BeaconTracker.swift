@@ -12,6 +12,8 @@ public struct BeaconTracker: Sendable {
     public let rangedRegions: [BeaconRegion]
     /// Advertisements whose beacon frame was malformed (skipped).
     public private(set) var malformedCount = 0
+    /// The identity each advertiser sent last, to tie its telemetry frames to it.
+    private var identities: [BluetoothAddress: BeaconIdentifier] = [:]
 
     /// Creates a tracker.
     public init(ranging configuration: BeaconRanger.Configuration = .init(), rangedRegions: [BeaconRegion] = [],
@@ -23,7 +25,10 @@ public struct BeaconTracker: Sendable {
 
     /// Records one advertisement heard at `time` with `rssi`; returns the region events it causes (exits that fell
     /// due first, then entries). Advertisements without a beacon frame are ignored; malformed frames are counted.
-    public mutating func observe(_ data: AdvertisingData, rssi: Int, at time: Duration) -> [RegionEvent] {
+    /// With the advertiser's `address`, an Eddystone-TLM frame is attached to the identity that address sent last.
+    public mutating func observe(_ data: AdvertisingData, rssi: Int, at time: Duration, from address: BluetoothAddress? = nil)
+        -> [RegionEvent]
+    {
         let decoded: BeaconFrame?
         do {
             decoded = try BeaconFrame(advertisingData: data)
@@ -31,7 +36,11 @@ public struct BeaconTracker: Sendable {
             malformedCount += 1
             return []
         }
+        if case .eddystone(.tlm(let telemetry)) = decoded, let address, let identifier = identities[address] {
+            ranger.observeTelemetry(telemetry, for: identifier)
+        }
         guard let frame = decoded, let identifier = frame.identifier else { return [] }
+        if let address { identities[address] = identifier }
         if rangedRegions.isEmpty || rangedRegions.contains(where: { $0.matches(identifier) }) {
             ranger.observe(frame, rssi: rssi, at: time)
         }

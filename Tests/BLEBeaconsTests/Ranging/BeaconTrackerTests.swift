@@ -25,4 +25,20 @@ import Testing
         #expect(events.isEmpty)
         #expect(tracker.advance(to: .seconds(6)).events.map(\.kind) == [.exit])
     }
+
+    @Test func telemetryJoinsTheIdentityItsAdvertiserSentLast() throws {
+        var tracker = BeaconTracker()
+        let uid = try EddystoneUID(namespace: Array(repeating: 0xAB, count: 10), instance: [1, 2, 3, 4, 5, 6])
+        let tlm = EddystoneTLM(batteryMillivolts: 2950, temperature: 21.5, advertisingPDUCount: 42, uptimeDeciseconds: 600)
+        let address = BluetoothAddress(0x0000_0000_0001), stranger = BluetoothAddress(0x0000_0000_0002)
+        _ = tracker.observe(BeaconFrame.eddystone(.uid(uid)).advertisingData, rssi: -60, at: .zero, from: address)
+        _ = tracker.observe(BeaconFrame.eddystone(.tlm(tlm)).advertisingData, rssi: -60, at: .milliseconds(100), from: address)
+        // Telemetry from an advertiser that sent no identity goes nowhere.
+        let other = EddystoneTLM(batteryMillivolts: 1, temperature: nil, advertisingPDUCount: 1, uptimeDeciseconds: 1)
+        _ = tracker.observe(BeaconFrame.eddystone(.tlm(other)).advertisingData, rssi: -60, at: .milliseconds(200), from: stranger)
+        let beacons = tracker.advance(to: .seconds(1)).updates.first?.beacons ?? []
+        #expect(beacons.count == 1)
+        #expect(beacons.first?.telemetry == tlm)
+        #expect(beacons.first?.sampleCount == 1)
+    }
 }

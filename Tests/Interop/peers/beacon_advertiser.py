@@ -4,12 +4,15 @@ with its own code, rotating between them.
 
     beacon_advertiser.py --transport tcp-client:127.0.0.1:PORT [--ibeacon UUID:MAJOR:MINOR:POWER]
                          [--eddystone-url URL] [--eddystone-uid NAMESPACE:INSTANCE] [--eddystone-power DBM]
-                         [--dwell SECONDS] [--interval MS] [--run-for SECONDS]
+                         [--eddystone-tlm] [--dwell SECONDS] [--interval MS] [--run-for SECONDS]
+
+--eddystone-tlm adds an unencrypted TLM frame to the rotation: battery 3000 mV, 22.5 °C, the advertising PDU count
+(estimated from the interval) and the uptime, both current each time the frame goes on the air.
 
 Prints 'RESULT advertising=1' once the first frame is on the air, 'RESULT frame=<hex>' for each frame's advertising
 data, and exits 0 after --run-for seconds or on SIGTERM.
 """
-import argparse, asyncio, signal, struct, uuid
+import argparse, asyncio, signal, struct, time, uuid
 
 from bumble.device import AdvertisingType, Device, DeviceConfiguration
 from bumble.hci import Address
@@ -67,6 +70,7 @@ async def main():
     p.add_argument('--eddystone-url')
     p.add_argument('--eddystone-uid')
     p.add_argument('--eddystone-power', type=int, default=-18)
+    p.add_argument('--eddystone-tlm', action='store_true')
     p.add_argument('--dwell', type=float, default=0.5)
     p.add_argument('--interval', type=float, default=100)
     p.add_argument('--run-for', type=float, default=0)
@@ -81,6 +85,15 @@ async def main():
         namespace, instance = args.eddystone_uid.split(':')
         frames.append(eddystone(bytes([0x00]) + struct.pack('b', args.eddystone_power) + bytes.fromhex(namespace)
                                 + bytes.fromhex(instance) + b'\x00\x00'))
+    started = time.monotonic()
+
+    def tlm():
+        """Version 0: battery mV, temperature 8.8 fixed point, PDU count, uptime in 0.1 s, all big-endian."""
+        uptime = time.monotonic() - started
+        return eddystone(bytes([0x20, 0x00]) + struct.pack('>HhII', 3000, int(22.5 * 256),
+                                                          int(uptime * 1000 / args.interval), int(uptime * 10)))
+    if args.eddystone_tlm:
+        frames.append(tlm)
     if not frames:
         fail('no frame to advertise')
 
@@ -93,7 +106,7 @@ async def main():
         HOSTS.append(device.host)
         await step('power on (controller bring-up)', device.power_on(), 10)
         for frame in frames:
-            result('frame', frame.hex())
+            result('frame', (frame() if callable(frame) else frame).hex())
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -103,7 +116,8 @@ async def main():
         index = 0
         while not stop.is_set():
             await step('start advertising', device.start_advertising(
-                advertising_type=AdvertisingType.UNDIRECTED, advertising_data=frames[index],
+                advertising_type=AdvertisingType.UNDIRECTED,
+                advertising_data=frames[index]() if callable(frames[index]) else frames[index],
                 advertising_interval_min=args.interval, advertising_interval_max=args.interval), 10)
             if index == 0:
                 result('advertising', 1)
