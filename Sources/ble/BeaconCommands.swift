@@ -33,12 +33,13 @@ struct BeaconHCI {
 struct BeaconCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "beacon",
-        abstract: "Advertise as a beacon: iBeacon, Eddystone-URL, Eddystone-UID (several rotate).",
+        abstract: "Advertise as a beacon: iBeacon, AltBeacon, Eddystone-URL, Eddystone-UID (several rotate).",
         discussion: """
             Examples:
               ble beacon --ibeacon E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 --major 1 --minor 2 --power -59
               ble beacon --eddystone-url https://swift.org
               ble beacon --eddystone-uid EDD1EBEAC04E5DEFA017:0123456789AB
+              ble beacon --altbeacon 2F234454-CF6D-4A0F-ADF2-F4911BA9FFA6:1:2 --power -59
             """)
 
     @OptionGroup var options: HostOptions
@@ -50,6 +51,8 @@ struct BeaconCommand: AsyncParsableCommand {
     var minor: UInt16 = 0
     @Option(parsing: .unconditional, help: "The iBeacon measured power: the RSSI at 1 m, in dBm.")
     var power: Int = -59
+    @Option(name: .customLong("altbeacon"), help: "Advertise an AltBeacon: ID1:ID2:ID3 (a UUID, two numbers); --power is its reference RSSI.")
+    var altBeacon: String?
     @Option(name: .customLong("eddystone-url"), help: "Advertise an Eddystone-URL frame with this URL.")
     var eddystoneURL: String?
     @Option(name: .customLong("eddystone-uid"), help: "Advertise an Eddystone-UID frame: NAMESPACE:INSTANCE in hex (10 and 6 bytes).")
@@ -74,6 +77,14 @@ struct BeaconCommand: AsyncParsableCommand {
             }
             frames.append(.iBeacon(IBeacon(proximityUUID: uuid, major: major, minor: minor, measuredPower: measured)))
         }
+        if let altBeacon {
+            let parts = altBeacon.split(separator: ":").map(String.init)
+            guard parts.count == 3, let id1 = BluetoothUUID(parts[0]), parts[0].filter(\.isHexDigit).count == 32,
+                  let id2 = UInt16(parts[1]), let id3 = UInt16(parts[2]) else {
+                throw ValidationError("--altbeacon: expected ID1:ID2:ID3, a 128-bit UUID and two numbers 0...65535")
+            }
+            frames.append(.altBeacon(AltBeacon(id1: id1, id2: id2, id3: id3, referenceRSSI: measured)))
+        }
         if let eddystoneURL {
             do { frames.append(.eddystone(.url(try EddystoneURL(txPowerAt0m: eddystone, url: eddystoneURL)))) } catch {
                 throw ValidationError("--eddystone-url: \(error.reason)")
@@ -87,7 +98,7 @@ struct BeaconCommand: AsyncParsableCommand {
             }
             frames.append(.eddystone(.uid(uid)))
         }
-        guard !frames.isEmpty else { throw ValidationError("give --ibeacon, --eddystone-url or --eddystone-uid") }
+        guard !frames.isEmpty else { throw ValidationError("give --ibeacon, --altbeacon, --eddystone-url or --eddystone-uid") }
         return frames
     }
 

@@ -14,7 +14,7 @@ public final class BeaconAdvertiser: Sendable {
     deinit { rotation.withLock { $0?.cancel() } }
 
     /// Starts advertising `frames`: the first at once, then each in turn for `dwell` when there are several.
-    /// Replaces whatever was advertised before.
+    /// Replaces whatever was advertised before (an empty list only stops the rotation).
     ///
     /// Throws ``WireError`` (`oversized`) when a frame's advertising data does not fit in 31 bytes, and
     /// ``HostError`` when the controller refuses (an interval outside 20 ms...10.24 s among others); nothing is
