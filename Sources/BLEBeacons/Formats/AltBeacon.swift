@@ -36,7 +36,7 @@ public struct AltBeacon: Hashable, Sendable, WireCodable, CustomStringConvertibl
         self.reserved = reserved
     }
 
-    /// Decodes manufacturer specific data, company identifier included. Throws ``WireError`` with `unknownType`
+    /// Decodes manufacturer specific data, company identifier included. Throws `WireError` with `unknownType`
     /// when the beacon code is not 0xBEAC, `truncated` when the data ends early.
     public init(from reader: inout ByteReader) throws(WireError) {
         companyID = CompanyIdentifier(rawValue: try reader.readUInt16("AltBeacon company identifier"))

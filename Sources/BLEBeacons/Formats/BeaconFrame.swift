@@ -16,7 +16,7 @@ public enum BeaconFrame: Hashable, Sendable {
     /// Finds the first beacon frame in advertising data.
     ///
     /// Returns `nil` when the data holds no beacon frame (Apple manufacturer data of another type, service data of
-    /// another UUID...). Throws ``WireError`` when a structure claims to be a beacon but is malformed: an iBeacon
+    /// another UUID...). Throws `WireError` when a structure claims to be a beacon but is malformed: an iBeacon
     /// length byte other than 0x15, a truncated or overlong frame, a reserved Eddystone-URL byte.
     public init?(advertisingData: AdvertisingData) throws(WireError) {
         for structure in advertisingData.structures {
@@ -28,7 +28,7 @@ public enum BeaconFrame: Hashable, Sendable {
         return nil
     }
 
-    /// Decodes one AD structure as a beacon frame (`nil`: it is not one). Throws ``WireError`` as
+    /// Decodes one AD structure as a beacon frame (`nil`: it is not one). Throws `WireError` as
     /// ``init(advertisingData:)`` does.
     public init?(structure: ADStructure) throws(WireError) {
         let data = structure.data

@@ -30,7 +30,7 @@ public struct EddystoneUID: Hashable, Sendable, WireCodable {
     /// The instance (6 bytes).
     public var instance: [UInt8]
 
-    /// Creates a frame; throws ``WireError`` (`lengthMismatch`) unless the namespace has 10 bytes and the instance 6.
+    /// Creates a frame; throws `WireError` (`lengthMismatch`) unless the namespace has 10 bytes and the instance 6.
     public init(txPowerAt0m: Int8 = -18, namespace: [UInt8], instance: [UInt8]) throws(WireError) {
         guard namespace.count == 10 else { throw WireError(.lengthMismatch, "Eddystone-UID namespace of \(namespace.count) byte(s); expected 10") }
         guard instance.count == 6 else { throw WireError(.lengthMismatch, "Eddystone-UID instance of \(instance.count) byte(s); expected 6") }
@@ -65,7 +65,7 @@ public struct EddystoneURL: Hashable, Sendable, WireCodable {
     /// The URL, expanded.
     public var url: String
 
-    /// Creates a frame; throws ``WireError`` when the URL cannot be compressed into a frame.
+    /// Creates a frame; throws `WireError` when the URL cannot be compressed into a frame.
     public init(txPowerAt0m: Int8 = -18, url: String) throws(WireError) {
         _ = try EddystoneURLCoding.encode(url)
         self.txPowerAt0m = txPowerAt0m
@@ -159,7 +159,7 @@ public struct EddystoneEID: Hashable, Sendable, WireCodable {
     /// The ephemeral identifier (8 bytes).
     public var ephemeralID: [UInt8]
 
-    /// Creates a frame; throws ``WireError`` (`lengthMismatch`) unless the identifier has 8 bytes.
+    /// Creates a frame; throws `WireError` (`lengthMismatch`) unless the identifier has 8 bytes.
     public init(txPowerAt0m: Int8 = -18, ephemeralID: [UInt8]) throws(WireError) {
         guard ephemeralID.count == 8 else { throw WireError(.lengthMismatch, "Eddystone-EID of \(ephemeralID.count) byte(s); expected 8") }
         self.txPowerAt0m = txPowerAt0m
@@ -205,7 +205,7 @@ public enum EddystoneFrame: Hashable, Sendable, WireCodable {
         }
     }
 
-    /// Decodes a frame (the service data after the UUID). Throws ``WireError`` for a malformed frame of a known
+    /// Decodes a frame (the service data after the UUID). Throws `WireError` for a malformed frame of a known
     /// type: `truncated`, `trailingBytes`, `invalidValue` (a reserved URL byte or scheme).
     public init(from reader: inout ByteReader) throws(WireError) {
         guard let first = reader.peekUInt8() else { throw WireError(.truncated, "Eddystone frame with no frame type") }

@@ -11,7 +11,7 @@ public enum EddystoneURLCoding {
     /// The most bytes the encoded URL (after the scheme byte) may take in a frame.
     public static let maximumEncodedLength = 17
 
-    /// Expands a scheme code and encoded bytes into the URL. Throws ``WireError`` with `invalidValue` for an
+    /// Expands a scheme code and encoded bytes into the URL. Throws `WireError` with `invalidValue` for an
     /// unknown scheme code or a reserved byte (0x0E–0x20, 0x7F–0xFF).
     public static func decode(scheme: UInt8, _ encoded: [UInt8]) throws(WireError) -> String {
         guard let prefix = schemes.element(at: Int(scheme)) else {
@@ -31,7 +31,7 @@ public enum EddystoneURLCoding {
     }
 
     /// Compresses a URL: the longest scheme prefix that matches, then the longest expansion at each position.
-    /// Throws ``WireError`` with `invalidValue` when the URL has no known scheme or a character outside printable
+    /// Throws `WireError` with `invalidValue` when the URL has no known scheme or a character outside printable
     /// ASCII, `oversized` when the result is longer than 17 bytes.
     public static func encode(_ url: String) throws(WireError) -> (scheme: UInt8, encoded: [UInt8]) {
         let bytes = Array(url.utf8)

@@ -31,7 +31,7 @@ public struct IBeacon: Hashable, Sendable, WireCodable, CustomStringConvertible 
         self.measuredPower = measuredPower
     }
 
-    /// Decodes the manufacturer specific data, company identifier included. Throws ``WireError`` with
+    /// Decodes the manufacturer specific data, company identifier included. Throws `WireError` with
     /// `unknownType` when the company or type is not iBeacon's, `lengthMismatch` for a wrong length byte,
     /// `truncated` when the data ends early.
     public init(from reader: inout ByteReader) throws(WireError) {

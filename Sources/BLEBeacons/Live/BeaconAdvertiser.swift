@@ -1,7 +1,7 @@
 import BLE
 import Synchronization
 
-/// Advertises beacon frames through a ``PeripheralManager``: non-connectable, at a chosen interval, one frame or
+/// Advertises beacon frames through a `PeripheralManager`: non-connectable, at a chosen interval, one frame or
 /// several in rotation (as Eddystone beacons interleave UID, URL and TLM frames).
 public final class BeaconAdvertiser: Sendable {
     /// The peripheral that advertises.
@@ -16,8 +16,8 @@ public final class BeaconAdvertiser: Sendable {
     /// Starts advertising `frames`: the first at once, then each in turn for `dwell` when there are several.
     /// Replaces whatever was advertised before (an empty list only stops the rotation).
     ///
-    /// Throws ``WireError`` (`oversized`) when a frame's advertising data does not fit in 31 bytes, and
-    /// ``HostError`` when the controller refuses (an interval outside 20 ms...10.24 s among others); nothing is
+    /// Throws `WireError` (`oversized`) when a frame's advertising data does not fit in 31 bytes, and
+    /// `HostError` when the controller refuses (an interval outside 20 ms...10.24 s among others); nothing is
     /// advertised then.
     public func start(_ frames: [BeaconFrame], interval: Duration = .milliseconds(100), dwell: Duration = .seconds(1)) async throws {
         stopRotation()
