@@ -128,11 +128,18 @@ public final class PeripheralManager: Sendable {
         await store.setRestart(restartAfterConnection ? options : nil, host: host)
     }
 
-    /// Starts advertising exactly `options` (data, scan response, interval, PDU type). Throws ``WireError``
-    /// (oversized) when the data or the scan response does not fit in 31 bytes.
-    public func startAdvertising(_ options: HCIHost.AdvertisingOptions, restartAfterConnection: Bool = false) async throws {
+    /// Starts advertising arbitrary data with a chosen interval and kind: connectable, scannable only, or
+    /// non-connectable (a broadcaster, as beacons advertise). Calling it again while advertising replaces the data
+    /// and parameters at once (frame rotation).
+    ///
+    /// Throws ``WireError`` (oversized) when the data or the scan response does not fit in 31 bytes, and
+    /// ``HostError`` (`commandFailed` with Invalid HCI Command Parameters) when the interval is outside
+    /// 20 ms...10.24 s. With `restartAfterConnection` (connectable advertising only), advertising resumes after each
+    /// connection and disconnection.
+    public func startAdvertising(_ advertisement: Advertisement, restartAfterConnection: Bool = false) async throws {
+        let options = try advertisement.options()
         try await host.startAdvertising(options)
-        await store.setRestart(restartAfterConnection ? options : nil, host: host)
+        await store.setRestart(restartAfterConnection && advertisement.kind == .connectable ? options : nil, host: host)
     }
 
     /// The longest value ``updateValue(_:for:in:onSubscribedCentrals:)`` can send to `central` (ATT_MTU − 3, like

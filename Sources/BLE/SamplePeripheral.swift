@@ -32,7 +32,9 @@ public actor SamplePeripheral {
         let centrals = await manager.centralEvents()
         let requests = await manager.requests()
         let answers = await manager.attributeRequests()
-        try await manager.startAdvertising(device.advertising(name: name), restartAfterConnection: true)
+        let options = device.advertising(name: name)
+        try await manager.startAdvertising(Advertisement(data: options.data, scanResponse: options.scanResponse, kind: .connectable),
+                                           restartAfterConnection: true)
         tasks.append(Task {
             for await event in centrals {
                 switch event {

@@ -5,9 +5,18 @@ import BLEProtocols
 import BLEVirtualController
 import BLEWire
 
-/// `ble demo`: a whole BLE session on the embedded virtual controller, narrated.
+/// `ble demo`: narrated sessions on the embedded virtual controller; `ble demo` alone runs the GATT session.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        abstract: "Run a narrated demo on the embedded virtual controller (default: the GATT session).",
+        subcommands: [GATTDemo.self, BeaconDemo.self],
+        defaultSubcommand: GATTDemo.self)
+}
+
+/// `ble demo [gatt]`: a whole BLE session on the embedded virtual controller, narrated.
+struct GATTDemo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gatt",
         abstract: "Run a narrated central/peripheral session on the embedded virtual controller.",
         discussion: """
             A peripheral with Battery, Heart Rate, Device Information and a custom service, and a central that \
