@@ -57,8 +57,13 @@ extension HCIHost {
     /// Opens the controller a `--hci` style specification names and powers it on: `virtual` gets a controller on
     /// the process's ``EmbeddedWorld``. The errors say what failed and where (for example "no controller at
     /// tcp:127.0.0.1:9100: connection refused").
-    public static func open(_ spec: HCITransportSpec) async throws -> HCIHost {
-        let transport: any HCITransport
+    ///
+    /// - Parameters:
+    ///   - spec: the controller.
+    ///   - btsnoop: a file to record the host's HCI traffic in (btsnoop, H4 datalink, readable by Wireshark), from
+    ///     the first command on; `nil` records nothing.
+    public static func open(_ spec: HCITransportSpec, btsnoop: String? = nil) async throws -> HCIHost {
+        var transport: any HCITransport
         switch spec {
         case .virtual:
             transport = try await EmbeddedWorld.shared().makeTransport()
@@ -67,6 +72,14 @@ extension HCIHost {
                 transport = try spec.open()
             } catch let error as TransportError {
                 throw TransportError(error.kind, "no controller at \(spec): \(error.reason)")
+            }
+        }
+        if let btsnoop {
+            do {
+                transport = SnoopingTransport(transport, writer: try BTSnoopWriter(path: btsnoop), role: .host)
+            } catch {
+                await transport.close()
+                throw error
             }
         }
         let host = HCIHost(transport: transport)

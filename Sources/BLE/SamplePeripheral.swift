@@ -26,6 +26,15 @@ public actor SamplePeripheral {
         manager = await PeripheralManager(host: host, deviceName: self.name)
     }
 
+    /// A sample device on a peripheral manager (which should publish nothing else); `name` becomes its advertised
+    /// and GAP device name. Call ``start(notifyEvery:log:)``.
+    public init(manager: PeripheralManager, device: SampleDevice, name: String? = nil) async {
+        self.device = device
+        self.name = name ?? device.defaultName
+        self.manager = manager
+        await manager.engine.setDeviceName(self.name)
+    }
+
     /// Publishes the device's services, starts advertising and serving.
     public func start(notifyEvery interval: Duration = .seconds(1), log: Log? = nil) async throws {
         for service in device.services { try await manager.add(service) }
