@@ -1,7 +1,6 @@
 import ArgumentParser
 import BLE
 import BLEBeacons
-import BLEVirtualController
 import Foundation
 
 /// The controller named by `--hci`, for the beacon commands: for `virtual`, a real-time virtual air on which
@@ -12,7 +11,7 @@ struct BeaconHCI {
     let peers: [any Sendable]
 
     static func open(_ options: HostOptions, populate: (VirtualAir) async throws -> [any Sendable] = { _ in [] }) async throws -> BeaconHCI {
-        let spec = try HCITransportSpec(parsing: options.hci)
+        let spec = try options.spec()
         var transport: any HCITransport
         var air: VirtualAir?
         var peers: [any Sendable] = []
@@ -22,7 +21,11 @@ struct BeaconHCI {
             transport = world.addController(.init(position: Position(), name: "ble")).makeHostTransport()
             air = world
         } else {
-            transport = try spec.open()
+            do {
+                transport = try spec.open()
+            } catch let error as TransportError {
+                throw TransportError(error.kind, "no controller at \(spec): \(error.reason)", errno: error.errno)
+            }
         }
         if let path = options.btsnoop { transport = SnoopingTransport(transport, writer: try BTSnoopWriter(path: path), role: .host) }
         return BeaconHCI(transport: transport, air: air, peers: peers)
@@ -102,12 +105,31 @@ struct BeaconCommand: AsyncParsableCommand {
         return frames
     }
 
+    func validate() throws {
+        _ = try frames()
+        guard (20...10240).contains(interval) else { throw ValidationError("--interval must be within 20...10240 ms") }
+        guard dwell > 0 else { throw ValidationError("--dwell must be at least 1 ms") }
+    }
+
     func run() async throws {
         let frames = try frames()
         let hci = try await BeaconHCI.open(options)
         defer { hci.air?.shutdown() }
-        let advertiser = BeaconAdvertiser(peripheral: try await PeripheralManager(transport: hci.transport, deviceName: "ble beacon"))
-        try await advertiser.start(frames, interval: .milliseconds(interval), dwell: .milliseconds(dwell))
+        let manager = try await during("starting the controller \(options.hci)") {
+            try await PeripheralManager(transport: hci.transport, deviceName: "ble beacon")
+        }
+        do {
+            try await advertise(frames, on: manager)
+        } catch {
+            await manager.powerOff()
+            throw error
+        }
+        await manager.powerOff()
+    }
+
+    func advertise(_ frames: [BeaconFrame], on manager: PeripheralManager) async throws {
+        let advertiser = BeaconAdvertiser(peripheral: manager)
+        try await during("advertising") { try await advertiser.start(frames, interval: .milliseconds(interval), dwell: .milliseconds(dwell)) }
         for frame in frames {
             let bytes = frame.advertisingData.encoded
             if options.json {
@@ -166,15 +188,26 @@ struct RangeCommand: AsyncParsableCommand {
         return advertisers
     }
 
+    func validate() throws {
+        if let uuid, BluetoothUUID(uuid) == nil { throw ValidationError("--uuid: '\(uuid)' is not a UUID") }
+    }
+
     func run() async throws {
         var regions: [BeaconRegion] = []
-        if let uuid {
-            guard let parsed = BluetoothUUID(uuid) else { throw ValidationError("--uuid: '\(uuid)' is not a UUID") }
-            regions = [BeaconRegion(name: "--uuid", uuid: parsed)]
-        }
+        if let uuid, let parsed = BluetoothUUID(uuid) { regions = [BeaconRegion(name: "--uuid", uuid: parsed)] }
         let hci = try await BeaconHCI.open(options, populate: Self.populate)
         defer { hci.air?.shutdown() }
-        let central = try await Central(transport: hci.transport)
+        let central = try await during("starting the controller \(options.hci)") { try await Central(transport: hci.transport) }
+        do {
+            try await range(regions, with: central)
+        } catch {
+            await central.powerOff()
+            throw error
+        }
+        await central.powerOff()
+    }
+
+    func range(_ regions: [BeaconRegion], with central: Central) async throws {
         let updates = try await central.rangeBeacons(in: regions, configuration: .init(pathLoss: PathLossModel(exponent: exponent)))
         let json = options.json, terminal = standardOutputIsTerminal
         let ranging = Task {

@@ -5,14 +5,15 @@ import Foundation
 import Testing
 
 /// What a command-line tool on the public API needs: open a controller with a capture, know its own address, power it
-/// off on the way out, and run the sample device on a peripheral manager.
+/// off on the way out, and run the sample device on a peripheral manager with a typed log.
 @Suite(.timeLimit(.minutes(1))) struct CommandLineSupportTests {
-    @Test func sampleDeviceOnAPeripheralManager() async throws {
+    @Test func sampleDeviceOnAPeripheralManagerLogsTypedFields() async throws {
         let air = VirtualAir(clock: .realTime)
         defer { air.shutdown() }
         let manager = try await PeripheralManager(transport: air.addController(.init()).makeHostTransport())
         let lab = await SamplePeripheral(manager: manager, device: .lab, name: "Typed")
-        try await lab.start(notifyEvery: .seconds(60))
+        let (logged, log) = AsyncStream.makeStream(of: [String: JSONValue].self)
+        try await lab.start(notifyEvery: .seconds(60)) { _, fields in log.yield(fields) }
         let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
         let found = try await withTimeout {
             for try await d in try await central.scan(timeout: .seconds(5)) where d.name == "Typed" { return d }
@@ -26,6 +27,21 @@ import Testing
         let gap = try #require(try await remote.discoverServices([BluetoothUUID(0x1800)]).first)
         let name = try #require(try await remote.discoverCharacteristics([BluetoothUUID(0x2A00)], for: gap).first)
         #expect(try await remote.readValue(for: name) == Array("Typed".utf8))
+        // The log's fields carry JSON types: the connection handle and the MTU are numbers, the peer a string.
+        let handle = JSONValue.integer(await remote.connection.handle)
+        let events = try await withTimeout {
+            var seen: [[String: JSONValue]] = []
+            for await fields in logged {
+                seen.append(fields)
+                if seen.contains(where: { $0["event"] == "mtu" }), seen.contains(where: { $0["event"] == "connected" }) { return seen }
+            }
+            throw TimedOut()
+        }
+        let mtu: [String: JSONValue] = ["event": "mtu", "connection": handle, "mtu": 247]
+        #expect(events.contains(mtu))
+        let connected: [String: JSONValue] = ["event": "connected", "handle": handle,
+                                              "peer": .string(await central.address?.address.description ?? "?")]
+        #expect(events.contains(connected))
         try await central.disconnect(remote)
         await lab.stop()
         await manager.powerOff()

@@ -291,10 +291,10 @@ scenario_lab_session() {
             grep -q '"event":"write".*"value":"'"$(hexof written-without-response)"'"' "$p" || { echo "ble serve did not log the write command"; ok=0; }
             grep -q '"event":"write".*"value":"'"$value512"'"' "$p" || { echo "ble serve did not log the 512-byte long write"; ok=0; }
             [ "$(grep -c '"event":"write".*"value":"000102030405' "$p")" -eq 0 ] || { echo "ble serve stored the 600-byte write"; ok=0; }
-            grep -q '"event":"burst","sent":"200"' "$p" || { echo "ble serve did not log 200 burst notifications sent"; ok=0; }
-            grep -q '"confirmed":"5".*"event":"indications"' "$p" || { echo "ble serve did not log 5 confirmed indications"; ok=0; }
+            grep -q '"event":"burst","sent":200}' "$p" || { echo "ble serve did not log 200 burst notifications sent"; ok=0; }
+            grep -q '"confirmed":5,.*"event":"indications"' "$p" || { echo "ble serve did not log 5 confirmed indications"; ok=0; }
             grep -q '"event":"disconnecting"' "$p" || { echo "ble serve did not disconnect on the control point"; ok=0; }
-            grep -q '"event":"disconnected".*(0x13)' "$p" || { echo "ble serve did not log the central's disconnection (0x13)"; ok=0; }
+            grep -q '"event":"disconnected".*(0x13)",.*"reason_code":19}' "$p" || { echo "ble serve did not log the central's disconnection (0x13)"; ok=0; }
             [ "$(grep -c '"event":"connected"' "$p")" -ge 3 ] || { echo "ble serve saw fewer than 3 connections"; ok=0; }
         else
             expect "$p" write written-with-response || ok=0
@@ -339,13 +339,13 @@ scenario_ble_central_to_bumble_peripheral() {
     decode_captures
     if [ $ok -eq 1 ]; then
         [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
-        grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
+        grep -q '"mtu":247,' "$c" || { echo "no MTU 247"; ok=0; }
         grep -q '"uuid":"2A29".*"value":"'"$(hexof 'Bumble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
         grep -q '"uuid":"12345678-1234-5678-1234-56789ABCDEF2".*"value":"000102' "$c" || { echo "long value not read"; ok=0; }
         [ "$(grep -o '"uuid":"12345678-1234-5678-1234-56789ABCDEF2"[^}]*' "$c" | grep -o '"value":"[0-9a-f]*"' | wc -c)" -gt 600 ] || { echo "long value shorter than 300 bytes"; ok=0; }
         [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
         expect "$p" write from-swift-ble || ok=0
-        [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
+        [ "$(grep -c '"index":[0-9]*,"uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
     fi
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
@@ -376,13 +376,14 @@ scenario_ble_central_to_ble_peripheral() {
     decode_captures
     if [ $ok -eq 1 ]; then
         [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
-        grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
-        grep -q '"name":"SwiftBLELab".*"services":"180D,180F"' "$logs/$name-scan.log" || { echo "ble scan --service 180D did not list SwiftBLELab"; ok=0; }
-        [ "$(grep -o '"value":"[0-9a-f]*"' "$logs/$name-read.log" | wc -c)" -gt 600 ] || { echo "ble read did not return the 300-byte value"; ok=0; }
+        grep -q '"mtu":247,' "$c" || { echo "no MTU 247"; ok=0; }
+        grep -qE '"connectable":true,.*"name":"SwiftBLELab","rssi":-?[0-9]+,"services":\["180D","180F"\]' "$logs/$name-scan.log" || { echo "ble scan --service 180D did not list SwiftBLELab"; ok=0; }
+        [ "$(grep -o '"value":"[0-9a-f]*"' "$logs/$name-read.log" | wc -c)" -gt 600 ] && grep -q '"length":300,' "$logs/$name-read.log" \
+            || { echo "ble read did not return the 300-byte value"; ok=0; }
         [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
         grep -q '"uuid":"2A29".*"value":"'"$(hexof 'swift-ble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
         grep -q '"event":"write".*"value":"'"$(hexof 'ours-to-ours')"'"' "$p" || { echo "peripheral did not log the write"; ok=0; }
-        [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
+        [ "$(grep -c '"index":[0-9]*,"uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
     fi
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
@@ -426,9 +427,9 @@ scenario_two_bumble_centrals_to_ble_peripheral() {
         local tag address handle
         for tag in A B; do
             address=C0:C1:C2:C3:C4:C5; [ $tag = B ] && address=C0:C1:C2:C3:C4:C6
-            handle=$(grep '"event":"connected"' "$p" | grep "\"peer\":\"$address\"" | head -1 | sed -E 's/.*"handle":"([0-9]+)".*/\1/')
+            handle=$(grep '"event":"connected"' "$p" | grep "\"peer\":\"$address\"" | head -1 | sed -E 's/.*"handle":([0-9]+)[,}].*/\1/')
             [ -n "$handle" ] || { echo "central $tag ($address) never connected"; ok=0; continue; }
-            grep -q "\"connection\":\"$handle\",\"event\":\"write\",\"value\":\"$(hexof "written-with-response-$tag")\"" "$p" \
+            grep -q "\"connection\":$handle,\"event\":\"write\",\"value\":\"$(hexof "written-with-response-$tag")\"" "$p" \
                 || { echo "the write of central $tag is not attributed to its link (handle $handle)"; ok=0; }
         done
     fi

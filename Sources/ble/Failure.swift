@@ -1,0 +1,121 @@
+import ArgumentParser
+import BLE
+import Foundation
+
+/// The tool's exit statuses (documented in `ble --help` and the README).
+enum ExitStatus {
+    /// Success.
+    static let success: Int32 = 0
+    /// Anything else: the controller cannot be reached, the link dropped, the transport failed...
+    static let failure: Int32 = 1
+    /// Not found or timed out: no such device, characteristic or descriptor; no answer in time.
+    static let notFoundOrTimedOut: Int32 = 2
+    /// A protocol error from the peer or the controller: an ATT error, a GATT procedure that broke the protocol,
+    /// an HCI command or connection refused with a status.
+    static let protocolError: Int32 = 3
+    /// A command-line mistake (EX_USAGE); the usage text is printed with it.
+    static let usage: Int32 = 64
+}
+
+/// A runtime failure the tool detected itself: the message says what and where, the status how it ends.
+struct CommandFailure: Error, CustomStringConvertible {
+    var status: Int32
+    var message: String
+    var description: String { message }
+
+    /// A device, characteristic or descriptor is not there.
+    static func notFound(_ message: String) -> CommandFailure { CommandFailure(status: ExitStatus.notFoundOrTimedOut, message: message) }
+    /// Something did not answer in time.
+    static func timedOut(_ message: String) -> CommandFailure { CommandFailure(status: ExitStatus.notFoundOrTimedOut, message: message) }
+    /// Anything else (a link that ended early...).
+    static func failed(_ message: String) -> CommandFailure { CommandFailure(status: ExitStatus.failure, message: message) }
+}
+
+/// An error with what the tool was doing when it happened ("reading 2A29 on SwiftBLELab").
+struct InContext: Error, CustomStringConvertible {
+    var context: String
+    var underlying: any Error
+    var description: String { "\(context): \(describeError(underlying))" }
+}
+
+/// Runs `body`, adding `context` to what it throws (a command-line mistake or a cancellation passes unchanged).
+func during<T>(_ context: @autoclosure () -> String, _ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as ValidationError {
+        throw error
+    } catch let error as CancellationError {
+        throw error
+    } catch {
+        throw InContext(context: context(), underlying: error)
+    }
+}
+
+/// The message of an error, for `error: <message>` (the reason of the stack's errors, never a type dump).
+func describeError(_ error: any Error) -> String {
+    switch error {
+    case let e as InContext: e.description
+    case let e as CommandFailure: e.message
+    case let e as HostError: e.reason
+    case let e as GATTError: e.reason
+    case let e as TransportError: e.description
+    case let e as WireError: "malformed data: \(e.reason)"
+    case let e as HCIStatus: "the controller answered \(e)"
+    case is CancellationError: "interrupted"
+    default: "\(error)"
+    }
+}
+
+/// The exit status an error earns (see ``ExitStatus``).
+func exitStatus(for error: any Error) -> Int32 {
+    switch error {
+    case let e as InContext: return exitStatus(for: e.underlying)
+    case let e as CommandFailure: return e.status
+    case let e as HostError:
+        switch e.kind {
+        case .commandTimedOut, .connectionTimedOut: return ExitStatus.notFoundOrTimedOut
+        case .commandFailed, .malformedResponse, .connectionFailed: return ExitStatus.protocolError
+        case .transportClosed, .notPoweredOn, .connectionInProgress, .notConnected: return ExitStatus.failure
+        }
+    case let e as GATTError:
+        switch e.kind {
+        case .timeout: return ExitStatus.notFoundOrTimedOut
+        case .att, .malformedResponse, .invalidValueLength: return ExitStatus.protocolError
+        case .disconnected, .cancelled: return ExitStatus.failure
+        }
+    case is WireError, is HCIStatus: return ExitStatus.protocolError
+    case is CancellationError: return 130
+    default: return ExitStatus.failure
+    }
+}
+
+extension BLETool {
+    /// Parses the command line and runs the command. A command-line mistake prints the message and the usage text
+    /// (exit 64); a runtime error prints `error: <message>` on standard error, without the usage text, and exits
+    /// with the status of ``exitStatus(for:)``.
+    static func main() async {
+        let command: any ParsableCommand
+        do {
+            command = try parseAsRoot()
+        } catch {
+            exit(withError: error)
+        }
+        do {
+            var command = command
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ValidationError {
+            exit(withError: error)
+        } catch let error as CleanExit {
+            exit(withError: error)
+        } catch let error as ExitCode {
+            exit(withError: error)
+        } catch {
+            writeErrorLine("error: \(describeError(error))")
+            Foundation.exit(exitStatus(for: error))
+        }
+    }
+}
