@@ -493,6 +493,124 @@ scenario_btsnoop_capture() {
     if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
 }
 
+# run_split OUT ERR SECONDS COMMAND...: like run_fg, but standard output to OUT and standard error to ERR (replaced).
+run_split() {
+    local out="$1" err="$2" seconds="$3"; shift 3
+    setsid timeout -k 2 "$seconds" "$@" > "$out" 2> "$err" < /dev/null &
+    local pid=$!
+    pids+=("$pid")
+    wait "$pid"
+    local status=$?
+    forget "$pid"
+    return $status
+}
+
+# The ble tool's errors on the embedded virtual world: a runtime error prints 'error: <message>' on standard error,
+# without the usage text, and exits 2 (not found, timed out), 3 (a protocol error: ATT, GATT, HCI) or 1 (anything
+# else, such as a controller that cannot be reached); a command-line mistake prints the usage text and exits 64. After
+# the ATT error the command still disconnects cleanly (its capture shows HCI Disconnect and its completion).
+scenario_cli_errors_and_exit_codes() {
+    name="cli-errors-and-exit-codes"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    local ok=1 port secret=12345678-1234-5678-1234-56789ABCDEF3 long=12345678-1234-5678-1234-56789ABCDEF2
+    read -r port < <(free_ports 1)   # nothing listens there
+    # cli_case LABEL STATUS STDERR-REGEX USAGE ARGS...: `ble ARGS` exits with STATUS and its standard error matches
+    # STDERR-REGEX (extended; empty: nothing on standard error); with USAGE=usage it shows the usage text, with
+    # USAGE=- it must not (and says at most one line).
+    cli_case() {
+        local label="$1" want="$2" regex="$3" usage="$4"; shift 4
+        local out="$logs/$name-$label-stdout.log" err="$logs/$name-$label.log" status=0
+        run_split "$out" "$err" 60 "$ble" "$@" || status=$?
+        [ "$status" -eq "$want" ] || { echo "$label: 'ble $*' exited with $status, expected $want"; ok=0; }
+        if [ -z "$regex" ]; then
+            [ ! -s "$err" ] || { echo "$label: standard error is not empty: $(head -3 "$err")"; ok=0; }
+        else
+            grep -qE -e "$regex" "$err" || { echo "$label: standard error does not match '$regex': $(head -3 "$err")"; ok=0; }
+        fi
+        if [ "$usage" = usage ]; then
+            grep -q '^Usage: ble ' "$err" || { echo "$label: no usage text for a command-line mistake"; ok=0; }
+        else
+            ! grep -qi 'usage' "$err" || { echo "$label: usage text printed for a runtime error"; ok=0; }
+            [ "$(wc -l < "$err")" -le 1 ] || { echo "$label: more than one line on standard error ($(wc -l < "$err"))"; ok=0; }
+        fi
+    }
+    cli_case not-found 2 "^error: no device 'NoSuchDevice' found within 2 s$" - read NoSuchDevice 2A29 --timeout 2
+    cli_case no-characteristic 2 '^error: SwiftBLELab has no characteristic 2A99$' - read SwiftBLELab 2A99
+    cli_case att-error 3 "^error: reading $secret on SwiftBLELab: .*Insufficient Encryption \(0x0f\)" - \
+        read SwiftBLELab "$secret" --btsnoop "$logs/$name-att-error.btsnoop"
+    cli_case att-error-json 3 "^error: reading $secret on SwiftBLELab: " - read SwiftBLELab "$secret" --json
+    cli_case unreachable-controller 1 "^error: no controller at tcp:127.0.0.1:$port: .*refused" - \
+        explore SwiftBLELab --hci "tcp:127.0.0.1:$port"
+    cli_case not-hex 64 "'zz' is not hex" usage write SwiftBLELab 2A29 zz
+    cli_case unknown-option 64 "--bogus" usage read SwiftBLELab 2A29 --bogus
+    cli_case bad-hci 64 "--hci nowhere" usage scan --hci nowhere
+    cli_case success 0 '' - read SwiftBLELab "$long"
+    [ ! -s "$logs/$name-att-error-json-stdout.log" ] || { echo "att-error-json: a result on standard output"; ok=0; }
+    # The long value is printed whole in text output too (it is not printable text, so it is 600 hex digits).
+    grep -qx '000102[0-9a-f]*292a2b' "$logs/$name-success-stdout.log" && [ "$(tr -d '\n' < "$logs/$name-success-stdout.log" | wc -c)" -eq 600 ] \
+        || { echo "ble read did not print the 300-byte value whole: $(head -c 200 "$logs/$name-success-stdout.log")"; ok=0; }
+    # After the ATT error: HCI Disconnect, and the controller's Disconnection Complete, before the tool exits.
+    "$py" "$here/hci_trace.py" "$logs/$name-att-error.btsnoop" --events > "$logs/$name-att-error.hci.txt" 2>&1
+    grep -q '0x0406 DISCONNECT .*Status SUCCESS' "$logs/$name-att-error.hci.txt" \
+        && grep -q 'DISCONNECTION_COMPLETE: status=SUCCESS' "$logs/$name-att-error.hci.txt" \
+        || { echo "ble read did not disconnect cleanly after the ATT error"; ok=0; }
+    # ble explore goes on after a value it cannot read, says why in the characteristic's line, and disconnects.
+    cli_case explore 0 '' - explore SwiftBLELab --json --btsnoop "$logs/$name-explore.btsnoop"
+    grep -qE '^\{"att_error":15,"error":"[^"]*Insufficient Encryption[^"]*","handle":[0-9]+,"kind":"characteristic","properties":\["read"\],"uuid":"'"$secret"'"\}$' \
+        "$logs/$name-explore-stdout.log" || { echo "ble explore did not report the refused read of $secret"; ok=0; }
+    "$py" "$here/hci_trace.py" "$logs/$name-explore.btsnoop" --events > "$logs/$name-explore.hci.txt" 2>&1
+    grep -q 'DISCONNECTION_COMPLETE: status=SUCCESS' "$logs/$name-explore.hci.txt" || { echo "ble explore did not disconnect"; ok=0; }
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
+# The ble tool's --json output on the embedded virtual world uses JSON's own types: every line is one JSON object,
+# numbers are numbers (rssi, mtu, handles, lengths, indexes), booleans booleans, lists arrays, strings only for text
+# and hex; ble read carries the whole long value.
+scenario_cli_json_types() {
+    name="cli-json-types"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    local ok=1 long=12345678-1234-5678-1234-56789ABCDEF2 f
+    run_fg "$logs/$name-scan.log" 30 "$ble" scan --json --timeout 2 || { echo "ble scan failed"; ok=0; }
+    run_fg "$logs/$name-explore.log" 30 "$ble" explore SwiftBLELab --json || { echo "ble explore failed"; ok=0; }
+    run_fg "$logs/$name-read.log" 30 "$ble" read SwiftBLELab "$long" --json || { echo "ble read failed"; ok=0; }
+    run_fg "$logs/$name-write.log" 30 "$ble" write SwiftBLELab 12345678-1234-5678-1234-56789ABCDEF1 "$(hexof typed)" --json || { echo "ble write failed"; ok=0; }
+    run_fg "$logs/$name-subscribe.log" 30 "$ble" subscribe SwiftBLELab 2A37 --count 2 --json || { echo "ble subscribe failed"; ok=0; }
+    grep -qE '^\{"address":"([0-9A-F]{2}:){5}[0-9A-F]{2}","addressType":"public","connectable":true,"manufacturer":\[\{"companyID":65535,"data":"'"$(hexof lab)"'"\}.*\],"name":"SwiftBLELab","rssi":-[0-9]+,"services":\["180D","180F"\]\}$' \
+        "$logs/$name-scan.log" || { echo "ble scan --json: no typed line for SwiftBLELab"; ok=0; }
+    grep -qE '^\{"event":"connected","mtu":247,"peer":"[0-9A-F:]{17}"\}$' "$logs/$name-explore.log" || { echo "ble explore --json: no MTU 247 as a number"; ok=0; }
+    grep -qE '^\{"handle":[0-9]+,"kind":"characteristic","properties":\["read","notify"\],"uuid":"2A19","value":"[0-9a-f]{2}"\}$' "$logs/$name-explore.log" \
+        || { echo "ble explore --json: the battery level line is not typed"; ok=0; }
+    grep -qE '^\{"end":[0-9]+,"kind":"service","start":[0-9]+,"uuid":"180D"\}$' "$logs/$name-explore.log" || { echo "ble explore --json: service handles are not numbers"; ok=0; }
+    grep -qE '^\{"handle":[0-9]+,"length":300,"uuid":"'"$long"'","value":"000102[0-9a-f]{594}"\}$' "$logs/$name-read.log" \
+        || { echo "ble read --json did not carry the 300-byte value whole"; ok=0; }
+    grep -qE '^\{"handle":[0-9]+,"uuid":"12345678-1234-5678-1234-56789ABCDEF1","with_response":true,"written":5\}$' "$logs/$name-write.log" \
+        || { echo "ble write --json is not typed"; ok=0; }
+    [ "$(grep -cE '^\{"index":[12],"uuid":"2A37","value":"[0-9a-f]+"\}$' "$logs/$name-subscribe.log")" -eq 2 ] || { echo "ble subscribe --json: indexes are not numbers"; ok=0; }
+    # Every line of every command is one JSON object whose numbers, booleans and arrays have JSON's types.
+    for f in "$logs/$name"-*.log; do
+        "$py" - "$f" <<'PY' || { echo "$(basename "$f"): not typed JSON lines"; ok=0; }
+import json, sys
+numbers = {'rssi', 'mtu', 'handle', 'start', 'end', 'length', 'written', 'index', 'att_error', 'companyID'}
+def check(value, key=None):
+    if key in numbers: assert isinstance(value, int) and not isinstance(value, bool), (key, value)
+    if key in ('connectable', 'with_response'): assert isinstance(value, bool), (key, value)
+    if key in ('services', 'properties', 'manufacturer'): assert isinstance(value, list), (key, value)
+    if isinstance(value, dict):
+        for k, v in value.items(): check(v, k)
+    elif isinstance(value, list):
+        for v in value: check(v)
+lines = [l for l in open(sys.argv[1]) if l.strip()]
+assert lines, 'no output'
+for line in lines: check(json.loads(line))
+PY
+    done
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
 # A Bumble scanner decodes the iBeacon our `ble beacon` advertises (its own decoder, peers/beacon_scanner.py): the
 # same UUID, major, minor and measured power, non-connectable.
 scenario_bumble_scanner_decodes_ble_ibeacon() {
@@ -570,6 +688,8 @@ scenario_ble_ranges_bumble_beacons() {
 # ---------------------------------------------------------------------------------------------------------------
 began=$(millis)
 scenario_btsnoop_capture
+scenario_cli_errors_and_exit_codes
+scenario_cli_json_types
 for controllers in $kinds; do
     for lab_central in bumble ble; do
         for lab_peripheral in bumble ble; do scenario_lab_session "$lab_central" "$lab_peripheral"; done
