@@ -121,10 +121,10 @@ struct BeaconCommand: AsyncParsableCommand {
         do {
             try await advertise(frames, on: manager)
         } catch {
-            await manager.powerOff()
+            await cleanUp { await manager.powerOff() }
             throw error
         }
-        await manager.powerOff()
+        await cleanUp { await manager.powerOff() }
     }
 
     func advertise(_ frames: [BeaconFrame], on manager: PeripheralManager) async throws {
@@ -201,10 +201,10 @@ struct RangeCommand: AsyncParsableCommand {
         do {
             try await range(regions, with: central)
         } catch {
-            await central.powerOff()
+            await cleanUp { await central.powerOff() }
             throw error
         }
-        await central.powerOff()
+        await cleanUp { await central.powerOff() }
     }
 
     func range(_ regions: [BeaconRegion], with central: Central) async throws {
@@ -220,11 +220,15 @@ struct RangeCommand: AsyncParsableCommand {
                 }
             }
         }
-        if runFor > 0 {
-            try await Task.sleep(for: .seconds(runFor))
+        try await withTaskCancellationHandler {
+            if runFor > 0 {
+                try await Task.sleep(for: .seconds(runFor))
+                ranging.cancel()
+            } else {
+                try await ranging.value
+            }
+        } onCancel: {
             ranging.cancel()
-        } else {
-            try await ranging.value
         }
         await central.stopScan()
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLE
 import Foundation
+import Synchronization
 
 /// The tool's exit statuses (documented in `ble --help` and the README).
 enum ExitStatus {
@@ -89,31 +90,69 @@ func exitStatus(for error: any Error) -> Int32 {
     }
 }
 
+/// What running the command line came to.
+private enum Outcome: Sendable {
+    case success
+    /// A command-line mistake, `--help` or an explicit exit: ArgumentParser prints it (with the usage for a mistake).
+    case argumentParser(any Error)
+    /// A runtime error.
+    case failure(any Error)
+}
+
+/// The signal that interrupted the command, if one did.
+private final class Interruption: Sendable {
+    let signal = Atomic<Int32>(0)
+}
+
 extension BLETool {
     /// Parses the command line and runs the command. A command-line mistake prints the message and the usage text
     /// (exit 64); a runtime error prints `error: <message>` on standard error, without the usage text, and exits
-    /// with the status of ``exitStatus(for:)``.
+    /// with the status of ``exitStatus(for:)``. SIGINT or SIGTERM cancels the command, which still disconnects and
+    /// powers off on its way out, then exits with 128 + the signal's number (a second signal exits at once).
     static func main() async {
-        let command: any ParsableCommand
-        do {
-            command = try parseAsRoot()
-        } catch {
-            exit(withError: error)
-        }
-        do {
-            var command = command
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
+        let work = Task<Outcome, Never> {
+            let command: any ParsableCommand
+            do {
+                command = try parseAsRoot()
+            } catch {
+                return .argumentParser(error)
             }
-        } catch let error as ValidationError {
+            do {
+                var command = command
+                if var asyncCommand = command as? any AsyncParsableCommand {
+                    try await asyncCommand.run()
+                } else {
+                    try command.run()
+                }
+                return .success
+            } catch {
+                // ArgumentParser's own: a ValidationError (a command-line mistake found in run()), an explicit exit, or
+                // --help (parsed as a help command whose run() throws). Every other error is a runtime failure.
+                let own = error is ValidationError || error is CleanExit || error is ExitCode || BLETool.exitCode(for: error) != .failure
+                return own ? .argumentParser(error) : .failure(error)
+            }
+        }
+        let interruption = Interruption()
+        let sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if interruption.signal.exchange(number, ordering: .relaxed) != 0 { Foundation.exit(128 + number) }
+                work.cancel()
+            }
+            source.resume()
+            return source
+        }
+        let outcome = await work.value
+        for source in sources { source.cancel() }
+        let interrupted = interruption.signal.load(ordering: .relaxed)
+        switch outcome {
+        case .success:
+            if interrupted != 0 { Foundation.exit(128 + interrupted) }
+        case .argumentParser(let error):
             exit(withError: error)
-        } catch let error as CleanExit {
-            exit(withError: error)
-        } catch let error as ExitCode {
-            exit(withError: error)
-        } catch {
+        case .failure(let error):
+            if interrupted != 0 { Foundation.exit(128 + interrupted) }
             writeErrorLine("error: \(describeError(error))")
             Foundation.exit(exitStatus(for: error))
         }

@@ -33,10 +33,10 @@ struct HostOptions: ParsableArguments {
         let central = try await Central.open(try spec(), btsnoop: btsnoop)
         do {
             let result = try await body(central)
-            await central.powerOff()
+            await cleanUp { await central.powerOff() }
             return result
         } catch {
-            await central.powerOff()
+            await cleanUp { await central.powerOff() }
             throw error
         }
     }
@@ -46,13 +46,19 @@ struct HostOptions: ParsableArguments {
         let manager = try await PeripheralManager(try spec(), deviceName: deviceName, btsnoop: btsnoop)
         do {
             let result = try await body(manager)
-            await manager.powerOff()
+            await cleanUp { await manager.powerOff() }
             return result
         } catch {
-            await manager.powerOff()
+            await cleanUp { await manager.powerOff() }
             throw error
         }
     }
+}
+
+/// Runs a clean-up step to its end even when the command was cancelled (interrupted): in a task of its own, which
+/// does not inherit the cancellation.
+func cleanUp(_ step: @escaping @Sendable () async -> Void) async {
+    await Task { await step() }.value
 }
 
 /// The device a client command talks to, and how long to look for it.
@@ -95,7 +101,7 @@ func describe(_ d: Duration) -> String {
 
 /// A connected GATT client on a target, through the public API (``Central`` and ``RemotePeripheral``), with the
 /// discovered tree.
-struct ClientSession {
+struct ClientSession: Sendable {
     let central: Central
     let peripheral: RemotePeripheral
     let target: String
@@ -114,10 +120,10 @@ struct ClientSession {
             do {
                 if discover { try await session.discover() }
                 let result = try await body(session)
-                await session.close()
+                await cleanUp { [session] in await session.close() }
                 return result
             } catch {
-                await session.close()
+                await cleanUp { [session] in await session.close() }
                 throw error
             }
         }

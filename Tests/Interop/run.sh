@@ -508,7 +508,8 @@ run_split() {
 # The ble tool's errors on the embedded virtual world: a runtime error prints 'error: <message>' on standard error,
 # without the usage text, and exits 2 (not found, timed out), 3 (a protocol error: ATT, GATT, HCI) or 1 (anything
 # else, such as a controller that cannot be reached); a command-line mistake prints the usage text and exits 64. After
-# the ATT error the command still disconnects cleanly (its capture shows HCI Disconnect and its completion).
+# the ATT error, and when interrupted, the command still disconnects cleanly (its capture shows HCI Disconnect and its
+# completion).
 scenario_cli_errors_and_exit_codes() {
     name="cli-errors-and-exit-codes"
     selected "$name" || return 0
@@ -546,6 +547,8 @@ scenario_cli_errors_and_exit_codes() {
     cli_case not-hex 64 "'zz' is not hex" usage write SwiftBLELab 2A29 zz
     cli_case unknown-option 64 "--bogus" usage read SwiftBLELab 2A29 --bogus
     cli_case bad-hci 64 "--hci nowhere" usage scan --hci nowhere
+    cli_case help 0 '' - read --help
+    grep -q '^USAGE: ble read ' "$logs/$name-help-stdout.log" || { echo "help: ble read --help printed no usage on standard output"; ok=0; }
     cli_case success 0 '' - read SwiftBLELab "$long"
     [ ! -s "$logs/$name-att-error-json-stdout.log" ] || { echo "att-error-json: a result on standard output"; ok=0; }
     # The long value is printed whole in text output too (it is not printable text, so it is 600 hex digits).
@@ -562,6 +565,21 @@ scenario_cli_errors_and_exit_codes() {
         "$logs/$name-explore-stdout.log" || { echo "ble explore did not report the refused read of $secret"; ok=0; }
     "$py" "$here/hci_trace.py" "$logs/$name-explore.btsnoop" --events > "$logs/$name-explore.hci.txt" 2>&1
     grep -q 'DISCONNECTION_COMPLETE: status=SUCCESS' "$logs/$name-explore.hci.txt" || { echo "ble explore did not disconnect"; ok=0; }
+    # Interrupted (SIGINT) while subscribed: it still disconnects and powers off, then exits with 130, saying nothing.
+    local out="$logs/$name-interrupted-stdout.log" err="$logs/$name-interrupted.log" status=0 pid
+    setsid "$ble" subscribe SwiftBLELab 2A37 --count 1000 --json --btsnoop "$logs/$name-interrupted.btsnoop" > "$out" 2> "$err" < /dev/null &
+    pid=$!
+    pids+=("$pid")
+    wait_for "$out" '"index":1,' 15 "$pid" || { echo "interrupted: no notification before the interruption"; ok=0; }
+    kill -INT "$pid" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && { echo "interrupted: still running 5 s after SIGINT"; kill -KILL "$pid"; ok=0; }
+    wait "$pid" || status=$?
+    forget "$pid"
+    [ "$status" -eq 130 ] || { echo "interrupted: exited with $status, expected 130"; ok=0; }
+    [ ! -s "$err" ] || { echo "interrupted: said something on standard error: $(head -3 "$err")"; ok=0; }
+    "$py" "$here/hci_trace.py" "$logs/$name-interrupted.btsnoop" --events > "$logs/$name-interrupted.hci.txt" 2>&1
+    grep -q 'DISCONNECTION_COMPLETE: status=SUCCESS' "$logs/$name-interrupted.hci.txt" || { echo "interrupted: ble subscribe did not disconnect"; ok=0; }
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
