@@ -1,7 +1,6 @@
 import ArgumentParser
 import BLE
 import Foundation
-import Synchronization
 
 /// The tool's exit statuses (documented in `ble --help` and the README).
 enum ExitStatus {
@@ -100,8 +99,14 @@ private enum Outcome: Sendable {
 }
 
 /// The signal that interrupted the command, if one did.
-private final class Interruption: Sendable {
-    let signal = Atomic<Int32>(0)
+private actor Interruption {
+    private(set) var signal: Int32 = 0
+
+    /// Records `number`; returns whether it is the first signal.
+    func record(_ number: Int32) -> Bool {
+        defer { if signal == 0 { signal = number } }
+        return signal == 0
+    }
 }
 
 extension BLETool {
@@ -137,15 +142,17 @@ extension BLETool {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                if interruption.signal.exchange(number, ordering: .relaxed) != 0 { Foundation.exit(128 + number) }
-                work.cancel()
+                Task {
+                    guard await interruption.record(number) else { Foundation.exit(128 + number) }
+                    work.cancel()
+                }
             }
             source.resume()
             return source
         }
         let outcome = await work.value
         for source in sources { source.cancel() }
-        let interrupted = interruption.signal.load(ordering: .relaxed)
+        let interrupted = await interruption.signal
         switch outcome {
         case .success:
             if interrupted != 0 { Foundation.exit(128 + interrupted) }
