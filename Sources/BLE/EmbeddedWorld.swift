@@ -71,7 +71,8 @@ extension HCIHost {
             do {
                 transport = try spec.open()
             } catch let error as TransportError {
-                throw TransportError(error.kind, "no controller at \(spec): \(error.reason)")
+                throw TransportError(error.kind, "no controller at \(spec): \(error.reason.droppingLeadingSpecification(of: spec))",
+                                     errno: error.errno)
             }
         }
         if let btsnoop {
@@ -89,5 +90,16 @@ extension HCIHost {
             throw HostError(error.kind, "the controller at \(spec) did not come up: \(error.reason)")
         }
         return host
+    }
+}
+
+extension String {
+    /// The reason without a leading `SPEC: ` that repeats the specification (transports name what they open), so
+    /// "no controller at tcp:127.0.0.1:9100: " is not followed by "tcp:127.0.0.1:9100: " again.
+    fileprivate func droppingLeadingSpecification(of spec: HCITransportSpec) -> String {
+        guard let colon = range(of: ": ") else { return self }
+        let head = self[..<colon.lowerBound]
+        guard !head.isEmpty, "\(spec)".hasPrefix(head) else { return self }
+        return String(self[colon.upperBound...])
     }
 }

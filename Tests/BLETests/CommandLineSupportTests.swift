@@ -71,3 +71,17 @@ import Testing
         }
     }
 }
+
+@Suite struct OpenErrorMessageTests {
+    @Test func theSpecificationIsNamedOnce() async throws {
+        let spec = try HCITransportSpec(parsing: "tcp:127.0.0.1:1")
+        do {
+            _ = try await Central.open(spec)
+            Issue.record("nothing listens on port 1, yet the open succeeded")
+        } catch let error as TransportError {
+            #expect(error.reason.hasPrefix("no controller at tcp:127.0.0.1:1: "))
+            #expect(!error.reason.contains("tcp:127.0.0.1:1: tcp:127.0.0.1:1"))
+            #expect(error.errno != nil)
+        }
+    }
+}
