@@ -3,32 +3,37 @@ import BLE
 import BLEBeacons
 import Foundation
 
-/// The controller named by `--hci`, for the beacon commands: for `virtual`, a real-time virtual air on which
-/// `populate` places the peers the command needs (kept alive with it).
+/// The controller named by `--hci`, for the beacon commands: for `virtual`, a real-time virtual air of the command's
+/// own on which `populate` places the peers the command needs (kept alive with it); any other controller is opened
+/// through the public API (``Central/open(_:btsnoop:)``, ``PeripheralManager``).
 struct BeaconHCI {
-    let transport: any HCITransport
+    let options: HostOptions
     let air: VirtualAir?
     let peers: [any Sendable]
 
     static func open(_ options: HostOptions, populate: (VirtualAir) async throws -> [any Sendable] = { _ in [] }) async throws -> BeaconHCI {
-        let spec = try options.spec()
-        var transport: any HCITransport
-        var air: VirtualAir?
-        var peers: [any Sendable] = []
-        if case .virtual = spec {
-            let world = VirtualAir(clock: .realTime, seed: 2026, radio: RadioModel(noiseSigma: 2))
-            peers = try await populate(world)
-            transport = world.addController(.init(position: Position(), name: "ble")).makeHostTransport()
-            air = world
-        } else {
-            do {
-                transport = try spec.open()
-            } catch let error as TransportError {
-                throw TransportError(error.kind, "no controller at \(spec): \(error.reason)", errno: error.errno)
-            }
-        }
-        if let path = options.btsnoop { transport = SnoopingTransport(transport, writer: try BTSnoopWriter(path: path), role: .host) }
-        return BeaconHCI(transport: transport, air: air, peers: peers)
+        guard case .virtual = try options.spec() else { return BeaconHCI(options: options, air: nil, peers: []) }
+        let air = VirtualAir(clock: .realTime, seed: 2026, radio: RadioModel(noiseSigma: 2))
+        return BeaconHCI(options: options, air: air, peers: try await populate(air))
+    }
+
+    /// The command's own controller on the virtual air, recorded with `--btsnoop`.
+    private func virtualTransport(_ air: VirtualAir) throws -> any HCITransport {
+        let transport = air.addController(.init(position: Position(), name: "ble")).makeHostTransport()
+        guard let path = options.btsnoop else { return transport }
+        return SnoopingTransport(transport, writer: try BTSnoopWriter(path: path), role: .host)
+    }
+
+    /// A powered-on central on the controller.
+    func central() async throws -> Central {
+        guard let air else { return try await Central.open(try options.spec(), btsnoop: options.btsnoop) }
+        return try await Central(transport: try virtualTransport(air))
+    }
+
+    /// A powered-on peripheral manager on the controller.
+    func peripheralManager(deviceName: String) async throws -> PeripheralManager {
+        guard let air else { return try await PeripheralManager(try options.spec(), deviceName: deviceName, btsnoop: options.btsnoop) }
+        return try await PeripheralManager(transport: try virtualTransport(air), deviceName: deviceName)
     }
 }
 
@@ -115,9 +120,7 @@ struct BeaconCommand: AsyncParsableCommand {
         let frames = try frames()
         let hci = try await BeaconHCI.open(options)
         defer { hci.air?.shutdown() }
-        let manager = try await during("starting the controller \(options.hci)") {
-            try await PeripheralManager(transport: hci.transport, deviceName: "ble beacon")
-        }
+        let manager = try await hci.peripheralManager(deviceName: "ble beacon")
         do {
             try await advertise(frames, on: manager)
         } catch {
@@ -197,7 +200,7 @@ struct RangeCommand: AsyncParsableCommand {
         if let uuid, let parsed = BluetoothUUID(uuid) { regions = [BeaconRegion(name: "--uuid", uuid: parsed)] }
         let hci = try await BeaconHCI.open(options, populate: Self.populate)
         defer { hci.air?.shutdown() }
-        let central = try await during("starting the controller \(options.hci)") { try await Central(transport: hci.transport) }
+        let central = try await hci.central()
         do {
             try await range(regions, with: central)
         } catch {

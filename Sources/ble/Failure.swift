@@ -58,7 +58,7 @@ func describeError(_ error: any Error) -> String {
     case let e as CommandFailure: e.message
     case let e as HostError: e.reason
     case let e as GATTError: e.reason
-    case let e as TransportError: e.description
+    case let e as TransportError: e.reason
     case let e as WireError: "malformed data: \(e.reason)"
     case let e as HCIStatus: "the controller answered \(e)"
     case is CancellationError: "interrupted"
