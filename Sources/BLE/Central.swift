@@ -41,7 +41,7 @@ public final class Central: Sendable {
     /// Opens the controller named by a `--hci` style specification (`virtual` joins the process's
     /// ``EmbeddedWorld``). Like `CBCentralManager`, it never fails: when the controller cannot be opened or brought
     /// up, ``state`` says so (`unauthorized` for a permission error, `unsupported` otherwise) and
-    /// ``unavailableReason`` says why. ``open(_:)`` throws instead.
+    /// ``unavailableReason`` says why. ``open(_:btsnoop:)`` throws instead.
     public init(_ spec: HCITransportSpec) async {
         do {
             host = try await HCIHost.open(spec)
@@ -53,10 +53,18 @@ public final class Central: Sendable {
     }
 
     /// Opens the controller named by a `--hci` style specification and powers it on, or throws an error saying what
-    /// failed (for example "no controller at tcp:127.0.0.1:9100: connection refused").
-    public static func open(_ spec: HCITransportSpec) async throws -> Central {
-        Central(host: try await HCIHost.open(spec))
+    /// failed (for example "no controller at tcp:127.0.0.1:9100: connection refused"). With `btsnoop`, the host's HCI
+    /// traffic is recorded in that file (see ``HCIHost/open(_:btsnoop:)``).
+    public static func open(_ spec: HCITransportSpec, btsnoop: String? = nil) async throws -> Central {
+        Central(host: try await HCIHost.open(spec, btsnoop: btsnoop))
     }
+
+    /// The address this central scans and connects with (`nil` before the controller is up).
+    public var address: LEAddress? { get async { await host.ownAddress } }
+
+    /// Powers the controller off: its links drop without a Disconnect exchange and the transport closes; ``state``
+    /// becomes `poweredOff`. Disconnect peripherals first (``disconnect(_:)``) to end their links cleanly. Idempotent.
+    public func powerOff() async { await host.powerOff() }
 
     /// Why the controller could not be opened, for a central whose ``state`` is `unsupported` or `unauthorized`.
     public var unavailableReason: String? { get async { await host.unavailableReason.map(\.reason) } }

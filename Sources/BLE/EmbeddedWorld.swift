@@ -57,8 +57,13 @@ extension HCIHost {
     /// Opens the controller a `--hci` style specification names and powers it on: `virtual` gets a controller on
     /// the process's ``EmbeddedWorld``. The errors say what failed and where (for example "no controller at
     /// tcp:127.0.0.1:9100: connection refused").
-    public static func open(_ spec: HCITransportSpec) async throws -> HCIHost {
-        let transport: any HCITransport
+    ///
+    /// - Parameters:
+    ///   - spec: the controller.
+    ///   - btsnoop: a file to record the host's HCI traffic in (btsnoop, H4 datalink, readable by Wireshark), from
+    ///     the first command on; `nil` records nothing.
+    public static func open(_ spec: HCITransportSpec, btsnoop: String? = nil) async throws -> HCIHost {
+        var transport: any HCITransport
         switch spec {
         case .virtual:
             transport = try await EmbeddedWorld.shared().makeTransport()
@@ -66,7 +71,16 @@ extension HCIHost {
             do {
                 transport = try spec.open()
             } catch let error as TransportError {
-                throw TransportError(error.kind, "no controller at \(spec): \(error.reason)")
+                throw TransportError(error.kind, "no controller at \(spec): \(error.reason.droppingLeadingSpecification(of: spec))",
+                                     errno: error.errno)
+            }
+        }
+        if let btsnoop {
+            do {
+                transport = SnoopingTransport(transport, writer: try BTSnoopWriter(path: btsnoop), role: .host)
+            } catch {
+                await transport.close()
+                throw error
             }
         }
         let host = HCIHost(transport: transport)
@@ -76,5 +90,16 @@ extension HCIHost {
             throw HostError(error.kind, "the controller at \(spec) did not come up: \(error.reason)")
         }
         return host
+    }
+}
+
+extension String {
+    /// The reason without a leading `SPEC: ` that repeats the specification (transports name what they open), so
+    /// "no controller at tcp:127.0.0.1:9100: " is not followed by "tcp:127.0.0.1:9100: " again.
+    fileprivate func droppingLeadingSpecification(of spec: HCITransportSpec) -> String {
+        guard let colon = range(of: ": ") else { return self }
+        let head = self[..<colon.lowerBound]
+        guard !head.isEmpty, "\(spec)".hasPrefix(head) else { return self }
+        return String(self[colon.upperBound...])
     }
 }

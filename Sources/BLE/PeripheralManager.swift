@@ -50,12 +50,19 @@ public final class PeripheralManager: Sendable {
     }
 
     /// Opens the controller named by a `--hci` style specification (`virtual` joins the embedded simulated world) and
-    /// powers it on. Throws ``TransportError`` or ``HostError`` saying what failed (for example
-    /// "no controller at tcp:127.0.0.1:9100: connection refused").
-    public convenience init(_ spec: HCITransportSpec, deviceName: String = "swift-ble") async throws {
-        let host = try await HCIHost.open(spec)
+    /// powers it on, recording its HCI traffic in the `btsnoop` file when one is given. Throws ``TransportError`` or
+    /// ``HostError`` saying what failed (for example "no controller at tcp:127.0.0.1:9100: connection refused").
+    public convenience init(_ spec: HCITransportSpec, deviceName: String = "swift-ble", btsnoop: String? = nil) async throws {
+        let host = try await HCIHost.open(spec, btsnoop: btsnoop)
         await self.init(host: host, deviceName: deviceName)
     }
+
+    /// The address this peripheral advertises with (`nil` before the controller is up).
+    public var address: LEAddress? { get async { await host.ownAddress } }
+
+    /// Powers the controller off: advertising stops, connected centrals' links drop and the transport closes.
+    /// Idempotent.
+    public func powerOff() async { await host.powerOff() }
 
     /// Publishes a service after the ones already published (their handles do not move) and returns the handles it
     /// takes. Connected centrals that subscribed to Service Changed are told about that range.

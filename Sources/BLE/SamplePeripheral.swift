@@ -5,8 +5,10 @@
 /// confirmed before the next), a control point that disconnects the central writing `disconnect`, a counter computed
 /// on each read, a guarded value that refuses `refuse` with an application error, and a value answered slowly.
 public actor SamplePeripheral {
-    /// What happened, for a log: a line of text and its fields.
-    public typealias Log = @Sendable (_ text: String, _ fields: [String: String]) -> Void
+    /// What happened, for a log: a line of text and its fields as typed JSON values (`"event"`, a string, names what
+    /// happened; handles, counts and the MTU are numbers, flags booleans, values hex strings), for example
+    /// `["event": "mtu", "connection": 64, "mtu": 247]`.
+    public typealias Log = @Sendable (_ text: String, _ fields: [String: JSONValue]) -> Void
 
     /// The peripheral manager underneath.
     public let manager: PeripheralManager
@@ -26,6 +28,15 @@ public actor SamplePeripheral {
         manager = await PeripheralManager(host: host, deviceName: self.name)
     }
 
+    /// A sample device on a peripheral manager (which should publish nothing else); `name` becomes its advertised
+    /// and GAP device name. Call ``start(notifyEvery:log:)``.
+    public init(manager: PeripheralManager, device: SampleDevice, name: String? = nil) async {
+        self.device = device
+        self.name = name ?? device.defaultName
+        self.manager = manager
+        await manager.engine.setDeviceName(self.name)
+    }
+
     /// Publishes the device's services, starts advertising and serving.
     public func start(notifyEvery interval: Duration = .seconds(1), log: Log? = nil) async throws {
         for service in device.services { try await manager.add(service) }
@@ -39,9 +50,10 @@ public actor SamplePeripheral {
             for await event in centrals {
                 switch event {
                 case .connected(let c):
-                    log?("connected: \(c.peer.address) handle \(c.handle)", ["event": "connected", "peer": c.peer.address.description, "handle": String(c.handle)])
+                    log?("connected: \(c.peer.address) handle \(c.handle)", ["event": "connected", "peer": .string(c.peer.address.description), "handle": .integer(c.handle)])
                 case .disconnected(let c, let reason):
-                    log?("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": String(c.handle), "reason": "\(reason)"])
+                    log?("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": .integer(c.handle), "reason": .string("\(reason)"),
+                          "reason_code": .integer(reason.rawValue)])
                 }
             }
         })
@@ -68,9 +80,10 @@ public actor SamplePeripheral {
         switch request.kind {
         case .write(let characteristic, let handle, let value, let withResponse):
             log?("write from handle \(link.handle) to 0x\(String(handle, radix: 16)) (\(withResponse ? "request" : "command")): \(displayed(value))",
-                 ["event": "write", "connection": String(link.handle), "attribute": String(handle), "value": value.hexString()])
+                 ["event": "write", "connection": .integer(link.handle), "attribute": .integer(handle), "value": .string(value.hexString()),
+                  "with_response": .bool(withResponse)])
             if characteristic == SampleDevice.customControl, value == Array("disconnect".utf8) {
-                log?("control point: disconnecting handle \(link.handle)", ["event": "disconnecting", "connection": String(link.handle)])
+                log?("control point: disconnecting handle \(link.handle)", ["event": "disconnecting", "connection": .integer(link.handle)])
                 tasks.append(Task {
                     // After the Write Response has left (it is queued before this event is delivered).
                     try? await Task.sleep(for: .milliseconds(100))
@@ -79,8 +92,8 @@ public actor SamplePeripheral {
             }
         case .subscription(let characteristic, let notify, let indicate):
             log?("subscription from handle \(link.handle) to \(characteristic?.description ?? "?"): notify \(notify) indicate \(indicate)",
-                 ["event": "subscription", "connection": String(link.handle), "characteristic": characteristic?.description ?? "",
-                  "notify": "\(notify)", "indicate": "\(indicate)"])
+                 ["event": "subscription", "connection": .integer(link.handle), "characteristic": characteristic.map { .string($0.description) } ?? .null,
+                  "notify": .bool(notify), "indicate": .bool(indicate)])
             if characteristic == SampleDevice.customBurst, notify {
                 tasks.append(Task {
                     let length = await manager.maximumUpdateValueLength(for: link)
@@ -91,7 +104,7 @@ public actor SamplePeripheral {
                               !reached.isEmpty else { break }
                         sent += 1
                     }
-                    log?("burst: \(sent) notification(s) sent to handle \(link.handle)", ["event": "burst", "connection": String(link.handle), "sent": String(sent)])
+                    log?("burst: \(sent) notification(s) sent to handle \(link.handle)", ["event": "burst", "connection": .integer(link.handle), "sent": .int(sent)])
                 })
             }
             if characteristic == SampleDevice.customIndicate, indicate {
@@ -104,11 +117,11 @@ public actor SamplePeripheral {
                         confirmed += 1
                     }
                     log?("indications: \(confirmed) confirmed by handle \(link.handle)",
-                         ["event": "indications", "connection": String(link.handle), "confirmed": String(confirmed)])
+                         ["event": "indications", "connection": .integer(link.handle), "confirmed": .int(confirmed)])
                 })
             }
         case .mtuChanged(let mtu):
-            log?("MTU on handle \(link.handle): \(mtu)", ["event": "mtu", "connection": String(link.handle), "mtu": String(mtu)])
+            log?("MTU on handle \(link.handle): \(mtu)", ["event": "mtu", "connection": .integer(link.handle), "mtu": .int(mtu)])
         }
     }
 
@@ -120,14 +133,14 @@ public actor SamplePeripheral {
             reads &+= 1
             let value = [UInt8(truncatingIfNeeded: reads), UInt8(truncatingIfNeeded: reads >> 8),
                          UInt8(truncatingIfNeeded: reads >> 16), UInt8(truncatingIfNeeded: reads >> 24)]
-            log?("counter read by handle \(request.central.handle): \(reads)", ["event": "counter", "connection": String(request.central.handle), "count": String(reads)])
+            log?("counter read by handle \(request.central.handle): \(reads)", ["event": "counter", "connection": .integer(request.central.handle), "count": .integer(reads)])
             await request.respond(with: Array(value.dropFirst(min(offset, value.count))))
         case (SampleDevice.customGuarded, .read(let offset)), (SampleDevice.customSlow, .read(let offset)):
             let value = request.characteristic == SampleDevice.customGuarded ? guarded : slow
             if offset > value.count { await request.refuse(.invalidOffset) } else { await request.respond(with: Array(value[offset...])) }
         case (SampleDevice.customGuarded, .write(let value, _)):
             if value == refusal {
-                log?("guarded write refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": String(request.central.handle)])
+                log?("guarded write refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": .integer(request.central.handle)])
                 await request.refuse(SampleDevice.refusalError)
             } else {
                 guarded = value
@@ -154,7 +167,7 @@ public actor SamplePeripheral {
                 values[part.handle] = value
             }
             if parts.contains(where: { $0.handle == guardedHandle && $0.value == refusal }) {
-                log?("prepared writes refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": String(request.central.handle)])
+                log?("prepared writes refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": .integer(request.central.handle)])
                 return await request.refuse(SampleDevice.refusalError)
             }
             if let guardedHandle, let value = values[guardedHandle] { guarded = value }

@@ -1,31 +1,39 @@
 import ArgumentParser
 import BLE
 import BLEBeacons
-import BLEVirtualController
 import Foundation
 
-/// The controller named by `--hci`, for the beacon commands: for `virtual`, a real-time virtual air on which
-/// `populate` places the peers the command needs (kept alive with it).
+/// The controller named by `--hci`, for the beacon commands: for `virtual`, a real-time virtual air of the command's
+/// own on which `populate` places the peers the command needs (kept alive with it); any other controller is opened
+/// through the public API (``Central/open(_:btsnoop:)``, ``PeripheralManager``).
 struct BeaconHCI {
-    let transport: any HCITransport
+    let options: HostOptions
     let air: VirtualAir?
     let peers: [any Sendable]
 
     static func open(_ options: HostOptions, populate: (VirtualAir) async throws -> [any Sendable] = { _ in [] }) async throws -> BeaconHCI {
-        let spec = try HCITransportSpec(parsing: options.hci)
-        var transport: any HCITransport
-        var air: VirtualAir?
-        var peers: [any Sendable] = []
-        if case .virtual = spec {
-            let world = VirtualAir(clock: .realTime, seed: 2026, radio: RadioModel(noiseSigma: 2))
-            peers = try await populate(world)
-            transport = world.addController(.init(position: Position(), name: "ble")).makeHostTransport()
-            air = world
-        } else {
-            transport = try spec.open()
-        }
-        if let path = options.btsnoop { transport = SnoopingTransport(transport, writer: try BTSnoopWriter(path: path), role: .host) }
-        return BeaconHCI(transport: transport, air: air, peers: peers)
+        guard case .virtual = try options.spec() else { return BeaconHCI(options: options, air: nil, peers: []) }
+        let air = VirtualAir(clock: .realTime, seed: 2026, radio: RadioModel(noiseSigma: 2))
+        return BeaconHCI(options: options, air: air, peers: try await populate(air))
+    }
+
+    /// The command's own controller on the virtual air, recorded with `--btsnoop`.
+    private func virtualTransport(_ air: VirtualAir) throws -> any HCITransport {
+        let transport = air.addController(.init(position: Position(), name: "ble")).makeHostTransport()
+        guard let path = options.btsnoop else { return transport }
+        return SnoopingTransport(transport, writer: try BTSnoopWriter(path: path), role: .host)
+    }
+
+    /// A powered-on central on the controller.
+    func central() async throws -> Central {
+        guard let air else { return try await Central.open(try options.spec(), btsnoop: options.btsnoop) }
+        return try await Central(transport: try virtualTransport(air))
+    }
+
+    /// A powered-on peripheral manager on the controller.
+    func peripheralManager(deviceName: String) async throws -> PeripheralManager {
+        guard let air else { return try await PeripheralManager(try options.spec(), deviceName: deviceName, btsnoop: options.btsnoop) }
+        return try await PeripheralManager(transport: try virtualTransport(air), deviceName: deviceName)
     }
 }
 
@@ -102,12 +110,29 @@ struct BeaconCommand: AsyncParsableCommand {
         return frames
     }
 
+    func validate() throws {
+        _ = try frames()
+        guard (20...10240).contains(interval) else { throw ValidationError("--interval must be within 20...10240 ms") }
+        guard dwell > 0 else { throw ValidationError("--dwell must be at least 1 ms") }
+    }
+
     func run() async throws {
         let frames = try frames()
         let hci = try await BeaconHCI.open(options)
         defer { hci.air?.shutdown() }
-        let advertiser = BeaconAdvertiser(peripheral: try await PeripheralManager(transport: hci.transport, deviceName: "ble beacon"))
-        try await advertiser.start(frames, interval: .milliseconds(interval), dwell: .milliseconds(dwell))
+        let manager = try await hci.peripheralManager(deviceName: "ble beacon")
+        do {
+            try await advertise(frames, on: manager)
+        } catch {
+            await cleanUp { await manager.powerOff() }
+            throw error
+        }
+        await cleanUp { await manager.powerOff() }
+    }
+
+    func advertise(_ frames: [BeaconFrame], on manager: PeripheralManager) async throws {
+        let advertiser = BeaconAdvertiser(peripheral: manager)
+        try await during("advertising") { try await advertiser.start(frames, interval: .milliseconds(interval), dwell: .milliseconds(dwell)) }
         for frame in frames {
             let bytes = frame.advertisingData.encoded
             if options.json {
@@ -166,15 +191,26 @@ struct RangeCommand: AsyncParsableCommand {
         return advertisers
     }
 
+    func validate() throws {
+        if let uuid, BluetoothUUID(uuid) == nil { throw ValidationError("--uuid: '\(uuid)' is not a UUID") }
+    }
+
     func run() async throws {
         var regions: [BeaconRegion] = []
-        if let uuid {
-            guard let parsed = BluetoothUUID(uuid) else { throw ValidationError("--uuid: '\(uuid)' is not a UUID") }
-            regions = [BeaconRegion(name: "--uuid", uuid: parsed)]
-        }
+        if let uuid, let parsed = BluetoothUUID(uuid) { regions = [BeaconRegion(name: "--uuid", uuid: parsed)] }
         let hci = try await BeaconHCI.open(options, populate: Self.populate)
         defer { hci.air?.shutdown() }
-        let central = try await Central(transport: hci.transport)
+        let central = try await hci.central()
+        do {
+            try await range(regions, with: central)
+        } catch {
+            await cleanUp { await central.powerOff() }
+            throw error
+        }
+        await cleanUp { await central.powerOff() }
+    }
+
+    func range(_ regions: [BeaconRegion], with central: Central) async throws {
         let updates = try await central.rangeBeacons(in: regions, configuration: .init(pathLoss: PathLossModel(exponent: exponent)))
         let json = options.json, terminal = standardOutputIsTerminal
         let ranging = Task {
@@ -187,11 +223,15 @@ struct RangeCommand: AsyncParsableCommand {
                 }
             }
         }
-        if runFor > 0 {
-            try await Task.sleep(for: .seconds(runFor))
+        try await withTaskCancellationHandler {
+            if runFor > 0 {
+                try await Task.sleep(for: .seconds(runFor))
+                ranging.cancel()
+            } else {
+                try await ranging.value
+            }
+        } onCancel: {
             ranging.cancel()
-        } else {
-            try await ranging.value
         }
         await central.stopScan()
     }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import BLE
 import BLEBeacons
-import BLEVirtualController
 import Foundation
 
 /// `ble demo beacons`: the museum walk on the embedded virtual air.
@@ -96,7 +95,11 @@ struct BeaconDemo: AsyncParsableCommand {
             if pace > 0 { try await clock.sleep(until: start + .seconds(Self.seconds(now) / pace)) }
         }
         await central.stopScan()
-        for advertiser in advertisers { try await advertiser.stop() }
+        await central.powerOff()
+        for advertiser in advertisers {
+            try await advertiser.stop()
+            await advertiser.peripheral.powerOff()
+        }
         writeLine("\ndone: \(consumed) advertisements crossed the virtual air and HCI in \(air.now) of simulated time.")
     }
 

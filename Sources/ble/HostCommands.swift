@@ -1,8 +1,5 @@
 import ArgumentParser
 import BLE
-import BLEHost
-import BLEProtocols
-import BLEWire
 import Foundation
 
 /// `ble serve`: run a built-in peripheral until interrupted (or for --run-for seconds).
@@ -19,23 +16,29 @@ struct Serve: AsyncParsableCommand {
     var notifyInterval: Int = 1000
 
     func run() async throws {
-        let (host, world) = try await options.openHost()
         let name = name ?? device.defaultName
-        let peripheral = await SamplePeripheral(host: host, device: device, name: name)
         let json = options.json
-        try await peripheral.start(notifyEvery: .milliseconds(max(1, notifyInterval))) { text, fields in emit(json, text, fields) }
-        let address = await host.address?.description ?? "?"
-        emitTable(await peripheral.manager.database, json: json)
-        emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci)",
-             ["event": "serving", "name": name, "address": address])
-        if runFor > 0 {
-            try await Task.sleep(for: .seconds(runFor))
-        } else {
-            while true { try await Task.sleep(for: .seconds(3600)) }
+        try await options.withPeripheralManager(deviceName: name) { manager in
+            let peripheral = await SamplePeripheral(manager: manager, device: device, name: name)
+            try await during("starting the \(device.rawValue) device") {
+                try await peripheral.start(notifyEvery: .milliseconds(max(1, notifyInterval))) { text, fields in emit(json, text, fields) }
+            }
+            let address = await manager.address?.address.description ?? "?"
+            emitTable(await manager.database, json: json)
+            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci)",
+                 ["event": "serving", "name": .string(name), "address": .string(address), "device": .string(device.rawValue)])
+            do {
+                if runFor > 0 {
+                    try await Task.sleep(for: .seconds(runFor))
+                } else {
+                    while true { try await Task.sleep(for: .seconds(3600)) }
+                }
+            } catch {
+                await peripheral.stop()
+                throw error
+            }
+            await peripheral.stop()
         }
-        await peripheral.stop()
-        await host.powerOff()
-        withExtendedLifetime(world) {}
     }
 }
 
@@ -46,15 +49,17 @@ func emitTable(_ database: GATTDatabase, json: Bool) {
         switch attribute.role {
         case .serviceDeclaration(let end):
             guard let uuid = try? BluetoothUUID(littleEndian: attribute.value) else { continue }
-            let kind = attribute.type == BluetoothUUID(0x2800) ? "service" : "secondaryService"
-            emit(json, "\(kind == "service" ? "service" : "secondary service") \(uuid) \(uuid.name.map { "(\($0)) " } ?? "")handles 0x\(hex4(attribute.handle))–0x\(hex4(end))",
-                 ["kind": kind, "uuid": uuid.description, "start": String(attribute.handle), "end": String(end)])
+            let primary = attribute.type == BluetoothUUID(0x2800)
+            emit(json, "\(primary ? "service" : "secondary service") \(named(uuid))handles 0x\(hex4(attribute.handle))–0x\(hex4(end))",
+                 ["kind": .string(primary ? "service" : "secondaryService"), "uuid": .string(uuid.description),
+                  "start": .integer(attribute.handle), "end": .integer(end)])
         case .characteristicValue(let properties):
-            emit(json, "  characteristic \(attribute.type) \(attribute.type.name.map { "(\($0)) " } ?? "")value 0x\(hex4(attribute.handle)) [\(describe(properties))]",
-                 ["kind": "characteristic", "uuid": attribute.type.description, "handle": String(attribute.handle), "properties": describe(properties)])
+            emit(json, "  characteristic \(named(attribute.type))value 0x\(hex4(attribute.handle)) [\(describe(properties))]",
+                 ["kind": "characteristic", "uuid": .string(attribute.type.description), "handle": .integer(attribute.handle),
+                  "properties": .array(propertyNames(properties).map(JSONValue.string))])
         case .clientConfiguration, .descriptor:
-            emit(json, "    descriptor \(attribute.type) \(attribute.type.name.map { "(\($0)) " } ?? "")0x\(hex4(attribute.handle))",
-                 ["kind": "descriptor", "uuid": attribute.type.description, "handle": String(attribute.handle)])
+            emit(json, "    descriptor \(named(attribute.type))0x\(hex4(attribute.handle))",
+                 ["kind": "descriptor", "uuid": .string(attribute.type.description), "handle": .integer(attribute.handle)])
         case .include, .characteristicDeclaration:
             break
         }
@@ -74,92 +79,94 @@ struct Scan: AsyncParsableCommand {
     @Option(help: "Seconds to scan.")
     var timeout: Double = 3
 
+    func validate() throws {
+        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
+    }
+
     func run() async throws {
-        let (host, world) = try await options.openHost()
-        // The central's scan merges advertising data with scan responses, filters on services found in either, and
-        // reports a device again only when its data changes (or every time with --duplicates).
-        let central = Central(host: host)
-        let results = try await central.scan(services: services, allowDuplicates: duplicates, active: !passive)
         let json = options.json
-        let consumer = Task {
+        try await options.withCentral { central in
+            // The central's scan merges advertising data with scan responses, filters on services found in either, and
+            // reports a device again only when its data changes (or every time with --duplicates). It stops by itself.
+            let results = try await during("scanning") {
+                try await central.scan(services: services, allowDuplicates: duplicates, active: !passive,
+                                       timeout: .milliseconds(Int((timeout * 1000).rounded())))
+            }
             for try await device in results {
-                let name = device.name ?? "(no name)"
                 let uuids = device.serviceUUIDs.map(\.description)
                 let manufacturer = device.manufacturerData.map { "\($0.companyID):\($0.data.hexString())" }.joined(separator: ",")
-                emit(json, "\(device.address.address) \(device.address.type) RSSI \(device.rssi) dBm\(device.isConnectable ? " connectable" : "") \"\(name)\" services \(uuids)\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)")",
-                     ["address": device.address.address.description, "addressType": "\(device.address.type)", "rssi": String(device.rssi),
-                      "name": name, "services": uuids.joined(separator: ","), "manufacturer": manufacturer,
-                      "connectable": "\(device.isConnectable)"])
+                emit(json, "\(device.address.address) \(device.address.type) RSSI \(device.rssi) dBm\(device.isConnectable ? " connectable" : "") \"\(device.name ?? "(no name)")\" services \(uuids)\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)")",
+                     ["address": .string(device.address.address.description), "addressType": .string("\(device.address.type)"),
+                      "rssi": .integer(device.rssi), "name": device.name.map(JSONValue.string) ?? .null,
+                      "services": .array(uuids.map(JSONValue.string)),
+                      "manufacturer": .array(device.manufacturerData.map { ["companyID": .integer($0.companyID.rawValue), "data": .string($0.data.hexString())] }),
+                      "connectable": .bool(device.isConnectable)])
             }
         }
-        try await Task.sleep(for: .seconds(timeout))
-        consumer.cancel()
-        await central.stopScan()
-        await host.powerOff()
-        withExtendedLifetime(world) {}
     }
 }
 
 /// `ble explore TARGET`: connect, discover everything, read every readable value, print the tree.
 struct Explore: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Connect to a device, discover its GATT database and read every readable value.")
+    static let configuration = CommandConfiguration(
+        abstract: "Connect to a device, discover its GATT database and read every readable value.",
+        discussion: "A value the device refuses to give is shown with the error, and the exploration goes on.")
     @OptionGroup var options: HostOptions
-    @Argument(help: "The device's address (AA:BB:CC:DD:EE:FF) or advertised name.")
-    var target: String
+    @OptionGroup var target: TargetOptions
 
     func run() async throws {
-        let (host, world) = try await options.openHost()
-        let session = try await ClientSession.open(target, host: host)
         let json = options.json
-        let h = session.connection.handle
-        let mtu = await session.engine.mtu(h)
-        emit(json, "connected to \(session.connection.peer.address), ATT MTU \(mtu)",
-             ["event": "connected", "peer": session.connection.peer.address.description, "mtu": String(mtu)])
-        for (service, characteristics) in session.tree {
-            emit(json, "service \(service.uuid) \(service.uuid.name.map { "(\($0)) " } ?? "")handles 0x\(hex4(service.startHandle))–0x\(hex4(service.endHandle))",
-                 ["kind": "service", "uuid": service.uuid.description, "start": String(service.startHandle), "end": String(service.endHandle)])
-            for (c, descriptors) in characteristics {
-                var valueText = ""
-                var valueHex = ""
-                if c.properties.contains(.read) {
-                    do {
-                        let value = try await session.engine.read(h, attribute: c.valueHandle)
-                        valueText = " = " + show(value)
-                        valueHex = value.hexString()
-                    } catch {
-                        valueText = " ! \(error)"
+        try await ClientSession.run(options, target) { session in
+            let peripheral = session.peripheral
+            let mtu = await peripheral.mtu
+            let peer = peripheral.id.address.description
+            emit(json, "connected to \(peer), ATT MTU \(mtu)", ["event": "connected", "peer": .string(peer), "mtu": .int(mtu)])
+            for (service, characteristics) in session.tree {
+                emit(json, "service \(named(service.uuid))handles 0x\(hex4(service.startHandle))–0x\(hex4(service.endHandle))",
+                     ["kind": "service", "uuid": .string(service.uuid.description), "start": .integer(service.startHandle), "end": .integer(service.endHandle)])
+                for (c, descriptors) in characteristics {
+                    var fields: [String: JSONValue] = ["kind": "characteristic", "uuid": .string(c.uuid.description), "handle": .integer(c.valueHandle),
+                                                       "properties": .array(propertyNames(c.properties).map(JSONValue.string))]
+                    var valueText = ""
+                    if c.properties.contains(.read) {
+                        do {
+                            let value = try await peripheral.readValue(for: c)
+                            valueText = " = " + show(value)
+                            fields["value"] = .string(value.hexString())
+                        } catch let error as GATTError {
+                            // The device refused this one (encryption needed, an application error...): say so, go on.
+                            guard case .att(let code, _) = error.kind else { throw InContext(context: "reading \(c.uuid) on \(target.target)", underlying: error) }
+                            valueText = " ! \(error.reason)"
+                            fields["error"] = .string(error.reason)
+                            fields["att_error"] = .integer(code.rawValue)
+                        }
                     }
-                }
-                emit(json, "  characteristic \(c.uuid) \(c.uuid.name.map { "(\($0)) " } ?? "")value 0x\(hex4(c.valueHandle)) [\(describe(c.properties))]\(valueText)",
-                     ["kind": "characteristic", "uuid": c.uuid.description, "handle": String(c.valueHandle), "properties": describe(c.properties), "value": valueHex])
-                for d in descriptors {
-                    emit(json, "    descriptor \(d.uuid) \(d.uuid.name.map { "(\($0)) " } ?? "")0x\(hex4(d.handle))",
-                         ["kind": "descriptor", "uuid": d.uuid.description, "handle": String(d.handle)])
+                    emit(json, "  characteristic \(named(c.uuid))value 0x\(hex4(c.valueHandle)) [\(describe(c.properties))]\(valueText)", fields)
+                    for d in descriptors {
+                        emit(json, "    descriptor \(named(d.uuid))0x\(hex4(d.handle))",
+                             ["kind": "descriptor", "uuid": .string(d.uuid.description), "handle": .integer(d.handle)])
+                    }
                 }
             }
         }
-        await session.close()
-        withExtendedLifetime(world) {}
     }
 }
 
-func hex4(_ v: UInt16) -> String { [UInt8(v >> 8), UInt8(truncatingIfNeeded: v)].hexString() }
-
 /// `ble read TARGET CHAR-UUID`.
 struct Read: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Read a characteristic (long values whole).")
+    static let configuration = CommandConfiguration(abstract: "Read a characteristic (a long value whole).")
     @OptionGroup var options: HostOptions
-    @Argument var target: String
+    @OptionGroup var target: TargetOptions
     @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
 
     func run() async throws {
-        let (host, world) = try await options.openHost()
-        let session = try await ClientSession.open(target, host: host)
-        let (c, _) = try session.characteristic(characteristic)
-        let value = try await session.engine.read(session.connection.handle, attribute: c.valueHandle)
-        emit(options.json, show(value), ["uuid": characteristic.description, "value": value.hexString()])
-        await session.close()
-        withExtendedLifetime(world) {}
+        try await ClientSession.run(options, target) { session in
+            let c = try session.characteristic(characteristic)
+            let value = try await during("reading \(characteristic) on \(target.target)") { try await session.peripheral.readValue(for: c) }
+            emit(options.json, show(value),
+                 ["uuid": .string(characteristic.description), "handle": .integer(c.valueHandle), "value": .string(value.hexString()),
+                  "length": .int(value.count)])
+        }
     }
 }
 
@@ -167,25 +174,28 @@ struct Read: AsyncParsableCommand {
 struct Write: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Write a characteristic (long values with prepared writes).")
     @OptionGroup var options: HostOptions
-    @Argument var target: String
+    @OptionGroup var target: TargetOptions
     @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
     @Argument(help: "The value in hex.") var hex: String
     @Flag(help: "Write without response (Write Command).") var withoutResponse = false
 
+    func validate() throws {
+        guard let value = [UInt8](hex: hex) else { throw ValidationError("'\(hex)' is not hex") }
+        // Core 5.4, Vol 3, Part F, 3.2.9: an attribute value is at most 512 octets.
+        guard value.count <= 512 else { throw ValidationError("the value is \(value.count) bytes; an attribute value is at most 512") }
+    }
+
     func run() async throws {
         guard let value = [UInt8](hex: hex) else { throw ValidationError("'\(hex)' is not hex") }
-        let (host, world) = try await options.openHost()
-        let session = try await ClientSession.open(target, host: host)
-        let (c, _) = try session.characteristic(characteristic)
-        if withoutResponse {
-            try await session.engine.writeWithoutResponse(session.connection.handle, attribute: c.valueHandle, value: value)
-        } else {
-            try await session.engine.write(session.connection.handle, attribute: c.valueHandle, value: value)
+        try await ClientSession.run(options, target) { session in
+            let c = try session.characteristic(characteristic)
+            try await during("writing \(characteristic) on \(target.target)") {
+                try await session.peripheral.writeValue(value, for: c, type: withoutResponse ? .withoutResponse : .withResponse)
+            }
+            emit(options.json, "wrote \(value.count) byte(s) \(withoutResponse ? "without" : "with") response",
+                 ["uuid": .string(characteristic.description), "handle": .integer(c.valueHandle), "written": .int(value.count),
+                  "with_response": .bool(!withoutResponse)])
         }
-        emit(options.json, "wrote \(value.count) byte(s) \(withoutResponse ? "without" : "with") response",
-             ["uuid": characteristic.description, "written": String(value.count)])
-        await session.close()
-        withExtendedLifetime(world) {}
     }
 }
 
@@ -193,29 +203,37 @@ struct Write: AsyncParsableCommand {
 struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Subscribe to notifications (or indications) and print them.")
     @OptionGroup var options: HostOptions
-    @Argument var target: String
+    @OptionGroup var target: TargetOptions
     @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
     @Option(help: "Stop after this many values.") var count: Int = 5
 
+    func validate() throws {
+        guard count > 0 else { throw ValidationError("--count must be at least 1") }
+    }
+
     func run() async throws {
-        let (host, world) = try await options.openHost()
-        let session = try await ClientSession.open(target, host: host)
-        let (c, descriptors) = try session.characteristic(characteristic)
-        guard let cccd = descriptors.first(where: { $0.uuid == BluetoothUUID(0x2902) }) else {
-            throw ValidationError("\(characteristic) has no Client Characteristic Configuration descriptor")
+        try await ClientSession.run(options, target) { session in
+            let c = try session.characteristic(characteristic)
+            guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
+                throw CommandFailure.notFound("\(characteristic) on \(target.target) neither notifies nor indicates")
+            }
+            let indications = !c.properties.contains(.notify)
+            let values = try await during("subscribing to \(characteristic) on \(target.target)") {
+                try await session.peripheral.notifications(for: c)
+            }
+            var received = 0
+            for await value in values {
+                received += 1
+                emit(options.json, "\(indications ? "indication" : "notification") #\(received): \(show(value))",
+                     ["uuid": .string(characteristic.description), "value": .string(value.hexString()), "index": .int(received)])
+                if received >= count { break }
+            }
+            if received < count {
+                throw CommandFailure.failed("the link to \(target.target) ended after \(received) of \(count) value(s)")
+            }
+            try await during("unsubscribing from \(characteristic) on \(target.target)") {
+                try await session.peripheral.stopNotifications(for: c)
+            }
         }
-        let indications = !c.properties.contains(.notify) && c.properties.contains(.indicate)
-        let values = try await session.engine.subscribe(session.connection.handle, valueHandle: c.valueHandle, cccdHandle: cccd.handle,
-                                                        indications: indications)
-        var received = 0
-        for await value in values {
-            received += 1
-            emit(options.json, "\(indications ? "indication" : "notification") #\(received): \(show(value))",
-                 ["uuid": characteristic.description, "value": value.hexString(), "index": String(received)])
-            if received >= count { break }
-        }
-        try? await session.engine.unsubscribe(session.connection.handle, valueHandle: c.valueHandle, cccdHandle: cccd.handle)
-        await session.close()
-        withExtendedLifetime(world) {}
     }
 }

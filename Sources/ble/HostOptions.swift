@@ -1,10 +1,5 @@
 import ArgumentParser
 import BLE
-import BLEHost
-import BLEProtocols
-import BLETransport
-import BLEVirtualController
-import BLEWire
 import Foundation
 
 /// Options every host command takes.
@@ -15,140 +10,166 @@ struct HostOptions: ParsableArguments {
     @Option(help: "Write a btsnoop (H4) capture of the session to this file.")
     var btsnoop: String?
 
-    @Flag(help: "Print machine-readable JSON lines.")
+    @Flag(help: "Print machine-readable JSON lines (numbers, booleans and lists in JSON's own types).")
     var json = false
 
-    /// Opens the transport, wraps it for capture if asked, and powers a host on. `virtual` joins the process's
-    /// embedded world, where the sample devices advertise (the returned world keeps it alive).
-    func openHost() async throws -> (HCIHost, EmbeddedWorld?) {
-        let spec = try HCITransportSpec(parsing: hci)
-        var transport: any HCITransport
-        var world: EmbeddedWorld?
-        switch spec {
-        case .virtual:
-            let shared = try await EmbeddedWorld.shared()
-            transport = shared.makeTransport()
-            world = shared
-        default:
-            transport = try spec.open()
-        }
-        if let btsnoop { transport = SnoopingTransport(transport, writer: try BTSnoopWriter(path: btsnoop), role: .host) }
-        let host = HCIHost(transport: transport)
-        try await host.powerOn()
-        return (host, world)
+    func validate() throws {
+        _ = try spec()
     }
+
+    /// The controller `--hci` names.
+    func spec() throws -> HCITransportSpec {
+        do {
+            return try HCITransportSpec(parsing: hci)
+        } catch {
+            throw ValidationError("--hci \(hci): \(describeError(error))")
+        }
+    }
+
+    /// Opens the controller as a central (`virtual` joins the process's embedded world, where the sample devices
+    /// advertise), runs `body`, and powers the controller off on the way out, whatever `body` does.
+    func withCentral<T>(_ body: (Central) async throws -> T) async throws -> T {
+        // Its errors say which controller failed and how ("no controller at tcp:127.0.0.1:9100: ...").
+        let central = try await Central.open(try spec(), btsnoop: btsnoop)
+        do {
+            let result = try await body(central)
+            await cleanUp { await central.powerOff() }
+            return result
+        } catch {
+            await cleanUp { await central.powerOff() }
+            throw error
+        }
+    }
+
+    /// Opens the controller as a peripheral manager, runs `body`, and powers the controller off on the way out.
+    func withPeripheralManager<T>(deviceName: String, _ body: (PeripheralManager) async throws -> T) async throws -> T {
+        let manager = try await PeripheralManager(try spec(), deviceName: deviceName, btsnoop: btsnoop)
+        do {
+            let result = try await body(manager)
+            await cleanUp { await manager.powerOff() }
+            return result
+        } catch {
+            await cleanUp { await manager.powerOff() }
+            throw error
+        }
+    }
+}
+
+/// Runs a clean-up step to its end even when the command was cancelled (interrupted): in a task of its own, which
+/// does not inherit the cancellation.
+func cleanUp(_ step: @escaping @Sendable () async -> Void) async {
+    await Task { await step() }.value
+}
+
+/// The device a client command talks to, and how long to look for it.
+struct TargetOptions: ParsableArguments {
+    @Argument(help: "The device's address (AA:BB:CC:DD:EE:FF) or advertised name.")
+    var target: String
+
+    @Option(help: "Seconds to look for the device, and to connect to it.")
+    var timeout: Double = 10
+
+    func validate() throws {
+        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
+    }
+
+    var duration: Duration { .milliseconds(Int((timeout * 1000).rounded())) }
 }
 
 extension SampleDevice: ExpressibleByArgument {}
-
-/// Prints a line, as text or as a JSON object.
-func emit(_ json: Bool, _ text: @autoclosure () -> String, _ fields: [String: String]) {
-    if json {
-        let body = fields.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\"\(escape($0.value))\"" }.joined(separator: ",")
-        writeLine("{\(body)}")
-    } else {
-        writeLine(text())
-    }
-}
-
-/// Writes a line to standard output unbuffered, so a peer process reading it (or a kill) never loses it.
-func writeLine(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
-
-func escape(_ s: String) -> String {
-    var out = ""
-    for c in s.unicodeScalars {
-        switch c {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        default: out.unicodeScalars.append(c)
-        }
-    }
-    return out
-}
-
-
-/// Finds a device by address (`AA:BB:CC:DD:EE:FF`) or advertised name by scanning.
-func findTarget(_ target: String, host: HCIHost, timeout: Duration = .seconds(10)) async throws -> AdvertisementReport {
-    let wanted = BluetoothAddress(target)
-    let reports = try await host.scan(.init(active: true))
-    let found = try await withThrowingTaskGroup(of: AdvertisementReport?.self) { group in
-        group.addTask {
-            for try await report in reports {
-                if report.address.address == wanted || report.data.localName == target { return report }
-            }
-            return nil
-        }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            return nil
-        }
-        let first = try await group.next() ?? nil
-        group.cancelAll()
-        return first
-    }
-    await host.stopScan()
-    guard let found else { throw ValidationError("no device '\(target)' found within \(timeout)") }
-    return found
-}
-
-/// A connected GATT client on a target, with the discovered tree.
-struct ClientSession {
-    let host: HCIHost
-    let engine: GATTEngine
-    let connection: HostConnection
-    var tree: [(GATTService, [(GATTCharacteristic, [GATTDescriptor])])] = []
-
-    static func open(_ target: String, host: HCIHost, discover: Bool = true) async throws -> ClientSession {
-        let report = try await findTarget(target, host: host)
-        let connection = try await host.connect(to: report.address, timeout: .seconds(10))
-        let engine = GATTEngine(host: host)
-        await engine.start()
-        var session = ClientSession(host: host, engine: engine, connection: connection)
-        _ = try await engine.exchangeMTU(connection.handle)
-        if discover {
-            for service in try await engine.discoverPrimaryServices(connection.handle) {
-                var characteristics: [(GATTCharacteristic, [GATTDescriptor])] = []
-                for c in try await engine.discoverCharacteristics(connection.handle, of: service) {
-                    characteristics.append((c, try await engine.discoverDescriptors(connection.handle, of: c)))
-                }
-                session.tree.append((service, characteristics))
-            }
-        }
-        return session
-    }
-
-    func characteristic(_ uuid: BluetoothUUID) throws -> (GATTCharacteristic, [GATTDescriptor]) {
-        for (_, characteristics) in tree { if let match = characteristics.first(where: { $0.0.uuid == uuid }) { return match } }
-        throw ValidationError("no characteristic \(uuid) on the device")
-    }
-
-    func close() async {
-        try? await host.disconnect(connection.handle)
-        try? await Task.sleep(for: .milliseconds(50))
-        await host.powerOff()
-    }
-}
 
 extension BluetoothUUID: ExpressibleByArgument {
     /// Parses a UUID given on the command line (`180F`, a 36-character UUID...).
     public init?(argument: String) { self.init(argument) }
 }
 
-/// Renders properties like `read|write|notify`.
-func describe(_ p: GATTCharacteristicProperties) -> String {
-    let names: [(GATTCharacteristicProperties, String)] = [(.broadcast, "broadcast"), (.read, "read"), (.writeWithoutResponse, "writeWithoutResponse"),
-                                                           (.write, "write"), (.notify, "notify"), (.indicate, "indicate"),
-                                                           (.authenticatedSignedWrites, "signedWrite"), (.extendedProperties, "extended")]
-    return names.filter { p.contains($0.0) }.map(\.1).joined(separator: "|")
+/// Finds a device by address (`AA:BB:CC:DD:EE:FF`) or advertised name by scanning for at most `timeout`.
+func findTarget(_ target: String, central: Central, timeout: Duration) async throws -> DiscoveredPeripheral {
+    let wanted = BluetoothAddress(target)
+    let results = try await during("scanning") { try await central.scan(timeout: timeout) }
+    for try await device in results where device.address.address == wanted || device.name == target {
+        return device   // leaving the loop ends the stream, which stops the scan
+    }
+    throw CommandFailure.notFound("no device '\(target)' found within \(describe(timeout))")
 }
 
-/// Shows a value as text when it is printable, else as hex.
-func show(_ value: [UInt8]) -> String {
-    let text = String(decoding: value, as: UTF8.self)
-    let printable = !value.isEmpty && text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F }
-    let hex = value.count > 32 ? value.prefix(32).hexString() + "… (\(value.count) bytes)" : value.hexString()
-    return printable ? "\"\(text)\" (\(hex))" : hex
+/// `3 s`, `0.5 s`.
+func describe(_ d: Duration) -> String {
+    let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+}
+
+/// A connected GATT client on a target, through the public API (``Central`` and ``RemotePeripheral``), with the
+/// discovered tree.
+struct ClientSession: Sendable {
+    let central: Central
+    let peripheral: RemotePeripheral
+    let target: String
+    var tree: [(service: GATTService, characteristics: [(GATTCharacteristic, [GATTDescriptor])])] = []
+
+    /// Opens the controller, finds and connects to `target` (exchanging MTUs), discovers the whole tree when asked,
+    /// and runs `body`; then disconnects and powers off, whether `body` succeeded or threw.
+    static func run<T>(_ options: HostOptions, _ target: TargetOptions, discover: Bool = true,
+                       _ body: (ClientSession) async throws -> T) async throws -> T {
+        try await options.withCentral { central in
+            let device = try await findTarget(target.target, central: central, timeout: target.duration)
+            let peripheral = try await during("connecting to \(target.target) (\(device.address.address))") {
+                try await central.connect(device, timeout: target.duration)
+            }
+            var session = ClientSession(central: central, peripheral: peripheral, target: target.target)
+            do {
+                if discover { try await session.discover() }
+                let result = try await body(session)
+                await cleanUp { [session] in await session.close() }
+                return result
+            } catch {
+                await cleanUp { [session] in await session.close() }
+                throw error
+            }
+        }
+    }
+
+    /// Discovers every service, characteristic and descriptor.
+    mutating func discover() async throws {
+        let peripheral = peripheral
+        tree = try await during("discovering the services of \(target)") {
+            var tree: [(service: GATTService, characteristics: [(GATTCharacteristic, [GATTDescriptor])])] = []
+            for service in try await peripheral.discoverServices() {
+                var characteristics: [(GATTCharacteristic, [GATTDescriptor])] = []
+                for c in try await peripheral.discoverCharacteristics(for: service) {
+                    characteristics.append((c, try await peripheral.discoverDescriptors(for: c)))
+                }
+                tree.append((service, characteristics))
+            }
+            return tree
+        }
+    }
+
+    /// The discovered characteristic `uuid` (the first, when several services have one).
+    func characteristic(_ uuid: BluetoothUUID) throws -> GATTCharacteristic {
+        for (_, characteristics) in tree {
+            if let match = characteristics.first(where: { $0.0.uuid == uuid }) { return match.0 }
+        }
+        throw CommandFailure.notFound("\(target) has no characteristic \(uuid)")
+    }
+
+    /// Disconnects and waits (up to 2 s) for the controller to confirm; a link that is already down is left alone.
+    func close() async {
+        let updates = await peripheral.stateUpdates()
+        guard case .connected = await peripheral.state else { return }
+        do {
+            try await central.disconnect(peripheral)
+        } catch {
+            return
+        }
+        let confirmed = Task {
+            for await state in updates { if case .disconnected = state { return } }
+        }
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(2))
+            confirmed.cancel()
+        }
+        await confirmed.value
+        deadline.cancel()
+    }
 }

@@ -9,7 +9,8 @@ discovered with what the peripheral itself serves:
     gatt_tree.py LOG
 
 LOG holds either such 'TREE' lines (peers/*.py, interop-central) or the JSON lines of `ble serve --json` / `ble
-explore --json` ("kind": service, characteristic or descriptor; properties as names). Exits 1 when LOG has none.
+explore --json` ("kind": service, characteristic or descriptor; properties as an array of names; handles as numbers).
+Exits 1 when LOG has none.
 """
 import json, sys
 
@@ -32,7 +33,7 @@ def lines(path):
                 if kind == 'service':
                     yield f"TREE service {record['start']}-{record['end']} {record['uuid']}"
                 elif kind == 'characteristic':
-                    names = [n for n in record.get('properties', '').split('|') if n]
+                    names = record.get('properties', [])
                     yield f"TREE characteristic {record['handle']} {sum(PROPERTIES[n] for n in names)} {record['uuid']}"
                 elif kind == 'descriptor':
                     yield f"TREE descriptor {record['handle']} {record['uuid']}"

@@ -291,10 +291,10 @@ scenario_lab_session() {
             grep -q '"event":"write".*"value":"'"$(hexof written-without-response)"'"' "$p" || { echo "ble serve did not log the write command"; ok=0; }
             grep -q '"event":"write".*"value":"'"$value512"'"' "$p" || { echo "ble serve did not log the 512-byte long write"; ok=0; }
             [ "$(grep -c '"event":"write".*"value":"000102030405' "$p")" -eq 0 ] || { echo "ble serve stored the 600-byte write"; ok=0; }
-            grep -q '"event":"burst","sent":"200"' "$p" || { echo "ble serve did not log 200 burst notifications sent"; ok=0; }
-            grep -q '"confirmed":"5".*"event":"indications"' "$p" || { echo "ble serve did not log 5 confirmed indications"; ok=0; }
+            grep -q '"event":"burst","sent":200}' "$p" || { echo "ble serve did not log 200 burst notifications sent"; ok=0; }
+            grep -q '"confirmed":5,.*"event":"indications"' "$p" || { echo "ble serve did not log 5 confirmed indications"; ok=0; }
             grep -q '"event":"disconnecting"' "$p" || { echo "ble serve did not disconnect on the control point"; ok=0; }
-            grep -q '"event":"disconnected".*(0x13)' "$p" || { echo "ble serve did not log the central's disconnection (0x13)"; ok=0; }
+            grep -q '"event":"disconnected".*(0x13)",.*"reason_code":19}' "$p" || { echo "ble serve did not log the central's disconnection (0x13)"; ok=0; }
             [ "$(grep -c '"event":"connected"' "$p")" -ge 3 ] || { echo "ble serve saw fewer than 3 connections"; ok=0; }
         else
             expect "$p" write written-with-response || ok=0
@@ -339,13 +339,13 @@ scenario_ble_central_to_bumble_peripheral() {
     decode_captures
     if [ $ok -eq 1 ]; then
         [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
-        grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
+        grep -q '"mtu":247,' "$c" || { echo "no MTU 247"; ok=0; }
         grep -q '"uuid":"2A29".*"value":"'"$(hexof 'Bumble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
         grep -q '"uuid":"12345678-1234-5678-1234-56789ABCDEF2".*"value":"000102' "$c" || { echo "long value not read"; ok=0; }
         [ "$(grep -o '"uuid":"12345678-1234-5678-1234-56789ABCDEF2"[^}]*' "$c" | grep -o '"value":"[0-9a-f]*"' | wc -c)" -gt 600 ] || { echo "long value shorter than 300 bytes"; ok=0; }
         [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
         expect "$p" write from-swift-ble || ok=0
-        [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
+        [ "$(grep -c '"index":[0-9]*,"uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
     fi
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
@@ -376,13 +376,14 @@ scenario_ble_central_to_ble_peripheral() {
     decode_captures
     if [ $ok -eq 1 ]; then
         [ $rc -eq 0 ] || { echo "ble exited with an error"; ok=0; }
-        grep -q '"mtu":"247"' "$c" || { echo "no MTU 247"; ok=0; }
-        grep -q '"name":"SwiftBLELab".*"services":"180D,180F"' "$logs/$name-scan.log" || { echo "ble scan --service 180D did not list SwiftBLELab"; ok=0; }
-        [ "$(grep -o '"value":"[0-9a-f]*"' "$logs/$name-read.log" | wc -c)" -gt 600 ] || { echo "ble read did not return the 300-byte value"; ok=0; }
+        grep -q '"mtu":247,' "$c" || { echo "no MTU 247"; ok=0; }
+        grep -qE '"connectable":true,.*"name":"SwiftBLELab","rssi":-?[0-9]+,"services":\["180D","180F"\]' "$logs/$name-scan.log" || { echo "ble scan --service 180D did not list SwiftBLELab"; ok=0; }
+        [ "$(grep -o '"value":"[0-9a-f]*"' "$logs/$name-read.log" | wc -c)" -gt 600 ] && grep -q '"length":300,' "$logs/$name-read.log" \
+            || { echo "ble read did not return the 300-byte value"; ok=0; }
         [ "$(grep -c '"kind":"service"' "$c")" -eq 6 ] || { echo "expected 6 services"; ok=0; }
         grep -q '"uuid":"2A29".*"value":"'"$(hexof 'swift-ble Lab Inc.')"'"' "$c" || { echo "manufacturer name not read"; ok=0; }
         grep -q '"event":"write".*"value":"'"$(hexof 'ours-to-ours')"'"' "$p" || { echo "peripheral did not log the write"; ok=0; }
-        [ "$(grep -c '"index":"[0-9]*","uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
+        [ "$(grep -c '"index":[0-9]*,"uuid":"2A37"' "$c")" -eq 2 ] || { echo "expected 2 heart-rate notifications"; ok=0; }
     fi
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
@@ -426,9 +427,9 @@ scenario_two_bumble_centrals_to_ble_peripheral() {
         local tag address handle
         for tag in A B; do
             address=C0:C1:C2:C3:C4:C5; [ $tag = B ] && address=C0:C1:C2:C3:C4:C6
-            handle=$(grep '"event":"connected"' "$p" | grep "\"peer\":\"$address\"" | head -1 | sed -E 's/.*"handle":"([0-9]+)".*/\1/')
+            handle=$(grep '"event":"connected"' "$p" | grep "\"peer\":\"$address\"" | head -1 | sed -E 's/.*"handle":([0-9]+)[,}].*/\1/')
             [ -n "$handle" ] || { echo "central $tag ($address) never connected"; ok=0; continue; }
-            grep -q "\"connection\":\"$handle\",\"event\":\"write\",\"value\":\"$(hexof "written-with-response-$tag")\"" "$p" \
+            grep -q "\"connection\":$handle,\"event\":\"write\",\"value\":\"$(hexof "written-with-response-$tag")\"" "$p" \
                 || { echo "the write of central $tag is not attributed to its link (handle $handle)"; ok=0; }
         done
     fi
@@ -490,6 +491,142 @@ scenario_btsnoop_capture() {
     done
     [ "$(tshark -r "$capture" 2>/dev/null | wc -l)" -gt 50 ] || { echo "capture too short"; ok=0; }
     if [ $ok -eq 1 ]; then pass "$name"; else fail "$name" "see above"; fi
+}
+
+# run_split OUT ERR SECONDS COMMAND...: like run_fg, but standard output to OUT and standard error to ERR (replaced).
+run_split() {
+    local out="$1" err="$2" seconds="$3"; shift 3
+    setsid timeout -k 2 "$seconds" "$@" > "$out" 2> "$err" < /dev/null &
+    local pid=$!
+    pids+=("$pid")
+    wait "$pid"
+    local status=$?
+    forget "$pid"
+    return $status
+}
+
+# The ble tool's errors on the embedded virtual world: a runtime error prints 'error: <message>' on standard error,
+# without the usage text, and exits 2 (not found, timed out), 3 (a protocol error: ATT, GATT, HCI) or 1 (anything
+# else, such as a controller that cannot be reached); a command-line mistake prints the usage text and exits 64. After
+# the ATT error, and when interrupted, the command still disconnects cleanly (its capture shows HCI Disconnect and its
+# completion).
+scenario_cli_errors_and_exit_codes() {
+    name="cli-errors-and-exit-codes"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    local ok=1 port secret=12345678-1234-5678-1234-56789ABCDEF3 long=12345678-1234-5678-1234-56789ABCDEF2
+    read -r port < <(free_ports 1)   # nothing listens there
+    # cli_case LABEL STATUS STDERR-REGEX USAGE ARGS...: `ble ARGS` exits with STATUS and its standard error matches
+    # STDERR-REGEX (extended; empty: nothing on standard error); with USAGE=usage it shows the usage text, with
+    # USAGE=- it must not (and says at most one line).
+    cli_case() {
+        local label="$1" want="$2" regex="$3" usage="$4"; shift 4
+        local out="$logs/$name-$label-stdout.log" err="$logs/$name-$label.log" status=0
+        run_split "$out" "$err" 60 "$ble" "$@" || status=$?
+        [ "$status" -eq "$want" ] || { echo "$label: 'ble $*' exited with $status, expected $want"; ok=0; }
+        if [ -z "$regex" ]; then
+            [ ! -s "$err" ] || { echo "$label: standard error is not empty: $(head -3 "$err")"; ok=0; }
+        else
+            grep -qE -e "$regex" "$err" || { echo "$label: standard error does not match '$regex': $(head -3 "$err")"; ok=0; }
+        fi
+        if [ "$usage" = usage ]; then
+            grep -q '^Usage: ble ' "$err" || { echo "$label: no usage text for a command-line mistake"; ok=0; }
+        else
+            ! grep -qi 'usage' "$err" || { echo "$label: usage text printed for a runtime error"; ok=0; }
+            [ "$(wc -l < "$err")" -le 1 ] || { echo "$label: more than one line on standard error ($(wc -l < "$err"))"; ok=0; }
+        fi
+    }
+    cli_case not-found 2 "^error: no device 'NoSuchDevice' found within 2 s$" - read NoSuchDevice 2A29 --timeout 2
+    cli_case no-characteristic 2 '^error: SwiftBLELab has no characteristic 2A99$' - read SwiftBLELab 2A99
+    cli_case att-error 3 "^error: reading $secret on SwiftBLELab: .*Insufficient Encryption \(0x0f\)" - \
+        read SwiftBLELab "$secret" --btsnoop "$logs/$name-att-error.btsnoop"
+    cli_case att-error-json 3 "^error: reading $secret on SwiftBLELab: " - read SwiftBLELab "$secret" --json
+    cli_case unreachable-controller 1 "^error: no controller at tcp:127.0.0.1:$port: .*refused" - \
+        explore SwiftBLELab --hci "tcp:127.0.0.1:$port"
+    cli_case not-hex 64 "'zz' is not hex" usage write SwiftBLELab 2A29 zz
+    cli_case unknown-option 64 "--bogus" usage read SwiftBLELab 2A29 --bogus
+    cli_case bad-hci 64 "--hci nowhere" usage scan --hci nowhere
+    cli_case help 0 '' - read --help
+    grep -q '^USAGE: ble read ' "$logs/$name-help-stdout.log" || { echo "help: ble read --help printed no usage on standard output"; ok=0; }
+    cli_case success 0 '' - read SwiftBLELab "$long"
+    [ ! -s "$logs/$name-att-error-json-stdout.log" ] || { echo "att-error-json: a result on standard output"; ok=0; }
+    # The long value is printed whole in text output too (it is not printable text, so it is 600 hex digits).
+    grep -qx '000102[0-9a-f]*292a2b' "$logs/$name-success-stdout.log" && [ "$(tr -d '\n' < "$logs/$name-success-stdout.log" | wc -c)" -eq 600 ] \
+        || { echo "ble read did not print the 300-byte value whole: $(head -c 200 "$logs/$name-success-stdout.log")"; ok=0; }
+    # After the ATT error: HCI Disconnect, and the controller's Disconnection Complete, before the tool exits.
+    "$py" "$here/hci_trace.py" "$logs/$name-att-error.btsnoop" --events > "$logs/$name-att-error.hci.txt" 2>&1
+    grep -q '0x0406 DISCONNECT .*Status SUCCESS' "$logs/$name-att-error.hci.txt" \
+        && grep -q 'DISCONNECTION_COMPLETE: status=SUCCESS' "$logs/$name-att-error.hci.txt" \
+        || { echo "ble read did not disconnect cleanly after the ATT error"; ok=0; }
+    # ble explore goes on after a value it cannot read, says why in the characteristic's line, and disconnects.
+    cli_case explore 0 '' - explore SwiftBLELab --json --btsnoop "$logs/$name-explore.btsnoop"
+    grep -qE '^\{"att_error":15,"error":"[^"]*Insufficient Encryption[^"]*","handle":[0-9]+,"kind":"characteristic","properties":\["read"\],"uuid":"'"$secret"'"\}$' \
+        "$logs/$name-explore-stdout.log" || { echo "ble explore did not report the refused read of $secret"; ok=0; }
+    "$py" "$here/hci_trace.py" "$logs/$name-explore.btsnoop" --events > "$logs/$name-explore.hci.txt" 2>&1
+    grep -q 'DISCONNECTION_COMPLETE: status=SUCCESS' "$logs/$name-explore.hci.txt" || { echo "ble explore did not disconnect"; ok=0; }
+    # Interrupted (SIGINT) while subscribed: it still disconnects and powers off, then exits with 130, saying nothing.
+    local out="$logs/$name-interrupted-stdout.log" err="$logs/$name-interrupted.log" status=0 pid
+    setsid "$ble" subscribe SwiftBLELab 2A37 --count 1000 --json --btsnoop "$logs/$name-interrupted.btsnoop" > "$out" 2> "$err" < /dev/null &
+    pid=$!
+    pids+=("$pid")
+    wait_for "$out" '"index":1,' 15 "$pid" || { echo "interrupted: no notification before the interruption"; ok=0; }
+    kill -INT "$pid" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && { echo "interrupted: still running 5 s after SIGINT"; kill -KILL "$pid"; ok=0; }
+    wait "$pid" || status=$?
+    forget "$pid"
+    [ "$status" -eq 130 ] || { echo "interrupted: exited with $status, expected 130"; ok=0; }
+    [ ! -s "$err" ] || { echo "interrupted: said something on standard error: $(head -3 "$err")"; ok=0; }
+    "$py" "$here/hci_trace.py" "$logs/$name-interrupted.btsnoop" --events > "$logs/$name-interrupted.hci.txt" 2>&1
+    grep -q 'DISCONNECTION_COMPLETE: status=SUCCESS' "$logs/$name-interrupted.hci.txt" || { echo "interrupted: ble subscribe did not disconnect"; ok=0; }
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
+# The ble tool's --json output on the embedded virtual world uses JSON's own types: every line is one JSON object,
+# numbers are numbers (rssi, mtu, handles, lengths, indexes), booleans booleans, lists arrays, strings only for text
+# and hex; ble read carries the whole long value.
+scenario_cli_json_types() {
+    name="cli-json-types"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    local ok=1 long=12345678-1234-5678-1234-56789ABCDEF2 f
+    run_fg "$logs/$name-scan.log" 30 "$ble" scan --json --timeout 2 || { echo "ble scan failed"; ok=0; }
+    run_fg "$logs/$name-explore.log" 30 "$ble" explore SwiftBLELab --json || { echo "ble explore failed"; ok=0; }
+    run_fg "$logs/$name-read.log" 30 "$ble" read SwiftBLELab "$long" --json || { echo "ble read failed"; ok=0; }
+    run_fg "$logs/$name-write.log" 30 "$ble" write SwiftBLELab 12345678-1234-5678-1234-56789ABCDEF1 "$(hexof typed)" --json || { echo "ble write failed"; ok=0; }
+    run_fg "$logs/$name-subscribe.log" 30 "$ble" subscribe SwiftBLELab 2A37 --count 2 --json || { echo "ble subscribe failed"; ok=0; }
+    grep -qE '^\{"address":"([0-9A-F]{2}:){5}[0-9A-F]{2}","addressType":"public","connectable":true,"manufacturer":\[\{"companyID":65535,"data":"'"$(hexof lab)"'"\}.*\],"name":"SwiftBLELab","rssi":-[0-9]+,"services":\["180D","180F"\]\}$' \
+        "$logs/$name-scan.log" || { echo "ble scan --json: no typed line for SwiftBLELab"; ok=0; }
+    grep -qE '^\{"event":"connected","mtu":247,"peer":"[0-9A-F:]{17}"\}$' "$logs/$name-explore.log" || { echo "ble explore --json: no MTU 247 as a number"; ok=0; }
+    grep -qE '^\{"handle":[0-9]+,"kind":"characteristic","properties":\["read","notify"\],"uuid":"2A19","value":"[0-9a-f]{2}"\}$' "$logs/$name-explore.log" \
+        || { echo "ble explore --json: the battery level line is not typed"; ok=0; }
+    grep -qE '^\{"end":[0-9]+,"kind":"service","start":[0-9]+,"uuid":"180D"\}$' "$logs/$name-explore.log" || { echo "ble explore --json: service handles are not numbers"; ok=0; }
+    grep -qE '^\{"handle":[0-9]+,"length":300,"uuid":"'"$long"'","value":"000102[0-9a-f]{594}"\}$' "$logs/$name-read.log" \
+        || { echo "ble read --json did not carry the 300-byte value whole"; ok=0; }
+    grep -qE '^\{"handle":[0-9]+,"uuid":"12345678-1234-5678-1234-56789ABCDEF1","with_response":true,"written":5\}$' "$logs/$name-write.log" \
+        || { echo "ble write --json is not typed"; ok=0; }
+    [ "$(grep -cE '^\{"index":[12],"uuid":"2A37","value":"[0-9a-f]+"\}$' "$logs/$name-subscribe.log")" -eq 2 ] || { echo "ble subscribe --json: indexes are not numbers"; ok=0; }
+    # Every line of every command is one JSON object whose numbers, booleans and arrays have JSON's types.
+    for f in "$logs/$name"-*.log; do
+        "$py" - "$f" <<'PY' || { echo "$(basename "$f"): not typed JSON lines"; ok=0; }
+import json, sys
+numbers = {'rssi', 'mtu', 'handle', 'start', 'end', 'length', 'written', 'index', 'att_error', 'companyID'}
+def check(value, key=None):
+    if key in numbers: assert isinstance(value, int) and not isinstance(value, bool), (key, value)
+    if key in ('connectable', 'with_response'): assert isinstance(value, bool), (key, value)
+    if key in ('services', 'properties', 'manufacturer'): assert isinstance(value, list), (key, value)
+    if isinstance(value, dict):
+        for k, v in value.items(): check(v, k)
+    elif isinstance(value, list):
+        for v in value: check(v)
+lines = [l for l in open(sys.argv[1]) if l.strip()]
+assert lines, 'no output'
+for line in lines: check(json.loads(line))
+PY
+    done
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
 # A Bumble scanner decodes the iBeacon our `ble beacon` advertises (its own decoder, peers/beacon_scanner.py): the
@@ -569,6 +706,8 @@ scenario_ble_ranges_bumble_beacons() {
 # ---------------------------------------------------------------------------------------------------------------
 began=$(millis)
 scenario_btsnoop_capture
+scenario_cli_errors_and_exit_codes
+scenario_cli_json_types
 for controllers in $kinds; do
     for lab_central in bumble ble; do
         for lab_peripheral in bumble ble; do scenario_lab_session "$lab_central" "$lab_peripheral"; done

@@ -1,0 +1,55 @@
+import BLE
+import Foundation
+
+/// Writes a line to standard output unbuffered, so a peer process reading it (or a kill) never loses it.
+func writeLine(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// Writes a line to standard error.
+func writeErrorLine(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+/// Prints one result: `text` for people, or with `--json` the `fields` as one JSON object on a line (keys sorted,
+/// JSON's own types: numbers, booleans, arrays; strings only for text and hex).
+func emit(_ json: Bool, _ text: @autoclosure () -> String, _ fields: [String: JSONValue]) {
+    if json {
+        writeLine(JSONValue.object(fields.map { (key: $0.key, value: $0.value) }).encoded(sortingKeys: true))
+    } else {
+        writeLine(text())
+    }
+}
+
+/// Writes one JSON object per line, members in the order given.
+func writeJSONLine(_ fields: [(String, JSONValue)]) {
+    writeLine(JSONValue.object(fields.map { (key: $0.0, value: $0.1) }).encoded())
+}
+
+/// Whether standard output is a terminal (the live table then redraws in place).
+var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) != 0 }
+
+/// Renders properties like `read|write|notify`.
+func describe(_ p: GATTCharacteristicProperties) -> String { propertyNames(p).joined(separator: "|") }
+
+/// The names of a characteristic's properties, in the order of their bits.
+func propertyNames(_ p: GATTCharacteristicProperties) -> [String] {
+    let names: [(GATTCharacteristicProperties, String)] = [(.broadcast, "broadcast"), (.read, "read"), (.writeWithoutResponse, "writeWithoutResponse"),
+                                                           (.write, "write"), (.notify, "notify"), (.indicate, "indicate"),
+                                                           (.authenticatedSignedWrites, "signedWrite"), (.extendedProperties, "extended")]
+    return names.filter { p.contains($0.0) }.map(\.1)
+}
+
+/// Shows a value whole: as text and hex when it is printable text, else as hex.
+func show(_ value: [UInt8]) -> String {
+    let text = String(decoding: value, as: UTF8.self)
+    let printable = !value.isEmpty && text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F }
+    let hex = value.isEmpty ? "(empty)" : value.hexString()
+    return printable ? "\"\(text)\" (\(hex))" : hex
+}
+
+/// A handle as four hex digits.
+func hex4(_ v: UInt16) -> String { [UInt8(v >> 8), UInt8(truncatingIfNeeded: v)].hexString() }
+
+/// A service, characteristic or descriptor UUID with its name when it has one: `2A29 (Manufacturer Name String) `.
+func named(_ uuid: BluetoothUUID) -> String { "\(uuid) \(uuid.name.map { "(\($0)) " } ?? "")" }
