@@ -136,7 +136,7 @@ extension HCIHost {
                 return
             }
             let accepted = request.isValid
-            await sendSignaling(.connectionParameterUpdateResponse(identifier: id, result: accepted ? 0x0000 : 0x0001), handle: handle)
+            await sendSignaling(.connectionParameterUpdateResponse(identifier: id, result: accepted ? .accepted : .rejected), handle: handle)
             if accepted {
                 _ = try? await send(HCILEConnectionUpdate(handle: handle, intervalMin: request.intervalMin,
                                                           intervalMax: request.intervalMax, maxLatency: request.latency,
@@ -148,11 +148,20 @@ extension HCIHost {
         case .leCreditBasedConnectionRequest(let id, _):
             // No SPSM is registered: "SPSM not supported" (0x0002).
             await sendSignaling(.leCreditBasedConnectionResponse(identifier: id, .init(destinationCID: 0, mtu: 0, mps: 0,
-                                                                                      initialCredits: 0, result: 0x0002)),
+                                                                                      initialCredits: 0, result: .spsmNotSupported)),
                                 handle: handle)
+        case .creditBasedConnectionRequest(let id, let request):
+            // No SPSM is registered: every channel refused, "SPSM not supported" (0x0002).
+            await sendSignaling(.creditBasedConnectionResponse(identifier: id, .init(
+                mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported,
+                destinationCIDs: Array(repeating: 0, count: min(request.sourceCIDs.count, 5)))), handle: handle)
+        case .creditBasedReconfigureRequest(let id, _):
+            // No channel is open: the Destination CIDs are invalid.
+            await sendSignaling(.creditBasedReconfigureResponse(identifier: id, result: .invalidDestinationCID), handle: handle)
         case .flowControlCredit(let id, let cid, _):
             await sendSignaling(.commandReject(identifier: id, reason: .invalidCID(local: cid, remote: 0)), handle: handle)
-        case .commandReject, .connectionParameterUpdateResponse, .disconnectionResponse, .leCreditBasedConnectionResponse:
+        case .commandReject, .connectionParameterUpdateResponse, .disconnectionResponse, .leCreditBasedConnectionResponse,
+             .creditBasedConnectionResponse, .creditBasedReconfigureResponse:
             // Responses to requests this host did not send are ignored.
             break
         }
