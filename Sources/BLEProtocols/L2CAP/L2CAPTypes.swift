@@ -102,6 +102,19 @@ public struct L2CAPChannelInfo: Hashable, Sendable {
     public var isEnhanced: Bool
     /// Whether this side asked for the channel.
     public var initiatedLocally: Bool
+
+    /// Creates a value from its fields.
+    public init(localCID: L2CAPChannelID, remoteCID: L2CAPChannelID, spsm: L2CAPSPSM, local: L2CAPChannelParameters,
+                peerMTU: UInt16, peerMPS: UInt16, isEnhanced: Bool, initiatedLocally: Bool) {
+        self.localCID = localCID
+        self.remoteCID = remoteCID
+        self.spsm = spsm
+        self.local = local
+        self.peerMTU = peerMTU
+        self.peerMPS = peerMPS
+        self.isEnhanced = isEnhanced
+        self.initiatedLocally = initiatedLocally
+    }
 }
 
 /// Why a credit based channel closed.
