@@ -181,7 +181,7 @@ extension HCIHost {
             publish(.connectionUpdated(link.connection))
         case .longTermKeyRequest(let e):
             // No pairing yet, so no keys: refuse. Core 5.4, Vol 3, Part H, 2.4.4.
-            _ = try? await send(HCILELongTermKeyRequestNegativeReply(handle: e.handle))
+            await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: e.handle))
         case .readRemoteFeaturesComplete, .dataLengthChange, .unknown:
             break
         }

@@ -31,6 +31,13 @@ extension HCIHost {
         await sendACL(aclFlow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
     }
 
+    /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.
+    /// Waiting there would deadlock: only that path reads the Number Of Completed Packets events that make room.
+    func enqueueL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16) async {
+        guard links[handle] != nil else { return }
+        await sendACL(aclFlow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
+    }
+
     /// Packets a link may have waiting for controller buffers before senders wait.
     public var linkQueueLimit: Int { max(16, 2 * aclFlow.bufferCount) }
 
@@ -138,9 +145,9 @@ extension HCIHost {
             let accepted = request.isValid
             await sendSignaling(.connectionParameterUpdateResponse(identifier: id, result: accepted ? .accepted : .rejected), handle: handle)
             if accepted {
-                _ = try? await send(HCILEConnectionUpdate(handle: handle, intervalMin: request.intervalMin,
-                                                          intervalMax: request.intervalMax, maxLatency: request.latency,
-                                                          supervisionTimeout: request.timeout))
+                await submitDetached(HCILEConnectionUpdate(handle: handle, intervalMin: request.intervalMin,
+                                                           intervalMax: request.intervalMax, maxLatency: request.latency,
+                                                           supervisionTimeout: request.timeout))
             }
         case .disconnectionRequest(let id, let destination, let source):
             // No dynamic channels are open: the CID is invalid. Core 5.4, Vol 3, Part A, 4.6.
@@ -176,7 +183,7 @@ extension HCIHost {
     }
 
     private func sendSignaling(_ pdu: L2CAPSignalingPDU, handle: UInt16) async {
-        try? await sendL2CAP(pdu.encoded, channel: .leSignaling, handle: handle)
+        await enqueueL2CAP(pdu.encoded, channel: .leSignaling, handle: handle)
     }
 
     // MARK: SMP until pairing exists (Core 5.4, Vol 3, Part H, 3.5.5)
@@ -192,6 +199,6 @@ extension HCIHost {
         } catch {
             reason = .invalidParameters
         }
-        try? await sendL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: handle)
+        await enqueueL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: handle)
     }
 }

@@ -35,6 +35,8 @@ public actor HCIHost {
     var commandFlow: HCICommandFlow
     var waiters: [HCICommandFlow.Token: CheckedContinuation<HCICommandFlow.Outcome, Never>] = [:]
     var earlyOutcomes: [HCICommandFlow.Token: HCICommandFlow.Outcome] = [:]
+    /// Commands sent from the packet-reading path, whose outcome nobody awaits (see ``submitDetached(_:)``).
+    var detached: [HCICommandFlow.Token: String] = [:]
     var timers: [HCICommandFlow.Token: Task<Void, Never>] = [:]
     var aclFlow = ACLFlow(bufferSize: 27, bufferCount: 1)
     var aclOutbox = FIFO<HCIACLPacket>()
@@ -198,6 +200,15 @@ public actor HCIHost {
         }
     }
 
+    /// Sends a command without waiting for its outcome: for commands the packet-reading path sends (LE Connection
+    /// Update after a signaling request, LTK Negative Reply...). Only the reader can receive the controller's answer,
+    /// so awaiting it there would stall every link until the command timeout. A failure is logged.
+    func submitDetached<C: HCICommand>(_ command: C) async {
+        let (token, actions) = commandFlow.submit(command)
+        detached[token] = "\(C.self)"
+        await perform(actions)
+    }
+
     /// Waits for a command's outcome (or takes it if it already arrived while its packet was being sent).
     private func outcome(of token: HCICommandFlow.Token) async -> HCICommandFlow.Outcome {
         if let early = earlyOutcomes.removeValue(forKey: token) { return early }
@@ -205,6 +216,14 @@ public actor HCIHost {
     }
 
     private func finish(_ token: HCICommandFlow.Token, _ outcome: HCICommandFlow.Outcome) {
+        if let name = detached.removeValue(forKey: token) {
+            switch outcome {
+            case .complete, .pending, .cancelled: break
+            case .failed(let status): logger.info("\(name) failed: \(status)")
+            case .timedOut: logger.warning("\(name): no answer from the controller")
+            }
+            return
+        }
         if let waiter = waiters.removeValue(forKey: token) {
             waiter.resume(returning: outcome)
         } else {
@@ -341,6 +360,7 @@ public actor HCIHost {
         for case .finish(let token, let outcome) in actions { finish(token, outcome) }
         for timer in timers.values { timer.cancel() }
         timers = [:]
+        detached = [:]
         for (handle, link) in links {
             for continuation in link.channels.values { continuation.finish() }
             publish(.disconnected(handle: handle, reason: .connectionTimeout))

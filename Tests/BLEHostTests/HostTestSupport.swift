@@ -24,9 +24,10 @@ func withTimeout<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendabl
 final class World: Sendable {
     let air = VirtualAir(clock: .realTime, seed: 11)
 
-    func host(at x: Double = 0, aclSize: Int = 27, aclCount: Int = 8) async throws -> (HCIHost, VirtualController) {
+    func host(at x: Double = 0, aclSize: Int = 27, aclCount: Int = 8,
+              configuration: HCIHost.Configuration = HCIHost.Configuration()) async throws -> (HCIHost, VirtualController) {
         let controller = air.addController(.init(position: Position(x: x), aclBufferSize: aclSize, aclBufferCount: aclCount))
-        let host = HCIHost(transport: controller.makeHostTransport())
+        let host = HCIHost(transport: controller.makeHostTransport(), configuration: configuration)
         try await host.powerOn()
         return (host, controller)
     }

@@ -1,4 +1,3 @@
-import BLEProtocols
 import BLEWire
 
 /// A discovered service. Core 5.4, Vol 3, Part G, 4.4.
@@ -11,6 +10,15 @@ public struct GATTService: Sendable, Hashable {
     public var startHandle: UInt16
     /// The last handle of the service.
     public var endHandle: UInt16
+    /// Creates a value from its fields.
+    public init(uuid: BluetoothUUID, isPrimary: Bool, startHandle: UInt16, endHandle: UInt16) {
+        self.uuid = uuid
+        self.isPrimary = isPrimary
+        self.startHandle = startHandle
+        self.endHandle = endHandle
+    }
+    /// The service's handles.
+    public var range: ClosedRange<UInt16> { startHandle...max(startHandle, endHandle) }
 }
 
 /// A discovered characteristic. Core 5.4, Vol 3, Part G, 4.6.
@@ -25,6 +33,20 @@ public struct GATTCharacteristic: Sendable, Hashable {
     public var valueHandle: UInt16
     /// The last handle that belongs to the characteristic (its last descriptor).
     public var endHandle: UInt16
+    /// Creates a value from its fields.
+    public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, declarationHandle: UInt16, valueHandle: UInt16,
+                endHandle: UInt16) {
+        self.uuid = uuid
+        self.properties = properties
+        self.declarationHandle = declarationHandle
+        self.valueHandle = valueHandle
+        self.endHandle = endHandle
+    }
+    /// The handles where its descriptors may be (after the value, up to ``endHandle``); `nil` when there is no room.
+    public var descriptorRange: ClosedRange<UInt16>? {
+        guard valueHandle < endHandle else { return nil }
+        return (valueHandle + 1)...endHandle
+    }
 }
 
 /// A discovered descriptor. Core 5.4, Vol 3, Part G, 4.7.
@@ -33,10 +55,15 @@ public struct GATTDescriptor: Sendable, Hashable {
     public var uuid: BluetoothUUID
     /// The descriptor handle.
     public var handle: UInt16
+    /// Creates a value from its fields.
+    public init(uuid: BluetoothUUID, handle: UInt16) {
+        self.uuid = uuid
+        self.handle = handle
+    }
 }
 
 /// Why a GATT operation failed.
-public struct GATTError: Error, Sendable, CustomStringConvertible {
+public struct GATTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure.
     public enum Kind: Sendable, Hashable {
         /// The server answered with an ATT error.
@@ -49,6 +76,8 @@ public struct GATTError: Error, Sendable, CustomStringConvertible {
         case disconnected
         /// The value does not fit (over 512 bytes).
         case invalidValueLength
+        /// The operation was cancelled (the bearer was closed by this side).
+        case cancelled
     }
     /// The kind of failure.
     public var kind: Kind
@@ -60,12 +89,7 @@ public struct GATTError: Error, Sendable, CustomStringConvertible {
         self.reason = reason
     }
     public var description: String { reason }
-}
-
-/// A server-side event, attributed to the link (central) that caused it.
-public struct GATTServerEvent: Sendable, Hashable {
-    /// The connection handle of the client.
-    public var connection: UInt16
-    /// What happened.
-    public var event: ATTServerEvent
+    /// Errors are equal when their kinds are (the reason is for people).
+    public static func == (lhs: GATTError, rhs: GATTError) -> Bool { lhs.kind == rhs.kind }
+    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
 }

@@ -1,0 +1,10 @@
+import BLEProtocols
+import BLEWire
+
+/// A server-side event, attributed to the link (central) that caused it.
+public struct GATTServerEvent: Sendable, Hashable {
+    /// The connection handle of the client.
+    public var connection: UInt16
+    /// What happened.
+    public var event: ATTServerEvent
+}
