@@ -209,7 +209,9 @@ extension HCIHost {
         let connection = HostConnection(handle: handle, role: role, peer: peer, interval: interval, latency: latency,
                                         supervisionTimeout: timeout)
         links[handle] = Link(connection: connection,
-                             reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength))
+                             reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength),
+                             l2cap: makeL2CAPManager(role: role), serial: nextLinkSerial)
+        nextLinkSerial &+= 1
         if role == .central { completeInitiation(.success(connection)) }
         publish(.connected(connection))
     }

@@ -22,10 +22,21 @@ public actor HCIHost {
     struct Link {
         var connection: HostConnection
         var reassembler: L2CAPReassembler
+        /// L2CAP on this link: fixed channels, signaling, credit based channels.
+        var l2cap: L2CAPChannelManager
+        /// Tells this link from a later one on the same handle (controllers reuse handles at once).
+        let serial: UInt64
         /// Per fixed channel: the consumer, or frames waiting for one.
         var channels: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
         var pending: [L2CAPChannelID: [[UInt8]]] = [:]
-        var signalingIdentifier: UInt8 = 0
+        /// Per open credit based channel (local CID): the stream of incoming SDUs.
+        var sduStreams: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
+        /// Senders waiting for the peer's credits, per channel.
+        var creditWaiters: [L2CAPChannelID: [CheckedContinuation<Void, Never>]] = [:]
+        /// Callers of ``HCIHost/openL2CAPChannel(spsm:on:parameters:)`` waiting for the outcome, per local CID.
+        var openWaiters: [L2CAPChannelID: CheckedContinuation<L2CAPChannel, any Error>] = [:]
+        /// Outcomes that arrived before their caller waited.
+        var openOutcomes: [L2CAPChannelID: Result<L2CAPChannel, any Error>] = [:]
     }
 
     let transport: any HCITransport
@@ -43,6 +54,12 @@ public actor HCIHost {
     var sendWaiters: [CheckedContinuation<Void, Never>] = []
     var aclPumping = false
     var links: [UInt16: Link] = [:]
+    var nextLinkSerial: UInt64 = 1
+    /// SPSMs this host accepts LE credit based connections on, with their parameters and consumers.
+    var l2capListeners: [L2CAPSPSM: L2CAPListener] = [:]
+    var nextListenerID = 0
+    /// The RTX timers the links' L2CAP managers asked for.
+    var l2capTimers: [L2CAPTimerKey: Task<Void, Never>] = [:]
     var subscribers: [Int: AsyncStream<HostEvent>.Continuation] = [:]
     var nextSubscriber = 0
     var scanContinuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation?
@@ -317,6 +334,7 @@ public actor HCIHost {
             await sendACL(released)
             if let link = links.removeValue(forKey: e.handle) {
                 for continuation in link.channels.values { continuation.finish() }
+                closeL2CAP(link)
             }
             publish(.disconnected(handle: e.handle, reason: e.reason))
         case .encryptionChange(let e):
@@ -336,6 +354,7 @@ public actor HCIHost {
     private func recoverFromHardwareError() async {
         for (handle, link) in links {
             for continuation in link.channels.values { continuation.finish() }
+            closeL2CAP(link)
             publish(.disconnected(handle: handle, reason: .hardwareFailure))
         }
         links = [:]
@@ -363,6 +382,7 @@ public actor HCIHost {
         detached = [:]
         for (handle, link) in links {
             for continuation in link.channels.values { continuation.finish() }
+            closeL2CAP(link)
             publish(.disconnected(handle: handle, reason: .connectionTimeout))
         }
         links = [:]
