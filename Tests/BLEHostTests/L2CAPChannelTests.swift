@@ -1,0 +1,103 @@
+import BLEHost
+import BLEProtocols
+import BLETransport
+import BLEVirtualController
+import BLEWire
+import Testing
+
+/// LE credit based channels between two hosts on virtual controllers: real HCI bytes, ACL fragmentation, the
+/// signaling exchange and credits, end to end.
+@Suite(.timeLimit(.minutes(2))) struct L2CAPChannelTests {
+    let spsm = L2CAPSPSM(rawValue: 0x0080)
+
+    /// Bytes that differ with position and seed.
+    static func data(_ count: Int, seed: UInt8) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) ^ seed }
+    }
+
+    /// Sends `data` in SDUs of at most `mtu` bytes.
+    static func sendAll(_ data: [UInt8], on channel: L2CAPChannel, mtu: Int) async throws {
+        var offset = 0
+        while offset < data.count {
+            let end = min(data.count, offset + mtu)
+            try await channel.send(Array(data[offset..<end]))
+            offset = end
+        }
+    }
+
+    /// Collects SDUs until `count` bytes arrived.
+    static func receiveAll(_ channel: L2CAPChannel, count: Int) async -> [UInt8] {
+        var received: [UInt8] = []
+        received.reserveCapacity(count)
+        for await sdu in channel.incoming {
+            received += sdu
+            if received.count >= count { break }
+        }
+        return received
+    }
+
+    @Test func oneMegabyteEachWayByteIdentical() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host(aclSize: 251, aclCount: 8)
+        let (central, _) = try await world.host(at: 1, aclSize: 251, aclCount: 8)
+        let incoming = try await peripheral.listen(spsm: spsm, parameters: .init(mtu: 2048, mps: 247, initialCredits: 8))
+        let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        let centralSide = try await withTimeout {
+            try await central.openL2CAPChannel(spsm: spsm, on: c.handle, parameters: .init(mtu: 1024, mps: 200, initialCredits: 5))
+        }
+        let peripheralSide = try await withTimeout { () -> L2CAPChannel in
+            for await channel in incoming { return channel }
+            throw TimedOut()
+        }
+        #expect(centralSide.info.peerMTU == 2048 && centralSide.info.peerMPS == 247)
+        #expect(peripheralSide.info.peerMTU == 1024 && peripheralSide.info.remoteCID == centralSide.localCID)
+
+        let up = Self.data(1 << 20, seed: 0x5A)
+        let down = Self.data(1 << 20, seed: 0xA5)
+        let result = try await withTimeout(100) {
+            try await withThrowingTaskGroup(of: (String, [UInt8]).self) { group in
+                group.addTask { try await Self.sendAll(up, on: centralSide, mtu: 2048); return ("sent up", []) }
+                group.addTask { try await Self.sendAll(down, on: peripheralSide, mtu: 1024); return ("sent down", []) }
+                group.addTask { ("up", await Self.receiveAll(peripheralSide, count: up.count)) }
+                group.addTask { ("down", await Self.receiveAll(centralSide, count: down.count)) }
+                var out: [String: [UInt8]] = [:]
+                for try await (name, bytes) in group { out[name] = bytes }
+                return out
+            }
+        }
+        #expect(result["up"]?.count == up.count && result["up"] == up)
+        #expect(result["down"]?.count == down.count && result["down"] == down)
+
+        // The central closes: the peripheral's stream finishes, and sending there fails.
+        try await centralSide.close()
+        try await withTimeout { for await _ in peripheralSide.incoming {} }
+        await #expect(throws: HostError.self) { try await peripheralSide.send([1]) }
+    }
+
+    @Test func refusedWhenNobodyListensAndClosedWithTheLink() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host()
+        let (central, _) = try await world.host(at: 1)
+        let (c, p) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        // Nobody listens on the SPSM: refused with 0x0002.
+        do {
+            _ = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
+            Issue.record("the channel opened")
+        } catch let error as HostError {
+            #expect(error.kind == .l2capConnectionFailed(.refused(.spsmNotSupported)))
+        }
+        // The peripheral opens one to the central; the link drops; both streams finish.
+        let incoming = try await central.listen(spsm: spsm)
+        let channel = try await withTimeout { try await peripheral.openL2CAPChannel(spsm: self.spsm, on: p.handle) }
+        let other = try await withTimeout { () -> L2CAPChannel in
+            for await channel in incoming { return channel }
+            throw TimedOut()
+        }
+        try await channel.send(Array("hello".utf8))
+        var iterator = other.incoming.makeAsyncIterator()
+        #expect(await iterator.next() == Array("hello".utf8))
+        try await central.disconnect(c.handle)
+        try await withTimeout { for await _ in channel.incoming {} }
+        #expect(await iterator.next() == nil)
+    }
+}
