@@ -15,7 +15,10 @@ public actor HCIHost {
         public var commandTimeout: Duration = .seconds(5)
         /// Maximum reassembled L2CAP PDU size accepted from a peer.
         public var maximumL2CAPPDULength: Int = 1024
-        /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs.
+        /// How long an L2CAP signaling request (opening or closing a credit based channel, a connection parameter
+        /// update request) waits for its response: the RTX timer, 1–60 s in the specification.
+        public var l2capSignalingTimeout: Duration = .seconds(30)
+        /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs, 30 s L2CAP signaling timeout.
         public init() {}
     }
 

@@ -100,4 +100,32 @@ import Testing
         try await withTimeout { for await _ in channel.incoming {} }
         #expect(await iterator.next() == nil)
     }
+
+    @Test func anUnansweredRequestFailsAfterTheSignalingTimeout() async throws {
+        let world = World()
+        var quick = HCIHost.Configuration()
+        quick.l2capSignalingTimeout = .milliseconds(200)
+        let (peripheral, pc) = try await world.host()
+        let (central, _) = try await world.host(at: 1, configuration: quick)
+        let (c, p) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        // The peripheral's signaling channel is taken over by a consumer that never answers.
+        let silent = try await peripheral.openFixedChannel(.leSignaling, handle: p.handle)
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            _ = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
+            Issue.record("the channel opened")
+        } catch let error as HostError {
+            #expect(error.kind == .l2capConnectionFailed(.timedOut))
+        }
+        #expect(clock.now - start >= .milliseconds(200))
+        // The request did reach the peer: an LE Credit Based Connection Request for SPSM 0x0080.
+        var iterator = silent.makeAsyncIterator()
+        let request = try L2CAPSignalingPDU(bytes: await iterator.next() ?? [])
+        guard case .leCreditBasedConnectionRequest(_, let fields) = request else {
+            Issue.record("unexpected \(request)")
+            return
+        }
+        #expect(fields.spsm == spsm && fields.sourceCID == 0x0040)
+    }
 }
