@@ -154,7 +154,8 @@ extension L2CAPChannelManager {
         }
         guard let cid = freeLocalCIDs(1).first else { return refuse(.noResourcesAvailable) }
         var channel = L2CAPCreditBasedChannel(state: .connecting, localCID: cid, spsm: request.spsm, isEnhanced: false,
-                                              initiatedLocally: false, local: parameters)
+                                              initiatedLocally: false, local: parameters,
+                                              returnsCreditsOnConsumption: configuration.creditReturn == .onConsumption)
         channel.open(remoteCID: request.sourceCID, peerMTU: request.mtu, peerMPS: request.mps,
                      peerInitialCredits: request.initialCredits)
         channels[cid] = channel
@@ -226,7 +227,8 @@ extension L2CAPChannelManager {
                 refusal = .sourceCIDAlreadyAllocated
             } else if let cid = freeLocalCIDs(1).first {
                 var channel = L2CAPCreditBasedChannel(state: .connecting, localCID: cid, spsm: request.spsm,
-                                                      isEnhanced: true, initiatedLocally: false, local: parameters)
+                                                      isEnhanced: true, initiatedLocally: false, local: parameters,
+                                                      returnsCreditsOnConsumption: configuration.creditReturn == .onConsumption)
                 channel.open(remoteCID: source, peerMTU: request.mtu, peerMPS: request.mps,
                              peerInitialCredits: request.initialCredits)
                 channels[cid] = channel

@@ -15,21 +15,37 @@ import BLEWire
 ///   no response arrives within ``Configuration/signalingTimeout`` (the RTX timer).
 /// - Credits: outgoing SDUs are segmented into K-frames and sent while the peer has granted credits; the rest waits
 ///   and goes out as Flow Control Credit indications arrive (``Action/readyToSend(_:)`` says when the queue is empty
-///   again). Incoming credits are returned automatically: whenever the peer's remaining credits fall to half of the
-///   channel's initial grant, the manager tops them up to the initial grant. A consumer that wants a wider window
-///   calls ``grantCredits(_:on:)``.
+///   again). The credits the peer spends come back to it in batches, whenever its remaining credits fall to half of
+///   the channel's initial grant: with ``Configuration/CreditReturn-swift.enum/automatic`` as soon as the K-frames
+///   arrive; with ``Configuration/CreditReturn-swift.enum/onConsumption`` once the consumer reports each delivered
+///   SDU taken with ``consumed(_:on:)``, so that a slow consumer holds the peer back and at most the initial grant's
+///   worth of K-frames (plus the SDU being reassembled) ever waits for it. Credits spent on an SDU still being
+///   reassembled are released whenever the peer runs out, so an SDU longer than the grant always completes. A
+///   channel with no initial credits is managed by the consumer alone, with ``grantCredits(_:on:)``.
 public struct L2CAPChannelManager: Sendable {
     /// Settings of one manager.
     public struct Configuration: Sendable {
+        /// When the credits the peer spent go back to it.
+        public enum CreditReturn: Sendable, Hashable {
+            /// As soon as the K-frames arrive: the peer is limited by the link only.
+            case automatic
+            /// Once the consumer took the SDU they carried (``L2CAPChannelManager/consumed(_:on:)``).
+            case onConsumption
+        }
+
         /// How long one of our signaling requests waits for its response (RTX, 1–60 s in the specification).
         public var signalingTimeout: Duration
         /// How many dynamic channels (local CIDs 0x0040–0x007F) may exist at once, at most 64.
         public var maximumDynamicChannels: Int
+        /// When spent credits go back to the peer.
+        public var creditReturn: CreditReturn
 
-        /// Creates a configuration: 30 s RTX, all 64 dynamic CIDs.
-        public init(signalingTimeout: Duration = .seconds(30), maximumDynamicChannels: Int = 64) {
+        /// Creates a configuration: 30 s RTX, all 64 dynamic CIDs, credits returned automatically.
+        public init(signalingTimeout: Duration = .seconds(30), maximumDynamicChannels: Int = 64,
+                    creditReturn: CreditReturn = .automatic) {
             self.signalingTimeout = signalingTimeout
             self.maximumDynamicChannels = maximumDynamicChannels
+            self.creditReturn = creditReturn
         }
     }
 
@@ -198,7 +214,8 @@ public struct L2CAPChannelManager: Sendable {
             throw L2CAPError(.noFreeChannel, "every dynamic CID is in use")
         }
         channels[cid] = L2CAPCreditBasedChannel(state: .connecting, localCID: cid, spsm: spsm, isEnhanced: false,
-                                                initiatedLocally: true, local: parameters)
+                                                initiatedLocally: true, local: parameters,
+                                                returnsCreditsOnConsumption: configuration.creditReturn == .onConsumption)
         let id = nextIdentifier()
         let request = L2CAPLECreditBasedConnectionRequest(spsm: spsm, sourceCID: cid, mtu: parameters.mtu,
                                                           mps: parameters.mps, initialCredits: parameters.initialCredits)
@@ -222,7 +239,8 @@ public struct L2CAPChannelManager: Sendable {
         guard cids.count == count else { throw L2CAPError(.noFreeChannel, "not enough free dynamic CIDs") }
         for cid in cids {
             channels[cid] = L2CAPCreditBasedChannel(state: .connecting, localCID: cid, spsm: spsm, isEnhanced: true,
-                                                    initiatedLocally: true, local: parameters)
+                                                    initiatedLocally: true, local: parameters,
+                                                    returnsCreditsOnConsumption: configuration.creditReturn == .onConsumption)
         }
         let id = nextIdentifier()
         let request = L2CAPCreditBasedConnectionRequest(spsm: spsm, mtu: parameters.mtu, mps: parameters.mps,
@@ -245,6 +263,17 @@ public struct L2CAPChannelManager: Sendable {
         let frames = channel.takeSendable()
         channels[cid.rawValue] = channel
         return frames.map { .send(L2CAPBasicFrame(channelID: L2CAPChannelID(rawValue: channel.remoteCID), payload: $0)) }
+    }
+
+    /// The consumer took `count` delivered SDUs of a channel: with ``Configuration/CreditReturn-swift.enum/onConsumption``
+    /// the credits they cost go back to the peer (in batches). Does nothing for closed channels or in automatic mode.
+    public mutating func consumed(_ count: Int = 1, on cid: L2CAPChannelID) -> [Action] {
+        guard var channel = channels[cid.rawValue], channel.state == .open else { return [] }
+        channel.consumed(count)
+        let credits = channel.creditsToReturn()
+        channels[cid.rawValue] = channel
+        guard let credits else { return [] }
+        return [signal(.flowControlCredit(identifier: nextIdentifier(), cid: cid.rawValue, credits: credits))]
     }
 
     /// Grants the peer `credits` more K-frames on an open channel (on top of the automatic top-ups), up to a total

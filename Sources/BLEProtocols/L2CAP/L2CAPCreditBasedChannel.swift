@@ -43,9 +43,18 @@ struct L2CAPCreditBasedChannel: Sendable {
     private var outgoing = FIFO<[UInt8]>()
     private var sdu: [UInt8] = []
     private var sduLength: Int?
+    /// Whether the credits of a complete SDU's K-frames come back only once the consumer took the SDU.
+    let returnsCreditsOnConsumption: Bool
+    /// Credits the peer spent that may be returned now.
+    private var returnable = 0
+    /// Per delivered SDU not yet consumed, the credits its K-frames spent (consumption mode).
+    private var held = FIFO<Int>()
+    /// Credits spent on the SDU being reassembled and not yet released.
+    private var currentSDUCredits = 0
 
     init(state: State, localCID: UInt16, spsm: L2CAPSPSM, isEnhanced: Bool, initiatedLocally: Bool,
-         local: L2CAPChannelParameters) {
+         local: L2CAPChannelParameters, returnsCreditsOnConsumption: Bool = false) {
+        self.returnsCreditsOnConsumption = returnsCreditsOnConsumption
         self.state = state
         self.localCID = localCID
         self.spsm = spsm
@@ -133,21 +142,49 @@ struct L2CAPCreditBasedChannel: Sendable {
         }
         guard sdu.count + data.count <= expected else { return .violation(.sduLengthExceeded) }
         sdu.append(contentsOf: data)
-        guard sdu.count == expected else { return .partial }
+        if returnsCreditsOnConsumption {
+            currentSDUCredits += 1
+        } else {
+            returnable += 1
+        }
+        guard sdu.count == expected else {
+            // The peer cannot finish this SDU without credits: release those it spent on it so far.
+            if receiveCredits == 0 {
+                returnable += currentSDUCredits
+                currentSDUCredits = 0
+            }
+            return .partial
+        }
         let complete = sdu
         sdu = []
         sduLength = nil
+        if returnsCreditsOnConsumption {
+            held.append(currentSDUCredits)
+            currentSDUCredits = 0
+        }
         return .sdu(complete)
     }
 
-    /// The credits to return to the peer now, if any: once the peer's remaining credits fall to half of the initial
-    /// grant (or below), they are topped up to the initial grant.
+    /// The consumer took `count` delivered SDUs: their credits may go back (consumption mode).
+    mutating func consumed(_ count: Int) {
+        for _ in 0..<max(0, count) {
+            guard let credits = held.popFirst() else { break }
+            returnable += credits
+        }
+    }
+
+    /// The credits to return to the peer now, if any. Credits go back in batches: once the peer's remaining credits
+    /// fall to half of the initial grant or below, and half the grant can go at once (or nothing else is held back).
+    /// With no initial credits the consumer grants every credit itself.
     mutating func creditsToReturn() -> UInt16? {
         let initial = Int(local.initialCredits)
-        guard initial > 0, receiveCredits <= initial / 2 else { return nil }
-        let grant = initial - receiveCredits
+        guard initial > 0, returnable > 0, receiveCredits <= initial / 2,
+              returnable >= max(1, initial / 2) || held.isEmpty
+        else { return nil }
+        let grant = min(returnable, Int(UInt16.max) - receiveCredits)
         guard grant > 0 else { return nil }
-        receiveCredits = initial
+        returnable -= grant
+        receiveCredits += grant
         return UInt16(truncatingIfNeeded: grant)
     }
 

@@ -253,4 +253,48 @@ import Testing
         #expect(closed.contains(.connectionFailed(connecting, .linkClosed)))
         #expect(link.central.openChannels.isEmpty && link.central.outstandingRequestCount == 0)
     }
+
+    @Test func aSlowConsumerHoldsThePeerBack() throws {
+        var link = L2CAPLinkPair()
+        link.peripheral = L2CAPChannelManager(role: .peripheral, configuration: .init(creditReturn: .onConsumption))
+        let (cid, remote) = try open(&link, central: .init(), peripheral: .init(mtu: 100, mps: 30, initialCredits: 4))
+        link.clearEvents()
+        // Ten one-frame SDUs: the four the credits cover arrive, the rest wait at the sender.
+        for index in 0..<10 { link.run(try link.central.send([UInt8(index)], on: cid), from: .central) }
+        #expect(link.delivered(to: .peripheral, on: remote) == (0..<4).map { [UInt8($0)] })
+        #expect(link.central.queuedFrameCount(on: cid) == 6)
+        #expect(link.peripheralFrames.isEmpty, "no credits while nothing was consumed")
+        // The consumer takes one SDU: its credit is held back until half the window (2) can go at once.
+        link.run(link.peripheral.consumed(on: remote), from: .peripheral)
+        #expect(link.peripheralFrames.isEmpty)
+        // A second one: Flow Control Credit of 2, and two more SDUs arrive.
+        link.run(link.peripheral.consumed(on: remote), from: .peripheral)
+        #expect(link.peripheralFrames.map { $0.payload.hexString(separator: " ") } == ["16 01 04 00 40 00 02 00"])
+        #expect(link.delivered(to: .peripheral, on: remote).count == 6)
+        // Taking everything lets the rest through.
+        for _ in 0..<8 { link.run(link.peripheral.consumed(on: remote), from: .peripheral) }
+        #expect(link.delivered(to: .peripheral, on: remote) == (0..<10).map { [UInt8($0)] })
+        #expect(link.central.queuedFrameCount(on: cid) == 0 && link.centralEvents.contains(.readyToSend(cid)))
+    }
+
+    @Test func anSDULongerThanTheGrantCompletesWithoutConsumption() throws {
+        var link = L2CAPLinkPair()
+        link.peripheral = L2CAPChannelManager(role: .peripheral, configuration: .init(creditReturn: .onConsumption))
+        let (cid, remote) = try open(&link, central: .init(), peripheral: .init(mtu: 300, mps: 30, initialCredits: 2))
+        link.clearEvents()
+        // 250 bytes take 9 K-frames against 2 credits: released as the peer runs dry mid-SDU.
+        let sdu = pattern(250, seed: 3)
+        link.run(try link.central.send(sdu, on: cid), from: .central)
+        #expect(link.delivered(to: .peripheral, on: remote) == [sdu])
+        // Every unconsumed SDU holds at least the credit of its last K-frame: the peer has one credit left, so of
+        // three one-frame SDUs the first arrives and the others wait for the consumer.
+        for index in 0..<3 { link.run(try link.central.send([UInt8(index)], on: cid), from: .central) }
+        #expect(link.delivered(to: .peripheral, on: remote).count == 2)
+        link.run(link.peripheral.consumed(on: remote), from: .peripheral)
+        #expect(link.delivered(to: .peripheral, on: remote).count == 3)
+        link.run(link.peripheral.consumed(2, on: remote), from: .peripheral)
+        #expect(link.delivered(to: .peripheral, on: remote).dropFirst() == [[0], [1], [2]])
+        // In automatic mode, consumed() changes nothing.
+        #expect(link.central.consumed(on: cid).isEmpty)
+    }
 }

@@ -33,10 +33,11 @@ import Testing
         "07 0a 0400 4000 4000",
     ]
 
-    @Test(arguments: [HCIRole.central, HCIRole.peripheral])
-    func randomAndMutatedSignalingAndKFrames(role: HCIRole) throws {
-        var random = Random(state: UInt64(role.rawValue) &+ 2026)
-        var manager = L2CAPChannelManager(role: role)
+    @Test(arguments: [HCIRole.central, HCIRole.peripheral],
+          [L2CAPChannelManager.Configuration.CreditReturn.automatic, .onConsumption])
+    func randomAndMutatedSignalingAndKFrames(role: HCIRole, creditReturn: L2CAPChannelManager.Configuration.CreditReturn) throws {
+        var random = Random(state: UInt64(role.rawValue) &+ (creditReturn == .automatic ? 2026 : 4052))
+        var manager = L2CAPChannelManager(role: role, configuration: .init(creditReturn: creditReturn))
         try manager.listen(spsm: L2CAPSPSM(rawValue: 0x80), parameters: .init(mtu: 100, mps: 30, initialCredits: 3))
         try manager.listen(spsm: .eatt, parameters: .init(mtu: 100, mps: 64, initialCredits: 3))
         var timers: [L2CAPTimerID] = []
@@ -92,7 +93,10 @@ import Testing
             for cid in manager.openChannels {
                 #expect((0...65535).contains(manager.sendCredits(on: cid)))
             }
-            // Now and then, time passes.
+            // Now and then, the consumer takes what arrived, and time passes.
+            if random.below(5) == 0, let cid = manager.openChannels.first {
+                _ = manager.consumed(random.below(3), on: cid)
+            }
             if random.below(50) == 0, !timers.isEmpty {
                 _ = manager.timerFired(timers.remove(at: random.below(timers.count)))
             }
