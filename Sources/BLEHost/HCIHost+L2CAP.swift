@@ -133,7 +133,8 @@ extension HCIHost {
     /// The L2CAP manager of a new link: ATT and SMP registered on behalf of their consumers (whose early frames the
     /// host keeps), and every SPSM this host listens on.
     func makeL2CAPManager(role: HCIRole) -> L2CAPChannelManager {
-        var manager = L2CAPChannelManager(role: role, configuration: .init(signalingTimeout: configuration.l2capSignalingTimeout))
+        var manager = L2CAPChannelManager(role: role, configuration: .init(signalingTimeout: configuration.l2capSignalingTimeout,
+                                                                          creditReturn: .onConsumption))
         try? manager.registerFixedChannel(.att)
         try? manager.registerFixedChannel(.smp)
         for (spsm, listener) in l2capListeners { try? manager.listen(spsm: spsm, parameters: listener.parameters) }

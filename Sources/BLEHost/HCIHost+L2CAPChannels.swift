@@ -10,8 +10,9 @@ public struct L2CAPChannel: Sendable {
     public let info: L2CAPChannelInfo
     /// The link's connection handle.
     public let handle: UInt16
-    /// The SDUs the peer sends, in order.
-    public let incoming: AsyncStream<[UInt8]>
+    /// The SDUs the peer sends, in order. Taking one returns the credits it cost to the peer: a consumer that stops
+    /// reading stops the peer.
+    public let incoming: L2CAPIncomingSDUs
     let serial: UInt64
     let host: HCIHost
 
@@ -26,6 +27,29 @@ public struct L2CAPChannel: Sendable {
 
     /// Closes the channel (Disconnection Request); ``incoming`` finishes.
     public func close() async throws { try await host.closeL2CAPChannel(self) }
+}
+
+/// The SDUs arriving on an ``L2CAPChannel``, in order. Each SDU taken from the sequence returns the credits its
+/// K-frames cost to the peer, so at most the channel's initial credits' worth of SDUs ever waits here.
+public struct L2CAPIncomingSDUs: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
+    let stream: AsyncStream<[UInt8]>
+    let consumed: @Sendable () async -> Void
+
+    public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator(), consumed: consumed) }
+
+    /// Takes SDUs one at a time and reports each one consumed.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncStream<[UInt8]>.Iterator
+        let consumed: @Sendable () async -> Void
+
+        /// The next SDU, or `nil` once the channel closed.
+        public mutating func next() async -> [UInt8]? {
+            guard let sdu = await base.next() else { return nil }
+            await consumed()
+            return sdu
+        }
+    }
 }
 
 /// A consumer of incoming LE credit based connections to one SPSM.
@@ -202,7 +226,10 @@ extension HCIHost {
     private func channelOpened(_ info: L2CAPChannelInfo, handle: UInt16, serial: UInt64) {
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         links[handle]?.sduStreams[info.localCID] = continuation
-        let channel = L2CAPChannel(info: info, handle: handle, incoming: stream, serial: serial, host: self)
+        let incoming = L2CAPIncomingSDUs(stream: stream) { [self] in
+            await self.sduConsumed(handle: handle, serial: serial, cid: info.localCID)
+        }
+        let channel = L2CAPChannel(info: info, handle: handle, incoming: incoming, serial: serial, host: self)
         if info.initiatedLocally {
             resolveOpen(info.localCID, handle: handle, .success(channel))
         } else if let listener = l2capListeners[info.spsm] {
@@ -211,6 +238,14 @@ extension HCIHost {
             // Nobody listens any more: close it again.
             continuation.finish()
         }
+    }
+
+    /// The consumer took an SDU: its credits may go back to the peer.
+    private func sduConsumed(handle: UInt16, serial: UInt64, cid: L2CAPChannelID) async {
+        guard var link = links[handle], link.serial == serial else { return }
+        let actions = link.l2cap.consumed(on: cid)
+        links[handle] = link
+        await performL2CAP(actions, handle: handle)
     }
 
     private func resolveOpen(_ cid: L2CAPChannelID, handle: UInt16, _ outcome: Result<L2CAPChannel, any Error>) {

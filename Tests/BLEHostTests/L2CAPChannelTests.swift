@@ -128,4 +128,39 @@ import Testing
         }
         #expect(fields.spsm == spsm && fields.sourceCID == 0x0040)
     }
+
+    actor Flag {
+        var isSet = false
+        func set() { isSet = true }
+    }
+
+    @Test func aReceiverThatStopsReadingStopsTheSender() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host()
+        let (central, _) = try await world.host(at: 1)
+        // Four credits, and every SDU fits one K-frame.
+        let incoming = try await peripheral.listen(spsm: spsm, parameters: .init(mtu: 100, mps: 100, initialCredits: 4))
+        let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        let sender = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
+        let receiver = try await withTimeout { () -> L2CAPChannel in
+            for await channel in incoming { return channel }
+            throw TimedOut()
+        }
+        for index in 0..<4 { try await withTimeout { try await sender.send([UInt8(index)]) } }
+        // The fifth waits: nobody has read anything, so no credit came back.
+        let sent = Flag()
+        let fifth = Task {
+            try await sender.send([4])
+            await sent.set()
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await sent.isSet == false)
+        // Reading two SDUs returns two credits (half the grant): the fifth goes out and arrives.
+        var iterator = receiver.incoming.makeAsyncIterator()
+        #expect(await iterator.next() == [0])
+        #expect(await iterator.next() == [1])
+        try await withTimeout { try await fifth.value }
+        #expect(await sent.isSet)
+        for expected: UInt8 in 2...4 { #expect(await iterator.next() == [expected]) }
+    }
 }
