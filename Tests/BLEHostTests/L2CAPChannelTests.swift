@@ -163,4 +163,25 @@ import Testing
         #expect(await sent.isSet)
         for expected: UInt8 in 2...4 { #expect(await iterator.next() == [expected]) }
     }
+
+    @Test func aPeerBreakingFlowControlIsDisconnected() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host()
+        let (central, _) = try await world.host(at: 1)
+        let incoming = try await peripheral.listen(spsm: spsm, parameters: .init(mtu: 100, mps: 50, initialCredits: 4))
+        let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        let channel = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
+        let accepted = try await withTimeout { () -> L2CAPChannel in
+            for await channel in incoming { return channel }
+            throw TimedOut()
+        }
+        // Bypassing the central's manager: a K-frame announcing a 101-byte SDU against the peripheral's MTU 100.
+        try await central.sendL2CAP([0x65, 0x00, 0x01, 0x02], channel: channel.info.remoteCID, handle: c.handle)
+        // The peripheral disconnects the channel: both sides' streams finish.
+        try await withTimeout { for await _ in accepted.incoming {} }
+        try await withTimeout { for await _ in channel.incoming {} }
+        await #expect(throws: HostError.self) { try await channel.send([1]) }
+        // The link itself stays up.
+        #expect(await central.connections.map(\.handle) == [c.handle])
+    }
 }
