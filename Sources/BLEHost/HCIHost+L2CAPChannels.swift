@@ -111,8 +111,41 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         links[handle] = link
-        let serial = link.serial
         await performL2CAP(actions, handle: handle)
+        return try await openOutcome(cid, handle: handle, serial: link.serial)
+    }
+
+    /// Opens `count` (1...5) enhanced credit based channels to `spsm` on link `handle` in one
+    /// L2CAP_CREDIT_BASED_CONNECTION_REQ (MTU and MPS at least 64). Returns the channels that opened, in request
+    /// order; throws the first failure when none did.
+    public func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, on handle: UInt16,
+                                  parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> [L2CAPChannel] {
+        try checkReceivable(parameters)
+        guard var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        let cids: [L2CAPChannelID]
+        let actions: [L2CAPChannelManager.Action]
+        do {
+            (cids, actions) = try link.l2cap.connectEnhanced(spsm: spsm, count: count, parameters: parameters)
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
+        }
+        links[handle] = link
+        await performL2CAP(actions, handle: handle)
+        var opened: [L2CAPChannel] = []
+        var firstFailure: (any Error)?
+        for cid in cids {
+            do {
+                opened.append(try await openOutcome(cid, handle: handle, serial: link.serial))
+            } catch {
+                firstFailure = firstFailure ?? error
+            }
+        }
+        if opened.isEmpty, let firstFailure { throw firstFailure }
+        return opened
+    }
+
+    /// The outcome of opening `cid`: taken if it already arrived, awaited otherwise.
+    private func openOutcome(_ cid: L2CAPChannelID, handle: UInt16, serial: UInt64) async throws -> L2CAPChannel {
         if let early = links[handle]?.openOutcomes.removeValue(forKey: cid) { return try early.get() }
         guard links[handle]?.serial == serial else {
             throw HostError(.l2capConnectionFailed(.linkClosed), "the link closed while opening \(cid)")

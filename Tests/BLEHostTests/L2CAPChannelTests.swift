@@ -184,4 +184,40 @@ import Testing
         // The link itself stays up.
         #expect(await central.connections.map(\.handle) == [c.handle])
     }
+
+    @Test func fiveEnhancedChannelsCarryTheirOwnData() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host(aclSize: 251)
+        let (central, _) = try await world.host(at: 1, aclSize: 251)
+        let incoming = try await peripheral.listen(spsm: .eatt, parameters: .init(mtu: 600, mps: 128, initialCredits: 6))
+        let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        let channels = try await withTimeout {
+            try await central.openL2CAPChannels(spsm: .eatt, count: 5, on: c.handle,
+                                                parameters: .init(mtu: 300, mps: 64, initialCredits: 3))
+        }
+        #expect(channels.count == 5 && channels.allSatisfy { $0.info.isEnhanced && $0.info.peerMTU == 600 })
+        let accepted = try await withTimeout { () -> [L2CAPChannel] in
+            var out: [L2CAPChannel] = []
+            for await channel in incoming {
+                out.append(channel)
+                if out.count == 5 { break }
+            }
+            return out
+        }
+        // 20 KB up and down on every channel at once.
+        try await withTimeout(60) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, channel) in channels.enumerated() {
+                    let peer = try #require(accepted.first { $0.info.remoteCID == channel.localCID })
+                    let up = Self.data(20_000, seed: UInt8(index))
+                    let down = Self.data(20_000, seed: UInt8(0x80 + index))
+                    group.addTask { try await Self.sendAll(up, on: channel, mtu: 600) }
+                    group.addTask { try await Self.sendAll(down, on: peer, mtu: 300) }
+                    group.addTask { #expect(await Self.receiveAll(peer, count: up.count) == up) }
+                    group.addTask { #expect(await Self.receiveAll(channel, count: down.count) == down) }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
 }
