@@ -241,8 +241,8 @@ actor PeripheralState {
         let events = await peripheral.central.host.events()
         watcher = Task { [weak self, weak peripheral] in
             for await event in events {
-                guard let self, let peripheral, case .disconnected(let handle, let reason) = event else { continue }
-                guard handle == (await self.handle) else { continue }
+                guard let self, let peripheral, case .disconnected(let lost, let reason) = event else { continue }
+                guard lost.link == (await self.connection).link else { continue }
                 await self.linkLost(reason, peripheral: peripheral, policy: policy)
             }
         }

@@ -5,6 +5,8 @@ import BLEWire
 public struct GATTServerEvent: Sendable, Hashable {
     /// The connection handle of the client.
     public var connection: UInt16
+    /// The client's link.
+    public var link: LinkID
     /// What happened.
     public var event: ATTServerEvent
 }

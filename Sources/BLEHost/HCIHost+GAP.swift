@@ -140,6 +140,12 @@ extension HCIHost {
         _ = try await send(HCIDisconnect(handle: handle, reason: reason))
     }
 
+    /// Disconnects `connection`'s link, if it is still up (never a newer link that got its handle).
+    public func disconnect(_ connection: HostConnection, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
+        guard current(connection.handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        _ = try await send(HCIDisconnect(handle: connection.handle, reason: reason))
+    }
+
     /// Asks the controller to change a link's parameters (central role).
     public func updateConnection(_ handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
                                  supervisionTimeout: UInt16) async throws {
@@ -149,6 +155,12 @@ extension HCIHost {
 
     /// The links up now.
     public var connections: [HostConnection] { links.values.map(\.connection).sorted { $0.handle < $1.handle } }
+
+    /// The link with `handle`, if it is still `link` (not a newer link that got the same handle).
+    func current(_ handle: UInt16, is link: LinkID?) -> Bool {
+        guard let up = links[handle] else { return false }
+        return link == nil || up.connection.link == link
+    }
 
     func handleLE(_ event: HCILEMetaEvent) async {
         switch event {
@@ -206,12 +218,12 @@ extension HCIHost {
             }
             return
         }
-        let connection = HostConnection(handle: handle, role: role, peer: peer, interval: interval, latency: latency,
+        lastLinkID += 1
+        let connection = HostConnection(link: LinkID(rawValue: lastLinkID), handle: handle, role: role, peer: peer, interval: interval, latency: latency,
                                         supervisionTimeout: timeout)
         links[handle] = Link(connection: connection,
                              reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength),
-                             l2cap: makeL2CAPManager(role: role), serial: nextLinkSerial)
-        nextLinkSerial &+= 1
+                             l2cap: makeL2CAPManager(role: role))
         if role == .central { completeInitiation(.success(connection)) }
         publish(.connected(connection))
     }

@@ -12,7 +12,17 @@ extension HCIHost {
     /// the link goes down. Frames that arrived before the channel was opened are delivered first. Opening a channel
     /// the host answers itself (LE signaling, SMP) takes it over: the host stops answering on it.
     public func openFixedChannel(_ channel: L2CAPChannelID, handle: UInt16) throws -> AsyncStream<[UInt8]> {
-        guard var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        try openFixedChannel(channel, handle: handle, link: nil)
+    }
+
+    /// Opens fixed channel `channel` of `connection`'s link; throws when that link is down (even if a newer link got
+    /// its handle).
+    public func openFixedChannel(_ channel: L2CAPChannelID, on connection: HostConnection) throws -> AsyncStream<[UInt8]> {
+        try openFixedChannel(channel, handle: connection.handle, link: connection.link)
+    }
+
+    private func openFixedChannel(_ channel: L2CAPChannelID, handle: UInt16, link id: LinkID?) throws -> AsyncStream<[UInt8]> {
+        guard current(handle, is: id), var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         if channel != .leSignaling {
             do {
                 try link.l2cap.registerFixedChannel(channel)
@@ -33,10 +43,19 @@ extension HCIHost {
     /// Back-pressure: while the link already has ``linkQueueLimit`` packets waiting for controller buffers, the call
     /// waits until Number Of Completed Packets drains them, so a sender can never queue without bound.
     public func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16) async throws {
-        while links[handle] != nil, aclFlow.queuedCount(handle: handle) >= linkQueueLimit {
+        try await sendL2CAP(payload, channel: channel, handle: handle, link: nil)
+    }
+
+    /// Sends one L2CAP payload on a channel of `connection`'s link (never on a newer link that got its handle).
+    public func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, on connection: HostConnection) async throws {
+        try await sendL2CAP(payload, channel: channel, handle: connection.handle, link: connection.link)
+    }
+
+    private func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16, link: LinkID?) async throws {
+        while current(handle, is: link), aclFlow.queuedCount(handle: handle) >= linkQueueLimit {
             await withCheckedContinuation { sendWaiters.append($0) }
         }
-        guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        guard current(handle, is: link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         await sendACL(aclFlow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
     }
 

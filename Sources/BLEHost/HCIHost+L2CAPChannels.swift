@@ -13,7 +13,8 @@ public struct L2CAPChannel: Sendable {
     /// The SDUs the peer sends, in order. Taking one returns the credits it cost to the peer: a consumer that stops
     /// reading stops the peer.
     public let incoming: L2CAPIncomingSDUs
-    let serial: UInt64
+    /// The link's identity (the channel never moves to a newer link that got the same handle).
+    public let link: LinkID
     let host: HCIHost
 
     /// This side's CID.
@@ -61,7 +62,7 @@ struct L2CAPListener: Sendable {
 
 /// An RTX timer of one link's L2CAP manager.
 struct L2CAPTimerKey: Hashable, Sendable {
-    var serial: UInt64
+    var link: LinkID
     var timer: L2CAPTimerID
 }
 
@@ -101,8 +102,21 @@ extension HCIHost {
     /// when the peer refuses, does not answer within the signaling timeout, or the link drops.
     public func openL2CAPChannel(spsm: L2CAPSPSM, on handle: UInt16,
                                  parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> L2CAPChannel {
+        try await openL2CAPChannel(spsm: spsm, handle: handle, link: nil, parameters: parameters)
+    }
+
+    /// Opens an LE credit based channel to `spsm` on `connection`'s link (never on a newer link that got its handle).
+    public func openL2CAPChannel(spsm: L2CAPSPSM, on connection: HostConnection,
+                                 parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> L2CAPChannel {
+        try await openL2CAPChannel(spsm: spsm, handle: connection.handle, link: connection.link, parameters: parameters)
+    }
+
+    private func openL2CAPChannel(spsm: L2CAPSPSM, handle: UInt16, link id: LinkID?,
+                                  parameters: L2CAPChannelParameters) async throws -> L2CAPChannel {
         try checkReceivable(parameters)
-        guard var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        guard current(handle, is: id), var link = links[handle] else {
+            throw HostError(.notConnected, "no connection with handle \(handle)")
+        }
         let cid: L2CAPChannelID
         let actions: [L2CAPChannelManager.Action]
         do {
@@ -112,7 +126,7 @@ extension HCIHost {
         }
         links[handle] = link
         await performL2CAP(actions, handle: handle)
-        return try await openOutcome(cid, handle: handle, serial: link.serial)
+        return try await openOutcome(cid, handle: handle, link: link.connection.link)
     }
 
     /// Opens `count` (1...5) enhanced credit based channels to `spsm` on link `handle` in one
@@ -120,8 +134,22 @@ extension HCIHost {
     /// order; throws the first failure when none did.
     public func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, on handle: UInt16,
                                   parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> [L2CAPChannel] {
+        try await openL2CAPChannels(spsm: spsm, count: count, handle: handle, link: nil, parameters: parameters)
+    }
+
+    /// Opens enhanced credit based channels on `connection`'s link (never on a newer link that got its handle).
+    public func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, on connection: HostConnection,
+                                  parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> [L2CAPChannel] {
+        try await openL2CAPChannels(spsm: spsm, count: count, handle: connection.handle, link: connection.link,
+                                    parameters: parameters)
+    }
+
+    private func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, handle: UInt16, link id: LinkID?,
+                                   parameters: L2CAPChannelParameters) async throws -> [L2CAPChannel] {
         try checkReceivable(parameters)
-        guard var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        guard current(handle, is: id), var link = links[handle] else {
+            throw HostError(.notConnected, "no connection with handle \(handle)")
+        }
         let cids: [L2CAPChannelID]
         let actions: [L2CAPChannelManager.Action]
         do {
@@ -135,7 +163,7 @@ extension HCIHost {
         var firstFailure: (any Error)?
         for cid in cids {
             do {
-                opened.append(try await openOutcome(cid, handle: handle, serial: link.serial))
+                opened.append(try await openOutcome(cid, handle: handle, link: link.connection.link))
             } catch {
                 firstFailure = firstFailure ?? error
             }
@@ -145,9 +173,9 @@ extension HCIHost {
     }
 
     /// The outcome of opening `cid`: taken if it already arrived, awaited otherwise.
-    private func openOutcome(_ cid: L2CAPChannelID, handle: UInt16, serial: UInt64) async throws -> L2CAPChannel {
+    private func openOutcome(_ cid: L2CAPChannelID, handle: UInt16, link: LinkID) async throws -> L2CAPChannel {
         if let early = links[handle]?.openOutcomes.removeValue(forKey: cid) { return try early.get() }
-        guard links[handle]?.serial == serial else {
+        guard links[handle]?.connection.link == link else {
             throw HostError(.l2capConnectionFailed(.linkClosed), "the link closed while opening \(cid)")
         }
         return try await withCheckedThrowingContinuation { links[handle]?.openWaiters[cid] = $0 }
@@ -161,14 +189,14 @@ extension HCIHost {
         }
     }
 
-    private func isCurrent(_ channel: L2CAPChannel) -> Bool { links[channel.handle]?.serial == channel.serial }
+    private func isCurrent(_ channel: L2CAPChannel) -> Bool { links[channel.handle]?.connection.link == channel.link }
 
     func sendSDU(_ sdu: [UInt8], on channel: L2CAPChannel) async throws {
         // The controller queue first, as every sender on the link.
         while isCurrent(channel), aclFlow.queuedCount(handle: channel.handle) >= linkQueueLimit {
             await withCheckedContinuation { sendWaiters.append($0) }
         }
-        guard var link = links[channel.handle], link.serial == channel.serial else {
+        guard var link = links[channel.handle], link.connection.link == channel.link else {
             throw HostError(.l2capChannelClosed, "the link of \(channel.localCID) is down")
         }
         let actions: [L2CAPChannelManager.Action]
@@ -182,7 +210,7 @@ extension HCIHost {
         links[channel.handle] = link
         await performL2CAP(actions, handle: channel.handle)
         // Then the peer's credits: wait until every K-frame of this channel went out.
-        while let link = links[channel.handle], link.serial == channel.serial, link.l2cap.channel(channel.localCID) != nil,
+        while let link = links[channel.handle], link.connection.link == channel.link, link.l2cap.channel(channel.localCID) != nil,
               link.l2cap.queuedFrameCount(on: channel.localCID) > 0 {
             await withCheckedContinuation { links[channel.handle]?.creditWaiters[channel.localCID, default: []].append($0) }
         }
@@ -192,7 +220,7 @@ extension HCIHost {
     }
 
     func closeL2CAPChannel(_ channel: L2CAPChannel) async throws {
-        guard var link = links[channel.handle], link.serial == channel.serial else { return }
+        guard var link = links[channel.handle], link.connection.link == channel.link else { return }
         let actions: [L2CAPChannelManager.Action]
         do {
             actions = try link.l2cap.disconnect(channel.localCID)
@@ -208,7 +236,7 @@ extension HCIHost {
     /// Performs a link's L2CAP actions. Never waits for anything but the transport: frames are queued for the
     /// controller without back-pressure, so the packet-reading path can call this.
     func performL2CAP(_ actions: [L2CAPChannelManager.Action], handle: UInt16) async {
-        guard let serial = links[handle]?.serial else { return }
+        guard let id = links[handle]?.connection.link else { return }
         var packets: [HCIACLPacket] = []
         var updates: [L2CAPConnectionParameterUpdateRequest] = []
         var smp: [[UInt8]] = []
@@ -222,7 +250,7 @@ extension HCIHost {
             case .deliverSDU(let cid, let sdu):
                 links[handle]?.sduStreams[cid]?.yield(sdu)
             case .channelOpened(let info):
-                channelOpened(info, handle: handle, serial: serial)
+                channelOpened(info, handle: handle, link: id)
             case .connectionFailed(let cid, let failure):
                 resolveOpen(cid, handle: handle,
                             .failure(HostError(.l2capConnectionFailed(failure), "\(cid) did not open: \(failure)")))
@@ -235,14 +263,14 @@ extension HCIHost {
             case .connectionParameterUpdateFinished(let outcome):
                 logger.debug("handle \(handle): connection parameter update request: \(outcome)")
             case .startTimer(let timer, let duration):
-                let key = L2CAPTimerKey(serial: serial, timer: timer)
+                let key = L2CAPTimerKey(link: id, timer: timer)
                 l2capTimers[key] = Task { [weak self] in
                     try? await Task.sleep(for: duration)
                     guard !Task.isCancelled else { return }
                     await self?.l2capTimerFired(key, handle: handle)
                 }
             case .cancelTimer(let timer):
-                l2capTimers.removeValue(forKey: L2CAPTimerKey(serial: serial, timer: timer))?.cancel()
+                l2capTimers.removeValue(forKey: L2CAPTimerKey(link: id, timer: timer))?.cancel()
             case .readyToSend(let cid):
                 wakeCreditWaiters(cid, handle: handle)
             }
@@ -256,13 +284,13 @@ extension HCIHost {
         for payload in smp { await answerSMP(payload, handle: handle) }
     }
 
-    private func channelOpened(_ info: L2CAPChannelInfo, handle: UInt16, serial: UInt64) {
+    private func channelOpened(_ info: L2CAPChannelInfo, handle: UInt16, link: LinkID) {
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         links[handle]?.sduStreams[info.localCID] = continuation
         let incoming = L2CAPIncomingSDUs(stream: stream) { [self] in
-            await self.sduConsumed(handle: handle, serial: serial, cid: info.localCID)
+            await self.sduConsumed(handle: handle, link: link, cid: info.localCID)
         }
-        let channel = L2CAPChannel(info: info, handle: handle, incoming: incoming, serial: serial, host: self)
+        let channel = L2CAPChannel(info: info, handle: handle, incoming: incoming, link: link, host: self)
         if info.initiatedLocally {
             resolveOpen(info.localCID, handle: handle, .success(channel))
         } else if let listener = l2capListeners[info.spsm] {
@@ -274,10 +302,10 @@ extension HCIHost {
     }
 
     /// The consumer took an SDU: its credits may go back to the peer.
-    private func sduConsumed(handle: UInt16, serial: UInt64, cid: L2CAPChannelID) async {
-        guard var link = links[handle], link.serial == serial else { return }
-        let actions = link.l2cap.consumed(on: cid)
-        links[handle] = link
+    private func sduConsumed(handle: UInt16, link: LinkID, cid: L2CAPChannelID) async {
+        guard var state = links[handle], state.connection.link == link else { return }
+        let actions = state.l2cap.consumed(on: cid)
+        links[handle] = state
         await performL2CAP(actions, handle: handle)
     }
 
@@ -294,7 +322,7 @@ extension HCIHost {
     }
 
     private func l2capTimerFired(_ key: L2CAPTimerKey, handle: UInt16) async {
-        guard l2capTimers.removeValue(forKey: key) != nil, var link = links[handle], link.serial == key.serial else { return }
+        guard l2capTimers.removeValue(forKey: key) != nil, var link = links[handle], link.connection.link == key.link else { return }
         let actions = link.l2cap.timerFired(key.timer)
         links[handle] = link
         await performL2CAP(actions, handle: handle)
@@ -305,10 +333,10 @@ extension HCIHost {
         var manager = link.l2cap
         for action in manager.linkClosed() {
             if case .cancelTimer(let timer) = action {
-                l2capTimers.removeValue(forKey: L2CAPTimerKey(serial: link.serial, timer: timer))?.cancel()
+                l2capTimers.removeValue(forKey: L2CAPTimerKey(link: link.connection.link, timer: timer))?.cancel()
             }
         }
-        for key in l2capTimers.keys where key.serial == link.serial { l2capTimers.removeValue(forKey: key)?.cancel() }
+        for key in l2capTimers.keys where key.link == link.connection.link { l2capTimers.removeValue(forKey: key)?.cancel() }
         for continuation in link.sduStreams.values { continuation.finish() }
         for waiters in link.creditWaiters.values { for waiter in waiters { waiter.resume() } }
         for (cid, waiter) in link.openWaiters {

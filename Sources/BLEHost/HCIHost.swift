@@ -27,8 +27,6 @@ public actor HCIHost {
         var reassembler: L2CAPReassembler
         /// L2CAP on this link: fixed channels, signaling, credit based channels.
         var l2cap: L2CAPChannelManager
-        /// Tells this link from a later one on the same handle (controllers reuse handles at once).
-        let serial: UInt64
         /// Per fixed channel: the consumer, or frames waiting for one.
         var channels: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
         var pending: [L2CAPChannelID: [[UInt8]]] = [:]
@@ -57,7 +55,8 @@ public actor HCIHost {
     var sendWaiters: [CheckedContinuation<Void, Never>] = []
     var aclPumping = false
     var links: [UInt16: Link] = [:]
-    var nextLinkSerial: UInt64 = 1
+    /// The last link identity given out (identities are never reused).
+    var lastLinkID: UInt64 = 0
     /// SPSMs this host accepts LE credit based connections on, with their parameters and consumers.
     var l2capListeners: [L2CAPSPSM: L2CAPListener] = [:]
     var nextListenerID = 0
@@ -338,8 +337,8 @@ public actor HCIHost {
             if let link = links.removeValue(forKey: e.handle) {
                 for continuation in link.channels.values { continuation.finish() }
                 closeL2CAP(link)
+                publish(.disconnected(link.connection, reason: e.reason))
             }
-            publish(.disconnected(handle: e.handle, reason: e.reason))
         case .encryptionChange(let e):
             publish(.encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0))
         case .hardwareError(let e):
@@ -355,10 +354,10 @@ public actor HCIHost {
     }
 
     private func recoverFromHardwareError() async {
-        for (handle, link) in links {
+        for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
             closeL2CAP(link)
-            publish(.disconnected(handle: handle, reason: .hardwareFailure))
+            publish(.disconnected(link.connection, reason: .hardwareFailure))
         }
         links = [:]
         wakeSenders()
@@ -383,10 +382,10 @@ public actor HCIHost {
         for timer in timers.values { timer.cancel() }
         timers = [:]
         detached = [:]
-        for (handle, link) in links {
+        for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
             closeL2CAP(link)
-            publish(.disconnected(handle: handle, reason: .connectionTimeout))
+            publish(.disconnected(link.connection, reason: .connectionTimeout))
         }
         links = [:]
         wakeSenders()

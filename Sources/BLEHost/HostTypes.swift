@@ -91,9 +91,22 @@ public struct AdvertisementReport: Sendable, Hashable {
     public var isConnectable: Bool { eventType.isConnectable }
 }
 
+/// One link's identity, never reused by a host (unlike connection handles, which controllers give to the next link
+/// at once). Events, waiters and streams that belong to a link key on it.
+public struct LinkID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The sequence number within its host.
+    public let rawValue: UInt64
+    /// Creates an identity.
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static func < (lhs: LinkID, rhs: LinkID) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { "link #\(rawValue)" }
+}
+
 /// An LE link as the host knows it.
 public struct HostConnection: Sendable, Hashable {
-    /// The connection handle.
+    /// The link's identity (never reused).
+    public var link: LinkID
+    /// The connection handle (a controller may give it to another link once this one is down).
     public var handle: UInt16
     /// This side's role on the link.
     public var role: HCIRole
@@ -113,8 +126,8 @@ public enum HostEvent: Sendable, Hashable {
     case stateChanged(AdapterState)
     /// Connected.
     case connected(HostConnection)
-    /// Disconnected.
-    case disconnected(handle: UInt16, reason: HCIStatus)
+    /// Disconnected: the link that went down, and why.
+    case disconnected(HostConnection, reason: HCIStatus)
     /// Connection updated.
     case connectionUpdated(HostConnection)
     /// Encryption changed.

@@ -35,8 +35,8 @@ actor SamplePeripheral {
                 case .connected(let c):
                     log?("connected: \(c.peer.address) handle \(c.handle)", ["event": "connected", "peer": c.peer.address.description, "handle": String(c.handle)])
                     try? await host.startAdvertising(options)
-                case .disconnected(let handle, let reason):
-                    log?("disconnected: handle \(handle), \(reason)", ["event": "disconnected", "handle": String(handle), "reason": "\(reason)"])
+                case .disconnected(let c, let reason):
+                    log?("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": String(c.handle), "reason": "\(reason)"])
                     try? await host.startAdvertising(options)
                 default: break
                 }

@@ -72,7 +72,7 @@ final class CommandStatusWithCompletionTransport: HCITransport {
                 return
             }
             try await central.disconnect(connection.handle)
-            _ = try await next(events) { if case .disconnected(connection.handle, _) = $0 { true } else { nil } }
+            _ = try await next(events) { if case .disconnected(let c, _) = $0, c.link == connection.link { true } else { nil } }
         }
     }
 }

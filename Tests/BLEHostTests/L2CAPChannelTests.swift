@@ -192,10 +192,10 @@ import Testing
         let incoming = try await peripheral.listen(spsm: .eatt, parameters: .init(mtu: 600, mps: 128, initialCredits: 6))
         let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
         let channels = try await withTimeout {
-            try await central.openL2CAPChannels(spsm: .eatt, count: 5, on: c.handle,
+            try await central.openL2CAPChannels(spsm: .eatt, count: 5, on: c,
                                                 parameters: .init(mtu: 300, mps: 64, initialCredits: 3))
         }
-        #expect(channels.count == 5 && channels.allSatisfy { $0.info.isEnhanced && $0.info.peerMTU == 600 })
+        #expect(channels.count == 5 && channels.allSatisfy { $0.info.isEnhanced && $0.info.peerMTU == 600 && $0.link == c.link })
         let accepted = try await withTimeout { () -> [L2CAPChannel] in
             var out: [L2CAPChannel] = []
             for await channel in incoming {

@@ -59,6 +59,16 @@ public enum ATTServer {
         public var response: [UInt8]?
         /// What the PDU changed.
         public var events: [ATTServerEvent]
+        /// When the PDU touches attributes the application answers: what to ask it. The response comes from
+        /// ``ATTServer/complete(_:with:connection:database:)`` once it answered.
+        public var pending: Pending?
+
+        /// Creates an output.
+        public init(response: [UInt8]?, events: [ATTServerEvent], pending: Pending? = nil) {
+            self.response = response
+            self.events = events
+            self.pending = pending
+        }
     }
 
     /// Handles one PDU from the client.
@@ -87,24 +97,28 @@ public enum ATTServer {
         case .findByTypeValueRequest(let r):
             response = findByTypeValue(r, connection, database)
         case .readByTypeRequest(let r):
-            response = readByType(r, connection, database)
+            return readByType(r, connection, database)
         case .readRequest(let r):
+            if let pending = applicationRead(r.handle, offset: 0, opcode: .readRequest, connection, database) { return pending }
             response = read(r.handle, offset: 0, blob: false, opcode: .readRequest, connection, database)
         case .readBlobRequest(let r):
+            if let pending = applicationRead(r.handle, offset: Int(r.offset), opcode: .readBlobRequest, connection, database) { return pending }
             response = read(r.handle, offset: Int(r.offset), blob: true, opcode: .readBlobRequest, connection, database)
         case .readMultipleRequest(let r):
-            response = readMultiple(r.handles, variable: false, connection, database)
+            return readMultiple(r.handles, variable: false, connection, database)
         case .readMultipleVariableRequest(let r):
-            response = readMultiple(r.handles, variable: true, connection, database)
+            return readMultiple(r.handles, variable: true, connection, database)
         case .readByGroupTypeRequest(let r):
             response = readByGroupType(r, connection, database)
         case .writeRequest(let r):
+            if let pending = applicationWrite(r.handle, r.value, withResponse: true, connection, database) { return pending }
             if let failure = write(r.handle, r.value, withResponse: true, &connection, &database, &events) {
                 response = .errorResponse(.init(requestOpcode: .writeRequest, handle: r.handle, error: failure))
             } else {
                 response = .writeResponse(.init())
             }
         case .writeCommand(let r):
+            if let pending = applicationWrite(r.handle, r.value, withResponse: false, connection, database) { return pending }
             _ = write(r.handle, r.value, withResponse: false, &connection, &database, &events)
             response = nil
         case .signedWriteCommand:
@@ -113,7 +127,7 @@ public enum ATTServer {
         case .prepareWriteRequest(let r):
             response = prepareWrite(r, &connection, database)
         case .executeWriteRequest(let r):
-            response = executeWrite(r, &connection, &database, &events)
+            return executeWrite(r, &connection, &database)
         case .handleValueConfirmation:
             events.append(.indicationConfirmed)
             response = nil
@@ -190,22 +204,33 @@ public enum ATTServer {
             : .findByTypeValueResponse(.init(handles: found))
     }
 
-    static func readByType(_ r: ATTReadByTypeRequest, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
-        guard r.range.isValid else { return fail(.readByTypeRequest, r.range.start, .invalidHandle) }
+    static func readByType(_ r: ATTReadByTypeRequest, _ c: ATTServerConnection, _ db: GATTDatabase) -> Output {
+        guard r.range.isValid else { return output(fail(.readByTypeRequest, r.range.start, .invalidHandle)) }
         var entries: [ATTReadByTypeResponse.Entry] = []
-        let limit = min(c.mtu - 4, 253)
+        let limit = readByTypeValueLimit(c)
         for a in db.attributes(in: r.range.start...r.range.end) where a.type == r.type {
             if let failure = accessError(a, write: false, c) {
                 // The first matching attribute decides: an error if nothing was collected yet, else stop there.
-                return entries.isEmpty ? fail(.readByTypeRequest, a.handle, failure) : .readByTypeResponse(.init(entries: entries))
+                return output(entries.isEmpty ? fail(.readByTypeRequest, a.handle, failure) : .readByTypeResponse(.init(entries: entries)))
+            }
+            if a.source == .application {
+                // Values the application answers go one to a response: ask for the first, stop before a later one.
+                guard entries.isEmpty else { break }
+                return Output(response: nil, events: [], pending: Pending(requests: [.read(handle: a.handle, offset: 0)], needsResponse: true,
+                                                                          finish: .readByType(handle: a.handle)))
             }
             let v = Array(value(of: a, c).prefix(limit))
             if let first = entries.first, first.value.count != v.count { break }
             if 2 + (entries.count + 1) * (2 + v.count) > c.mtu { break }
             entries.append(.init(handle: a.handle, value: v))
         }
-        return entries.isEmpty ? fail(.readByTypeRequest, r.range.start, .attributeNotFound) : .readByTypeResponse(.init(entries: entries))
+        return output(entries.isEmpty ? fail(.readByTypeRequest, r.range.start, .attributeNotFound) : .readByTypeResponse(.init(entries: entries)))
     }
+
+    /// The longest value one Read By Type Response entry carries.
+    static func readByTypeValueLimit(_ c: ATTServerConnection) -> Int { min(c.mtu - 4, 253) }
+
+    static func output(_ pdu: ATTPDU?) -> Output { Output(response: pdu?.encoded, events: []) }
 
     static func read(_ handle: UInt16, offset: Int, blob: Bool, opcode: ATTOpcode, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
         guard handle != 0, let a = db.attribute(handle) else { return fail(opcode, handle, .invalidHandle) }
@@ -216,14 +241,28 @@ public enum ATTServer {
         return blob ? .readBlobResponse(.init(value: slice)) : .readResponse(.init(value: slice))
     }
 
-    static func readMultiple(_ handles: [UInt16], variable: Bool, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+    static func readMultiple(_ handles: [UInt16], variable: Bool, _ c: ATTServerConnection, _ db: GATTDatabase) -> Output {
         let opcode: ATTOpcode = variable ? .readMultipleVariableRequest : .readMultipleRequest
-        var values: [[UInt8]] = []
+        var values: [UInt16: [UInt8]] = [:]
+        var asked: [ATTApplicationRequest] = []
         for handle in handles {
-            guard handle != 0, let a = db.attribute(handle) else { return fail(opcode, handle, .invalidHandle) }
-            if let failure = accessError(a, write: false, c) { return fail(opcode, handle, failure) }
-            values.append(value(of: a, c))
+            guard handle != 0, let a = db.attribute(handle) else { return output(fail(opcode, handle, .invalidHandle)) }
+            if let failure = accessError(a, write: false, c) { return output(fail(opcode, handle, failure)) }
+            if a.source == .application {
+                if !asked.contains(.read(handle: handle, offset: 0)) { asked.append(.read(handle: handle, offset: 0)) }
+            } else {
+                values[handle] = value(of: a, c)
+            }
         }
+        guard asked.isEmpty else {
+            return Output(response: nil, events: [], pending: Pending(requests: asked, needsResponse: true,
+                                                                      finish: .readMultiple(handles: handles, values: values, variable: variable)))
+        }
+        return output(composeMultiple(handles.map { values[$0] ?? [] }, variable: variable, c))
+    }
+
+    /// A Read Multiple (Variable) Response of `values`, cut to the MTU.
+    static func composeMultiple(_ values: [[UInt8]], variable: Bool, _ c: ATTServerConnection) -> ATTPDU {
         let room = c.mtu - 1
         if variable {
             var entries: [ATTReadMultipleVariableResponse.Entry] = []
@@ -258,29 +297,21 @@ public enum ATTServer {
     static func write(_ handle: UInt16, _ value: [UInt8], withResponse: Bool, _ c: inout ATTServerConnection,
                       _ db: inout GATTDatabase, _ events: inout [ATTServerEvent]) -> ATTErrorCode? {
         guard handle != 0, let a = db.attribute(handle) else { return .invalidHandle }
-        if let failure = accessError(a, write: true, c) { return failure }
-        guard value.count <= ATT.maximumAttributeValueLength else { return .invalidAttributeValueLength }
-        switch a.role {
-        case .clientConfiguration(let valueHandle, let properties):
-            guard value.count == 2 else { return .invalidAttributeValueLength }
-            let bits = UInt16(value[0]) | UInt16(value[1]) << 8
-            if bits & 0x0001 != 0 && !properties.contains(.notify) || bits & 0x0002 != 0 && !properties.contains(.indicate)
-                || bits & ~0x0003 != 0 {
-                return .cccdImproperlyConfigured
-            }
-            c.clientConfigurations[valueHandle] = bits
-            events.append(.subscriptionChanged(valueHandle: valueHandle, notify: bits & 1 != 0, indicate: bits & 2 != 0))
-        case .characteristicValue(let properties):
-            let allowed = withResponse ? properties.contains(.write) : properties.contains(.writeWithoutResponse)
-            guard allowed else { return .writeNotPermitted }
+        guard case .clientConfiguration(let valueHandle, let properties) = a.role else {
+            if let failure = writeError(a, value, withResponse: withResponse, c) { return failure }
             db.setValue(value, for: handle)
             events.append(.wrote(handle: handle, value: value, withResponse: withResponse))
-        case .descriptor:
-            db.setValue(value, for: handle)
-            events.append(.wrote(handle: handle, value: value, withResponse: withResponse))
-        case .serviceDeclaration, .include, .characteristicDeclaration:
-            return .writeNotPermitted
+            return nil
         }
+        if let failure = accessError(a, write: true, c) { return failure }
+        guard value.count == 2 else { return .invalidAttributeValueLength }
+        let bits = UInt16(value[0]) | UInt16(value[1]) << 8
+        if bits & 0x0001 != 0 && !properties.contains(.notify) || bits & 0x0002 != 0 && !properties.contains(.indicate)
+            || bits & ~0x0003 != 0 {
+            return .cccdImproperlyConfigured
+        }
+        c.clientConfigurations[valueHandle] = bits
+        events.append(.subscriptionChanged(valueHandle: valueHandle, notify: bits & 1 != 0, indicate: bits & 2 != 0))
         return nil
     }
 
@@ -292,35 +323,43 @@ public enum ATTServer {
         return .prepareWriteResponse(.init(handle: r.handle, offset: r.offset, value: r.value))
     }
 
-    /// Executes (atomically: all values are checked before any is written) or cancels the prepared writes.
-    static func executeWrite(_ r: ATTExecuteWriteRequest, _ c: inout ATTServerConnection, _ db: inout GATTDatabase,
-                             _ events: inout [ATTServerEvent]) -> ATTPDU {
+    /// Executes (atomically: all values are checked before any is written) or cancels the prepared writes. Parts for
+    /// attributes the application answers go to it as one set; the stored ones are written only if it accepts.
+    static func executeWrite(_ r: ATTExecuteWriteRequest, _ c: inout ATTServerConnection, _ db: inout GATTDatabase) -> Output {
         let queue = c.prepareQueue
         c.prepareQueue = []
-        guard r.commit else { return .executeWriteResponse(.init()) }
+        guard r.commit else { return output(.executeWriteResponse(.init())) }
         var pending: [UInt16: [UInt8]] = [:]
         var order: [UInt16] = []
+        var applicationParts: [ATTPrepareWriteRequest] = []
         for p in queue {
+            if db.attribute(p.handle)?.source == .application {
+                applicationParts.append(p)
+                continue
+            }
             var v = pending[p.handle] ?? db.attribute(p.handle)?.value ?? []
             if pending[p.handle] == nil { order.append(p.handle) }
             let offset = Int(p.offset)
-            guard offset <= v.count else { return fail(.executeWriteRequest, p.handle, .invalidOffset) }
+            guard offset <= v.count else { return output(fail(.executeWriteRequest, p.handle, .invalidOffset)) }
             v.replaceSubrange(offset..<min(v.count, offset + p.value.count), with: p.value)
-            guard v.count <= ATT.maximumAttributeValueLength else { return fail(.executeWriteRequest, p.handle, .invalidAttributeValueLength) }
+            guard v.count <= ATT.maximumAttributeValueLength else { return output(fail(.executeWriteRequest, p.handle, .invalidAttributeValueLength)) }
             pending[p.handle] = v
         }
-        // Every value is valid: now write them all (CCCD rules are checked per value).
+        // Every stored value is valid: check them all against a scratch copy (CCCD rules are checked per value).
         var scratch = db
         var scratchConnection = c
-        var newEvents: [ATTServerEvent] = []
+        var events: [ATTServerEvent] = []
         for handle in order {
-            if let failure = write(handle, pending[handle] ?? [], withResponse: true, &scratchConnection, &scratch, &newEvents) {
-                return fail(.executeWriteRequest, handle, failure)
+            if let failure = write(handle, pending[handle] ?? [], withResponse: true, &scratchConnection, &scratch, &events) {
+                return output(fail(.executeWriteRequest, handle, failure))
             }
+        }
+        if let first = applicationParts.first {
+            return Output(response: nil, events: [], pending: Pending(requests: [.preparedWrites(applicationParts)], needsResponse: true,
+                                                                      finish: .execute(order: order, values: pending, firstHandle: first.handle)))
         }
         db = scratch
         c = scratchConnection
-        events += newEvents
-        return .executeWriteResponse(.init())
+        return Output(response: ATTPDU.executeWriteResponse(.init()).encoded, events: events)
     }
 }

@@ -40,6 +40,16 @@ public struct GATTPermissions: OptionSet, Hashable, Sendable {
     public static let writeAuthenticationRequired = GATTPermissions(rawValue: 0x20)
 }
 
+/// Where an attribute's value comes from.
+public enum GATTValueSource: Sendable, Hashable {
+    /// The database holds the value: reads are answered from it and permitted writes change it.
+    case stored
+    /// The application answers every read and write of the value itself, when it wants and with any ATT error
+    /// (application errors 0x80–0x9F included): see ``ATTServer/Pending``. Like a CoreBluetooth characteristic
+    /// published with a `nil` value.
+    case application
+}
+
 /// A descriptor to publish.
 public struct GATTDescriptorDefinition: Sendable, Hashable {
     /// The descriptor type.
@@ -48,11 +58,14 @@ public struct GATTDescriptorDefinition: Sendable, Hashable {
     public var value: [UInt8]
     /// Who may read or write it.
     public var permissions: GATTPermissions
+    /// Who answers reads and writes of it.
+    public var source: GATTValueSource
     /// Creates a descriptor definition.
-    public init(uuid: BluetoothUUID, value: [UInt8], permissions: GATTPermissions = .readable) {
+    public init(uuid: BluetoothUUID, value: [UInt8], permissions: GATTPermissions = .readable, source: GATTValueSource = .stored) {
         self.uuid = uuid
         self.value = value
         self.permissions = permissions
+        self.source = source
     }
 }
 
@@ -74,11 +87,14 @@ public struct GATTCharacteristicDefinition: Sendable, Hashable {
     /// Characteristic Extended Properties (bit 0 reliable write, bit 1 writable auxiliaries): when set, a 0x2900
     /// descriptor is published and the declaration's Extended Properties bit is set. Core 5.4, Vol 3, Part G, 3.3.3.1.
     public var extendedProperties: UInt16?
+    /// Who answers reads and writes of the value: the database (``value`` is the initial value) or the application.
+    public var source: GATTValueSource
     /// Creates a characteristic definition.
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions = [.readable],
                 value: [UInt8] = [], descriptors: [GATTDescriptorDefinition] = [], userDescription: String? = nil,
-                extendedProperties: UInt16? = nil) {
+                extendedProperties: UInt16? = nil, source: GATTValueSource = .stored) {
         self.uuid = uuid
+        self.source = source
         self.properties = extendedProperties == nil ? properties : properties.union(.extendedProperties)
         self.permissions = permissions
         self.value = value
@@ -138,6 +154,8 @@ public struct GATTAttribute: Sendable, Hashable {
     public var permissions: GATTPermissions
     /// What it is in GATT terms.
     public var role: Role
+    /// Who answers reads and writes of it.
+    public var source: GATTValueSource = .stored
 }
 
 /// A GATT server's attribute database, with handles assigned in order from 0x0001 and the mandatory GAP and GATT
@@ -192,7 +210,7 @@ public struct GATTDatabase: Sendable {
                                           value: [c.properties.rawValue, UInt8(truncatingIfNeeded: valueHandle), UInt8(valueHandle >> 8)] + c.uuid.attWireBytes,
                                           permissions: .readable, role: .characteristicDeclaration))
                 list.append(GATTAttribute(handle: valueHandle, type: c.uuid, value: c.value, permissions: c.permissions,
-                                          role: .characteristicValue(properties: c.properties)))
+                                          role: .characteristicValue(properties: c.properties), source: c.source))
                 h = valueHandle &+ 1
                 if c.properties.contains(.notify) || c.properties.contains(.indicate) {
                     list.append(GATTAttribute(handle: h, type: 0x2902, value: [0, 0], permissions: [.readable, .writeable],
@@ -204,7 +222,8 @@ public struct GATTDatabase: Sendable {
                     h &+= 1
                 }
                 for d in c.descriptors {
-                    list.append(GATTAttribute(handle: h, type: d.uuid, value: d.value, permissions: d.permissions, role: .descriptor))
+                    list.append(GATTAttribute(handle: h, type: d.uuid, value: d.value, permissions: d.permissions, role: .descriptor,
+                                              source: d.source))
                     h &+= 1
                 }
             }

@@ -115,7 +115,7 @@ _ = Task {
     for await event in eventLog {
         switch event {
         case .connected(let c): log("host: connected, handle \(c.handle), peer \(c.peer.address)")
-        case .disconnected(let handle, let reason): log("host: disconnected, handle \(handle), \(reason)")
+        case .disconnected(let c, let reason): log("host: disconnected, handle \(c.handle), \(reason)")
         default: break
         }
     }
@@ -280,11 +280,11 @@ result("notifications", 3)
 await step("unsubscribe from 2A37") { try await peripheral.stopNotifications(for: characteristic(0x2A37)) }
 
 // 10. Disconnect from this side.
-let firstHandle = await peripheral.connection.handle
+let firstLink = await peripheral.connection.link
 await step("disconnect") { try await central.disconnect(peripheral) }
 let reason: HCIStatus = await step("disconnection complete", 5) {
     while true {
-        if case .disconnected(let handle, let reason) = await next(&hostIterator, "host events"), handle == firstHandle { return reason }
+        if case .disconnected(let c, let reason) = await next(&hostIterator, "host events"), c.link == firstLink { return reason }
     }
 }
 result("disconnect_reason", hex(reason.rawValue))

@@ -1,0 +1,165 @@
+import BLEProtocols
+import BLEWire
+
+/// A read or write of an attribute the application answers (``GATTValueSource/application``), attributed to the
+/// central that sent it. Answer it with ``GATTEngine/respond(to:with:)``, now or later: the ATT response goes out
+/// then. A peer waits at most its transaction timeout (30 s) before it gives up on the link.
+public struct GATTServerRequest: Sendable, Hashable, Identifiable {
+    /// Identifies the request within its engine.
+    public let id: UInt64
+    /// The central's link.
+    public let connection: HostConnection
+    /// What is asked.
+    public let request: ATTApplicationRequest
+    /// Whether the central waits for the answer (false for a write without response: the answer is not sent).
+    public let needsResponse: Bool
+}
+
+/// GATT server operations: serving the peers' requests, application answers, notifications and indications.
+extension GATTEngine {
+    /// Serves one PDU the bearer handed up (a request, answered through the bearer, or a command).
+    func serve(_ bytes: [UInt8], on link: LinkID) async {
+        guard var state = links[link] else { return }
+        let output = ATTServer.handle(bytes, connection: &state.server, database: &database)
+        links[link]?.server = state.server
+        for event in output.events { publishServerEvent(event, on: link) }
+        let isRequest = !ATTOpcode(rawValue: bytes.first ?? 0).isCommand
+        if let pending = output.pending {
+            await ask(pending, connection: state.connection, isRequest: isRequest)
+            return
+        }
+        if isRequest, let actions = links[link]?.bearer.respond(output.response) { await perform(actions, on: link) }
+    }
+
+    /// Hands a pending request to the application, one ``GATTServerRequest`` per attribute asked about.
+    private func ask(_ pending: ATTServer.Pending, connection: HostConnection, isRequest: Bool) async {
+        let ids = pending.requests.map { _ in
+            nextApplicationRequest += 1
+            return nextApplicationRequest
+        }
+        let waiting = ApplicationPending(pending: pending, requestIDs: ids, isRequest: isRequest)
+        guard let consumer = applicationConsumer else {
+            // Nobody answers for the application: the peer gets Unlikely Error at once rather than a timeout.
+            await finish(waiting, on: connection.link, with: ids.map { _ in .error(.unlikelyError) })
+            return
+        }
+        if isRequest {
+            links[connection.link]?.application = waiting
+        } else if let first = ids.first {
+            commands[first] = (connection.link, waiting)
+        }
+        for (id, request) in zip(ids, pending.requests) {
+            consumer.yield(GATTServerRequest(id: id, connection: connection, request: request, needsResponse: pending.needsResponse))
+        }
+    }
+
+    /// The application's requests (reads and writes of its attributes). One consumer at a time: a new call finishes
+    /// the previous stream. Without a consumer such requests are refused with Unlikely Error.
+    public func applicationRequests() -> AsyncStream<GATTServerRequest> {
+        applicationConsumer?.finish()
+        let (stream, continuation) = AsyncStream.makeStream(of: GATTServerRequest.self)
+        applicationConsumer = continuation
+        return stream
+    }
+
+    /// Answers an application request. Answers to requests whose link went down, or answered already, are ignored.
+    public func respond(to request: GATTServerRequest, with answer: ATTApplicationAnswer) async {
+        let link = request.connection.link
+        if var waiting = links[link]?.application, waiting.requestIDs.contains(request.id) {
+            guard waiting.answers[request.id] == nil else { return }
+            waiting.answers[request.id] = answer
+            links[link]?.application = waiting.isAnswered ? nil : waiting
+            if waiting.isAnswered { await finish(waiting, on: link, with: waiting.orderedAnswers) }
+        } else if let command = commands.removeValue(forKey: request.id), command.link == link {
+            await finish(command.pending, on: link, with: [answer])
+        }
+    }
+
+    private func finish(_ waiting: ApplicationPending, on link: LinkID, with answers: [ATTApplicationAnswer]) async {
+        guard var state = links[link] else { return }
+        let output = ATTServer.complete(waiting.pending, with: answers, connection: &state.server, database: &database)
+        links[link]?.server = state.server
+        for event in output.events { publishServerEvent(event, on: link) }
+        if waiting.isRequest, let actions = links[link]?.bearer.respond(output.response) { await perform(actions, on: link) }
+    }
+
+    /// Replaces the served database (for example after services were added). Connected clients keep their MTU and
+    /// their Service Changed subscription; other subscriptions are cleared (handles may have moved), and every client
+    /// that asked for Service Changed indications is told the whole handle range changed. Core 5.4, Vol 3, Part G, 7.1.
+    public func replaceDatabase(_ database: GATTDatabase) async {
+        let serviceChanged = database.valueHandle(of: 0x2A05)
+        self.database = database
+        for link in links.keys {
+            guard let old = links[link]?.server else { continue }
+            var fresh = ATTServerConnection()
+            fresh.serverMTU = preferredMTU
+            fresh.negotiated(mtu: old.mtu)
+            fresh.isEncrypted = old.isEncrypted
+            fresh.isAuthenticated = old.isAuthenticated
+            if let sc = serviceChanged, let bits = old.clientConfigurations[sc] { fresh.setClientConfiguration(bits, for: sc) }
+            links[link]?.server = fresh
+        }
+        if let sc = serviceChanged {
+            _ = try? await updateValue([0x01, 0x00, 0xFF, 0xFF], for: sc)
+        }
+    }
+
+    /// Changes a value in the local database and notifies (or indicates, when that is what a client subscribed to)
+    /// every subscribed client, or only those on `links` (like `updateValue(_:for:onSubscribedCentrals:)`). Returns the
+    /// connection handles that were sent the value. Indications wait for each client's confirmation, and one
+    /// indication at a time goes to a client (concurrent calls queue). A link that goes down or times out meanwhile is
+    /// left out of the result; the call throws only when no link could be sent the value and one of them failed.
+    /// A value longer than a subscriber's ATT_MTU − 3 is refused (``GATTError/Kind/invalidValueLength``) rather than
+    /// cut.
+    @discardableResult
+    public func updateValue(_ value: [UInt8], for valueHandle: UInt16, onLinks only: Set<UInt16>? = nil) async throws -> [UInt16] {
+        let targets = links.values.filter { only?.contains($0.connection.handle) ?? true }.sorted { $0.connection.handle < $1.connection.handle }
+        let subscribed = targets.filter { $0.server.isSubscribed(valueHandle) || $0.server.isSubscribed(valueHandle, indications: true) }
+        if let small = subscribed.first(where: { value.count > ATT.maximumNotificationValueLength(mtu: $0.server.mtu) }) {
+            throw GATTError(.invalidValueLength, "\(value.count) bytes do not fit a notification at ATT_MTU \(small.server.mtu) (at most \(ATT.maximumNotificationValueLength(mtu: small.server.mtu)))")
+        }
+        database.setValue(value, for: valueHandle)
+        var sent: [UInt16] = []
+        var failure: (any Error)?
+        for target in subscribed {
+            let link = target.connection.link
+            do {
+                if target.server.isSubscribed(valueHandle) {
+                    try await sendUnanswered(.handleValueNotification(.init(handle: valueHandle, value: value)), on: link)
+                } else {
+                    try await indicate(value, valueHandle: valueHandle, on: link)
+                }
+                sent.append(target.connection.handle)
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        if sent.isEmpty, let failure { throw failure }
+        return sent
+    }
+
+    /// Sends one indication on a link once the previous one is confirmed, and waits for its confirmation (the
+    /// bearer queues them and closes the link when one is not confirmed in time).
+    private func indicate(_ value: [UInt8], valueHandle: UInt16, on link: LinkID) async throws {
+        guard let (id, actions) = links[link]?.bearer.indicate(handle: valueHandle, value: value) else {
+            throw GATTError(.disconnected, "the link went down")
+        }
+        let key = IndicationKey(link: link, id: id)
+        await perform(actions, on: link)
+        if let result = earlyConfirmations.removeValue(forKey: key) { return try result.get() }
+        try await withCheckedThrowingContinuation { confirmationWaiters[key] = $0 }
+    }
+
+    /// Whether every link has room to send now (the ready signal behind
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)`).
+    public func isReadyToUpdateSubscribers() async -> Bool {
+        for state in links.values where !(await host.isReadyToSend(state.connection.handle)) { return false }
+        return true
+    }
+
+    /// Whether a client on `handle` subscribed to `valueHandle`.
+    public func isSubscribed(_ handle: UInt16, valueHandle: UInt16) -> Bool {
+        guard let link = linkOfHandle[handle], let s = links[link]?.server else { return false }
+        return s.isSubscribed(valueHandle) || s.isSubscribed(valueHandle, indications: true)
+    }
+}
