@@ -16,8 +16,8 @@ import BLEWire
 /// - Credits: outgoing SDUs are segmented into K-frames and sent while the peer has granted credits; the rest waits
 ///   and goes out as Flow Control Credit indications arrive (``Action/readyToSend(_:)`` says when the queue is empty
 ///   again). The credits the peer spends come back to it in batches, whenever its remaining credits fall to half of
-///   the channel's initial grant: with ``Configuration/CreditReturn-swift.enum/automatic`` as soon as the K-frames
-///   arrive; with ``Configuration/CreditReturn-swift.enum/onConsumption`` once the consumer reports each delivered
+///   the channel's initial grant: with ``Configuration/CreditReturn/automatic`` as soon as the K-frames
+///   arrive; with ``Configuration/CreditReturn/onConsumption`` once the consumer reports each delivered
 ///   SDU taken with ``consumed(_:on:)``, so that a slow consumer holds the peer back and at most the initial grant's
 ///   worth of K-frames (plus the SDU being reassembled) ever waits for it. Credits spent on an SDU still being
 ///   reassembled are released whenever the peer runs out, so an SDU longer than the grant always completes. A
@@ -265,7 +265,7 @@ public struct L2CAPChannelManager: Sendable {
         return frames.map { .send(L2CAPBasicFrame(channelID: L2CAPChannelID(rawValue: channel.remoteCID), payload: $0)) }
     }
 
-    /// The consumer took `count` delivered SDUs of a channel: with ``Configuration/CreditReturn-swift.enum/onConsumption``
+    /// The consumer took `count` delivered SDUs of a channel: with ``Configuration/CreditReturn/onConsumption``
     /// the credits they cost go back to the peer (in batches). Does nothing for closed channels or in automatic mode.
     public mutating func consumed(_ count: Int = 1, on cid: L2CAPChannelID) -> [Action] {
         guard var channel = channels[cid.rawValue], channel.state == .open else { return [] }
