@@ -4,10 +4,11 @@ import BLEWire
 import Logging
 
 /// The host side of one controller: brings it up, sends typed commands under HCI flow control, routes events and
-/// ACL data, and runs L2CAP (fixed channels ATT, LE signaling, SMP) per connection.
+/// ACL data, and runs L2CAP per connection (fixed channels ATT and SMP, LE signaling, LE credit based channels).
 ///
 /// One actor per controller. A single reader task consumes the transport; every state machine it drives
-/// (``HCICommandFlow``, ``ACLFlow``, ``L2CAPReassembler``) is sans-I/O and lives in this actor.
+/// (``HCICommandFlow``, ``ACLFlow``, ``L2CAPReassembler``, one ``L2CAPChannelManager`` per link) is sans-I/O and
+/// lives in this actor.
 public actor HCIHost {
     /// Bring-up and timing settings.
     public struct Configuration: Sendable {
