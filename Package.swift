@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "BLETransport", targets: ["BLETransport"]),
         .library(name: "BLEHost", targets: ["BLEHost"]),
         .library(name: "BLE", targets: ["BLE"]),
+        .library(name: "BLEBeacons", targets: ["BLEBeacons"]),
         .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
@@ -45,12 +46,14 @@ let package = Package(
         // The public async API: Central, RemotePeripheral, PeripheralManager.
         .target(
             name: "BLE",
-            dependencies: ["BLEWire", "BLEProtocols", "BLETransport", "BLEHost"],
+            dependencies: ["BLEWire", "BLEProtocols", "BLETransport", "BLEHost", "BLEVirtualController"],
             swiftSettings: strict),
+        // Beacons: iBeacon, AltBeacon and Eddystone frames, advertising them, ranging and region monitoring.
+        .target(name: "BLEBeacons", dependencies: ["BLEWire", "BLE"], swiftSettings: strict),
         .executableTarget(
             name: "ble",
             dependencies: [
-                "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE",
+                "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE", "BLEBeacons",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -75,6 +78,10 @@ let package = Package(
             // BLEHost and BLEProtocols are listed although BLE re-exports them, so that incremental builds recompile
             // these tests when those modules change.
             dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "BLEBeaconsTests",
+            dependencies: ["BLEBeacons", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEHostTests",

@@ -38,19 +38,28 @@ public final class Central: Sendable {
         try await host.powerOn()
     }
 
-    /// Opens the controller named by a `--hci` style specification (for `virtual`, use ``init(transport:)`` with a
-    /// virtual controller's host transport). Like `CBCentralManager`, it never fails: when the controller cannot be
-    /// opened or brought up, ``state`` says so (`unauthorized` for a permission error, `unsupported` otherwise).
+    /// Opens the controller named by a `--hci` style specification (`virtual` joins the process's
+    /// ``EmbeddedWorld``). Like `CBCentralManager`, it never fails: when the controller cannot be opened or brought
+    /// up, ``state`` says so (`unauthorized` for a permission error, `unsupported` otherwise) and
+    /// ``unavailableReason`` says why. ``open(_:)`` throws instead.
     public init(_ spec: HCITransportSpec) async {
         do {
-            host = HCIHost(transport: try spec.open())
-            try? await host.powerOn()
+            host = try await HCIHost.open(spec)
         } catch let error as TransportError {
             host = HCIHost(unavailable: error)
         } catch {
             host = HCIHost(unavailable: TransportError(.openFailed, "\(error)"))
         }
     }
+
+    /// Opens the controller named by a `--hci` style specification and powers it on, or throws an error saying what
+    /// failed (for example "no controller at tcp:127.0.0.1:9100: connection refused").
+    public static func open(_ spec: HCITransportSpec) async throws -> Central {
+        Central(host: try await HCIHost.open(spec))
+    }
+
+    /// Why the controller could not be opened, for a central whose ``state`` is `unsupported` or `unauthorized`.
+    public var unavailableReason: String? { get async { await host.unavailableReason.map(\.reason) } }
 
     /// The adapter state now.
     public var state: AdapterState { get async { await host.state } }
@@ -75,10 +84,18 @@ public final class Central: Sendable {
     ///   - allowDuplicates: report every advertisement; otherwise a peripheral is reported once, and again only when
     ///     its merged data changes (as when its scan response arrives).
     ///   - active: send scan requests (needed for scan responses).
-    public func scan(services: [BluetoothUUID] = [], allowDuplicates: Bool = false,
-                     active: Bool = true) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
+    ///   - timeout: how long to scan; the stream then finishes and the scan stops (`nil`: until the stream is
+    ///     cancelled or ``stopScan()`` is called).
+    public func scan(services: [BluetoothUUID] = [], allowDuplicates: Bool = false, active: Bool = true,
+                     timeout: Duration? = nil) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
         let reports = try await host.scan(.init(active: active, filterDuplicates: false))
         return AsyncThrowingStream { continuation in
+            let deadline = timeout.map { timeout in
+                Task {
+                    try await Task.sleep(for: timeout)
+                    continuation.finish()
+                }
+            }
             let task = Task {
                 var advertisements: [BluetoothAddress: AdvertisingData] = [:]
                 var responses: [BluetoothAddress: AdvertisingData] = [:]
@@ -106,27 +123,35 @@ public final class Central: Sendable {
             }
             // Cancelling the consumer ends the host's report stream, whose own termination stops the controller's scan
             // only if no newer scan has replaced it (stopping here could stop the next scan).
-            continuation.onTermination = { _ in task.cancel() }
+            continuation.onTermination = { _ in
+                task.cancel()
+                deadline?.cancel()
+            }
         }
     }
 
     /// Stops any scan.
     public func stopScan() async { await host.stopScan() }
 
+    /// Whether a scan is running.
+    public var isScanning: Bool { get async { await host.isScanning } }
+
     /// Connects to a peripheral. Throws ``HostError`` (`connectionTimedOut`, `connectionFailed`) when it cannot.
-    /// With a `reconnect` policy, a lost link is reconnected automatically and subscriptions are restored.
+    /// With a `reconnect` policy, a lost link is reconnected automatically and subscriptions are restored. Like iOS,
+    /// the central exchanges MTUs right after connecting unless `exchangeMTU` is false.
     public func connect(_ peripheral: DiscoveredPeripheral, timeout: Duration = .seconds(10),
-                        reconnect: ReconnectPolicy? = nil) async throws -> RemotePeripheral {
-        try await connect(peripheral.address, name: peripheral.name, timeout: timeout, reconnect: reconnect)
+                        reconnect: ReconnectPolicy? = nil, exchangeMTU: Bool = true) async throws -> RemotePeripheral {
+        try await connect(peripheral.address, name: peripheral.name, timeout: timeout, reconnect: reconnect, exchangeMTU: exchangeMTU)
     }
 
     /// Connects to an address.
     public func connect(_ address: LEAddress, name: String? = nil, timeout: Duration = .seconds(10),
-                        reconnect: ReconnectPolicy? = nil) async throws -> RemotePeripheral {
+                        reconnect: ReconnectPolicy? = nil, exchangeMTU: Bool = true) async throws -> RemotePeripheral {
         let connection = try await host.connect(to: address, timeout: timeout)
         let engine = await engine()
         let peripheral = RemotePeripheral(central: self, engine: engine, connection: connection, name: name)
-        if let reconnect { await peripheral.state.startWatching(peripheral, policy: reconnect) }
+        await peripheral.link.startWatching(peripheral, policy: reconnect)
+        if exchangeMTU { _ = try? await engine.exchangeMTU(connection.handle) }
         return peripheral
     }
 
@@ -134,27 +159,18 @@ public final class Central: Sendable {
     public func disconnect(_ peripheral: RemotePeripheral) async throws {
         // Told before the command goes out: the link-loss watcher must not take this disconnection for a loss, whatever
         // reason the controller reports (Bumble's reports 0x13 to the initiator, not 0x16).
-        await peripheral.state.disconnectRequested()
-        try await host.disconnect(await peripheral.connection.handle)
+        await peripheral.link.disconnectRequested()
+        do {
+            try await host.disconnect(await peripheral.connection)
+        } catch {
+            await peripheral.link.disconnectFailed()
+            throw error
+        }
     }
 
     /// Connection events (connected, disconnected with a reason, parameters updated).
     public func connectionEvents() async -> AsyncStream<HostEvent> { await host.events() }
 
-    private let engineStore = EngineStore()
-
-    /// The GATT engine shared by this central's links.
-    func engine() async -> GATTEngine { await engineStore.engine(for: host) }
-}
-
-/// Creates the GATT engine once.
-actor EngineStore {
-    private var engine: GATTEngine?
-    func engine(for host: HCIHost) async -> GATTEngine {
-        if let engine { return engine }
-        let created = GATTEngine(host: host)
-        engine = created
-        await created.start()
-        return created
-    }
+    /// The GATT engine of this central's links (shared with a peripheral manager on the same host).
+    func engine() async -> GATTEngine { await host.gattEngine() }
 }

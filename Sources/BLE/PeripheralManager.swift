@@ -8,11 +8,21 @@ public struct PeripheralRequest: Sendable, Hashable {
         case write(characteristic: BluetoothUUID?, handle: UInt16, value: [UInt8], withResponse: Bool)
         /// A central subscribed to (or unsubscribed from) a characteristic.
         case subscription(characteristic: BluetoothUUID?, notify: Bool, indicate: Bool)
+        /// A central exchanged MTUs: the link's ATT_MTU is now this.
+        case mtuChanged(Int)
     }
     /// The link of the central that sent it.
     public var central: HostConnection
     /// What the central did.
     public var kind: Kind
+}
+
+/// A central connecting to or leaving a peripheral manager.
+public enum CentralEvent: Sendable, Hashable {
+    /// A central connected.
+    case connected(HostConnection)
+    /// A central's link went down (its subscriptions ended with it), and why.
+    case disconnected(HostConnection, reason: HCIStatus)
 }
 
 /// The peripheral role: publish services, advertise, answer centrals, push values. Like CoreBluetooth's
@@ -23,19 +33,79 @@ public final class PeripheralManager: Sendable {
     let engine: GATTEngine
     let store: ServiceStore
 
-    /// Creates a peripheral manager over a transport and powers the controller on.
-    public init(transport: any HCITransport, deviceName: String = "swift-ble") async throws {
-        host = HCIHost(transport: transport)
-        try await host.powerOn()
-        store = ServiceStore(deviceName: deviceName)
-        engine = GATTEngine(host: host, database: await store.database())
-        await engine.start()
+    /// Creates a peripheral manager on a host that is already powered on. A ``Central`` may use the same host: both
+    /// roles then share the controller and the links' ATT bearers.
+    public init(host: HCIHost, deviceName: String = "swift-ble") async {
+        self.host = host
+        store = ServiceStore()
+        engine = await host.gattEngine()
+        await engine.setDeviceName(deviceName)
     }
 
-    /// Publishes a service (the database is rebuilt; add services before centrals connect).
-    public func add(_ service: GATTServiceDefinition) async {
-        await store.add(service)
-        await engine.replaceDatabase(await store.database())
+    /// Creates a peripheral manager over a transport and powers the controller on.
+    public convenience init(transport: any HCITransport, deviceName: String = "swift-ble") async throws {
+        let host = HCIHost(transport: transport)
+        try await host.powerOn()
+        await self.init(host: host, deviceName: deviceName)
+    }
+
+    /// Opens the controller named by a `--hci` style specification (`virtual` joins the embedded simulated world) and
+    /// powers it on. Throws ``TransportError`` or ``HostError`` saying what failed (for example
+    /// "no controller at tcp:127.0.0.1:9100: connection refused").
+    public convenience init(_ spec: HCITransportSpec, deviceName: String = "swift-ble") async throws {
+        let host = try await HCIHost.open(spec)
+        await self.init(host: host, deviceName: deviceName)
+    }
+
+    /// Publishes a service after the ones already published (their handles do not move) and returns the handles it
+    /// takes. Connected centrals that subscribed to Service Changed are told about that range.
+    @discardableResult
+    public func add(_ service: GATTServiceDefinition) async throws -> ClosedRange<UInt16> {
+        try await engine.addService(service)
+    }
+
+    /// Removes a published service (the first of type `uuid`); the other services keep their handles, and centrals
+    /// that subscribed to Service Changed are told about the range it took.
+    public func remove(_ uuid: BluetoothUUID) async throws {
+        guard let service = await engine.database.services.first(where: { $0.uuid == uuid }) else {
+            throw GATTError(.att(.attributeNotFound, handle: 0), "no service \(uuid) is published")
+        }
+        try await engine.removeService(at: service.start)
+    }
+
+    /// Reads and writes of characteristics published with `source: .application`, each attributed to the central that
+    /// sent it, for the application to answer (see ``AttributeRequest``). One consumer at a time: a new call ends the
+    /// previous stream. While nobody consumes them, such requests are refused with Unlikely Error.
+    public func attributeRequests() async -> AsyncStream<AttributeRequest> {
+        let requests = await engine.applicationRequests()
+        let engine = engine
+        return AsyncStream { continuation in
+            let task = Task {
+                for await request in requests {
+                    continuation.yield(AttributeRequest(engine: engine, request: request, database: await engine.database))
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Centrals connecting and leaving.
+    public func centralEvents() async -> AsyncStream<CentralEvent> {
+        let events = await host.events()
+        return AsyncStream { continuation in
+            let task = Task {
+                for await event in events {
+                    switch event {
+                    case .connected(let c) where c.role == .peripheral: continuation.yield(.connected(c))
+                    case .disconnected(let c, let reason) where c.role == .peripheral: continuation.yield(.disconnected(c, reason: reason))
+                    default: break
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
 
     /// Starts advertising a name, service UUIDs and manufacturer data (the name goes to the scan response when the
@@ -58,30 +128,52 @@ public final class PeripheralManager: Sendable {
         await store.setRestart(restartAfterConnection ? options : nil, host: host)
     }
 
+    /// Starts advertising arbitrary data with a chosen interval and kind: connectable, scannable only, or
+    /// non-connectable (a broadcaster, as beacons advertise). Calling it again while advertising replaces the data
+    /// and parameters at once (frame rotation).
+    ///
+    /// Throws ``WireError`` (oversized) when the data or the scan response does not fit in 31 bytes, and
+    /// ``HostError`` (`commandFailed` with Invalid HCI Command Parameters) when the interval is outside
+    /// 20 ms...10.24 s. With `restartAfterConnection` (connectable advertising only), advertising resumes after each
+    /// connection and disconnection.
+    public func startAdvertising(_ advertisement: Advertisement, restartAfterConnection: Bool = false) async throws {
+        let options = try advertisement.options()
+        try await host.startAdvertising(options)
+        await store.setRestart(restartAfterConnection && advertisement.kind == .connectable ? options : nil, host: host)
+    }
+
+    /// The longest value ``updateValue(_:for:in:onSubscribedCentrals:)`` can send to `central` (ATT_MTU − 3, like
+    /// CoreBluetooth's `CBCentral.maximumUpdateValueLength`).
+    public func maximumUpdateValueLength(for central: HostConnection) async -> Int {
+        ATT.maximumNotificationValueLength(mtu: await engine.mtu(central.handle))
+    }
+
     /// Stops advertising.
     public func stopAdvertising() async throws {
         await store.setRestart(nil, host: host)
         try await host.stopAdvertising()
     }
 
-    /// Requests from centrals, each attributed to the central that sent it.
+    /// Writes and subscription changes from centrals, each attributed to the central that sent it (a central whose
+    /// link goes down is reported unsubscribed from everything it had subscribed to).
     public func requests() async -> AsyncStream<PeripheralRequest> {
         let events = await engine.serverEvents()
-        let host = host, engine = engine
+        let engine = engine
         return AsyncStream { continuation in
             let task = Task {
                 for await e in events {
-                    guard let central = await host.connections.first(where: { $0.handle == e.connection }) else { continue }
                     let database = await engine.database
                     switch e.event {
                     case .wrote(let handle, let value, let withResponse):
                         let uuid = database.attribute(handle)?.type
-                        continuation.yield(PeripheralRequest(central: central, kind: .write(characteristic: uuid, handle: handle, value: value,
-                                                                                           withResponse: withResponse)))
+                        continuation.yield(PeripheralRequest(central: e.connection, kind: .write(characteristic: uuid, handle: handle, value: value,
+                                                                                                withResponse: withResponse)))
                     case .subscriptionChanged(let valueHandle, let notify, let indicate):
-                        continuation.yield(PeripheralRequest(central: central, kind: .subscription(
+                        continuation.yield(PeripheralRequest(central: e.connection, kind: .subscription(
                             characteristic: database.attribute(valueHandle)?.type, notify: notify, indicate: indicate)))
-                    case .mtuChanged, .indicationConfirmed:
+                    case .mtuChanged(let mtu):
+                        continuation.yield(PeripheralRequest(central: e.connection, kind: .mtuChanged(mtu)))
+                    case .indicationConfirmed:
                         break
                     }
                 }
@@ -114,25 +206,22 @@ public final class PeripheralManager: Sendable {
     }
 
     /// The centrals connected now.
-    public var connectedCentrals: [HostConnection] { get async { await host.connections } }
+    public var connectedCentrals: [HostConnection] { get async { await host.connections.filter { $0.role == .peripheral } } }
 
     /// Disconnects a central (HCI Disconnect with `reason`, Remote User Terminated Connection by default). Returns when
     /// the controller reports the link closed. CoreBluetooth has no equivalent; a peripheral on Linux often needs it
     /// (to drop a misbehaving central, or after a control-point command asks for it).
     public func disconnect(_ central: HostConnection, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
-        try await host.disconnect(central.handle, reason: reason)
+        try await host.disconnect(central, reason: reason)
     }
 
     /// The published attribute database, with the handles centrals see (GAP and GATT services first).
     public var database: GATTDatabase { get async { await engine.database } }
 }
 
-/// The services a peripheral manager publishes.
+/// The advertising a peripheral manager restarts after connections.
 actor ServiceStore {
-    let deviceName: String
-    var services: [GATTServiceDefinition] = []
     var restarter: Task<Void, Never>?
-    init(deviceName: String) { self.deviceName = deviceName }
 
     /// Restarts advertising with `options` after every connection and disconnection (nil: stop doing so).
     func setRestart(_ options: HCIHost.AdvertisingOptions?, host: HCIHost) async {
@@ -143,12 +232,11 @@ actor ServiceStore {
         restarter = Task {
             for await event in events {
                 switch event {
-                case .connected, .disconnected: try? await host.startAdvertising(options)
+                case .connected(let c) where c.role == .peripheral: try? await host.startAdvertising(options)
+                case .disconnected(let c, _) where c.role == .peripheral: try? await host.startAdvertising(options)
                 default: break
                 }
             }
         }
     }
-    func add(_ service: GATTServiceDefinition) { services.append(service) }
-    func database() -> GATTDatabase { GATTDatabase(deviceName: deviceName, services: services) }
 }

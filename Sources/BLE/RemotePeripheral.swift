@@ -45,142 +45,164 @@ public final class RemotePeripheral: Sendable, Identifiable {
     let engine: GATTEngine
     /// The name it advertised, when known.
     public let name: String?
-    let state: PeripheralState
+    let link: PeripheralLink
 
     init(central: Central, engine: GATTEngine, connection: HostConnection, name: String?) {
         self.central = central
         self.engine = engine
         self.name = name
-        self.state = PeripheralState(connection: connection)
+        self.link = PeripheralLink(connection: connection)
     }
 
     /// The current link (it changes when the central reconnects).
-    public var connection: HostConnection { get async { await state.connection } }
+    public var connection: HostConnection { get async { await link.connection } }
+
+    /// The connection state now (like `CBPeripheral.state`, with the reason of a disconnection).
+    public var state: PeripheralConnectionState { get async { await link.state } }
+
+    /// Connection state changes, starting with the current state.
+    public func stateUpdates() async -> AsyncStream<PeripheralConnectionState> { await link.stateUpdates() }
 
     /// Link events: disconnections, reconnections.
-    public func linkEvents() async -> AsyncStream<PeripheralLinkEvent> { await state.linkEvents() }
+    public func linkEvents() async -> AsyncStream<PeripheralLinkEvent> { await link.linkEvents() }
 
     /// The peripheral's address.
-    public nonisolated var id: LEAddress { state.peer }
+    public nonisolated var id: LEAddress { link.peer }
 
     /// Exchanges MTUs (asking for 247); returns the effective ATT_MTU.
     @discardableResult
-    public func exchangeMTU() async throws -> Int { try await engine.exchangeMTU(await state.handle) }
+    public func exchangeMTU() async throws -> Int { try await engine.exchangeMTU(await link.handle) }
 
     /// The effective ATT_MTU.
-    public var mtu: Int { get async { await engine.mtu(await state.handle) } }
+    public var mtu: Int { get async { await engine.mtu(await link.handle) } }
 
     /// The longest value a write of `type` takes: ATT_MTU − 3 for `.withoutResponse` (one Write Command), 512 for
     /// `.withResponse` (values longer than ATT_MTU − 3 go as prepared writes), as in CoreBluetooth.
     public func maximumWriteValueLength(for type: WriteType) async -> Int {
-        await engine.maximumWriteValueLength(await state.handle, withResponse: type == .withResponse)
+        await engine.maximumWriteValueLength(await link.handle, withResponse: type == .withResponse)
     }
 
     /// Whether a write without response can go out now without queueing behind full controller buffers (like
     /// `canSendWriteWithoutResponse`).
-    public var canSendWriteWithoutResponse: Bool { get async { await central.host.isReadyToSend(await state.handle) } }
+    public var canSendWriteWithoutResponse: Bool { get async { await central.host.isReadyToSend(await link.handle) } }
 
     /// Discovers primary services (all, or those in `uuids`).
     public func discoverServices(_ uuids: [BluetoothUUID]? = nil) async throws -> [GATTService] {
-        guard let uuids else { return try await engine.discoverPrimaryServices(await state.handle) }
+        guard let uuids else { return try await engine.discoverPrimaryServices(await link.handle) }
         var found: [GATTService] = []
-        for uuid in uuids { found += try await engine.discoverPrimaryServices(await state.handle, uuid: uuid) }
+        for uuid in uuids { found += try await engine.discoverPrimaryServices(await link.handle, uuid: uuid) }
         return found.sorted { $0.startHandle < $1.startHandle }
     }
 
     /// Discovers the characteristics of a service (all, or those in `uuids`).
     public func discoverCharacteristics(_ uuids: [BluetoothUUID]? = nil, for service: GATTService) async throws -> [GATTCharacteristic] {
-        let all = try await engine.discoverCharacteristics(await state.handle, of: service)
+        let all = try await engine.discoverCharacteristics(await link.handle, of: service)
         guard let uuids else { return all }
         return all.filter { uuids.contains($0.uuid) }
     }
 
     /// Discovers a characteristic's descriptors.
     public func discoverDescriptors(for characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
-        try await engine.discoverDescriptors(await state.handle, of: characteristic)
+        try await engine.discoverDescriptors(await link.handle, of: characteristic)
     }
 
     /// Reads a characteristic's value (a long value whole).
     public func readValue(for characteristic: GATTCharacteristic) async throws -> [UInt8] {
-        try await engine.read(await state.handle, attribute: characteristic.valueHandle)
+        try await engine.read(await link.handle, attribute: characteristic.valueHandle)
     }
 
     /// Reads a descriptor's value.
     public func readValue(for descriptor: GATTDescriptor) async throws -> [UInt8] {
-        try await engine.read(await state.handle, attribute: descriptor.handle)
+        try await engine.read(await link.handle, attribute: descriptor.handle)
     }
 
     /// Writes a characteristic's value.
     public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic, type: WriteType) async throws {
         switch type {
-        case .withResponse: try await engine.write(await state.handle, attribute: characteristic.valueHandle, value: value)
-        case .withoutResponse: try await engine.writeWithoutResponse(await state.handle, attribute: characteristic.valueHandle, value: value)
+        case .withResponse: try await engine.write(await link.handle, attribute: characteristic.valueHandle, value: value)
+        case .withoutResponse: try await engine.writeWithoutResponse(await link.handle, attribute: characteristic.valueHandle, value: value)
         }
     }
 
     /// Subscribes to a characteristic (notifications, or indications when it only indicates) and returns its values.
-    /// With a reconnection policy the subscription survives a lost link: it is restored after reconnecting and the
-    /// same stream goes on.
+    /// Several streams of one characteristic each get every value (the peripheral is subscribed once). With a
+    /// reconnection policy the subscription survives a lost link: it is restored after reconnecting and the same
+    /// streams go on.
     public func notifications(for characteristic: GATTCharacteristic) async throws -> AsyncStream<[UInt8]> {
         let descriptors = try await discoverDescriptors(for: characteristic)
         guard let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {
             throw GATTError(.att(.requestNotSupported, handle: characteristic.valueHandle), "\(characteristic.uuid) cannot notify")
         }
         let indications = !characteristic.properties.contains(.notify) && characteristic.properties.contains(.indicate)
-        return try await state.subscribe(valueHandle: characteristic.valueHandle, cccd: cccd.handle, indications: indications, engine: engine)
+        return try await link.subscribe(valueHandle: characteristic.valueHandle, cccd: cccd.handle, indications: indications, engine: engine)
     }
 
-    /// Stops notifications of a characteristic.
+    /// Stops notifications of a characteristic: every stream of it finishes.
     public func stopNotifications(for characteristic: GATTCharacteristic) async throws {
-        try await state.unsubscribe(valueHandle: characteristic.valueHandle, engine: engine)
+        try await link.unsubscribe(valueHandle: characteristic.valueHandle, engine: engine)
     }
 
     /// Service Changed indications from the peripheral (the handle ranges whose attributes changed; rediscover
     /// them), like `peripheral(_:didModifyServices:)`.
     public func servicesChanged() async throws -> AsyncStream<ClosedRange<UInt16>> {
-        try await engine.serviceChanges(await state.handle)
+        try await engine.serviceChanges(await link.handle)
     }
 
     /// The services a service includes.
     public func discoverIncludedServices(for service: GATTService) async throws -> [GATTService] {
-        try await engine.discoverIncludedServices(await state.handle, of: service)
+        try await engine.discoverIncludedServices(await link.handle, of: service)
     }
 
     /// Reads the values of every characteristic of type `uuid` without discovering them (Read Using Characteristic
     /// UUID).
     public func readValues(ofType uuid: BluetoothUUID) async throws -> [[UInt8]] {
-        try await engine.read(await state.handle, byType: uuid).map(\.value)
+        try await engine.read(await link.handle, byType: uuid).map(\.value)
     }
 
     /// Reads several values in one request.
     public func readValues(for characteristics: [GATTCharacteristic]) async throws -> [[UInt8]] {
-        try await engine.readMultiple(await state.handle, attributes: characteristics.map(\.valueHandle))
+        try await engine.readMultiple(await link.handle, attributes: characteristics.map(\.valueHandle))
     }
 
     /// The link's RSSI in dBm (HCI Read RSSI).
     public func readRSSI() async throws -> Int8 {
-        try await central.host.send(HCIReadRSSI(handle: await state.handle)).rssi
+        try await central.host.send(HCIReadRSSI(handle: await link.handle)).rssi
     }
 }
 
-/// A remote peripheral's mutable side: its current link, its subscriptions, reconnection.
-actor PeripheralState {
+/// A peripheral's connection state, as a central sees it (like `CBPeripheralState`).
+public enum PeripheralConnectionState: Sendable, Hashable {
+    /// Connecting (or reconnecting, under a reconnection policy).
+    case connecting
+    /// Connected.
+    case connected
+    /// This central asked to disconnect; the controller has not confirmed yet.
+    case disconnecting
+    /// Disconnected, with the controller's reason.
+    case disconnected(HCIStatus)
+}
+
+/// A remote peripheral's mutable side: its current link, state, subscriptions and reconnection.
+actor PeripheralLink {
     struct Subscription {
         var cccd: UInt16
         var indications: Bool
-        var continuation: AsyncStream<[UInt8]>.Continuation
+        var consumers: [Int: AsyncStream<[UInt8]>.Continuation] = [:]
         var forwarder: Task<Void, Never>?
     }
 
     var connection: HostConnection
     nonisolated let peer: LEAddress
+    private(set) var state: PeripheralConnectionState = .connected
     var subscriptions: [UInt16: Subscription] = [:]
     var linkSubscribers: [Int: AsyncStream<PeripheralLinkEvent>.Continuation] = [:]
+    var stateSubscribers: [Int: AsyncStream<PeripheralConnectionState>.Continuation] = [:]
     var nextSubscriber = 0
     var reconnecting = false
     /// The app asked to disconnect: the next disconnection is not a loss, whatever its reason.
     var disconnecting = false
     var watcher: Task<Void, Never>?
+    var policy: ReconnectPolicy?
 
     init(connection: HostConnection) {
         self.connection = connection
@@ -190,12 +212,23 @@ actor PeripheralState {
     var handle: UInt16 { connection.handle }
 
     /// Whether a lost link's subscriptions wait to be restored (a reconnection policy is watching).
-    var keepsSubscriptionsAlive: Bool { reconnecting || watcher != nil }
+    var keepsSubscriptionsAlive: Bool { reconnecting || (policy != nil && !disconnecting && watcher != nil) }
+
+    private func makeID() -> Int {
+        nextSubscriber += 1
+        return nextSubscriber
+    }
 
     func linkEvents() -> AsyncStream<PeripheralLinkEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: PeripheralLinkEvent.self)
-        linkSubscribers[nextSubscriber] = continuation
-        nextSubscriber += 1
+        linkSubscribers[makeID()] = continuation
+        return stream
+    }
+
+    func stateUpdates() -> AsyncStream<PeripheralConnectionState> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PeripheralConnectionState.self)
+        stateSubscribers[makeID()] = continuation
+        continuation.yield(state)
         return stream
     }
 
@@ -203,57 +236,91 @@ actor PeripheralState {
         for c in linkSubscribers.values { c.yield(event) }
     }
 
+    private func setState(_ new: PeripheralConnectionState) {
+        guard new != state else { return }
+        state = new
+        for c in stateSubscribers.values { c.yield(new) }
+    }
+
     func subscribe(valueHandle: UInt16, cccd: UInt16, indications: Bool, engine: GATTEngine) async throws -> AsyncStream<[UInt8]> {
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        subscriptions[valueHandle]?.forwarder?.cancel()
-        subscriptions[valueHandle]?.continuation.finish()
-        subscriptions[valueHandle] = Subscription(cccd: cccd, indications: indications, continuation: continuation)
-        try await bind(valueHandle, engine: engine)
+        let id = makeID()
+        continuation.onTermination = { [weak self] _ in Task { await self?.dropConsumer(id, valueHandle: valueHandle) } }
+        if subscriptions[valueHandle] != nil {
+            subscriptions[valueHandle]?.consumers[id] = continuation
+            return stream
+        }
+        subscriptions[valueHandle] = Subscription(cccd: cccd, indications: indications, consumers: [id: continuation])
+        do {
+            try await bind(valueHandle, engine: engine)
+        } catch {
+            subscriptions[valueHandle] = nil
+            continuation.finish()
+            throw error
+        }
         return stream
     }
 
-    /// Subscribes on the current link and forwards its values into the subscription's stream.
+    private func dropConsumer(_ id: Int, valueHandle: UInt16) {
+        subscriptions[valueHandle]?.consumers[id] = nil
+    }
+
+    /// Subscribes on the current link and forwards its values to every consumer of the subscription.
     private func bind(_ valueHandle: UInt16, engine: GATTEngine) async throws {
         guard let s = subscriptions[valueHandle] else { return }
         let values = try await engine.subscribe(handle, valueHandle: valueHandle, cccdHandle: s.cccd, indications: s.indications)
-        let continuation = s.continuation
         subscriptions[valueHandle]?.forwarder = Task { [weak self] in
-            for await value in values { continuation.yield(value) }
+            for await value in values { await self?.deliver(value, valueHandle: valueHandle) }
             // The link's stream ended: unless a reconnection will restore it, so does the subscription.
-            guard let self else {
-                continuation.finish()
-                return
-            }
-            if await !self.keepsSubscriptionsAlive { continuation.finish() }
+            await self?.linkStreamEnded(valueHandle)
         }
+    }
+
+    private func deliver(_ value: [UInt8], valueHandle: UInt16) {
+        for c in subscriptions[valueHandle]?.consumers.values ?? [:].values { c.yield(value) }
+    }
+
+    private func linkStreamEnded(_ valueHandle: UInt16) {
+        guard !keepsSubscriptionsAlive, let s = subscriptions.removeValue(forKey: valueHandle) else { return }
+        for c in s.consumers.values { c.finish() }
     }
 
     func unsubscribe(valueHandle: UInt16, engine: GATTEngine) async throws {
         guard let s = subscriptions.removeValue(forKey: valueHandle) else { return }
         s.forwarder?.cancel()
-        s.continuation.finish()
+        for c in s.consumers.values { c.finish() }
         try await engine.unsubscribe(handle, valueHandle: valueHandle, cccdHandle: s.cccd)
     }
 
-    /// Watches the link; when it is lost (not disconnected by this central), reconnects as `policy` says and restores
-    /// every subscription.
-    func startWatching(_ peripheral: RemotePeripheral, policy: ReconnectPolicy) async {
+    /// Watches the link: its state follows the host's events; when it is lost (not disconnected by this central) and
+    /// a `policy` is set, reconnects as the policy says and restores every subscription.
+    func startWatching(_ peripheral: RemotePeripheral, policy: ReconnectPolicy?) async {
+        self.policy = policy
         let events = await peripheral.central.host.events()
         watcher = Task { [weak self, weak peripheral] in
             for await event in events {
                 guard let self, let peripheral, case .disconnected(let lost, let reason) = event else { continue }
                 guard lost.link == (await self.connection).link else { continue }
-                await self.linkLost(reason, peripheral: peripheral, policy: policy)
+                await self.linkLost(reason, peripheral: peripheral)
             }
         }
     }
 
-    func disconnectRequested() { disconnecting = true }
+    func disconnectRequested() {
+        disconnecting = true
+        setState(.disconnecting)
+    }
 
-    private func linkLost(_ reason: HCIStatus, peripheral: RemotePeripheral, policy: ReconnectPolicy) async {
+    func disconnectFailed() {
+        disconnecting = false
+        setState(.connected)
+    }
+
+    private func linkLost(_ reason: HCIStatus, peripheral: RemotePeripheral) async {
+        setState(.disconnected(reason))
         publish(.disconnected(reason))
-        // Disconnected by this side on purpose: no reconnection.
-        guard reason != .connectionTerminatedByLocalHost, !disconnecting else {
+        // Disconnected by this side on purpose, or no policy: no reconnection.
+        guard let policy, reason != .connectionTerminatedByLocalHost, !disconnecting else {
             finishAll()
             return
         }
@@ -262,12 +329,15 @@ actor PeripheralState {
         var delay = policy.initialDelay
         for attempt in 1...max(1, policy.maximumAttempts) {
             try? await Task.sleep(for: delay)
+            setState(.connecting)
             do {
                 connection = try await peripheral.central.host.connect(to: peer, timeout: policy.attemptTimeout)
+                setState(.connected)
                 for valueHandle in subscriptions.keys.sorted() { try await bind(valueHandle, engine: peripheral.engine) }
                 publish(.reconnected(attempt: attempt))
                 return
             } catch {
+                setState(.disconnected(.connectionFailedToBeEstablished))
                 delay = min(delay * 2, policy.maximumDelay)
             }
         }
@@ -280,8 +350,10 @@ actor PeripheralState {
         watcher = nil
         for s in subscriptions.values {
             s.forwarder?.cancel()
-            s.continuation.finish()
+            for c in s.consumers.values { c.finish() }
         }
         subscriptions = [:]
+        for c in stateSubscribers.values { c.finish() }
+        stateSubscribers = [:]
     }
 }

@@ -4,10 +4,19 @@ import BLEWire
 /// GATT client procedures on the link with a connection handle: each runs one ``GATTProcedure`` over the link's
 /// ``ATTBearer``. Core 5.4, Vol 3, Part G, 4.
 extension GATTEngine {
-    /// Exchanges MTUs (the client asks for ``preferredMTU``); returns the effective ATT_MTU.
+    /// Exchanges MTUs (the client asks for ``preferredMTU``); returns the effective ATT_MTU. A client exchanges MTUs
+    /// once per link (Core 5.4, Vol 3, Part F, 3.4.2.1): later calls return the MTU without asking again.
     public func exchangeMTU(_ handle: UInt16) async throws -> Int {
         let link = try await link(handle)
-        let mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: handle)
+        if links[link]?.exchangedMTU == true, let mtu = links[link]?.server.mtu { return mtu }
+        links[link]?.exchangedMTU = true
+        let mtu: Int
+        do {
+            mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: handle)
+        } catch {
+            links[link]?.exchangedMTU = false
+            throw error
+        }
         links[link]?.server.negotiated(mtu: mtu)
         return links[link]?.server.mtu ?? mtu
     }

@@ -83,6 +83,45 @@ extension GATTEngine {
         if waiting.isRequest, let actions = links[link]?.bearer.respond(output.response) { await perform(actions, on: link) }
     }
 
+    /// Sets the Device Name the database serves (Generic Access 0x2A00).
+    public func setDeviceName(_ name: String) {
+        guard let handle = database.valueHandle(of: 0x2A00) else { return }
+        database.setValue(Array(name.utf8), for: handle)
+    }
+
+    /// Adds a service after the last handle (the others keep their handles) and tells the clients that subscribed
+    /// to Service Changed about its range, which it returns. Core 5.4, Vol 3, Part G, 7.1.
+    @discardableResult
+    public func addService(_ service: GATTServiceDefinition) async throws -> ClosedRange<UInt16> {
+        guard let range = database.add(service) else {
+            throw GATTError(.invalidValueLength, "no room for \(GATTDatabase.handleCount(service)) more handles")
+        }
+        await announceServiceChange(range)
+        return range
+    }
+
+    /// Removes the service declared at `start` (the others keep their handles); clients forget their
+    /// subscriptions in its range and those subscribed to Service Changed are told about it.
+    public func removeService(at start: UInt16) async throws {
+        guard let range = database.removeService(at: start) else {
+            throw GATTError(.att(.attributeNotFound, handle: start), "no removable service is declared at 0x\(String(start, radix: 16))")
+        }
+        for link in links.keys {
+            for valueHandle in links[link]?.server.clientConfigurations.keys.filter({ range.contains($0) }) ?? [] {
+                links[link]?.server.setClientConfiguration(0, for: valueHandle)
+            }
+        }
+        await announceServiceChange(range)
+    }
+
+    /// Indicates Service Changed with `range` to every client that subscribed to it.
+    private func announceServiceChange(_ range: ClosedRange<UInt16>) async {
+        guard let serviceChanged = database.valueHandle(of: 0x2A05) else { return }
+        let value = [UInt8(truncatingIfNeeded: range.lowerBound), UInt8(range.lowerBound >> 8),
+                     UInt8(truncatingIfNeeded: range.upperBound), UInt8(range.upperBound >> 8)]
+        _ = try? await updateValue(value, for: serviceChanged)
+    }
+
     /// Replaces the served database (for example after services were added). Connected clients keep their MTU and
     /// their Service Changed subscription; other subscriptions are cleared (handles may have moved), and every client
     /// that asked for Service Changed indications is told the whole handle range changed. Core 5.4, Vol 3, Part G, 7.1.

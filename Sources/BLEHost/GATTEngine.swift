@@ -19,6 +19,8 @@ public actor GATTEngine {
         var reader: Task<Void, Never>?
         /// The peer's request being answered by the application, if any (see ``GATTEngine/applicationRequests()``).
         var application: ApplicationPending?
+        /// This side exchanged MTUs as a client (at most once per link: Core 5.4, Vol 3, Part F, 3.4.2.1).
+        var exchangedMTU = false
     }
 
     /// A request the application answers, with the server's state for completing it.
@@ -118,6 +120,10 @@ public actor GATTEngine {
     /// Drops a link's ATT state: its bearer closes and everything waiting on it fails.
     func detach(_ link: LinkID) async {
         guard var state = links[link] else { return }
+        // A central that drops its link is no longer subscribed to anything.
+        for valueHandle in state.server.clientConfigurations.keys.sorted() {
+            publishServerEvent(.subscriptionChanged(valueHandle: valueHandle, notify: false, indicate: false), on: link)
+        }
         let actions = state.bearer.close(GATTError(.disconnected, "the link went down"))
         links[link] = state
         await perform(actions, on: link)
@@ -239,7 +245,7 @@ public actor GATTEngine {
 
     func publishServerEvent(_ event: ATTServerEvent, on link: LinkID) {
         guard let connection = links[link]?.connection else { return }
-        for s in serverSubscribers.values { s.yield(GATTServerEvent(connection: connection.handle, link: link, event: event)) }
+        for s in serverSubscribers.values { s.yield(GATTServerEvent(connection: connection, event: event)) }
     }
 
     /// The effective ATT_MTU of the link with `handle`.
@@ -252,5 +258,18 @@ public actor GATTEngine {
     /// `maximumWriteValueLength(for:)` answers too).
     public func maximumWriteValueLength(_ handle: UInt16, withResponse: Bool) -> Int {
         withResponse ? ATT.maximumAttributeValueLength : ATT.maximumWriteValueLength(mtu: mtu(handle))
+    }
+}
+
+extension HCIHost {
+    /// The GATT engine of this host's links, created and started on first use: one per host, shared by every user
+    /// of the host (a central and a peripheral manager on one controller), since a link has one ATT bearer. The host
+    /// holds it weakly: it lives as long as one of its users does.
+    public func gattEngine() async -> GATTEngine {
+        if let sharedEngine { return sharedEngine }
+        let engine = GATTEngine(host: self)
+        sharedEngine = engine
+        await engine.start()
+        return engine
     }
 }

@@ -40,6 +40,9 @@ extension HCIHost {
         await stopScan()
     }
 
+    /// Whether a scan is running.
+    public var isScanning: Bool { scanContinuation != nil }
+
     /// Stops scanning and finishes the scan stream.
     public func stopScan() async {
         let continuation = scanContinuation

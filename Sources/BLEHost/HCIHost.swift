@@ -74,6 +74,8 @@ public actor HCIHost {
     var earlyConnection: Result<HostConnection, any Error>?
     var connectionTimedOut = false
     var reader: Task<Void, Never>?
+    /// The GATT engine of this host's links, while someone holds it (see ``gattEngine()``).
+    weak var sharedEngine: GATTEngine?
 
     /// The adapter state.
     public internal(set) var state: AdapterState = .unknown

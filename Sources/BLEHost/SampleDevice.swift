@@ -32,6 +32,20 @@ public enum SampleDevice: String, CaseIterable, Sendable {
     /// Its control point: writing `disconnect` (UTF-8) makes the peripheral disconnect the writer's link.
     public static let customControl = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF7") ?? 0
 
+    /// Its counter, answered by the application: each read returns the number of reads so far (UInt32,
+    /// little-endian), counted over all centrals.
+    public static let customCounter = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF8") ?? 0
+    /// Its guarded value, answered by the application: a write of `refuse` (UTF-8) is refused with application
+    /// error 0x80 and changes nothing; any other write is kept and read back. A reliable (prepared) write set with a
+    /// part writing `refuse` to it is refused whole (0x80): none of the set's values is written.
+    public static let customGuarded = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF9") ?? 0
+    /// Its slow value, answered by the application ``slowAnswerDelay`` after each write.
+    public static let customSlow = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEFA") ?? 0
+    /// The application error the guarded value refuses with.
+    public static let refusalError = ATTErrorCode(rawValue: 0x80)
+    /// How long the slow value takes to answer a write.
+    public static let slowAnswerDelay: Duration = .milliseconds(500)
+
     /// The 300-byte value of ``customLong``: byte i is i mod 256.
     public static let longValue: [UInt8] = (0..<300).map { UInt8(truncatingIfNeeded: $0) }
     /// The initial 512-byte value of ``customLongWritable``: byte i is (7·i + 3) mod 256.
@@ -56,6 +70,11 @@ public enum SampleDevice: String, CaseIterable, Sendable {
 
     /// Its GATT database.
     public func database(name: String) -> GATTDatabase {
+        GATTDatabase(deviceName: name, appearance: 0x0340, services: services)
+    }
+
+    /// Its services, after the GAP and GATT services.
+    public var services: [GATTServiceDefinition] {
         var services = [
             GATTServiceDefinition(uuid: 0x180F, characteristics: [
                 GATTCharacteristicDefinition(uuid: 0x2A19, properties: [.read, .notify], value: [87]),
@@ -81,9 +100,14 @@ public enum SampleDevice: String, CaseIterable, Sendable {
                 GATTCharacteristicDefinition(uuid: Self.customIndicate, properties: .indicate, permissions: [], value: [0, 0]),
                 GATTCharacteristicDefinition(uuid: Self.customControl, properties: [.write, .writeWithoutResponse],
                                              permissions: .writeable, value: []),
+                GATTCharacteristicDefinition(uuid: Self.customCounter, properties: .read, source: .application),
+                GATTCharacteristicDefinition(uuid: Self.customGuarded, properties: [.read, .write], permissions: [.readable, .writeable],
+                                             source: .application),
+                GATTCharacteristicDefinition(uuid: Self.customSlow, properties: [.read, .write], permissions: [.readable, .writeable],
+                                             source: .application),
             ]))
         }
-        return GATTDatabase(deviceName: name, appearance: 0x0340, services: services)
+        return services
     }
 
     /// Its advertising data (Heart Rate and Battery UUIDs, manufacturer data `lab` for the lab device, the name

@@ -120,7 +120,7 @@ extension World {
         }
         let report = HCILEAdvertisingReportEvent.Report(eventType: eventType, addressType: addressType, address: address,
                                                         data: data, rssi: rssi)
-        emit(scanner, HCILEAdvertisingReportEvent(reports: [report]).packet)
+        if emit(scanner, HCILEAdvertisingReportEvent(reports: [report]).packet) { controllers[scanner]?.advertisingReportCount += 1 }
     }
 
     /// Establishes a link: both hosts get LE Connection Complete; the advertiser stops advertising.

@@ -97,6 +97,10 @@ public final class VirtualController: Sendable {
     /// Whether the controller is advertising (its host enabled it and no connection or timeout has ended it).
     public var isAdvertising: Bool { air.world.withLock { $0.controllers[id]?.isAdvertising ?? false } }
 
+    /// How many advertising reports (one per LE Advertising Report event) the controller has sent its host so far.
+    /// On a manual-clock air, a test that advanced time reads exactly this many reports from its host before the
+    /// next step, which keeps a scanning host in lockstep with simulated time.
+    public var advertisingReportCount: Int { air.world.withLock { $0.controllers[id]?.advertisingReportCount ?? 0 } }
     /// Whether the controller is scanning.
     public var isScanning: Bool { air.world.withLock { $0.controllers[id]?.isScanning ?? false } }
 
@@ -116,7 +120,7 @@ public final class VirtualController: Sendable {
 
     /// Sends a Hardware Error event to the host (fault injection).
     public func injectHardwareError(code: UInt8) {
-        air.mutate { w in w.emit(id, HCIHardwareErrorEvent(hardwareCode: code).packet) }
+        air.mutate { w in _ = w.emit(id, HCIHardwareErrorEvent(hardwareCode: code).packet) }
     }
 
     /// The number of links this controller has up.

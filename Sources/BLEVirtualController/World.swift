@@ -56,6 +56,8 @@ struct ControllerState {
     var isScanning = false
     var filterDuplicates = false
     var reported: Set<DuplicateKey> = []
+    /// Advertising reports sent to the host since the controller was added.
+    var advertisingReportCount = 0
 
     // Initiating
     var pendingConnection: HCILECreateConnection?
@@ -201,20 +203,22 @@ struct World {
 
     // MARK: Output
 
-    /// Sends an event to a controller's host, honouring its event masks.
-    mutating func emit(_ controller: Int, _ event: HCIEventPacket) {
-        guard let c = controllers[controller], !c.removed else { return }
+    /// Sends an event to a controller's host, honouring its event masks; returns whether it was sent.
+    @discardableResult
+    mutating func emit(_ controller: Int, _ event: HCIEventPacket) -> Bool {
+        guard let c = controllers[controller], !c.removed else { return false }
         switch event.code {
         case .commandComplete, .commandStatus, .numberOfCompletedPackets:
             break
         case .leMeta:
-            guard c.eventMask & (1 << 61) != 0 else { return }
+            guard c.eventMask & (1 << 61) != 0 else { return false }
             if let sub = event.parameters.first, let bit = HCILESetEventMask.bit(for: HCILESubeventCode(rawValue: sub)),
-               c.leEventMask & bit == 0 { return }
+               c.leEventMask & bit == 0 { return false }
         default:
-            if let bit = HCISetEventMask.bit(for: event.code), c.eventMask & bit == 0 { return }
+            if let bit = HCISetEventMask.bit(for: event.code), c.eventMask & bit == 0 { return false }
         }
         c.sink.deliver(.event(event))
+        return true
     }
 
     mutating func emitACL(_ controller: Int, _ packet: HCIACLPacket) {

@@ -1,12 +1,22 @@
 import ArgumentParser
+import BLE
 import BLEHost
 import BLEProtocols
 import BLEVirtualController
 import BLEWire
 
-/// `ble demo`: a whole BLE session on the embedded virtual controller, narrated.
+/// `ble demo`: narrated sessions on the embedded virtual controller; `ble demo` alone runs the GATT session.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        abstract: "Run a narrated demo on the embedded virtual controller (default: the GATT session).",
+        subcommands: [GATTDemo.self, BeaconDemo.self],
+        defaultSubcommand: GATTDemo.self)
+}
+
+/// `ble demo [gatt]`: a whole BLE session on the embedded virtual controller, narrated.
+struct GATTDemo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gatt",
         abstract: "Run a narrated central/peripheral session on the embedded virtual controller.",
         discussion: """
             A peripheral with Battery, Heart Rate, Device Information and a custom service, and a central that \
@@ -27,7 +37,7 @@ struct Demo: AsyncParsableCommand {
 
         let peripheralHost = HCIHost(transport: air.addController(.init(txPower: 4)).makeHostTransport())
         try await peripheralHost.powerOn()
-        let peripheral = SamplePeripheral(host: peripheralHost, device: .lab, name: "SwiftBLELab")
+        let peripheral = await SamplePeripheral(host: peripheralHost, device: .lab, name: "SwiftBLELab")
         try await peripheral.start(notifyEvery: .milliseconds(200)) { text, _ in self.say("peripheral", text) }
         say("peripheral", "powered on as \(await peripheralHost.address?.description ?? "?"), advertising 'SwiftBLELab' with Battery, Heart Rate, Device Information and a custom service")
 

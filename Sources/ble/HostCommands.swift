@@ -21,11 +21,11 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let (host, world) = try await options.openHost()
         let name = name ?? device.defaultName
-        let peripheral = SamplePeripheral(host: host, device: device, name: name)
+        let peripheral = await SamplePeripheral(host: host, device: device, name: name)
         let json = options.json
         try await peripheral.start(notifyEvery: .milliseconds(max(1, notifyInterval))) { text, fields in emit(json, text, fields) }
         let address = await host.address?.description ?? "?"
-        emitTable(await peripheral.engine.database, json: json)
+        emitTable(await peripheral.manager.database, json: json)
         emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci)",
              ["event": "serving", "name": name, "address": address])
         if runFor > 0 {

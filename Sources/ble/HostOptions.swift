@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLE
 import BLEHost
 import BLEProtocols
 import BLETransport
@@ -17,17 +18,17 @@ struct HostOptions: ParsableArguments {
     @Flag(help: "Print machine-readable JSON lines.")
     var json = false
 
-    /// Opens the transport, wraps it for capture if asked, and powers a host on. For `virtual`, also starts the
-    /// sample devices on the same air (kept alive in the returned world).
-    func openHost() async throws -> (HCIHost, SampleWorld?) {
+    /// Opens the transport, wraps it for capture if asked, and powers a host on. `virtual` joins the process's
+    /// embedded world, where the sample devices advertise (the returned world keeps it alive).
+    func openHost() async throws -> (HCIHost, EmbeddedWorld?) {
         let spec = try HCITransportSpec(parsing: hci)
         var transport: any HCITransport
-        var world: SampleWorld?
+        var world: EmbeddedWorld?
         switch spec {
         case .virtual:
-            let sample = try await SampleWorld.start()
-            transport = sample.air.addController(.init(position: Position(x: 0))).makeHostTransport()
-            world = sample
+            let shared = try await EmbeddedWorld.shared()
+            transport = shared.makeTransport()
+            world = shared
         default:
             transport = try spec.open()
         }
@@ -37,6 +38,8 @@ struct HostOptions: ParsableArguments {
         return (host, world)
     }
 }
+
+extension SampleDevice: ExpressibleByArgument {}
 
 /// Prints a line, as text or as a JSON object.
 func emit(_ json: Bool, _ text: @autoclosure () -> String, _ fields: [String: String]) {

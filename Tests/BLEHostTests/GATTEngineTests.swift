@@ -179,7 +179,7 @@ import Testing
         // Map each write to the central whose link it came on.
         var writers: [UInt16: String] = [:]
         for await e in events {
-            if case .wrote(_, let value, _) = e.event { writers[e.connection] = String(decoding: value, as: UTF8.self) }
+            if case .wrote(_, let value, _) = e.event { writers[e.connection.handle] = String(decoding: value, as: UTF8.self) }
             if writers.count == centrals.count { break }
         }
         // The peripheral's link for each write leads to the central that wrote it.

@@ -13,7 +13,7 @@ import Testing
     func peripheral(_ air: VirtualAir) async throws -> (PeripheralManager, VirtualController) {
         let controller = air.addController(.init())
         let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: "UART")
-        await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
+        try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.rx, properties: [.write, .writeWithoutResponse], permissions: [.writeable]),
             GATTCharacteristicDefinition(uuid: Self.tx, properties: [.read, .notify], value: Array("ready".utf8)),
         ]))

@@ -14,10 +14,10 @@ import Testing
         let pc = air.addController(.init())
         let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Features")
         // Service indices count from the first added service: the outer service (index 1) includes index 0.
-        await manager.add(GATTServiceDefinition(uuid: Self.included, isPrimary: false, characteristics: [
+        try await manager.add(GATTServiceDefinition(uuid: Self.included, isPrimary: false, characteristics: [
             GATTCharacteristicDefinition(uuid: 0x2A19, properties: .read, value: [42]),
         ]))
-        await manager.add(GATTServiceDefinition(uuid: Self.outer, characteristics: [
+        try await manager.add(GATTServiceDefinition(uuid: Self.outer, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.reliable, properties: [.read, .write], permissions: [.readable, .writeable],
                                          value: [1, 2, 3], extendedProperties: 0x0001),
             GATTCharacteristicDefinition(uuid: 0x2A29, properties: .read, value: Array("ACME".utf8)),
@@ -46,15 +46,18 @@ import Testing
         withExtendedLifetime(manager) {}
     }
 
-    @Test func serviceChangedIsIndicatedWhenServicesAreAdded() async throws {
+    @Test func serviceChangedIsIndicatedForTheAddedRangeOnly() async throws {
         let air = VirtualAir(clock: .realTime)
         defer { air.shutdown() }
         let (manager, _, remote) = try await setUp(air)
         let changes = try await remote.servicesChanged()
         var iterator = changes.makeAsyncIterator()
-        await manager.add(GATTServiceDefinition(uuid: 0x180F, characteristics: [GATTCharacteristicDefinition(uuid: 0x2A19, properties: .read, value: [99])]))
-        let range = await iterator.next()
-        #expect(range == 0x0001...0xFFFF)
+        let before = await manager.database.attributes.map(\.handle)
+        let added = try await manager.add(GATTServiceDefinition(uuid: 0x180F, characteristics: [GATTCharacteristicDefinition(uuid: 0x2A19, properties: .read, value: [99])]))
+        // Only the new service's handles changed: the others stay where they were.
+        #expect(await iterator.next() == added)
+        #expect(added.lowerBound == (before.last ?? 0) + 1)
+        #expect(Array(await manager.database.attributes.map(\.handle).prefix(before.count)) == before)
         // Rediscovery finds the new service.
         #expect(try await remote.discoverServices().contains { $0.uuid == .battery })
     }

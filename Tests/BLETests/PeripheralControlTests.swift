@@ -83,7 +83,7 @@ import Testing
         defer { air.shutdown() }
         let controller = air.addController(.init(reusesHandles: true))
         let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: "UART")
-        await manager.add(GATTServiceDefinition(uuid: BLEAPITests.service, characteristics: [
+        try await manager.add(GATTServiceDefinition(uuid: BLEAPITests.service, characteristics: [
             GATTCharacteristicDefinition(uuid: BLEAPITests.tx, properties: [.read, .notify], value: Array("ready".utf8)),
         ]))
         try await manager.startAdvertising(name: "UART", serviceUUIDs: [BLEAPITests.service], restartAfterConnection: true)

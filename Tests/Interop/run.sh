@@ -435,6 +435,42 @@ scenario_two_bumble_centrals_to_ble_peripheral() {
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
+# Bumble's central against the characteristics `ble serve`'s application answers: a counter computed per read, a
+# write refused with application error 0x80, a write answered late, a reliable write set applied all or nothing.
+scenario_application_answers() {
+    name="application-answers-bumble-central-to-ble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
+    local c="$logs/$name-central.log" p="$logs/$name-peripheral.log" ok=1
+    start_bg "$p" "$ble" serve --hci "tcp:127.0.0.1:$p1" --json --run-for 30
+    local peripheral=$last_pid
+    if ! wait_for "$p" '"event":"serving"' 15 "$peripheral"; then
+        echo "ble serve did not start serving"; ok=0
+    else
+        run_fg "$c" 30 env "$(bumble_env central)" "$py" "$here/peers/app_client.py" --transport "tcp-client:127.0.0.1:$p2" \
+            || { echo "the Bumble central failed"; ok=0; }
+    fi
+    stop_bg "$peripheral"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        expect "$c" counter_computed 1 || ok=0
+        expect "$c" refused_error 0x80 || ok=0
+        expect "$c" refused_kept 1 || ok=0
+        expect "$c" guarded_write 1 || ok=0
+        expect "$c" slow_answered 1 || ok=0
+        expect "$c" set_refused_error 0x80 || ok=0
+        expect "$c" set_refused_nothing_written 1 || ok=0
+        expect "$c" set_applied_whole 1 || ok=0
+        grep -q '"event":"counter"' "$p" || { echo "the peripheral's application did not log the counter reads"; ok=0; }
+        [ "$(grep -c '"event":"refused"' "$p")" -eq 2 ] || { echo "the peripheral's application did not log two refusals"; ok=0; }
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
 # Our btsnoop capture of a full session (ble explore in its own virtual world) decodes in Wireshark's tshark, with
 # no malformed packet, and shows the session's ATT operations.
 scenario_btsnoop_capture() {
@@ -491,6 +527,80 @@ scenario_l2cap_channels() {
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
+# A Bumble scanner decodes the iBeacon our `ble beacon` advertises (its own decoder, peers/beacon_scanner.py): the
+# same UUID, major, minor and measured power, non-connectable.
+scenario_bumble_scanner_decodes_ble_ibeacon() {
+    name="bumble-scanner-decodes-ble-ibeacon-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
+    local b="$logs/$name-beacon.log" s="$logs/$name-scanner.log" ok=1 rc=0
+    local uuid=E2C56DB5-DFFB-48D2-B060-D0F5A71096E0
+    start_bg "$b" "$ble" beacon --ibeacon "$uuid" --major 4660 --minor 22136 --power -59 --hci "tcp:127.0.0.1:$p1" --json --run-for 30
+    local beacon=$last_pid
+    if ! wait_for "$b" '"event":"advertising"' 15 "$beacon"; then
+        echo "ble beacon did not start advertising"; ok=0
+    else
+        run_fg "$s" 30 env "$(bumble_env scanner)" "$py" "$here/peers/beacon_scanner.py" \
+            --transport "tcp-client:127.0.0.1:$p2" --want ibeacon --timeout 10 || rc=1
+    fi
+    stop_bg "$beacon"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        [ $rc -eq 0 ] || { echo "the scanner exited with an error: $(grep '^FAILED' "$s")"; ok=0; }
+        expect "$s" ibeacon_uuid "$uuid" || ok=0
+        expect "$s" ibeacon_major 4660 || ok=0
+        expect "$s" ibeacon_minor 22136 || ok=0
+        expect "$s" ibeacon_power -59 || ok=0
+        expect "$s" ibeacon_connectable 0 || ok=0
+        expect "$s" done 1 || ok=0
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
+# Our `ble range --json` ranges a Bumble beacon (peers/beacon_advertiser.py) rotating an iBeacon, an Eddystone-URL, an
+# Eddystone-UID and an Eddystone-TLM frame built by Bumble's side: each identified, with a distance and a proximity,
+# numbers as numbers, and the TLM telemetry attached to the UID beacon that precedes it.
+scenario_ble_ranges_bumble_beacons() {
+    name="ble-ranges-bumble-beacons-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
+    local a="$logs/$name-advertiser.log" r="$logs/$name-range.log" ok=1 rc=0
+    local uuid=2F234454-CF6D-4A0F-ADF2-F4911BA9FFA6
+    start_bg "$a" env "$(bumble_env advertiser)" "$py" "$here/peers/beacon_advertiser.py" --transport "tcp-client:127.0.0.1:$p1" \
+        --ibeacon "$uuid:7:9:-59" --eddystone-url https://swift.org --eddystone-uid edd1ebeac04e5defa017:0123456789ab \
+        --eddystone-tlm --dwell 0.3 --run-for 40
+    local advertiser=$last_pid
+    if ! wait_for "$a" '^RESULT advertising=1' 15 "$advertiser"; then
+        echo "the Bumble beacon did not start advertising"; ok=0
+    else
+        run_fg "$r" 30 "$ble" range --json --run-for 6 --hci "tcp:127.0.0.1:$p2" || rc=1
+    fi
+    stop_bg "$advertiser"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        [ $rc -eq 0 ] || { echo "ble range exited with an error"; ok=0; }
+        local number='-?[0-9]+(\.[0-9]+)?'
+        grep -qE '"identifier":"ibeacon:'"$uuid"':7:9","format":"ibeacon","uuid":"'"$uuid"'","major":7,"minor":9,"measured_power":-59,"rssi":-?[0-9]+,"smoothed_rssi":'"$number"',"distance":'"$number"',"accuracy":'"$number"',"proximity":"(immediate|near|far)"' "$r" \
+            || { echo "ble range did not range the Bumble iBeacon (7, 9) with a distance"; ok=0; }
+        grep -qE '"identifier":"eddystone-url:https://swift.org".*"measured_power":-59,.*"distance":'"$number" "$r" \
+            || { echo "ble range did not range the Bumble Eddystone-URL"; ok=0; }
+        grep -qE '"identifier":"eddystone-uid:edd1ebeac04e5defa017:0123456789ab".*"distance":'"$number" "$r" \
+            || { echo "ble range did not range the Bumble Eddystone-UID"; ok=0; }
+        # The TLM frame follows the UID frame in the rotation: its telemetry joins the UID beacon.
+        grep -qE '"identifier":"eddystone-uid:edd1ebeac04e5defa017:0123456789ab".*"battery_mv":3000,"temperature":22.50,"advertising_count":[0-9]+,"uptime":'"$number" "$r" \
+            || { echo "ble range did not show the Bumble beacon's TLM telemetry (3000 mV, 22.5 °C) on its UID"; ok=0; }
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
 # ---------------------------------------------------------------------------------------------------------------
 began=$(millis)
 scenario_btsnoop_capture
@@ -499,8 +609,11 @@ for controllers in $kinds; do
         for lab_peripheral in bumble ble; do scenario_lab_session "$lab_central" "$lab_peripheral"; done
     done
     scenario_two_bumble_centrals_to_ble_peripheral
+    scenario_application_answers
     scenario_ble_central_to_ble_peripheral
     scenario_ble_central_to_bumble_peripheral
+    scenario_bumble_scanner_decodes_ble_ibeacon
+    scenario_ble_ranges_bumble_beacons
     scenario_l2cap_channels
 done
 echo "interop: $(( $(millis) - began )) ms, $skipped skipped, logs in $logs"

@@ -310,7 +310,7 @@ public enum ATTServer {
             || bits & ~0x0003 != 0 {
             return .cccdImproperlyConfigured
         }
-        c.clientConfigurations[valueHandle] = bits
+        c.setClientConfiguration(bits, for: valueHandle)
         events.append(.subscriptionChanged(valueHandle: valueHandle, notify: bits & 1 != 0, indicate: bits & 2 != 0))
         return nil
     }

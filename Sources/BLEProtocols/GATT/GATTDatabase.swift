@@ -158,6 +158,13 @@ public struct GATTAttribute: Sendable, Hashable {
     public var source: GATTValueSource = .stored
 }
 
+/// A service an include declaration points to.
+struct GATTInclude {
+    var start: UInt16
+    var end: UInt16
+    var uuid: BluetoothUUID
+}
+
 /// A GATT server's attribute database, with handles assigned in order from 0x0001 and the mandatory GAP and GATT
 /// services first. Core 5.4, Vol 3, Part G, 3 and 7.
 public struct GATTDatabase: Sendable {
@@ -181,54 +188,103 @@ public struct GATTDatabase: Sendable {
         var handle: UInt16 = 1
         for service in all {
             starts.append(handle)
-            handle &+= 1 + UInt16(service.includedServices.count)
-            for c in service.characteristics {
-                handle &+= 2 + UInt16(c.descriptors.count) + (c.properties.contains(.notify) || c.properties.contains(.indicate) ? 1 : 0)
-                    + (c.userDescription == nil ? 0 : 1)
-            }
+            handle &+= UInt16(truncatingIfNeeded: Self.handleCount(service))
             ends.append(handle &- 1)
         }
         var list: [GATTAttribute] = []
         for (index, service) in all.enumerated() {
-            var h = starts[index]
-            list.append(GATTAttribute(handle: h, type: service.isPrimary ? 0x2800 : 0x2801, value: service.uuid.attWireBytes,
-                                      permissions: .readable, role: .serviceDeclaration(endGroupHandle: ends[index])))
-            h &+= 1
-            for included in service.includedServices {
-                // Included service offsets are relative to the caller's list (after GAP and GATT).
+            // Included service offsets are relative to the caller's list (after GAP and GATT).
+            let includes = service.includedServices.compactMap { included -> GATTInclude? in
                 let target = included + 2
-                guard target >= 0, target < all.count else { continue }
-                var value: [UInt8] = []
-                for v in [starts[target], ends[target]] { value += [UInt8(truncatingIfNeeded: v), UInt8(v >> 8)] }
-                if let short = all[target].uuid.uint16 { value += [UInt8(truncatingIfNeeded: short), UInt8(short >> 8)] }
-                list.append(GATTAttribute(handle: h, type: 0x2802, value: value, permissions: .readable, role: .include))
-                h &+= 1
+                guard target >= 0, target < all.count else { return nil }
+                return GATTInclude(start: starts[target], end: ends[target], uuid: all[target].uuid)
             }
-            for c in service.characteristics {
-                let valueHandle = h &+ 1
-                list.append(GATTAttribute(handle: h, type: 0x2803,
-                                          value: [c.properties.rawValue, UInt8(truncatingIfNeeded: valueHandle), UInt8(valueHandle >> 8)] + c.uuid.attWireBytes,
-                                          permissions: .readable, role: .characteristicDeclaration))
-                list.append(GATTAttribute(handle: valueHandle, type: c.uuid, value: c.value, permissions: c.permissions,
-                                          role: .characteristicValue(properties: c.properties), source: c.source))
-                h = valueHandle &+ 1
-                if c.properties.contains(.notify) || c.properties.contains(.indicate) {
-                    list.append(GATTAttribute(handle: h, type: 0x2902, value: [0, 0], permissions: [.readable, .writeable],
-                                              role: .clientConfiguration(valueHandle: valueHandle, properties: c.properties)))
-                    h &+= 1
-                }
-                if let text = c.userDescription {
-                    list.append(GATTAttribute(handle: h, type: 0x2901, value: Array(text.utf8), permissions: .readable, role: .descriptor))
-                    h &+= 1
-                }
-                for d in c.descriptors {
-                    list.append(GATTAttribute(handle: h, type: d.uuid, value: d.value, permissions: d.permissions, role: .descriptor,
-                                              source: d.source))
-                    h &+= 1
-                }
-            }
+            list += Self.layout(service, at: starts[index], end: ends[index], includes: includes)
         }
         attributes = list
+    }
+
+    /// The handles a service takes: its declaration, includes, characteristic declarations and values, CCCDs and
+    /// descriptors.
+    public static func handleCount(_ service: GATTServiceDefinition) -> Int {
+        1 + service.includedServices.count + service.characteristics.reduce(0) { sum, c in
+            sum + 2 + c.descriptors.count + (c.properties.contains(.notify) || c.properties.contains(.indicate) ? 1 : 0)
+                + (c.userDescription == nil ? 0 : 1)
+        }
+    }
+
+    /// The attributes of one service from `start` to `end`. Core 5.4, Vol 3, Part G, 3.
+    static func layout(_ service: GATTServiceDefinition, at start: UInt16, end: UInt16, includes: [GATTInclude]) -> [GATTAttribute] {
+        var list: [GATTAttribute] = []
+        var h = start
+        list.append(GATTAttribute(handle: h, type: service.isPrimary ? 0x2800 : 0x2801, value: service.uuid.attWireBytes,
+                                  permissions: .readable, role: .serviceDeclaration(endGroupHandle: end)))
+        h &+= 1
+        for include in includes {
+            var value: [UInt8] = []
+            for v in [include.start, include.end] { value += [UInt8(truncatingIfNeeded: v), UInt8(v >> 8)] }
+            if let short = include.uuid.uint16 { value += [UInt8(truncatingIfNeeded: short), UInt8(short >> 8)] }
+            list.append(GATTAttribute(handle: h, type: 0x2802, value: value, permissions: .readable, role: .include))
+            h &+= 1
+        }
+        for c in service.characteristics {
+            let valueHandle = h &+ 1
+            list.append(GATTAttribute(handle: h, type: 0x2803,
+                                      value: [c.properties.rawValue, UInt8(truncatingIfNeeded: valueHandle), UInt8(valueHandle >> 8)] + c.uuid.attWireBytes,
+                                      permissions: .readable, role: .characteristicDeclaration))
+            list.append(GATTAttribute(handle: valueHandle, type: c.uuid, value: c.value, permissions: c.permissions,
+                                      role: .characteristicValue(properties: c.properties), source: c.source))
+            h = valueHandle &+ 1
+            if c.properties.contains(.notify) || c.properties.contains(.indicate) {
+                list.append(GATTAttribute(handle: h, type: 0x2902, value: [0, 0], permissions: [.readable, .writeable],
+                                          role: .clientConfiguration(valueHandle: valueHandle, properties: c.properties)))
+                h &+= 1
+            }
+            if let text = c.userDescription {
+                list.append(GATTAttribute(handle: h, type: 0x2901, value: Array(text.utf8), permissions: .readable, role: .descriptor))
+                h &+= 1
+            }
+            for d in c.descriptors {
+                list.append(GATTAttribute(handle: h, type: d.uuid, value: d.value, permissions: d.permissions, role: .descriptor,
+                                          source: d.source))
+                h &+= 1
+            }
+        }
+        return list
+    }
+
+    /// The services of the database, in handle order: declaration handle, end handle and UUID.
+    public var services: [(start: UInt16, end: UInt16, uuid: BluetoothUUID)] {
+        attributes.compactMap { a in
+            guard case .serviceDeclaration(let end) = a.role, let uuid = try? BluetoothUUID(littleEndian: a.value) else { return nil }
+            return (a.handle, end, uuid)
+        }
+    }
+
+    /// Adds a service after the last handle, leaving every other attribute where it is, and returns its handles
+    /// (`nil` when the handle space is full). Its `includedServices` count, as in ``init(deviceName:appearance:services:)``,
+    /// from the first service after GAP and GATT (index 0 is ``services``[2]).
+    public mutating func add(_ service: GATTServiceDefinition) -> ClosedRange<UInt16>? {
+        let count = Self.handleCount(service)
+        let start = Int(lastHandle) + 1
+        guard start + count - 1 <= 0xFFFF else { return nil }
+        let existing = Array(services.dropFirst(2))
+        let includes = service.includedServices.compactMap { index -> GATTInclude? in
+            guard index >= 0, index < existing.count else { return nil }
+            return GATTInclude(start: existing[index].start, end: existing[index].end, uuid: existing[index].uuid)
+        }
+        let range = UInt16(start)...UInt16(start + count - 1)
+        attributes += Self.layout(service, at: range.lowerBound, end: range.upperBound, includes: includes)
+        return range
+    }
+
+    /// Removes the service declared at `start` with all its attributes (the others keep their handles) and returns the
+    /// handles it took; `nil` when no service is declared there. GAP and GATT cannot be removed.
+    public mutating func removeService(at start: UInt16) -> ClosedRange<UInt16>? {
+        guard let service = services.first(where: { $0.start == start }),
+              service.uuid != BluetoothUUID(0x1800), service.uuid != BluetoothUUID(0x1801) else { return nil }
+        attributes.removeAll { $0.handle >= service.start && $0.handle <= service.end }
+        return service.start...service.end
     }
 
     /// The index of the attribute with `handle`.

@@ -33,6 +33,8 @@ Fixes over the stock controller and link (Core 5.4, Vol 4, Part E, 4.5 and 7.8.1
   * an asynchronous command it does not implement (LE Set PHY, LE Read Local P-256 Public Key, vendor
     commands...) gets Command Status 0x01 Unknown HCI Command; stock Bumble sends nothing and the host waits;
   * LE Create Connection Cancel ends the pending connection with LE Connection Complete status 0x02;
+  * legacy advertising of type ADV_NONCONN_IND (beacons) and ADV_SCAN_IND goes on the air (stock Bumble transmits
+    ADV_IND only), and ADV_NONCONN_IND is reported as such, without a scan response;
   * LE ACL data carries the address the link was made with: stock Bumble always sends it from the controller's
     random address, so the peer drops every ACL packet of a host that advertised or connected with its public
     address ('no connection for 00:00:00:00:00:00').
@@ -41,7 +43,7 @@ import argparse, asyncio, itertools, logging, os, signal, struct
 
 from bumble import hci, ll
 from bumble.core import PhysicalTransport
-from bumble.controller import Controller
+from bumble.controller import Controller, LegacyAdvertiser
 from bumble.link import LocalLink
 from bumble.snoop import BtSnooper, Snooper
 from bumble.transport.common import PacketParser
@@ -49,10 +51,49 @@ from bumble.transport.common import PacketParser
 log = logging.getLogger('lab_controllers')
 
 
+class NonConnectableLegacyAdvertiser(LegacyAdvertiser):
+    """Legacy advertising of every undirected type: stock Bumble only ever transmits ADV_IND, so a host that
+    advertises non-connectable (beacons: ADV_NONCONN_IND) or scannable (ADV_SCAN_IND) is never heard."""
+
+    def send_advertising_data(self) -> None:
+        if not self.enabled:
+            return
+        kind = self.advertising_type
+        types = hci.HCI_LE_Set_Advertising_Parameters_Command.AdvertisingType
+        if kind == types.ADV_NONCONN_IND:
+            self.controller.send_advertising_pdu(ll.AdvNonConnInd(advertiser_address=self.address, data=self.advertising_data))
+        elif kind in (types.ADV_IND, types.ADV_SCAN_IND):
+            self.controller.send_advertising_pdu(ll.AdvInd(advertiser_address=self.address, data=self.advertising_data))
+
+
 class FixedController(Controller):
     """Bumble's controller with a Command Status for unimplemented asynchronous commands and a working cancel."""
     rejected: set = set()
     muted: set = set()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.le_legacy_advertiser = NonConnectableLegacyAdvertiser(self)
+
+    def on_ll_advertising_pdu(self, packet):
+        if not isinstance(packet, ll.AdvNonConnInd):
+            return super().on_ll_advertising_pdu(packet)
+        if not self.le_scan_enable:
+            return
+        # ADV_NONCONN_IND: one report, not connectable, no scan response (Core 5.4, Vol 4, Part E, 7.7.65.2/13).
+        address = packet.advertiser_address
+        if self.le_features & hci.LeFeatureMask.LE_EXTENDED_ADVERTISING:
+            report = hci.HCI_LE_Extended_Advertising_Report_Event.Report(
+                event_type=0x10,   # legacy PDU, neither connectable nor scannable
+                address_type=address.address_type, address=address, primary_phy=hci.Phy.LE_1M,
+                secondary_phy=0, advertising_sid=0xFF, tx_power=0x7F, rssi=-50, periodic_advertising_interval=0,
+                direct_address_type=0, direct_address=hci.Address.ANY, data=packet.data)
+            self.send_hci_packet(hci.HCI_LE_Extended_Advertising_Report_Event([report]))
+        else:
+            report = hci.HCI_LE_Advertising_Report_Event.Report(
+                event_type=hci.HCI_LE_Advertising_Report_Event.EventType.ADV_NONCONN_IND,
+                address_type=address.address_type, address=address, data=packet.data, rssi=-50)
+            self.send_hci_packet(hci.HCI_LE_Advertising_Report_Event([report]))
 
     def on_hci_command_packet(self, command):
         if command.op_code in self.muted:
