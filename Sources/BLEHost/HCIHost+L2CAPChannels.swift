@@ -262,6 +262,8 @@ extension HCIHost {
                 updates.append(request)
             case .connectionParameterUpdateFinished(let outcome):
                 logger.debug("handle \(handle): connection parameter update request: \(outcome)")
+            case .reconfigurationFinished(let cids, let outcome):
+                logger.debug("handle \(handle): reconfiguration of \(cids): \(outcome)")
             case .startTimer(let timer, let duration):
                 let key = L2CAPTimerKey(link: id, timer: timer)
                 l2capTimers[key] = Task { [weak self] in

@@ -55,9 +55,8 @@ extension L2CAPChannelManager {
             return enhancedConnectionResponseReceived(id, response)
         case .creditBasedReconfigureRequest(let id, let request):
             return reconfigureRequestReceived(id, request)
-        case .creditBasedReconfigureResponse:
-            // This manager never sends a reconfigure request: any response is unsolicited.
-            return []
+        case .creditBasedReconfigureResponse(let id, let result):
+            return reconfigureResponseReceived(id, result)
         }
     }
 
@@ -67,7 +66,7 @@ extension L2CAPChannelManager {
         switch entry.request {
         case .leConnect(let cid): return finishRequest(id) + failConnection([cid], .invalidResponse)
         case .enhancedConnect(let cids): return finishRequest(id) + failConnection(cids, .invalidResponse)
-        case .disconnect, .parameterUpdate: return []
+        case .disconnect, .parameterUpdate, .reconfigure: return []
         }
     }
 
@@ -85,6 +84,8 @@ extension L2CAPChannelManager {
             return actions
         case .parameterUpdate:
             return actions + [.connectionParameterUpdateFinished(.rejected(reason))]
+        case .reconfigure(let cids, _, _):
+            return actions + [.reconfigurationFinished(cids.map { L2CAPChannelID(rawValue: $0) }, .rejected(reason))]
         }
     }
 
@@ -302,5 +303,17 @@ extension L2CAPChannelManager {
             channels[local]?.peerMPS = request.mps
         }
         return answer(.success)
+    }
+
+    /// The answer to our reconfiguration: on success the channels (those still open) accept the new sizes.
+    private mutating func reconfigureResponseReceived(_ id: UInt8, _ result: L2CAPCreditBasedReconfigureResult) -> [Action] {
+        guard let entry = pending[id], case .reconfigure(let cids, let mtu, let mps) = entry.request else { return [] }
+        if result == .success {
+            for cid in cids where channels[cid]?.state == .open {
+                channels[cid]?.local.mtu = mtu
+                channels[cid]?.local.mps = mps
+            }
+        }
+        return finishRequest(id) + [.reconfigurationFinished(cids.map { L2CAPChannelID(rawValue: $0) }, .answered(result))]
     }
 }

@@ -68,6 +68,8 @@ public struct L2CAPChannelManager: Sendable {
         case updateConnectionParameters(L2CAPConnectionParameterUpdateRequest)
         /// Peripheral: our Connection Parameter Update Request ended.
         case connectionParameterUpdateFinished(L2CAPConnectionParameterUpdateOutcome)
+        /// Our reconfiguration of these channels (local CIDs) ended.
+        case reconfigurationFinished([L2CAPChannelID], L2CAPReconfigurationOutcome)
         /// Start a timer; call ``timerFired(_:)`` when it expires.
         case startTimer(L2CAPTimerID, Duration)
         /// Cancel a timer started earlier.
@@ -82,6 +84,7 @@ public struct L2CAPChannelManager: Sendable {
         case enhancedConnect(localCIDs: [UInt16])
         case disconnect(localCID: UInt16)
         case parameterUpdate
+        case reconfigure(localCIDs: [UInt16], mtu: UInt16, mps: UInt16)
     }
 
     struct Pending: Sendable {
@@ -297,6 +300,35 @@ public struct L2CAPChannelManager: Sendable {
         return [.channelClosed(cid, .localRequest)] + startDisconnection(channel.localCID)
     }
 
+    /// Announces a new receive MTU and MPS for enhanced channels (L2CAP_CREDIT_BASED_RECONFIGURE_REQ), for example
+    /// a larger MTU. The MTU never shrinks; the MPS shrinks only for one channel at a time. The values apply once the
+    /// peer accepts; ``Action/reconfigurationFinished(_:_:)`` follows.
+    public mutating func reconfigure(_ cids: [L2CAPChannelID], mtu: UInt16, mps: UInt16) throws(L2CAPError) -> [Action] {
+        guard (1...L2CAPCreditBasedConnectionRequest.maximumChannelCount).contains(cids.count),
+              Set(cids).count == cids.count
+        else { throw L2CAPError(.invalidParameters, "a reconfiguration names 1 to 5 distinct channels") }
+        guard L2CAPChannelParameters.areValid(mtu: mtu, mps: mps, enhanced: true) else {
+            throw L2CAPError(.invalidParameters, "MTU \(mtu) / MPS \(mps) out of range")
+        }
+        var current: [L2CAPCreditBasedChannel] = []
+        for cid in cids {
+            guard let channel = channels[cid.rawValue], channel.state == .open, channel.isEnhanced else {
+                throw L2CAPError(.channelNotOpen, "no open enhanced channel with local \(cid)")
+            }
+            current.append(channel)
+        }
+        guard !current.contains(where: { mtu < $0.local.mtu }) else {
+            throw L2CAPError(.invalidParameters, "the MTU of a channel never shrinks")
+        }
+        guard current.count == 1 || !current.contains(where: { mps < $0.local.mps }) else {
+            throw L2CAPError(.invalidParameters, "the MPS shrinks for one channel at a time")
+        }
+        let id = nextIdentifier()
+        let raw = cids.map(\.rawValue)
+        return [signal(.creditBasedReconfigureRequest(identifier: id, .init(mtu: mtu, mps: mps, destinationCIDs: raw)))]
+            + startRequest(id, .reconfigure(localCIDs: raw, mtu: mtu, mps: mps))
+    }
+
     // MARK: Connection parameters
 
     /// Peripheral: asks the central for new connection parameters (Connection Parameter Update Request).
@@ -328,14 +360,23 @@ public struct L2CAPChannelManager: Sendable {
             return []
         case .parameterUpdate:
             return [.connectionParameterUpdateFinished(.timedOut)]
+        case .reconfigure(let cids, _, _):
+            return [.reconfigurationFinished(cids.map { L2CAPChannelID(rawValue: $0) }, .timedOut)]
         }
     }
 
     /// The link went down: every timer is cancelled, every channel closes or fails, and the manager is empty.
     public mutating func linkClosed() -> [Action] {
         var actions: [Action] = pending.values.map { .cancelTimer($0.timer) }
-        if pending.values.contains(where: { if case .parameterUpdate = $0.request { true } else { false } }) {
-            actions.append(.connectionParameterUpdateFinished(.linkClosed))
+        for entry in pending.values {
+            switch entry.request {
+            case .parameterUpdate:
+                actions.append(.connectionParameterUpdateFinished(.linkClosed))
+            case .reconfigure(let cids, _, _):
+                actions.append(.reconfigurationFinished(cids.map { L2CAPChannelID(rawValue: $0) }, .linkClosed))
+            case .leConnect, .enhancedConnect, .disconnect:
+                break
+            }
         }
         for cid in channels.keys.sorted() {
             guard let channel = channels[cid] else { continue }

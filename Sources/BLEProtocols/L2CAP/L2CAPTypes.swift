@@ -172,3 +172,15 @@ public enum L2CAPConnectionParameterUpdateOutcome: Hashable, Sendable {
     /// The link went down first.
     case linkClosed
 }
+
+/// How our reconfiguration of enhanced channels ended. Core 5.4, Vol 3, Part A, 4.27 and 4.28.
+public enum L2CAPReconfigurationOutcome: Hashable, Sendable {
+    /// The peer answered with this result; on success the new MTU and MPS apply.
+    case answered(L2CAPCreditBasedReconfigureResult)
+    /// The peer answered with Command Reject.
+    case rejected(L2CAPCommandRejectReason)
+    /// No response within the signaling timeout (RTX).
+    case timedOut
+    /// The link went down first.
+    case linkClosed
+}

@@ -297,4 +297,58 @@ import Testing
         // In automatic mode, consumed() changes nothing.
         #expect(link.central.consumed(on: cid).isEmpty)
     }
+
+    @Test func reconfigurationRaisesTheMTU() throws {
+        var link = L2CAPLinkPair()
+        try link.peripheral.listen(spsm: .eatt, parameters: .init(mtu: 300, mps: 64, initialCredits: 10))
+        let (cids, actions) = try link.central.connectEnhanced(spsm: .eatt, count: 2,
+                                                               parameters: .init(mtu: 256, mps: 64, initialCredits: 10))
+        link.run(actions, from: .central)
+        let remotes = link.opened(.peripheral).map(\.localCID)
+        #expect(throws: L2CAPError(.sduTooLarge, "")) { try link.peripheral.send(pattern(1000), on: remotes[0]) }
+        link.clearEvents()
+        // Reconfigure Request, id 2: MTU 1000, MPS 100, our CIDs 0x0040 0x0041.
+        let request = try link.central.reconfigure(cids, mtu: 1000, mps: 100)
+        #expect(sentFrames(request) == ["5: 19 02 08 00 e8 03 64 00 40 00 41 00"])
+        link.run(request, from: .central)
+        #expect(link.peripheralFrames.map { $0.payload.hexString(separator: " ") } == ["1a 02 02 00 00 00"])
+        #expect(link.centralEvents.contains(.reconfigurationFinished(cids, .answered(.success))))
+        #expect(link.central.channel(cids[0])?.local.mtu == 1000 && link.central.channel(cids[1])?.local.mps == 100)
+        #expect(link.peripheral.channel(remotes[1])?.peerMTU == 1000)
+        // The peer may now send 1000-byte SDUs in 100-byte K-frames.
+        link.run(try link.peripheral.send(pattern(1000, seed: 9), on: remotes[0]), from: .peripheral)
+        #expect(link.delivered(to: .central, on: cids[0]) == [pattern(1000, seed: 9)])
+        // Refused locally: a smaller MTU, a smaller MPS on two channels, an LE channel, six channels.
+        #expect(throws: L2CAPError(.invalidParameters, "")) { try link.central.reconfigure(cids, mtu: 999, mps: 100) }
+        #expect(throws: L2CAPError(.invalidParameters, "")) { try link.central.reconfigure(cids, mtu: 1000, mps: 64) }
+        #expect(throws: L2CAPError(.invalidParameters, "")) {
+            try link.central.reconfigure(Array(repeating: cids[0], count: 2), mtu: 1000, mps: 100)
+        }
+        _ = try link.central.reconfigure([cids[0]], mtu: 1000, mps: 64)
+        try link.peripheral.listen(spsm: spsm)
+        let (le, open) = try link.central.connect(spsm: spsm)
+        link.run(open, from: .central)
+        #expect(throws: L2CAPError(.channelNotOpen, "")) { try link.central.reconfigure([le], mtu: 1000, mps: 100) }
+    }
+
+    @Test func reconfigurationRefusedRejectedOrUnanswered() throws {
+        var link = L2CAPLinkPair()
+        try link.peripheral.listen(spsm: .eatt, parameters: .init(mtu: 300, mps: 64, initialCredits: 10))
+        let (cids, actions) = try link.central.connectEnhanced(spsm: .eatt, count: 1, parameters: .init(mtu: 256, mps: 64))
+        link.run(actions, from: .central)
+        var manager = link.central
+        // Refused (0x0004): nothing changes.
+        _ = try manager.reconfigure(cids, mtu: 512, mps: 64)
+        #expect(events(manager.receive(signaling("1a 02 0200 0400"))).last == .reconfigurationFinished(cids, .answered(.unacceptableParameters)))
+        #expect(manager.channel(cids[0])?.local.mtu == 256)
+        // Command Reject.
+        _ = try manager.reconfigure(cids, mtu: 512, mps: 64)
+        #expect(events(manager.receive(signaling("01 03 0200 0000"))).last == .reconfigurationFinished(cids, .rejected(.commandNotUnderstood)))
+        // No answer.
+        let unanswered = try manager.reconfigure(cids, mtu: 512, mps: 64)
+        #expect(manager.timerFired(try #require(startedTimers(unanswered).first)) == [.reconfigurationFinished(cids, .timedOut)])
+        // Link loss.
+        _ = try manager.reconfigure(cids, mtu: 512, mps: 64)
+        #expect(manager.linkClosed().contains(.reconfigurationFinished(cids, .linkClosed)))
+    }
 }
