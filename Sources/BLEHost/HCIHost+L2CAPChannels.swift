@@ -23,7 +23,8 @@ public struct L2CAPChannel: Sendable {
     public var peerMTU: Int { Int(info.peerMTU) }
 
     /// Sends one SDU (at most ``peerMTU`` bytes). Waits while the link's controller queue is full and while the peer
-    /// has no credits for the SDU's K-frames; throws when the channel closes meanwhile.
+    /// has no credits for the SDU's K-frames; throws when the channel closes meanwhile, and `CancellationError` when
+    /// the calling task is cancelled while waiting for credits (the SDU still goes out whole as credits arrive).
     public func send(_ sdu: [UInt8]) async throws { try await host.sendSDU(sdu, on: self) }
 
     /// Closes the channel (Disconnection Request); ``incoming`` finishes.
@@ -209,10 +210,18 @@ extension HCIHost {
         }
         links[channel.handle] = link
         await performL2CAP(actions, handle: channel.handle)
-        // Then the peer's credits: wait until every K-frame of this channel went out.
+        // Then the peer's credits: wait until every K-frame of this channel went out. A cancelled sender stops
+        // waiting (its K-frames stay queued and still go out: an SDU is never cut).
         while let link = links[channel.handle], link.connection.link == channel.link, link.l2cap.channel(channel.localCID) != nil,
               link.l2cap.queuedFrameCount(on: channel.localCID) > 0 {
-            await withCheckedContinuation { links[channel.handle]?.creditWaiters[channel.localCID, default: []].append($0) }
+            try Task.checkCancellation()
+            let waiter = nextCreditWaiter
+            nextCreditWaiter += 1
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { links[channel.handle]?.creditWaiters[waiter] = (channel.localCID, $0) }
+            } onCancel: {
+                Task { await self.stopWaitingForCredits(waiter, handle: channel.handle) }
+            }
         }
         guard isCurrent(channel), links[channel.handle]?.l2cap.channel(channel.localCID) != nil else {
             throw HostError(.l2capChannelClosed, "\(channel.localCID) closed while sending")
@@ -320,7 +329,16 @@ extension HCIHost {
     }
 
     private func wakeCreditWaiters(_ cid: L2CAPChannelID, handle: UInt16) {
-        for waiter in links[handle]?.creditWaiters.removeValue(forKey: cid) ?? [] { waiter.resume() }
+        guard let waiters = links[handle]?.creditWaiters.filter({ $0.value.cid == cid }) else { return }
+        for (id, waiter) in waiters {
+            links[handle]?.creditWaiters[id] = nil
+            waiter.continuation.resume()
+        }
+    }
+
+    /// A sender waiting for credits was cancelled.
+    private func stopWaitingForCredits(_ waiter: Int, handle: UInt16) {
+        links[handle]?.creditWaiters.removeValue(forKey: waiter)?.continuation.resume()
     }
 
     private func l2capTimerFired(_ key: L2CAPTimerKey, handle: UInt16) async {
@@ -340,7 +358,7 @@ extension HCIHost {
         }
         for key in l2capTimers.keys where key.link == link.connection.link { l2capTimers.removeValue(forKey: key)?.cancel() }
         for continuation in link.sduStreams.values { continuation.finish() }
-        for waiters in link.creditWaiters.values { for waiter in waiters { waiter.resume() } }
+        for waiter in link.creditWaiters.values { waiter.continuation.resume() }
         for (cid, waiter) in link.openWaiters {
             waiter.resume(throwing: HostError(.l2capConnectionFailed(.linkClosed), "the link closed while opening \(cid)"))
         }

@@ -33,8 +33,8 @@ public actor HCIHost {
         var pending: [L2CAPChannelID: [[UInt8]]] = [:]
         /// Per open credit based channel (local CID): the stream of incoming SDUs.
         var sduStreams: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
-        /// Senders waiting for the peer's credits, per channel.
-        var creditWaiters: [L2CAPChannelID: [CheckedContinuation<Void, Never>]] = [:]
+        /// Senders waiting for the peer's credits: per waiter, its channel and continuation.
+        var creditWaiters: [Int: (cid: L2CAPChannelID, continuation: CheckedContinuation<Void, Never>)] = [:]
         /// Callers of ``HCIHost/openL2CAPChannel(spsm:on:parameters:)`` waiting for the outcome, per local CID.
         var openWaiters: [L2CAPChannelID: CheckedContinuation<L2CAPChannel, any Error>] = [:]
         /// Outcomes that arrived before their caller waited.
@@ -61,6 +61,7 @@ public actor HCIHost {
     /// SPSMs this host accepts LE credit based connections on, with their parameters and consumers.
     var l2capListeners: [L2CAPSPSM: L2CAPListener] = [:]
     var nextListenerID = 0
+    var nextCreditWaiter = 0
     /// The RTX timers the links' L2CAP managers asked for.
     var l2capTimers: [L2CAPTimerKey: Task<Void, Never>] = [:]
     var subscribers: [Int: AsyncStream<HostEvent>.Continuation] = [:]

@@ -220,4 +220,29 @@ import Testing
             }
         }
     }
+
+    @Test func aSenderWaitingForCreditsCanBeCancelled() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host()
+        let (central, _) = try await world.host(at: 1)
+        let incoming = try await peripheral.listen(spsm: spsm, parameters: .init(mtu: 100, mps: 100, initialCredits: 2))
+        let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        let sender = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c) }
+        let receiver = try await withTimeout { () -> L2CAPChannel in
+            for await channel in incoming { return channel }
+            throw TimedOut()
+        }
+        for index: UInt8 in 0..<2 { try await withTimeout { try await sender.send([index]) } }
+        // The third waits for a credit nobody returns; cancelling the task ends the wait.
+        let third = Task { try await sender.send([2]) }
+        try await Task.sleep(for: .milliseconds(200))
+        third.cancel()
+        let outcome = try await withTimeout { await third.result }
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        // The cancelled SDU was not cut: reading returns credits and all three arrive whole.
+        var iterator = receiver.incoming.makeAsyncIterator()
+        for expected: UInt8 in 0..<3 { #expect(await iterator.next() == [expected]) }
+        try await withTimeout { try await sender.send([3]) }
+        #expect(await iterator.next() == [3])
+    }
 }
