@@ -250,8 +250,11 @@ extension L2CAPChannelManager {
 
     private mutating func enhancedConnectionResponseReceived(_ id: UInt8, _ response: L2CAPCreditBasedConnectionResponse) -> [Action] {
         guard let entry = pending[id], case .enhancedConnect(let cids) = entry.request else { return [] }
-        // Pending results announce a final response later; the RTX timer keeps running meanwhile.
-        guard !response.result.isPending else { return [] }
+        // A pending result announces the final response: the RTX timer gives way to the longer ERTX. Core 5.4, Vol 3,
+        // Part A, 4.26 and 6.2.2.
+        guard !response.result.isPending else {
+            return finishRequest(id) + startRequest(id, entry.request, duration: configuration.extendedSignalingTimeout)
+        }
         var actions = finishRequest(id)
         let parametersValid = L2CAPChannelParameters.areValid(mtu: response.mtu, mps: response.mps, enhanced: true)
         for (index, cid) in cids.enumerated() {

@@ -35,15 +35,19 @@ public struct L2CAPChannelManager: Sendable {
 
         /// How long one of our signaling requests waits for its response (RTX, 1–60 s in the specification).
         public var signalingTimeout: Duration
+        /// How long an enhanced connection request waits after the peer answered "pending" (ERTX, 60–300 s in the
+        /// specification).
+        public var extendedSignalingTimeout: Duration
         /// How many dynamic channels (local CIDs 0x0040–0x007F) may exist at once, at most 64.
         public var maximumDynamicChannels: Int
         /// When spent credits go back to the peer.
         public var creditReturn: CreditReturn
 
-        /// Creates a configuration: 30 s RTX, all 64 dynamic CIDs, credits returned automatically.
-        public init(signalingTimeout: Duration = .seconds(30), maximumDynamicChannels: Int = 64,
-                    creditReturn: CreditReturn = .automatic) {
+        /// Creates a configuration: 30 s RTX, 60 s ERTX, all 64 dynamic CIDs, credits returned automatically.
+        public init(signalingTimeout: Duration = .seconds(30), extendedSignalingTimeout: Duration = .seconds(60),
+                    maximumDynamicChannels: Int = 64, creditReturn: CreditReturn = .automatic) {
             self.signalingTimeout = signalingTimeout
+            self.extendedSignalingTimeout = extendedSignalingTimeout
             self.maximumDynamicChannels = maximumDynamicChannels
             self.creditReturn = creditReturn
         }
@@ -407,12 +411,12 @@ public struct L2CAPChannelManager: Sendable {
         .send(L2CAPBasicFrame(channelID: .leSignaling, payload: pdu.encoded))
     }
 
-    /// Records a request of ours and starts its RTX timer.
-    mutating func startRequest(_ id: UInt8, _ request: Request) -> [Action] {
+    /// Records a request of ours and starts its RTX timer (or a timer of `duration`).
+    mutating func startRequest(_ id: UInt8, _ request: Request, duration: Duration? = nil) -> [Action] {
         let timer = L2CAPTimerID(value: nextTimer)
         nextTimer &+= 1
         pending[id] = Pending(request: request, timer: timer)
-        return [.startTimer(timer, configuration.signalingTimeout)]
+        return [.startTimer(timer, duration ?? configuration.signalingTimeout)]
     }
 
     /// Removes the outstanding request `id` and cancels its timer.

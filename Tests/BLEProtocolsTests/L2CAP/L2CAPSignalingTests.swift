@@ -173,6 +173,24 @@ import Testing
         #expect(manager.outstandingRequestCount == 1)
     }
 
+    @Test func pendingEnhancedResponseWaitsLonger() throws {
+        var manager = L2CAPChannelManager(role: .central, configuration: .init(signalingTimeout: .seconds(2),
+                                                                               extendedSignalingTimeout: .seconds(90)))
+        let (cids, actions) = try manager.connectEnhanced(spsm: .eatt, count: 2, parameters: .init(mtu: 64, mps: 64))
+        let rtx = try #require(startedTimers(actions).first)
+        // 0x000E: all connections pending, authentication pending. The RTX timer is replaced by ERTX.
+        let pending = manager.receive(signaling("18 01 0c00 4000 4000 0100 0e00 0000 0000"))
+        #expect(pending.first == .cancelTimer(rtx))
+        let ertx = try #require(startedTimers(pending).first)
+        #expect(pending.contains(.startTimer(ertx, .seconds(90))))
+        #expect(manager.timerFired(rtx).isEmpty)
+        // The final response opens both.
+        let final = manager.receive(signaling("18 01 0c00 4000 4000 0100 0000 5000 5100"))
+        #expect(final.first == .cancelTimer(ertx))
+        #expect(events(final).filter { if case .channelOpened = $0 { true } else { false } }.count == 2)
+        #expect(manager.openChannels == cids)
+    }
+
     @Test func enhancedResponseWithSomeChannelsRefused() throws {
         var manager = L2CAPChannelManager(role: .central)
         let (cids, _) = try manager.connectEnhanced(spsm: .eatt, count: 3, parameters: .init(mtu: 64, mps: 64))
