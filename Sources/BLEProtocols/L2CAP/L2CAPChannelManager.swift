@@ -18,10 +18,11 @@ import BLEWire
 ///   again). The credits the peer spends come back to it in batches, whenever its remaining credits fall to half of
 ///   the channel's initial grant: with ``Configuration/CreditReturn/automatic`` as soon as the K-frames
 ///   arrive; with ``Configuration/CreditReturn/onConsumption`` once the consumer reports each delivered
-///   SDU taken with ``consumed(_:on:)``, so that a slow consumer holds the peer back and at most the initial grant's
-///   worth of K-frames (plus the SDU being reassembled) ever waits for it. Credits spent on an SDU still being
-///   reassembled are released whenever the peer runs out, so an SDU longer than the grant always completes. A
-///   channel with no initial credits is managed by the consumer alone, with ``grantCredits(_:on:)``.
+///   SDU taken with ``consumed(_:on:)``, so that a slow consumer holds the peer back. Credits spent on an SDU still
+///   being reassembled are released whenever the peer runs out, so an SDU longer than the grant always completes;
+///   every delivered SDU keeps at least the credit of its last K-frame until it is consumed, so no more SDUs than
+///   the initial grant (plus the one being reassembled) ever wait for the consumer. A channel with no initial
+///   credits is managed by the consumer alone, with ``grantCredits(_:on:)``.
 public struct L2CAPChannelManager: Sendable {
     /// Settings of one manager.
     public struct Configuration: Sendable {
