@@ -351,4 +351,24 @@ import Testing
         _ = try manager.reconfigure(cids, mtu: 512, mps: 64)
         #expect(manager.linkClosed().contains(.reconfigurationFinished(cids, .linkClosed)))
     }
+
+    @Test(arguments: [1, 2, 3, 4, 7])
+    func noMoreSDUsThanTheGrantWaitForTheConsumer(framesPerSDU: Int) throws {
+        var link = L2CAPLinkPair()
+        link.peripheral = L2CAPChannelManager(role: .peripheral, configuration: .init(creditReturn: .onConsumption))
+        let (cid, remote) = try open(&link, central: .init(), peripheral: .init(mtu: 500, mps: 30, initialCredits: 4))
+        // SDUs of `framesPerSDU` K-frames each (the first carries 28 bytes, the others 30).
+        let size = 28 + 30 * (framesPerSDU - 1)
+        for index in 0..<20 { link.run(try link.central.send(pattern(size, seed: index), on: cid), from: .central) }
+        let waiting = link.delivered(to: .peripheral, on: remote).count
+        #expect(waiting >= 1 && waiting <= 4, "\(waiting) SDUs delivered without any consumption")
+        // Consuming them one by one lets all twenty through, in order.
+        var consumed = 0
+        while consumed < link.delivered(to: .peripheral, on: remote).count {
+            link.run(link.peripheral.consumed(on: remote), from: .peripheral)
+            consumed += 1
+            #expect(link.delivered(to: .peripheral, on: remote).count - consumed <= 4)
+        }
+        #expect(link.delivered(to: .peripheral, on: remote) == (0..<20).map { pattern(size, seed: $0) })
+    }
 }
