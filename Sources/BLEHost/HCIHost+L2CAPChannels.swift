@@ -93,10 +93,26 @@ extension HCIHost {
         return stream
     }
 
+    /// Listens on the lowest dynamic SPSM (0x0080–0x00FF) nobody listens on yet, as CoreBluetooth's
+    /// `publishL2CAPChannel` does; returns it with the stream of channels peers open to it. Throws when every
+    /// dynamic SPSM is taken.
+    public func listen(parameters: L2CAPChannelParameters = L2CAPChannelParameters()) throws
+        -> (spsm: L2CAPSPSM, channels: AsyncStream<L2CAPChannel>) {
+        guard let free = (UInt16(0x0080)...UInt16(0x00FF)).lazy.map({ L2CAPSPSM(rawValue: $0) })
+            .first(where: { l2capListeners[$0] == nil })
+        else { throw HostError(.l2cap(.noFreeChannel), "every dynamic SPSM has a listener") }
+        return (free, try listen(spsm: free, parameters: parameters))
+    }
+
+    /// Stops accepting connections to `spsm`: its stream finishes; open channels stay open.
+    public func stopListening(spsm: L2CAPSPSM) {
+        l2capListeners.removeValue(forKey: spsm)?.continuation.finish()
+        for handle in links.keys { links[handle]?.l2cap.stopListening(spsm: spsm) }
+    }
+
     private func stopListening(spsm: L2CAPSPSM, id: Int) {
         guard l2capListeners[spsm]?.id == id else { return }
-        l2capListeners[spsm] = nil
-        for handle in links.keys { links[handle]?.l2cap.stopListening(spsm: spsm) }
+        stopListening(spsm: spsm)
     }
 
     /// Opens an LE credit based channel to `spsm` on link `handle` (L2CAP_LE_CREDIT_BASED_CONNECTION_REQ). Throws

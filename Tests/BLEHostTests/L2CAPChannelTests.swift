@@ -245,4 +245,30 @@ import Testing
         try await withTimeout { try await sender.send([3]) }
         #expect(await iterator.next() == [3])
     }
+
+    @Test func dynamicSPSMsAreHandedOutAndGivenBack() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host()
+        let (central, _) = try await world.host(at: 1)
+        let (first, channels) = try await peripheral.listen()
+        let (second, _) = try await peripheral.listen()
+        #expect(first == L2CAPSPSM(rawValue: 0x0080) && second == L2CAPSPSM(rawValue: 0x0081))
+        let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        let channel = try await withTimeout { try await central.openL2CAPChannel(spsm: first, on: c) }
+        #expect(channel.info.spsm == first)
+        var accepted = channels.makeAsyncIterator()
+        #expect(await accepted.next()?.info.remoteCID == channel.localCID)
+        // Once it stops listening, the SPSM is refused (0x0002) and handed out again.
+        await peripheral.stopListening(spsm: first)
+        #expect(await accepted.next() == nil)
+        do {
+            _ = try await withTimeout { try await central.openL2CAPChannel(spsm: first, on: c) }
+            Issue.record("the channel opened")
+        } catch let error as HostError {
+            #expect(error.kind == .l2capConnectionFailed(.refused(.spsmNotSupported)))
+        }
+        #expect(try await peripheral.listen().spsm == first)
+        // The channel already open stays open.
+        try await withTimeout { try await channel.send([1, 2, 3]) }
+    }
 }
