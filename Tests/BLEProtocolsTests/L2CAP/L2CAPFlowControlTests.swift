@@ -52,6 +52,18 @@ import Testing
         expectDisconnect(manager.receive(kFrame("6500 0102")), .sduExceedsMTU)
     }
 
+    @Test func sduOfExactlyTheMTUInKFramesOfExactlyTheMPS() throws {
+        var manager = try opened(credits: 10)
+        // SDU Length 100 (the MTU): 28 + 30 + 30 + 12 bytes, the first three K-frames exactly MPS 30 long.
+        let sdu = pattern(100, seed: 5)
+        let frames = [[100, 0] + Array(sdu[0..<28]), Array(sdu[28..<58]), Array(sdu[58..<88]), Array(sdu[88..<100])]
+        var delivered: [Action] = []
+        for payload in frames {
+            delivered += events(manager.receive(L2CAPBasicFrame(channelID: cid, payload: payload.map { UInt8($0) })))
+        }
+        #expect(delivered == [.deliverSDU(cid, sdu)])
+    }
+
     @Test func kFramesCarryingMoreThanTheSDULength() throws {
         var manager = try opened(credits: 10)
         #expect(events(manager.receive(kFrame("0300 aabb"))).isEmpty)
