@@ -96,6 +96,21 @@ struct L2CAPInteropTests {
             }
             #expect(echoed == sdu)
         }
+        // An SPSM Bumble does not serve: refused with "SPSM not supported", LE and enhanced alike.
+        for enhanced in [false, true] {
+            do {
+                if enhanced {
+                    _ = try await withTimeout {
+                        try await host.openL2CAPChannels(spsm: L2CAPSPSM(rawValue: 0x0099), count: 2, on: connection)
+                    }
+                } else {
+                    _ = try await withTimeout { try await host.openL2CAPChannel(spsm: L2CAPSPSM(rawValue: 0x0099), on: connection) }
+                }
+                Issue.record("a channel to an unserved SPSM opened")
+            } catch let error as HostError {
+                #expect(error.kind == .l2capConnectionFailed(.refused(.spsmNotSupported)), "enhanced: \(enhanced)")
+            }
+        }
         try await channel.close()
         try await withTimeout(30) { try await echo.value }
     }
