@@ -22,12 +22,21 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
     ],
     targets: [
         // Value types and codecs: no I/O, no clocks, no randomness.
         .target(name: "BLEWire", swiftSettings: strict),
         // Sans-I/O state machines: HCI command flow, ACL flow, L2CAP, ATT, GATT. No I/O, clocks or randomness.
-        .target(name: "BLEProtocols", dependencies: ["BLEWire"], swiftSettings: strict),
+        .target(
+            name: "BLEProtocols",
+            dependencies: [
+                "BLEWire",
+                // P-256, AES-128 and AES-CMAC for the Security Manager's toolbox.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
         // HCI transports: H4 framing, in-process pipe, TCP, UART, Linux HCI user channel, btsnoop.
         .target(
             name: "BLETransport",
