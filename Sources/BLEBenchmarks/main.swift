@@ -115,6 +115,9 @@ for (size, count) in [(27, 8), (251, 8)] {
 print("== GATT notifications between two hosts on the in-process virtual controller (MTU 247, 244-byte payloads)")
 try await GATTBenchmarks.run()
 
+print("== LE credit based channel (MPS 247, 16 credits returned as SDUs are consumed)")
+try await L2CAPBenchmarks.run()
+
 print("== ATT round trips for a full discovery (services, characteristics, descriptors), MTU 247")
 let demoDevice = SampleDevice.lab.database(name: SampleDevice.lab.defaultName)
 let discovery = try await GATTBenchmarks.discoveryRoundTrips(demoDevice)

@@ -225,7 +225,8 @@ extension HCIHost {
         let connection = HostConnection(link: LinkID(rawValue: lastLinkID), handle: handle, role: role, peer: peer, interval: interval, latency: latency,
                                         supervisionTimeout: timeout)
         links[handle] = Link(connection: connection,
-                             reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength))
+                             reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength),
+                             l2cap: makeL2CAPManager(role: role))
         if role == .central { completeInitiation(.success(connection)) }
         publish(.connected(connection))
     }

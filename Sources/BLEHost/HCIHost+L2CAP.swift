@@ -1,6 +1,8 @@
+import BLEProtocols
 import BLEWire
 
-/// ACL data and L2CAP on LE: fixed channels ATT (0x0004), LE signaling (0x0005) and SMP (0x0006).
+/// ACL data and L2CAP on LE: each link's ``L2CAPChannelManager`` gets the reassembled frames; fixed channels ATT
+/// (0x0004) and SMP (0x0006) go to their consumers, the LE signaling channel (0x0005) is answered by the manager.
 /// Core 5.4, Vol 3, Part A.
 extension HCIHost {
     /// Frames kept for a fixed channel nobody has opened yet (so nothing sent right after connecting is lost).
@@ -21,6 +23,13 @@ extension HCIHost {
 
     private func openFixedChannel(_ channel: L2CAPChannelID, handle: UInt16, link id: LinkID?) throws -> AsyncStream<[UInt8]> {
         guard current(handle, is: id), var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        if channel != .leSignaling {
+            do {
+                try link.l2cap.registerFixedChannel(channel)
+            } catch {
+                throw HostError(.l2cap(error.code), error.reason)
+            }
+        }
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         link.channels[channel]?.finish()
         link.channels[channel] = continuation
@@ -106,99 +115,70 @@ extension HCIHost {
             links[packet.handle] = link
             return
         }
-        links[packet.handle] = link
-        guard let frame else { return }
-        switch frame.channelID {
-        case .leSignaling where link.channels[.leSignaling] == nil:
-            await handleSignaling(frame.payload, handle: packet.handle)
-        case .smp where link.channels[.smp] == nil:
-            await answerSMP(frame.payload, handle: packet.handle)
-        default:
-            deliver(frame.payload, channel: frame.channelID, handle: packet.handle)
+        guard let frame else {
+            links[packet.handle] = link
+            return
         }
+        if frame.channelID == .leSignaling, let raw = link.channels[.leSignaling] {
+            // A consumer took the signaling channel over (tests speaking raw signaling): the manager stays out.
+            links[packet.handle] = link
+            raw.yield(frame.payload)
+            return
+        }
+        let before = link.l2cap.droppedFrames
+        let actions = link.l2cap.receive(frame)
+        droppedFrames += link.l2cap.droppedFrames - before
+        links[packet.handle] = link
+        await performL2CAP(actions, handle: packet.handle)
     }
 
-    private func deliver(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16) {
-        guard var link = links[handle] else { return }
+    /// A payload the link's L2CAP manager delivered on a fixed channel: to its consumer, or kept until one opens it
+    /// (ATT), or answered by the host (SMP, until pairing exists).
+    func deliverFixed(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16) -> [UInt8]? {
+        guard var link = links[handle] else { return nil }
         if let continuation = link.channels[channel] {
             continuation.yield(payload)
-        } else if channel == .att || channel == .smp {
+        } else if channel == .smp {
+            return payload
+        } else {
             var queue = link.pending[channel, default: []]
             if queue.count < Self.pendingFrameLimit { queue.append(payload) } else { droppedFrames += 1 }
             link.pending[channel] = queue
             links[handle] = link
-        } else {
-            // A fixed channel LE does not define, or a dynamic one never opened: nothing to deliver to.
-            droppedFrames += 1
         }
+        return nil
+    }
+
+    /// The L2CAP manager of a new link: ATT and SMP registered on behalf of their consumers (whose early frames the
+    /// host keeps), and every SPSM this host listens on.
+    func makeL2CAPManager(role: HCIRole) -> L2CAPChannelManager {
+        var manager = L2CAPChannelManager(role: role, configuration: .init(signalingTimeout: configuration.l2capSignalingTimeout,
+                                                                          creditReturn: .onConsumption))
+        try? manager.registerFixedChannel(.att)
+        try? manager.registerFixedChannel(.smp)
+        for (spsm, listener) in l2capListeners { try? manager.listen(spsm: spsm, parameters: listener.parameters) }
+        return manager
     }
 
     // MARK: LE signaling (Core 5.4, Vol 3, Part A, 4)
 
-    private func handleSignaling(_ payload: [UInt8], handle: UInt16) async {
-        guard let link = links[handle] else { return }
-        // Identifier 0x00 is illegal (Core 5.4, Vol 3, Part A, 4): such a command cannot be answered (a reply would
-        // carry the illegal identifier too), so it is dropped.
-        guard L2CAPSignalingPDU.identifier(of: payload) != 0 else {
-            droppedFrames += 1
-            return
-        }
-        let pdu: L2CAPSignalingPDU
-        do {
-            pdu = try L2CAPSignalingPDU(bytes: payload)
-        } catch {
-            // Truncated or malformed: Command Reject "not understood", echoing the identifier when readable.
-            await sendSignaling(.commandReject(identifier: L2CAPSignalingPDU.identifier(of: payload) ?? 0, reason: .commandNotUnderstood),
-                                handle: handle)
-            return
-        }
-        switch pdu {
-        case .unknown(let command):
-            await sendSignaling(.commandReject(identifier: command.identifier, reason: .commandNotUnderstood), handle: handle)
-        case .connectionParameterUpdateRequest(let id, let request):
-            guard link.connection.role == .central else {
-                // Only a central receives this request. Core 5.4, Vol 3, Part A, 4.20.
-                await sendSignaling(.commandReject(identifier: id, reason: .commandNotUnderstood), handle: handle)
-                return
-            }
-            let accepted = request.isValid
-            await sendSignaling(.connectionParameterUpdateResponse(identifier: id, result: accepted ? 0x0000 : 0x0001), handle: handle)
-            if accepted {
-                await submitDetached(HCILEConnectionUpdate(handle: handle, intervalMin: request.intervalMin,
-                                                           intervalMax: request.intervalMax, maxLatency: request.latency,
-                                                           supervisionTimeout: request.timeout))
-            }
-        case .disconnectionRequest(let id, let destination, let source):
-            // No dynamic channels are open: the CID is invalid. Core 5.4, Vol 3, Part A, 4.6.
-            await sendSignaling(.commandReject(identifier: id, reason: .invalidCID(local: destination, remote: source)), handle: handle)
-        case .leCreditBasedConnectionRequest(let id, _):
-            // No SPSM is registered: "SPSM not supported" (0x0002).
-            await sendSignaling(.leCreditBasedConnectionResponse(identifier: id, .init(destinationCID: 0, mtu: 0, mps: 0,
-                                                                                      initialCredits: 0, result: 0x0002)),
-                                handle: handle)
-        case .flowControlCredit(let id, let cid, _):
-            await sendSignaling(.commandReject(identifier: id, reason: .invalidCID(local: cid, remote: 0)), handle: handle)
-        case .commandReject, .connectionParameterUpdateResponse, .disconnectionResponse, .leCreditBasedConnectionResponse:
-            // Responses to requests this host did not send are ignored.
-            break
-        }
-    }
-
-    /// Sends a peripheral's Connection Parameter Update Request to the central.
+    /// Sends a peripheral's Connection Parameter Update Request to the central. Returns once it is queued; the
+    /// central's answer arrives as a `connectionUpdated` event when it applies the values.
     public func requestConnectionParameterUpdate(_ request: L2CAPConnectionParameterUpdateRequest, handle: UInt16) async throws {
         guard var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
-        link.signalingIdentifier = link.signalingIdentifier == 0xFF ? 1 : link.signalingIdentifier + 1
+        let actions: [L2CAPChannelManager.Action]
+        do {
+            actions = try link.l2cap.requestConnectionParameterUpdate(request)
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
+        }
         links[handle] = link
-        await sendSignaling(.connectionParameterUpdateRequest(identifier: link.signalingIdentifier, request), handle: handle)
-    }
-
-    private func sendSignaling(_ pdu: L2CAPSignalingPDU, handle: UInt16) async {
-        await enqueueL2CAP(pdu.encoded, channel: .leSignaling, handle: handle)
+        await performL2CAP(actions, handle: handle)
     }
 
     // MARK: SMP until pairing exists (Core 5.4, Vol 3, Part H, 3.5.5)
 
-    private func answerSMP(_ payload: [UInt8], handle: UInt16) async {
+    func answerSMP(_ payload: [UInt8], handle: UInt16) async {
         let reason: SMPPairingFailedReason
         do {
             switch try SMPPDU(bytes: payload) {

@@ -4,10 +4,11 @@ import BLEWire
 import Logging
 
 /// The host side of one controller: brings it up, sends typed commands under HCI flow control, routes events and
-/// ACL data, and runs L2CAP (fixed channels ATT, LE signaling, SMP) per connection.
+/// ACL data, and runs L2CAP per connection (fixed channels ATT and SMP, LE signaling, LE credit based channels).
 ///
 /// One actor per controller. A single reader task consumes the transport; every state machine it drives
-/// (``HCICommandFlow``, ``ACLFlow``, ``L2CAPReassembler``) is sans-I/O and lives in this actor.
+/// (``HCICommandFlow``, ``ACLFlow``, ``L2CAPReassembler``, one ``L2CAPChannelManager`` per link) is sans-I/O and
+/// lives in this actor.
 public actor HCIHost {
     /// Bring-up and timing settings.
     public struct Configuration: Sendable {
@@ -15,17 +16,29 @@ public actor HCIHost {
         public var commandTimeout: Duration = .seconds(5)
         /// Maximum reassembled L2CAP PDU size accepted from a peer.
         public var maximumL2CAPPDULength: Int = 1024
-        /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs.
+        /// How long an L2CAP signaling request (opening or closing a credit based channel, a connection parameter
+        /// update request) waits for its response: the RTX timer, 1–60 s in the specification.
+        public var l2capSignalingTimeout: Duration = .seconds(30)
+        /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs, 30 s L2CAP signaling timeout.
         public init() {}
     }
 
     struct Link {
         var connection: HostConnection
         var reassembler: L2CAPReassembler
+        /// L2CAP on this link: fixed channels, signaling, credit based channels.
+        var l2cap: L2CAPChannelManager
         /// Per fixed channel: the consumer, or frames waiting for one.
         var channels: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
         var pending: [L2CAPChannelID: [[UInt8]]] = [:]
-        var signalingIdentifier: UInt8 = 0
+        /// Per open credit based channel (local CID): the stream of incoming SDUs.
+        var sduStreams: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
+        /// Senders waiting for the peer's credits: per waiter, its channel and continuation.
+        var creditWaiters: [Int: (cid: L2CAPChannelID, continuation: CheckedContinuation<Void, Never>)] = [:]
+        /// Callers of ``HCIHost/openL2CAPChannel(spsm:on:parameters:)`` waiting for the outcome, per local CID.
+        var openWaiters: [L2CAPChannelID: CheckedContinuation<L2CAPChannel, any Error>] = [:]
+        /// Outcomes that arrived before their caller waited.
+        var openOutcomes: [L2CAPChannelID: Result<L2CAPChannel, any Error>] = [:]
     }
 
     let transport: any HCITransport
@@ -45,6 +58,12 @@ public actor HCIHost {
     var links: [UInt16: Link] = [:]
     /// The last link identity given out (identities are never reused).
     var lastLinkID: UInt64 = 0
+    /// SPSMs this host accepts LE credit based connections on, with their parameters and consumers.
+    var l2capListeners: [L2CAPSPSM: L2CAPListener] = [:]
+    var nextListenerID = 0
+    var nextCreditWaiter = 0
+    /// The RTX timers the links' L2CAP managers asked for.
+    var l2capTimers: [L2CAPTimerKey: Task<Void, Never>] = [:]
     var subscribers: [Int: AsyncStream<HostEvent>.Continuation] = [:]
     var nextSubscriber = 0
     var scanContinuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation?
@@ -321,6 +340,7 @@ public actor HCIHost {
             await sendACL(released)
             if let link = links.removeValue(forKey: e.handle) {
                 for continuation in link.channels.values { continuation.finish() }
+                closeL2CAP(link)
                 publish(.disconnected(link.connection, reason: e.reason))
             }
         case .encryptionChange(let e):
@@ -340,6 +360,7 @@ public actor HCIHost {
     private func recoverFromHardwareError() async {
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
+            closeL2CAP(link)
             publish(.disconnected(link.connection, reason: .hardwareFailure))
         }
         links = [:]
@@ -367,6 +388,7 @@ public actor HCIHost {
         detached = [:]
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
+            closeL2CAP(link)
             publish(.disconnected(link.connection, reason: .connectionTimeout))
         }
         links = [:]

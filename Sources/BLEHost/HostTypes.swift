@@ -1,3 +1,4 @@
+import BLEProtocols
 import BLEWire
 
 /// The adapter's state, as CoreBluetooth's `CBManagerState` names it.
@@ -49,6 +50,12 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         case connectionInProgress
         /// The connection is not (or no longer) up.
         case notConnected
+        /// An LE credit based channel did not open.
+        case l2capConnectionFailed(L2CAPConnectionFailure)
+        /// The LE credit based channel is closed (by either side, or a protocol violation, or link loss).
+        case l2capChannelClosed
+        /// An L2CAP request the manager refused locally (invalid SPSM or parameters, SDU above the peer's MTU, ...).
+        case l2cap(L2CAPError.Code)
     }
 
     /// The kind of failure.

@@ -197,9 +197,11 @@ import Testing
         let (central, _) = try await world.host(at: 1)
         let client = GATTEngine(host: central)
         await client.start()
+        // The fake's own Connection Complete can be processed after the central's connect call returns: wait for it.
+        let fakeEvents = await fake.events()
         try await fake.startAdvertising(.init(data: AdvertisingData(localName: "Fake")))
         let c = try await central.connect(to: LEAddress(fc.address, type: .public), timeout: .seconds(5))
-        let fakeLink = try #require(await fake.connections.first)
+        let fakeLink = try await next(fakeEvents) { if case .connected(let c) = $0 { c } else { nil } }
         // The fake server answers Read By Group Type with services going backwards.
         let att = try await fake.openFixedChannel(.att, handle: fakeLink.handle)
         let responder = Task {
@@ -228,10 +230,11 @@ import Testing
         let client = GATTEngine(host: central)
         await client.setTransactionTimeout(.milliseconds(300))
         await client.start()
+        let silentEvents = await silent.events()
         try await silent.startAdvertising(.init(data: AdvertisingData(localName: "Silent")))
         let c = try await central.connect(to: LEAddress(sc.address, type: .public), timeout: .seconds(5))
         // The peer opens its ATT channel and never answers.
-        let link = try #require(await silent.connections.first)
+        let link = try await next(silentEvents) { if case .connected(let c) = $0 { c } else { nil } }
         _ = try await silent.openFixedChannel(.att, handle: link.handle)
         let events = await central.events()
         do {

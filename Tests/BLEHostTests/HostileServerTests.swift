@@ -15,9 +15,11 @@ import Testing
         let (fake, fc) = try await world.host()
         let (central, _) = try await world.host(at: 1)
         let client = await central.gattEngine()
+        // The fake's own Connection Complete can be processed after the central's connect call returns: wait for it.
+        let fakeEvents = await fake.events()
         try await fake.startAdvertising(.init(data: AdvertisingData(localName: "Fake")))
         let c = try await central.connect(to: LEAddress(fc.address, type: .public), timeout: .seconds(5))
-        let fakeLink = try #require(await fake.connections.first)
+        let fakeLink = try await next(fakeEvents) { if case .connected(let c) = $0 { c } else { nil } }
         let att = try await fake.openFixedChannel(.att, handle: fakeLink.handle)
         let responder = Task {
             var script = script

@@ -629,6 +629,41 @@ PY
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
+# LE credit based channels between our host (HCIHost, through L2CAPInteropTests in the test bundle built next to
+# the ble binary) and Bumble's (peers/l2cap_peer.py): 64 KB echoed each way, three enhanced channels in one request.
+scenario_l2cap_channels() {
+    name="l2cap-channels-ble-host-and-bumble-host-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    # The build's scratch directory: ble is in SCRATCH/<triple>/debug or SCRATCH/debug.
+    local bin_dir scratch
+    bin_dir="$(dirname "$ble")"
+    scratch="$(dirname "$bin_dir")"
+    [[ "$(basename "$scratch")" == *-* ]] && scratch="$(dirname "$scratch")"
+    if ! ls "$bin_dir"/*PackageTests* > /dev/null 2>&1; then skip "$name" "needs the test bundle (swift build --build-tests)"; return 0; fi
+    local start; start=$(millis)
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name" "$p1" "$p2" || { fail "$name" "controllers"; stop_bg "$controllers_pid"; return; }
+    local b="$logs/$name-bumble.log" t="$logs/$name-ours.log" ok=1
+    start_bg "$b" env "$(bumble_env bumble)" "$py" "$here/peers/l2cap_peer.py" --transport "tcp-client:127.0.0.1:$p1" --run-for 60
+    local peer=$last_pid
+    if ! wait_for "$b" "^READY" 15 "$peer"; then
+        echo "the Bumble peer did not start"; ok=0
+    else
+        run_fg "$t" 120 env BLE_INTEROP_L2CAP_PORT="$p2" swift test --package-path "$repo" --scratch-path "$scratch" \
+            --skip-build --filter L2CAPInteropTests || { echo "L2CAPInteropTests failed"; ok=0; }
+        wait_for "$b" "^RESULT bumble_to_ours=" 10 "$peer"
+    fi
+    stop_bg "$peer"
+    stop_bg "$controllers_pid"
+    decode_captures
+    if [ $ok -eq 1 ]; then
+        grep -q "Test echoBothWaysWithBumble() passed" "$t" || { echo "the test did not run"; ok=0; }
+        expect "$b" bumble_to_ours ok || ok=0
+    fi
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
 # A Bumble scanner decodes the iBeacon our `ble beacon` advertises (its own decoder, peers/beacon_scanner.py): the
 # same UUID, major, minor and measured power, non-connectable.
 scenario_bumble_scanner_decodes_ble_ibeacon() {
@@ -718,6 +753,7 @@ for controllers in $kinds; do
     scenario_ble_central_to_bumble_peripheral
     scenario_bumble_scanner_decodes_ble_ibeacon
     scenario_ble_ranges_bumble_beacons
+    scenario_l2cap_channels
 done
 echo "interop: $(( $(millis) - began )) ms, $skipped skipped, logs in $logs"
 echo "$passed passed, $failed failed"

@@ -18,6 +18,24 @@ public struct L2CAPSignalingCode: RawRepresentable, Hashable, Sendable {
     public static let leCreditBasedConnectionResponse = L2CAPSignalingCode(rawValue: 0x15)
     /// Flow control credit (0x16).
     public static let flowControlCredit = L2CAPSignalingCode(rawValue: 0x16)
+    /// Credit based connection request, enhanced mode (0x17).
+    public static let creditBasedConnectionRequest = L2CAPSignalingCode(rawValue: 0x17)
+    /// Credit based connection response, enhanced mode (0x18).
+    public static let creditBasedConnectionResponse = L2CAPSignalingCode(rawValue: 0x18)
+    /// Credit based reconfigure request (0x19).
+    public static let creditBasedReconfigureRequest = L2CAPSignalingCode(rawValue: 0x19)
+    /// Credit based reconfigure response (0x1A).
+    public static let creditBasedReconfigureResponse = L2CAPSignalingCode(rawValue: 0x1A)
+}
+
+/// The result of a Connection Parameter Update Response. Core 5.4, Vol 3, Part A, 4.21. Open code.
+public struct L2CAPConnectionParameterUpdateResult: RawRepresentable, Hashable, Sendable {
+    public var rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Connection parameters accepted (0x0000).
+    public static let accepted = L2CAPConnectionParameterUpdateResult(rawValue: 0x0000)
+    /// Connection parameters rejected (0x0001).
+    public static let rejected = L2CAPConnectionParameterUpdateResult(rawValue: 0x0001)
 }
 
 /// A signaling command's header and raw data. Core 5.4, Vol 3, Part A, 4.
@@ -104,7 +122,7 @@ public struct L2CAPConnectionParameterUpdateRequest: Hashable, Sendable, WireCod
 /// LE Credit Based Connection Request. Core 5.4, Vol 3, Part A, 4.22.
 public struct L2CAPLECreditBasedConnectionRequest: Hashable, Sendable, WireCodable {
     /// `SPSM`.
-    public var spsm: UInt16
+    public var spsm: L2CAPSPSM
     /// `Source CID`.
     public var sourceCID: UInt16
     /// `MTU`.
@@ -114,7 +132,7 @@ public struct L2CAPLECreditBasedConnectionRequest: Hashable, Sendable, WireCodab
     /// `Initial Credits`.
     public var initialCredits: UInt16
     /// Creates a value from its fields.
-    public init(spsm: UInt16, sourceCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16) {
+    public init(spsm: L2CAPSPSM, sourceCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16) {
         self.spsm = spsm
         self.sourceCID = sourceCID
         self.mtu = mtu
@@ -122,7 +140,7 @@ public struct L2CAPLECreditBasedConnectionRequest: Hashable, Sendable, WireCodab
         self.initialCredits = initialCredits
     }
     public init(from r: inout ByteReader) throws(WireError) {
-        spsm = try r.readUInt16("SPSM")
+        spsm = L2CAPSPSM(rawValue: try r.readUInt16("SPSM"))
         sourceCID = try r.readUInt16("Source CID")
         mtu = try r.readUInt16("MTU")
         mps = try r.readUInt16("MPS")
@@ -130,7 +148,7 @@ public struct L2CAPLECreditBasedConnectionRequest: Hashable, Sendable, WireCodab
         try r.expectEnd("LE Credit Based Connection Request")
     }
     public func encode(into w: inout ByteWriter) {
-        for v in [spsm, sourceCID, mtu, mps, initialCredits] { w.write(v) }
+        for v in [spsm.rawValue, sourceCID, mtu, mps, initialCredits] { w.write(v) }
     }
 }
 
@@ -144,10 +162,11 @@ public struct L2CAPLECreditBasedConnectionResponse: Hashable, Sendable, WireCoda
     public var mps: UInt16
     /// `Initial Credits`.
     public var initialCredits: UInt16
-    /// 0x0000 successful; 0x0002 SPSM not supported; 0x0004 no resources; ...
-    public var result: UInt16
+    /// `Result`.
+    public var result: L2CAPCreditBasedConnectionResult
     /// Creates a value from its fields.
-    public init(destinationCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: UInt16) {
+    public init(destinationCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16,
+                result: L2CAPCreditBasedConnectionResult) {
         self.destinationCID = destinationCID
         self.mtu = mtu
         self.mps = mps
@@ -159,11 +178,11 @@ public struct L2CAPLECreditBasedConnectionResponse: Hashable, Sendable, WireCoda
         mtu = try r.readUInt16("MTU")
         mps = try r.readUInt16("MPS")
         initialCredits = try r.readUInt16("Initial Credits")
-        result = try r.readUInt16("Result")
+        result = L2CAPCreditBasedConnectionResult(rawValue: try r.readUInt16("Result"))
         try r.expectEnd("LE Credit Based Connection Response")
     }
     public func encode(into w: inout ByteWriter) {
-        for v in [destinationCID, mtu, mps, initialCredits, result] { w.write(v) }
+        for v in [destinationCID, mtu, mps, initialCredits, result.rawValue] { w.write(v) }
     }
 }
 
@@ -181,15 +200,23 @@ public enum L2CAPSignalingPDU: Hashable, Sendable {
     case disconnectionResponse(identifier: UInt8, destinationCID: UInt16, sourceCID: UInt16)
     /// Connection parameter update request.
     case connectionParameterUpdateRequest(identifier: UInt8, L2CAPConnectionParameterUpdateRequest)
-    /// Result 0x0000 accepted, 0x0001 rejected.
-    case connectionParameterUpdateResponse(identifier: UInt8, result: UInt16)
+    /// Connection parameter update response.
+    case connectionParameterUpdateResponse(identifier: UInt8, result: L2CAPConnectionParameterUpdateResult)
     /// LE credit based connection request.
     case leCreditBasedConnectionRequest(identifier: UInt8, L2CAPLECreditBasedConnectionRequest)
     /// LE credit based connection response.
     case leCreditBasedConnectionResponse(identifier: UInt8, L2CAPLECreditBasedConnectionResponse)
     /// Flow control credit.
     case flowControlCredit(identifier: UInt8, cid: UInt16, credits: UInt16)
-    /// Unknown.
+    /// Credit based connection request (enhanced mode, up to 5 channels).
+    case creditBasedConnectionRequest(identifier: UInt8, L2CAPCreditBasedConnectionRequest)
+    /// Credit based connection response (enhanced mode).
+    case creditBasedConnectionResponse(identifier: UInt8, L2CAPCreditBasedConnectionResponse)
+    /// Credit based reconfigure request.
+    case creditBasedReconfigureRequest(identifier: UInt8, L2CAPCreditBasedReconfigureRequest)
+    /// Credit based reconfigure response.
+    case creditBasedReconfigureResponse(identifier: UInt8, result: L2CAPCreditBasedReconfigureResult)
+    /// A code LE does not define (including BR/EDR-only commands), kept whole.
     case unknown(L2CAPSignalingCommand)
 
     /// Decodes one signaling C-frame payload.
@@ -217,7 +244,7 @@ public enum L2CAPSignalingPDU: Hashable, Sendable {
         case .connectionParameterUpdateRequest:
             self = .connectionParameterUpdateRequest(identifier: id, try .init(from: &r))
         case .connectionParameterUpdateResponse:
-            self = .connectionParameterUpdateResponse(identifier: id, result: try r.readUInt16("Result"))
+            self = .connectionParameterUpdateResponse(identifier: id, result: .init(rawValue: try r.readUInt16("Result")))
         case .leCreditBasedConnectionRequest:
             self = .leCreditBasedConnectionRequest(identifier: id, try .init(from: &r))
         case .leCreditBasedConnectionResponse:
@@ -225,6 +252,14 @@ public enum L2CAPSignalingPDU: Hashable, Sendable {
         case .flowControlCredit:
             let cid = try r.readUInt16("CID")
             self = .flowControlCredit(identifier: id, cid: cid, credits: try r.readUInt16("Credits"))
+        case .creditBasedConnectionRequest:
+            self = .creditBasedConnectionRequest(identifier: id, try .init(from: &r))
+        case .creditBasedConnectionResponse:
+            self = .creditBasedConnectionResponse(identifier: id, try .init(from: &r))
+        case .creditBasedReconfigureRequest:
+            self = .creditBasedReconfigureRequest(identifier: id, try .init(from: &r))
+        case .creditBasedReconfigureResponse:
+            self = .creditBasedReconfigureResponse(identifier: id, result: .init(rawValue: try r.readUInt16("Result")))
         default:
             self = .unknown(command)
             return
@@ -255,13 +290,21 @@ public enum L2CAPSignalingPDU: Hashable, Sendable {
         case .connectionParameterUpdateRequest(let i, let p):
             (code, id) = (.connectionParameterUpdateRequest, i); p.encode(into: &w)
         case .connectionParameterUpdateResponse(let i, let result):
-            (code, id) = (.connectionParameterUpdateResponse, i); w.write(result)
+            (code, id) = (.connectionParameterUpdateResponse, i); w.write(result.rawValue)
         case .leCreditBasedConnectionRequest(let i, let p):
             (code, id) = (.leCreditBasedConnectionRequest, i); p.encode(into: &w)
         case .leCreditBasedConnectionResponse(let i, let p):
             (code, id) = (.leCreditBasedConnectionResponse, i); p.encode(into: &w)
         case .flowControlCredit(let i, let cid, let credits):
             (code, id) = (.flowControlCredit, i); w.write(cid); w.write(credits)
+        case .creditBasedConnectionRequest(let i, let p):
+            (code, id) = (.creditBasedConnectionRequest, i); p.encode(into: &w)
+        case .creditBasedConnectionResponse(let i, let p):
+            (code, id) = (.creditBasedConnectionResponse, i); p.encode(into: &w)
+        case .creditBasedReconfigureRequest(let i, let p):
+            (code, id) = (.creditBasedReconfigureRequest, i); p.encode(into: &w)
+        case .creditBasedReconfigureResponse(let i, let result):
+            (code, id) = (.creditBasedReconfigureResponse, i); w.write(result.rawValue)
         case .unknown(let command):
             return command
         }

@@ -87,11 +87,11 @@ import Testing
             // Connection Parameter Update Request, id 5: 7.5–15 ms, latency 0, timeout 2 s
             (.connectionParameterUpdateRequest(identifier: 5, .init(intervalMin: 6, intervalMax: 12, latency: 0, timeout: 200)),
              "12 05 0800 0600 0c00 0000 c800"),
-            (.connectionParameterUpdateResponse(identifier: 5, result: 0), "13 05 0200 0000"),
+            (.connectionParameterUpdateResponse(identifier: 5, result: .accepted), "13 05 0200 0000"),
             // LE Credit Based Connection Request, id 6: SPSM 0x0080, scid 0x0040, MTU 512, MPS 247, 10 credits
-            (.leCreditBasedConnectionRequest(identifier: 6, .init(spsm: 0x80, sourceCID: 0x40, mtu: 512, mps: 247, initialCredits: 10)),
+            (.leCreditBasedConnectionRequest(identifier: 6, .init(spsm: L2CAPSPSM(rawValue: 0x80), sourceCID: 0x40, mtu: 512, mps: 247, initialCredits: 10)),
              "14 06 0a00 8000 4000 0002 f700 0a00"),
-            (.leCreditBasedConnectionResponse(identifier: 6, .init(destinationCID: 0x41, mtu: 512, mps: 247, initialCredits: 10, result: 0)),
+            (.leCreditBasedConnectionResponse(identifier: 6, .init(destinationCID: 0x41, mtu: 512, mps: 247, initialCredits: 10, result: .success)),
              "15 06 0a00 4100 0002 f700 0a00 0000"),
             (.flowControlCredit(identifier: 7, cid: 0x40, credits: 5), "16 07 0400 4000 0500"),
         ]

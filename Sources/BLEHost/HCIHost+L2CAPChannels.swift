@@ -1,0 +1,382 @@
+import BLEProtocols
+import BLEWire
+
+/// An LE credit based channel on one link. Core 5.4, Vol 3, Part A, 10.1.
+///
+/// Incoming SDUs arrive in order on ``incoming``, which finishes when the channel closes (either side, a protocol
+/// violation, or link loss). ``send(_:)`` returns once every K-frame of the SDU went out under the peer's credits.
+public struct L2CAPChannel: Sendable {
+    /// The channel as the link's L2CAP manager reported it when it opened.
+    public let info: L2CAPChannelInfo
+    /// The link's connection handle.
+    public let handle: UInt16
+    /// The SDUs the peer sends, in order. Taking one returns the credits it cost to the peer: a consumer that stops
+    /// reading stops the peer.
+    public let incoming: L2CAPIncomingSDUs
+    /// The link's identity (the channel never moves to a newer link that got the same handle).
+    public let link: LinkID
+    let host: HCIHost
+
+    /// This side's CID.
+    public var localCID: L2CAPChannelID { info.localCID }
+    /// The largest SDU the peer accepts.
+    public var peerMTU: Int { Int(info.peerMTU) }
+
+    /// Sends one SDU (at most ``peerMTU`` bytes). Waits while the link's controller queue is full and while the peer
+    /// has no credits for the SDU's K-frames; throws when the channel closes meanwhile, and `CancellationError` when
+    /// the calling task is cancelled while waiting for credits (the SDU still goes out whole as credits arrive).
+    public func send(_ sdu: [UInt8]) async throws { try await host.sendSDU(sdu, on: self) }
+
+    /// Closes the channel (Disconnection Request); ``incoming`` finishes.
+    public func close() async throws { try await host.closeL2CAPChannel(self) }
+}
+
+/// The SDUs arriving on an ``L2CAPChannel``, in order. Each SDU taken from the sequence returns the credits its
+/// K-frames cost to the peer, so at most the channel's initial credits' worth of SDUs ever waits here.
+public struct L2CAPIncomingSDUs: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
+    let stream: AsyncStream<[UInt8]>
+    let consumed: @Sendable () async -> Void
+
+    public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator(), consumed: consumed) }
+
+    /// Takes SDUs one at a time and reports each one consumed.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncStream<[UInt8]>.Iterator
+        let consumed: @Sendable () async -> Void
+
+        /// The next SDU, or `nil` once the channel closed.
+        public mutating func next() async -> [UInt8]? {
+            guard let sdu = await base.next() else { return nil }
+            await consumed()
+            return sdu
+        }
+    }
+}
+
+/// A consumer of incoming LE credit based connections to one SPSM.
+struct L2CAPListener: Sendable {
+    var id: Int
+    var parameters: L2CAPChannelParameters
+    var continuation: AsyncStream<L2CAPChannel>.Continuation
+}
+
+/// An RTX timer of one link's L2CAP manager.
+struct L2CAPTimerKey: Hashable, Sendable {
+    var link: LinkID
+    var timer: L2CAPTimerID
+}
+
+/// LE credit based channels on the links of this host, and the driver of every link's ``L2CAPChannelManager``.
+extension HCIHost {
+    // MARK: Public API
+
+    /// Accepts LE credit based connections to `spsm` on every link, now and later. Each channel a peer opens is
+    /// delivered on the returned stream. Listening again on the same SPSM replaces the earlier listener (its stream
+    /// finishes).
+    public func listen(spsm: L2CAPSPSM, parameters: L2CAPChannelParameters = L2CAPChannelParameters()) throws
+        -> AsyncStream<L2CAPChannel> {
+        try checkReceivable(parameters)
+        var probe = L2CAPChannelManager(role: .central)
+        do {
+            try probe.listen(spsm: spsm, parameters: parameters)
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
+        }
+        let (stream, continuation) = AsyncStream.makeStream(of: L2CAPChannel.self)
+        let id = nextListenerID
+        nextListenerID += 1
+        l2capListeners[spsm]?.continuation.finish()
+        l2capListeners[spsm] = L2CAPListener(id: id, parameters: parameters, continuation: continuation)
+        for handle in links.keys { try? links[handle]?.l2cap.listen(spsm: spsm, parameters: parameters) }
+        continuation.onTermination = { [weak self] _ in Task { await self?.stopListening(spsm: spsm, id: id) } }
+        return stream
+    }
+
+    /// Listens on the lowest dynamic SPSM (0x0080–0x00FF) nobody listens on yet, as CoreBluetooth's
+    /// `publishL2CAPChannel` does; returns it with the stream of channels peers open to it. Throws when every
+    /// dynamic SPSM is taken.
+    public func listen(parameters: L2CAPChannelParameters = L2CAPChannelParameters()) throws
+        -> (spsm: L2CAPSPSM, channels: AsyncStream<L2CAPChannel>) {
+        guard let free = (UInt16(0x0080)...UInt16(0x00FF)).lazy.map({ L2CAPSPSM(rawValue: $0) })
+            .first(where: { l2capListeners[$0] == nil })
+        else { throw HostError(.l2cap(.noFreeChannel), "every dynamic SPSM has a listener") }
+        return (free, try listen(spsm: free, parameters: parameters))
+    }
+
+    /// Stops accepting connections to `spsm`: its stream finishes; open channels stay open.
+    public func stopListening(spsm: L2CAPSPSM) {
+        l2capListeners.removeValue(forKey: spsm)?.continuation.finish()
+        for handle in links.keys { links[handle]?.l2cap.stopListening(spsm: spsm) }
+    }
+
+    private func stopListening(spsm: L2CAPSPSM, id: Int) {
+        guard l2capListeners[spsm]?.id == id else { return }
+        stopListening(spsm: spsm)
+    }
+
+    /// Opens an LE credit based channel to `spsm` on link `handle` (L2CAP_LE_CREDIT_BASED_CONNECTION_REQ). Throws
+    /// when the peer refuses, does not answer within the signaling timeout, or the link drops.
+    public func openL2CAPChannel(spsm: L2CAPSPSM, on handle: UInt16,
+                                 parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> L2CAPChannel {
+        try await openL2CAPChannel(spsm: spsm, handle: handle, link: nil, parameters: parameters)
+    }
+
+    /// Opens an LE credit based channel to `spsm` on `connection`'s link (never on a newer link that got its handle).
+    public func openL2CAPChannel(spsm: L2CAPSPSM, on connection: HostConnection,
+                                 parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> L2CAPChannel {
+        try await openL2CAPChannel(spsm: spsm, handle: connection.handle, link: connection.link, parameters: parameters)
+    }
+
+    private func openL2CAPChannel(spsm: L2CAPSPSM, handle: UInt16, link id: LinkID?,
+                                  parameters: L2CAPChannelParameters) async throws -> L2CAPChannel {
+        try checkReceivable(parameters)
+        guard current(handle, is: id), var link = links[handle] else {
+            throw HostError(.notConnected, "no connection with handle \(handle)")
+        }
+        let cid: L2CAPChannelID
+        let actions: [L2CAPChannelManager.Action]
+        do {
+            (cid, actions) = try link.l2cap.connect(spsm: spsm, parameters: parameters)
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
+        }
+        links[handle] = link
+        await performL2CAP(actions, handle: handle)
+        return try await openOutcome(cid, handle: handle, link: link.connection.link)
+    }
+
+    /// Opens `count` (1...5) enhanced credit based channels to `spsm` on link `handle` in one
+    /// L2CAP_CREDIT_BASED_CONNECTION_REQ (MTU and MPS at least 64). Returns the channels that opened, in request
+    /// order; throws the first failure when none did.
+    public func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, on handle: UInt16,
+                                  parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> [L2CAPChannel] {
+        try await openL2CAPChannels(spsm: spsm, count: count, handle: handle, link: nil, parameters: parameters)
+    }
+
+    /// Opens enhanced credit based channels on `connection`'s link (never on a newer link that got its handle).
+    public func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, on connection: HostConnection,
+                                  parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> [L2CAPChannel] {
+        try await openL2CAPChannels(spsm: spsm, count: count, handle: connection.handle, link: connection.link,
+                                    parameters: parameters)
+    }
+
+    private func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, handle: UInt16, link id: LinkID?,
+                                   parameters: L2CAPChannelParameters) async throws -> [L2CAPChannel] {
+        try checkReceivable(parameters)
+        guard current(handle, is: id), var link = links[handle] else {
+            throw HostError(.notConnected, "no connection with handle \(handle)")
+        }
+        let cids: [L2CAPChannelID]
+        let actions: [L2CAPChannelManager.Action]
+        do {
+            (cids, actions) = try link.l2cap.connectEnhanced(spsm: spsm, count: count, parameters: parameters)
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
+        }
+        links[handle] = link
+        await performL2CAP(actions, handle: handle)
+        var opened: [L2CAPChannel] = []
+        var firstFailure: (any Error)?
+        for cid in cids {
+            do {
+                opened.append(try await openOutcome(cid, handle: handle, link: link.connection.link))
+            } catch {
+                firstFailure = firstFailure ?? error
+            }
+        }
+        if opened.isEmpty, let firstFailure { throw firstFailure }
+        return opened
+    }
+
+    /// The outcome of opening `cid`: taken if it already arrived, awaited otherwise.
+    private func openOutcome(_ cid: L2CAPChannelID, handle: UInt16, link: LinkID) async throws -> L2CAPChannel {
+        if let early = links[handle]?.openOutcomes.removeValue(forKey: cid) { return try early.get() }
+        guard links[handle]?.connection.link == link else {
+            throw HostError(.l2capConnectionFailed(.linkClosed), "the link closed while opening \(cid)")
+        }
+        return try await withCheckedThrowingContinuation { links[handle]?.openWaiters[cid] = $0 }
+    }
+
+    /// Our receive side must fit what the reassembler accepts.
+    private func checkReceivable(_ parameters: L2CAPChannelParameters) throws {
+        guard Int(parameters.mps) <= configuration.maximumL2CAPPDULength else {
+            throw HostError(.l2cap(.invalidParameters),
+                            "MPS \(parameters.mps) exceeds the host's L2CAP PDU limit \(configuration.maximumL2CAPPDULength)")
+        }
+    }
+
+    private func isCurrent(_ channel: L2CAPChannel) -> Bool { links[channel.handle]?.connection.link == channel.link }
+
+    func sendSDU(_ sdu: [UInt8], on channel: L2CAPChannel) async throws {
+        // The controller queue first, as every sender on the link.
+        while isCurrent(channel), aclFlow.queuedCount(handle: channel.handle) >= linkQueueLimit {
+            await withCheckedContinuation { sendWaiters.append($0) }
+        }
+        guard var link = links[channel.handle], link.connection.link == channel.link else {
+            throw HostError(.l2capChannelClosed, "the link of \(channel.localCID) is down")
+        }
+        let actions: [L2CAPChannelManager.Action]
+        do {
+            actions = try link.l2cap.send(sdu, on: channel.localCID)
+        } catch where error.code == .channelNotOpen {
+            throw HostError(.l2capChannelClosed, "\(channel.localCID) is closed")
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
+        }
+        links[channel.handle] = link
+        await performL2CAP(actions, handle: channel.handle)
+        // Then the peer's credits: wait until every K-frame of this channel went out. A cancelled sender stops
+        // waiting (its K-frames stay queued and still go out: an SDU is never cut).
+        while let link = links[channel.handle], link.connection.link == channel.link, link.l2cap.channel(channel.localCID) != nil,
+              link.l2cap.queuedFrameCount(on: channel.localCID) > 0 {
+            try Task.checkCancellation()
+            let waiter = nextCreditWaiter
+            nextCreditWaiter += 1
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { links[channel.handle]?.creditWaiters[waiter] = (channel.localCID, $0) }
+            } onCancel: {
+                Task { await self.stopWaitingForCredits(waiter, handle: channel.handle) }
+            }
+        }
+        guard isCurrent(channel), links[channel.handle]?.l2cap.channel(channel.localCID) != nil else {
+            throw HostError(.l2capChannelClosed, "\(channel.localCID) closed while sending")
+        }
+    }
+
+    func closeL2CAPChannel(_ channel: L2CAPChannel) async throws {
+        guard var link = links[channel.handle], link.connection.link == channel.link else { return }
+        let actions: [L2CAPChannelManager.Action]
+        do {
+            actions = try link.l2cap.disconnect(channel.localCID)
+        } catch {
+            return  // already closed
+        }
+        links[channel.handle] = link
+        await performL2CAP(actions, handle: channel.handle)
+    }
+
+    // MARK: Driving the managers
+
+    /// Performs a link's L2CAP actions. Never waits for anything but the transport: frames are queued for the
+    /// controller without back-pressure, so the packet-reading path can call this.
+    func performL2CAP(_ actions: [L2CAPChannelManager.Action], handle: UInt16) async {
+        guard let id = links[handle]?.connection.link else { return }
+        var packets: [HCIACLPacket] = []
+        var updates: [L2CAPConnectionParameterUpdateRequest] = []
+        var smp: [[UInt8]] = []
+        for action in actions {
+            switch action {
+            case .send(let frame):
+                // Queued here, in order, before any suspension: K-frames of one channel never overtake each other.
+                packets += aclFlow.enqueue(handle: handle, pdu: frame.encoded)
+            case .deliverFixed(let cid, let payload):
+                if let unanswered = deliverFixed(payload, channel: cid, handle: handle) { smp.append(unanswered) }
+            case .deliverSDU(let cid, let sdu):
+                links[handle]?.sduStreams[cid]?.yield(sdu)
+            case .channelOpened(let info):
+                channelOpened(info, handle: handle, link: id)
+            case .connectionFailed(let cid, let failure):
+                resolveOpen(cid, handle: handle,
+                            .failure(HostError(.l2capConnectionFailed(failure), "\(cid) did not open: \(failure)")))
+            case .channelClosed(let cid, let reason):
+                logger.debug("handle \(handle): \(cid) closed: \(reason)")
+                links[handle]?.sduStreams.removeValue(forKey: cid)?.finish()
+                wakeCreditWaiters(cid, handle: handle)
+            case .updateConnectionParameters(let request):
+                updates.append(request)
+            case .connectionParameterUpdateFinished(let outcome):
+                logger.debug("handle \(handle): connection parameter update request: \(outcome)")
+            case .reconfigurationFinished(let cids, let outcome):
+                logger.debug("handle \(handle): reconfiguration of \(cids): \(outcome)")
+            case .startTimer(let timer, let duration):
+                let key = L2CAPTimerKey(link: id, timer: timer)
+                l2capTimers[key] = Task { [weak self] in
+                    try? await Task.sleep(for: duration)
+                    guard !Task.isCancelled else { return }
+                    await self?.l2capTimerFired(key, handle: handle)
+                }
+            case .cancelTimer(let timer):
+                l2capTimers.removeValue(forKey: L2CAPTimerKey(link: id, timer: timer))?.cancel()
+            case .readyToSend(let cid):
+                wakeCreditWaiters(cid, handle: handle)
+            }
+        }
+        await sendACL(packets)
+        for request in updates {
+            await submitDetached(HCILEConnectionUpdate(handle: handle, intervalMin: request.intervalMin,
+                                                       intervalMax: request.intervalMax, maxLatency: request.latency,
+                                                       supervisionTimeout: request.timeout))
+        }
+        for payload in smp { await answerSMP(payload, handle: handle) }
+    }
+
+    private func channelOpened(_ info: L2CAPChannelInfo, handle: UInt16, link: LinkID) {
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        links[handle]?.sduStreams[info.localCID] = continuation
+        let incoming = L2CAPIncomingSDUs(stream: stream) { [self] in
+            await self.sduConsumed(handle: handle, link: link, cid: info.localCID)
+        }
+        let channel = L2CAPChannel(info: info, handle: handle, incoming: incoming, link: link, host: self)
+        if info.initiatedLocally {
+            resolveOpen(info.localCID, handle: handle, .success(channel))
+        } else if let listener = l2capListeners[info.spsm] {
+            listener.continuation.yield(channel)
+        } else {
+            // Nobody listens any more: close it again.
+            continuation.finish()
+        }
+    }
+
+    /// The consumer took an SDU: its credits may go back to the peer.
+    private func sduConsumed(handle: UInt16, link: LinkID, cid: L2CAPChannelID) async {
+        guard var state = links[handle], state.connection.link == link else { return }
+        let actions = state.l2cap.consumed(on: cid)
+        links[handle] = state
+        await performL2CAP(actions, handle: handle)
+    }
+
+    private func resolveOpen(_ cid: L2CAPChannelID, handle: UInt16, _ outcome: Result<L2CAPChannel, any Error>) {
+        if let waiter = links[handle]?.openWaiters.removeValue(forKey: cid) {
+            waiter.resume(with: outcome)
+        } else {
+            links[handle]?.openOutcomes[cid] = outcome
+        }
+    }
+
+    private func wakeCreditWaiters(_ cid: L2CAPChannelID, handle: UInt16) {
+        guard let waiters = links[handle]?.creditWaiters.filter({ $0.value.cid == cid }) else { return }
+        for (id, waiter) in waiters {
+            links[handle]?.creditWaiters[id] = nil
+            waiter.continuation.resume()
+        }
+    }
+
+    /// A sender waiting for credits was cancelled.
+    private func stopWaitingForCredits(_ waiter: Int, handle: UInt16) {
+        links[handle]?.creditWaiters.removeValue(forKey: waiter)?.continuation.resume()
+    }
+
+    private func l2capTimerFired(_ key: L2CAPTimerKey, handle: UInt16) async {
+        guard l2capTimers.removeValue(forKey: key) != nil, var link = links[handle], link.connection.link == key.link else { return }
+        let actions = link.l2cap.timerFired(key.timer)
+        links[handle] = link
+        await performL2CAP(actions, handle: handle)
+    }
+
+    /// A link went down: its channels close, its pending opens fail, its senders wake, its timers stop.
+    func closeL2CAP(_ link: Link) {
+        var manager = link.l2cap
+        for action in manager.linkClosed() {
+            if case .cancelTimer(let timer) = action {
+                l2capTimers.removeValue(forKey: L2CAPTimerKey(link: link.connection.link, timer: timer))?.cancel()
+            }
+        }
+        for key in l2capTimers.keys where key.link == link.connection.link { l2capTimers.removeValue(forKey: key)?.cancel() }
+        for continuation in link.sduStreams.values { continuation.finish() }
+        for waiter in link.creditWaiters.values { waiter.continuation.resume() }
+        for (cid, waiter) in link.openWaiters {
+            waiter.resume(throwing: HostError(.l2capConnectionFailed(.linkClosed), "the link closed while opening \(cid)"))
+        }
+    }
+}

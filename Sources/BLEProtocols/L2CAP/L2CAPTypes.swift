@@ -1,0 +1,186 @@
+import BLEWire
+
+/// The receive side of a credit based channel, as this device announces it in a connection request or response.
+/// Core 5.4, Vol 3, Part A, 4.22 and 4.25.
+public struct L2CAPChannelParameters: Hashable, Sendable {
+    /// The largest SDU this side accepts (`MTU`): 23 or more (64 or more for enhanced channels).
+    public var mtu: UInt16
+    /// The largest K-frame payload this side accepts (`MPS`): 23–65533 (64–65533 for enhanced channels).
+    public var mps: UInt16
+    /// The credits granted to the peer when the channel opens (`Initial Credits`).
+    public var initialCredits: UInt16
+
+    /// Creates parameters. The defaults carry a 512-byte SDU in three K-frames that each fit one 251-byte LE
+    /// data-length PDU, with credits for 16 K-frames in flight.
+    public init(mtu: UInt16 = 512, mps: UInt16 = 247, initialCredits: UInt16 = 16) {
+        self.mtu = mtu
+        self.mps = mps
+        self.initialCredits = initialCredits
+    }
+
+    /// The smallest MTU and MPS of an LE credit based channel. Core 5.4, Vol 3, Part A, 4.22.
+    public static let minimumLE: UInt16 = 23
+    /// The smallest MTU and MPS of an enhanced credit based channel. Core 5.4, Vol 3, Part A, 4.25.
+    public static let minimumEnhanced: UInt16 = 64
+    /// The largest MPS. Core 5.4, Vol 3, Part A, 4.22.
+    public static let maximumMPS: UInt16 = 65533
+
+    /// Whether `mtu` and `mps` are within the ranges of an LE (`enhanced == false`) or enhanced channel.
+    public static func areValid(mtu: UInt16, mps: UInt16, enhanced: Bool) -> Bool {
+        let minimum = enhanced ? minimumEnhanced : minimumLE
+        return mtu >= minimum && (minimum...maximumMPS).contains(mps)
+    }
+}
+
+/// A misuse of ``L2CAPChannelManager`` by its consumer (never a peer's misbehaviour, which the manager answers on
+/// the wire). Equal when the codes are equal.
+public struct L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of misuse.
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public var rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// No open credit based channel has this local CID.
+        public static let channelNotOpen = Code(rawValue: 1)
+        /// The SDU is longer than the peer's MTU.
+        public static let sduTooLarge = Code(rawValue: 2)
+        /// MTU, MPS or channel count outside the ranges the specification allows.
+        public static let invalidParameters = Code(rawValue: 3)
+        /// Every local dynamic CID is in use.
+        public static let noFreeChannel = Code(rawValue: 4)
+        /// The SPSM is outside 0x0001–0x00FF.
+        public static let invalidSPSM = Code(rawValue: 5)
+        /// The operation belongs to the other role (a central does not request a connection parameter update).
+        public static let wrongRole = Code(rawValue: 6)
+        /// The CID is not a fixed channel a consumer can register (the signaling channel belongs to the manager).
+        public static let invalidFixedChannel = Code(rawValue: 7)
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A human-readable explanation.
+    public var reason: String
+    /// The source file that detected the problem.
+    public var file: String
+    /// The source line that detected the problem.
+    public var line: Int
+
+    /// Creates an error.
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.reason = reason
+        self.file = file
+        self.line = line
+    }
+
+    public static func == (lhs: L2CAPError, rhs: L2CAPError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String { "\(reason) (\(file):\(line))" }
+}
+
+/// Identifies one timer the manager asked its driver to run. Never reused within a manager.
+public struct L2CAPTimerID: Hashable, Sendable, CustomStringConvertible {
+    /// A number unique within the manager.
+    public let value: UInt64
+    public var description: String { "l2cap-timer#\(value)" }
+}
+
+/// An open credit based channel, as the manager reports it.
+public struct L2CAPChannelInfo: Hashable, Sendable {
+    /// This side's CID (frames arrive on it; the consumer names the channel with it).
+    public var localCID: L2CAPChannelID
+    /// The peer's CID (frames are sent to it).
+    public var remoteCID: L2CAPChannelID
+    /// The service.
+    public var spsm: L2CAPSPSM
+    /// What this side accepts.
+    public var local: L2CAPChannelParameters
+    /// The largest SDU the peer accepts.
+    public var peerMTU: UInt16
+    /// The largest K-frame payload the peer accepts.
+    public var peerMPS: UInt16
+    /// Whether the channel was opened with L2CAP_CREDIT_BASED_CONNECTION_REQ (enhanced mode).
+    public var isEnhanced: Bool
+    /// Whether this side asked for the channel.
+    public var initiatedLocally: Bool
+
+    /// Creates a value from its fields.
+    public init(localCID: L2CAPChannelID, remoteCID: L2CAPChannelID, spsm: L2CAPSPSM, local: L2CAPChannelParameters,
+                peerMTU: UInt16, peerMPS: UInt16, isEnhanced: Bool, initiatedLocally: Bool) {
+        self.localCID = localCID
+        self.remoteCID = remoteCID
+        self.spsm = spsm
+        self.local = local
+        self.peerMTU = peerMTU
+        self.peerMPS = peerMPS
+        self.isEnhanced = isEnhanced
+        self.initiatedLocally = initiatedLocally
+    }
+}
+
+/// Why a credit based channel closed.
+public enum L2CAPChannelCloseReason: Hashable, Sendable {
+    /// The consumer called ``L2CAPChannelManager/disconnect(_:)``.
+    case localRequest
+    /// The peer sent a Disconnection Request.
+    case remoteRequest
+    /// The peer broke the credit based flow control rules; the manager disconnected the channel.
+    case protocolViolation(L2CAPChannelViolation)
+    /// The link went down.
+    case linkClosed
+}
+
+/// A peer's breach of LE credit based flow control, for which the channel is disconnected.
+/// Core 5.4, Vol 3, Part A, 3.4.3, 4.24 and 10.1.
+public enum L2CAPChannelViolation: Hashable, Sendable {
+    /// A K-frame arrived while the peer had no credits left.
+    case kFrameWithoutCredit
+    /// A K-frame's payload was longer than this side's MPS.
+    case kFrameExceedsMPS
+    /// An SDU Length above this side's MTU.
+    case sduExceedsMTU
+    /// The K-frames of an SDU carried more bytes than its SDU Length.
+    case sduLengthExceeded
+    /// A first K-frame too short to hold the SDU Length field.
+    case missingSDULength
+    /// Flow Control Credit pushed the credit count past 65535.
+    case creditOverflow
+}
+
+/// Why an outgoing credit based connection did not open.
+public enum L2CAPConnectionFailure: Hashable, Sendable {
+    /// The peer refused it with this result.
+    case refused(L2CAPCreditBasedConnectionResult)
+    /// The peer answered the request with Command Reject.
+    case rejected(L2CAPCommandRejectReason)
+    /// No response within the signaling timeout (RTX).
+    case timedOut
+    /// The response did not make sense (a Destination CID outside the dynamic range or already in use, MTU or MPS
+    /// below the minimum, malformed).
+    case invalidResponse
+    /// The link went down first.
+    case linkClosed
+}
+
+/// How a peripheral's Connection Parameter Update Request ended. Core 5.4, Vol 3, Part A, 4.20 and 4.21.
+public enum L2CAPConnectionParameterUpdateOutcome: Hashable, Sendable {
+    /// The central answered with this result.
+    case answered(L2CAPConnectionParameterUpdateResult)
+    /// The central answered with Command Reject.
+    case rejected(L2CAPCommandRejectReason)
+    /// No response within the signaling timeout (RTX).
+    case timedOut
+    /// The link went down first.
+    case linkClosed
+}
+
+/// How our reconfiguration of enhanced channels ended. Core 5.4, Vol 3, Part A, 4.27 and 4.28.
+public enum L2CAPReconfigurationOutcome: Hashable, Sendable {
+    /// The peer answered with this result; on success the new MTU and MPS apply.
+    case answered(L2CAPCreditBasedReconfigureResult)
+    /// The peer answered with Command Reject.
+    case rejected(L2CAPCommandRejectReason)
+    /// No response within the signaling timeout (RTX).
+    case timedOut
+    /// The link went down first.
+    case linkClosed
+}
