@@ -74,8 +74,8 @@ func exitStatus(for error: any Error) -> Int32 {
     case let e as HostError:
         switch e.kind {
         case .commandTimedOut, .connectionTimedOut: return ExitStatus.notFoundOrTimedOut
-        case .commandFailed, .malformedResponse, .connectionFailed: return ExitStatus.protocolError
-        case .transportClosed, .notPoweredOn, .connectionInProgress, .notConnected: return ExitStatus.failure
+        case .commandFailed, .malformedResponse, .connectionFailed, .l2capConnectionFailed, .l2cap: return ExitStatus.protocolError
+        case .transportClosed, .notPoweredOn, .connectionInProgress, .notConnected, .l2capChannelClosed: return ExitStatus.failure
         }
     case let e as GATTError:
         switch e.kind {
