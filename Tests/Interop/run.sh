@@ -135,6 +135,7 @@ start_controllers() {
     if [ "$controllers" = ble ]; then
         local args=()
         for port in "$@"; do args+=(--tcp "127.0.0.1:$port"); done
+        [ "${large_acl:-0}" -eq 1 ] && args+=(--acl-size 251 --acl-count 8)
         if [ $snoop -eq 1 ]; then   # ble controller does not create the directory (and records nothing without it)
             mkdir -p "$logs/$name-controller-snoop"; args+=(--snoop-dir "$logs/$name-controller-snoop")
         fi
@@ -143,6 +144,7 @@ start_controllers() {
         local extra=()
         read -r -a extra <<< "$lab_args"
         [ $snoop -eq 1 ] && extra+=(--snoop-dir "$logs/$name-controller-snoop")
+        [ "${large_acl:-0}" -eq 1 ] && extra+=(--acl-len 251 --acl-num 8)
         start_bg "$out" "$py" "$here/peers/lab_controllers.py" "$@" "${extra[@]}"
     fi
     controllers_pid=$last_pid
@@ -664,6 +666,68 @@ scenario_l2cap_channels() {
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
+# LE credit based channels between `ble l2cap` and Bumble's host (peers/l2cap_bench.py), 1 MB echoed each way,
+# byte-identical, with the throughput of each pairing against Bumble with itself over the same controllers in the same
+# run; and a Bumble client that sends past its credits to `ble l2cap serve --hold` gets its channel closed.
+scenario_l2cap_cli() {
+    name="l2cap-cli-and-bumble-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    local ok=1 bytes=1048576 part p1 p2 server client large_acl=1   # 251-byte controller buffers: one per K-frame
+    # l2cap_part PART SERVER-KIND CLIENT-KIND [EXTRA...]: one pairing on fresh linked controllers (kinds: ble, bumble,
+    # hold, violate); logs in $logs/$name-PART-{server,client}.log.
+    l2cap_part() {
+        part="$1"; local server_kind="$2" client_kind="$3"
+        read -r p1 p2 < <(free_ports 2)
+        start_controllers "$name-$part" "$p1" "$p2" || { ok=0; stop_bg "$controllers_pid"; return; }
+        server="$logs/$name-$part-server.log"; client="$logs/$name-$part-client.log"
+        case "$server_kind" in
+            ble) start_bg "$server" "$ble" l2cap serve --psm 0x0080 --echo --hci "tcp:127.0.0.1:$p1" --json --run-for 120 ;;
+            hold) start_bg "$server" "$ble" l2cap serve --psm 0x0080 --hold --credits 4 --hci "tcp:127.0.0.1:$p1" --json --run-for 60 ;;
+            bumble) start_bg "$server" env "$(bumble_env "$part-server")" "$py" "$here/peers/l2cap_bench.py" --role server \
+                        --transport "tcp-client:127.0.0.1:$p1" --name SwiftBLEL2CAP --run-for 120 ;;
+        esac
+        local server_pid=$last_pid
+        if ! wait_for "$server" '"event":"serving"|^READY' 15 "$server_pid"; then
+            echo "$part: the server did not start"; ok=0
+        else
+            case "$client_kind" in
+                ble) run_fg "$client" 120 "$ble" l2cap connect SwiftBLEL2CAP --psm 0x0080 --bytes $bytes --expect-echo \
+                         --hci "tcp:127.0.0.1:$p2" --json || { echo "$part: ble l2cap connect failed"; ok=0; } ;;
+                bumble) run_fg "$client" 120 env "$(bumble_env "$part-client")" "$py" "$here/peers/l2cap_bench.py" --role client \
+                            --transport "tcp-client:127.0.0.1:$p2" --bytes $bytes || { echo "$part: the Bumble client failed"; ok=0; } ;;
+                violate) run_fg "$client" 60 env "$(bumble_env "$part-client")" "$py" "$here/peers/l2cap_bench.py" --role client \
+                             --transport "tcp-client:127.0.0.1:$p2" --violate || { echo "$part: the Bumble client failed"; ok=0; } ;;
+            esac
+        fi
+        stop_bg "$server_pid"
+        stop_bg "$controllers_pid"
+    }
+    # rate FILE: the MB/s (both directions) a client reported.
+    rate() { grep -ohE '"event":"echo".*"mb_per_s":[0-9.]+|^RESULT mb_per_s=[0-9.]+' "$1" | grep -oE '[0-9.]+$' | tail -1; }
+    l2cap_part ours-to-bumble bumble ble
+    grep -qE '"event":"echo".*"identical":true' "$client" || { echo "ours-to-bumble: the echo of 1 MB is not identical"; ok=0; }
+    local ours_to_bumble; ours_to_bumble=$(rate "$client")
+    l2cap_part bumble-to-ours ble bumble
+    expect "$client" identical 1 || ok=0
+    expect "$client" bytes $bytes || ok=0
+    grep -qE "^\{\"bytes\":$bytes,.*\"event\":\"closed\"" "$server" || { echo "bumble-to-ours: ble l2cap serve did not count 1 MB"; ok=0; }
+    local bumble_to_ours; bumble_to_ours=$(rate "$client")
+    l2cap_part bumble-to-bumble bumble bumble
+    expect "$client" identical 1 || ok=0
+    local reference; reference=$(rate "$client")
+    l2cap_part violation hold violate
+    expect "$client" violation_disconnected 1 || ok=0
+    if [ $ok -eq 1 ]; then
+        echo "l2cap on $controllers controllers, 1 MB each way: ours→Bumble $ours_to_bumble MB/s, Bumble→ours $bumble_to_ours MB/s, Bumble→Bumble $reference MB/s" \
+            | tee "$logs/$name-figures.txt"
+        pass "$name ($(( $(millis) - start )) ms)"
+    else
+        fail "$name" "see above"
+    fi
+}
+
 # A Bumble scanner decodes the iBeacon our `ble beacon` advertises (its own decoder, peers/beacon_scanner.py): the
 # same UUID, major, minor and measured power, non-connectable.
 scenario_bumble_scanner_decodes_ble_ibeacon() {
@@ -754,6 +818,7 @@ for controllers in $kinds; do
     scenario_bumble_scanner_decodes_ble_ibeacon
     scenario_ble_ranges_bumble_beacons
     scenario_l2cap_channels
+    scenario_l2cap_cli
 done
 echo "interop: $(( $(millis) - began )) ms, $skipped skipped, logs in $logs"
 echo "$passed passed, $failed failed"

@@ -1,0 +1,46 @@
+/// LE credit based L2CAP channels on the public API: streams of SDUs beside GATT, for bulk data (firmware images,
+/// files, audio). Like CoreBluetooth's `CBL2CAPChannel`: a peripheral publishes a channel on a PSM, a central opens
+/// it. Core 5.4, Vol 3, Part A, 10.1.
+///
+/// ```swift
+/// // Peripheral
+/// let (psm, channels) = try await manager.publishL2CAPChannel()
+/// for await channel in channels { for await sdu in channel.incoming { try await channel.send(sdu) } }
+/// // Central
+/// let channel = try await peripheral.openL2CAPChannel(psm)
+/// try await channel.send(Array("hello".utf8))
+/// ```
+///
+/// ``L2CAPChannel/send(_:)`` waits while the peer has no credits for the SDU, and the peer waits while this side
+/// has not taken the SDUs it sent from ``L2CAPChannel/incoming``: neither side queues without bound.
+extension RemotePeripheral {
+    /// Opens an LE credit based channel to the peripheral's `psm`. Throws ``HostError`` when the peripheral refuses
+    /// (`l2capConnectionFailed` with its result, for example SPSM not supported), does not answer within the
+    /// signaling timeout, or the link drops.
+    public func openL2CAPChannel(_ psm: L2CAPSPSM, parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> L2CAPChannel {
+        try await central.host.openL2CAPChannel(spsm: psm, on: await connection, parameters: parameters)
+    }
+}
+
+extension PeripheralManager {
+    /// Publishes an LE credit based channel on the lowest free dynamic PSM (0x0080–0x00FF), like CoreBluetooth's
+    /// `publishL2CAPChannel(withEncryption:)`; returns the PSM (advertise it, or serve it in a characteristic) and the
+    /// channels centrals open to it.
+    public func publishL2CAPChannel(parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws
+        -> (psm: L2CAPSPSM, channels: AsyncStream<L2CAPChannel>) {
+        let (spsm, channels) = try await host.listen(parameters: parameters)
+        return (spsm, channels)
+    }
+
+    /// Publishes an LE credit based channel on a chosen PSM (a SIG-assigned one, or a dynamic one both sides know);
+    /// returns the channels centrals open to it.
+    public func publishL2CAPChannel(_ psm: L2CAPSPSM, parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws
+        -> AsyncStream<L2CAPChannel> {
+        try await host.listen(spsm: psm, parameters: parameters)
+    }
+
+    /// Stops accepting channels on `psm` (the stream of channels finishes; open channels stay open).
+    public func unpublishL2CAPChannel(_ psm: L2CAPSPSM) async {
+        await host.stopListening(spsm: psm)
+    }
+}

@@ -1,0 +1,48 @@
+import BLE
+import BLEHost
+import BLEProtocols
+import BLEVirtualController
+import Testing
+
+/// LE credit based channels on the public API: a peripheral publishes one, a central opens it, bytes go both ways.
+@Suite(.timeLimit(.minutes(1))) struct L2CAPChannelAPITests {
+    @Test func aPublishedChannelEchoesWhatACentralSends() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let pc = air.addController(.init(aclBufferSize: 251, aclBufferCount: 8))
+        let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Echo")
+        let (psm, channels) = try await manager.publishL2CAPChannel()
+        #expect(psm.isDynamic)
+        let echo = Task {
+            for await channel in channels {
+                for await sdu in channel.incoming { try await channel.send(sdu) }
+                return
+            }
+        }
+        try await manager.startAdvertising(name: "Echo")
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport())
+        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        let channel = try await remote.openL2CAPChannel(psm)
+        let data = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let received = Task { () -> [UInt8] in
+            var all: [UInt8] = []
+            for await sdu in channel.incoming {
+                all += sdu
+                if all.count >= data.count { break }
+            }
+            return all
+        }
+        var offset = 0
+        while offset < data.count {
+            let end = min(data.count, offset + channel.peerMTU)
+            try await channel.send(Array(data[offset..<end]))
+            offset = end
+        }
+        #expect(try await withTimeout(30) { await received.value } == data)
+        // A PSM nobody published is refused.
+        await #expect(throws: HostError.self) { try await remote.openL2CAPChannel(L2CAPSPSM(rawValue: 0x00F0)) }
+        try await channel.close()
+        await manager.unpublishL2CAPChannel(psm)
+        _ = await echo.result
+    }
+}
