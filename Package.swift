@@ -81,7 +81,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire"], swiftSettings: strict),
-        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"], swiftSettings: strict),
+        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire"], swiftSettings: strict),
         .testTarget(
             name: "BLETests",
             // BLEHost and BLEProtocols are listed although BLE re-exports them, so that incremental builds recompile

@@ -195,7 +195,7 @@ public final class PeripheralManager: Sendable {
     /// central's confirmation, one outstanding indication per central.
     @discardableResult
     public func updateValue(_ value: [UInt8], for characteristic: BluetoothUUID, in service: BluetoothUUID? = nil,
-                            onSubscribedCentrals centrals: [HostConnection]? = nil) async throws -> [UInt16] {
+                            onSubscribedCentrals centrals: [HostConnection]? = nil) async throws -> [ConnectionHandle] {
         guard let handle = await engine.database.valueHandle(of: characteristic, in: service) else {
             throw GATTError(.att(.attributeNotFound, handle: 0), "no characteristic \(characteristic) is published")
         }

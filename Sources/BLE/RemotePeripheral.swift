@@ -209,7 +209,7 @@ actor PeripheralLink {
         self.peer = connection.peer
     }
 
-    var handle: UInt16 { connection.handle }
+    var handle: ConnectionHandle { connection.handle }
 
     /// Whether a lost link's subscriptions wait to be restored (a reconnection policy is watching).
     var keepsSubscriptionsAlive: Bool { reconnecting || (policy != nil && !disconnecting && watcher != nil) }

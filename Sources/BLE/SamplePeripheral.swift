@@ -50,9 +50,9 @@ public actor SamplePeripheral {
             for await event in centrals {
                 switch event {
                 case .connected(let c):
-                    log?("connected: \(c.peer.address) handle \(c.handle)", ["event": "connected", "peer": .string(c.peer.address.description), "handle": .integer(c.handle)])
+                    log?("connected: \(c.peer.address) handle \(c.handle)", ["event": "connected", "peer": .string(c.peer.address.description), "handle": .integer(c.handle.rawValue)])
                 case .disconnected(let c, let reason):
-                    log?("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": .integer(c.handle), "reason": .string("\(reason)"),
+                    log?("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": .integer(c.handle.rawValue), "reason": .string("\(reason)"),
                           "reason_code": .integer(reason.rawValue)])
                 }
             }
@@ -80,10 +80,10 @@ public actor SamplePeripheral {
         switch request.kind {
         case .write(let characteristic, let handle, let value, let withResponse):
             log?("write from handle \(link.handle) to 0x\(String(handle, radix: 16)) (\(withResponse ? "request" : "command")): \(displayed(value))",
-                 ["event": "write", "connection": .integer(link.handle), "attribute": .integer(handle), "value": .string(value.hexString()),
+                 ["event": "write", "connection": .integer(link.handle.rawValue), "attribute": .integer(handle), "value": .string(value.hexString()),
                   "with_response": .bool(withResponse)])
             if characteristic == SampleDevice.customControl, value == Array("disconnect".utf8) {
-                log?("control point: disconnecting handle \(link.handle)", ["event": "disconnecting", "connection": .integer(link.handle)])
+                log?("control point: disconnecting handle \(link.handle)", ["event": "disconnecting", "connection": .integer(link.handle.rawValue)])
                 tasks.append(Task {
                     // After the Write Response has left (it is queued before this event is delivered).
                     try? await Task.sleep(for: .milliseconds(100))
@@ -92,7 +92,7 @@ public actor SamplePeripheral {
             }
         case .subscription(let characteristic, let notify, let indicate):
             log?("subscription from handle \(link.handle) to \(characteristic?.description ?? "?"): notify \(notify) indicate \(indicate)",
-                 ["event": "subscription", "connection": .integer(link.handle), "characteristic": characteristic.map { .string($0.description) } ?? .null,
+                 ["event": "subscription", "connection": .integer(link.handle.rawValue), "characteristic": characteristic.map { .string($0.description) } ?? .null,
                   "notify": .bool(notify), "indicate": .bool(indicate)])
             if characteristic == SampleDevice.customBurst, notify {
                 tasks.append(Task {
@@ -104,7 +104,7 @@ public actor SamplePeripheral {
                               !reached.isEmpty else { break }
                         sent += 1
                     }
-                    log?("burst: \(sent) notification(s) sent to handle \(link.handle)", ["event": "burst", "connection": .integer(link.handle), "sent": .int(sent)])
+                    log?("burst: \(sent) notification(s) sent to handle \(link.handle)", ["event": "burst", "connection": .integer(link.handle.rawValue), "sent": .int(sent)])
                 })
             }
             if characteristic == SampleDevice.customIndicate, indicate {
@@ -117,11 +117,11 @@ public actor SamplePeripheral {
                         confirmed += 1
                     }
                     log?("indications: \(confirmed) confirmed by handle \(link.handle)",
-                         ["event": "indications", "connection": .integer(link.handle), "confirmed": .int(confirmed)])
+                         ["event": "indications", "connection": .integer(link.handle.rawValue), "confirmed": .int(confirmed)])
                 })
             }
         case .mtuChanged(let mtu):
-            log?("MTU on handle \(link.handle): \(mtu)", ["event": "mtu", "connection": .integer(link.handle), "mtu": .int(mtu)])
+            log?("MTU on handle \(link.handle): \(mtu)", ["event": "mtu", "connection": .integer(link.handle.rawValue), "mtu": .int(mtu)])
         }
     }
 
@@ -133,14 +133,14 @@ public actor SamplePeripheral {
             reads &+= 1
             let value = [UInt8(truncatingIfNeeded: reads), UInt8(truncatingIfNeeded: reads >> 8),
                          UInt8(truncatingIfNeeded: reads >> 16), UInt8(truncatingIfNeeded: reads >> 24)]
-            log?("counter read by handle \(request.central.handle): \(reads)", ["event": "counter", "connection": .integer(request.central.handle), "count": .integer(reads)])
+            log?("counter read by handle \(request.central.handle): \(reads)", ["event": "counter", "connection": .integer(request.central.handle.rawValue), "count": .integer(reads)])
             await request.respond(with: Array(value.dropFirst(min(offset, value.count))))
         case (SampleDevice.customGuarded, .read(let offset)), (SampleDevice.customSlow, .read(let offset)):
             let value = request.characteristic == SampleDevice.customGuarded ? guarded : slow
             if offset > value.count { await request.refuse(.invalidOffset) } else { await request.respond(with: Array(value[offset...])) }
         case (SampleDevice.customGuarded, .write(let value, _)):
             if value == refusal {
-                log?("guarded write refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": .integer(request.central.handle)])
+                log?("guarded write refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": .integer(request.central.handle.rawValue)])
                 await request.refuse(SampleDevice.refusalError)
             } else {
                 guarded = value
@@ -167,7 +167,7 @@ public actor SamplePeripheral {
                 values[part.handle] = value
             }
             if parts.contains(where: { $0.handle == guardedHandle && $0.value == refusal }) {
-                log?("prepared writes refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": .integer(request.central.handle)])
+                log?("prepared writes refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": .integer(request.central.handle.rawValue)])
                 return await request.refuse(SampleDevice.refusalError)
             }
             if let guardedHandle, let value = values[guardedHandle] { guarded = value }

@@ -51,7 +51,7 @@ print("  " + "mean over the set".padding(toLength: 26, withPad: " ", startingAt:
 // MARK: Raw ACL throughput through the in-process virtual controller
 
 /// Connects two buffered controllers on a manual-clock air and returns them with their handles.
-func connectedPair(aclSize: Int, aclCount: Int) -> (VirtualAir, VirtualController, VirtualController, UInt16, UInt16)? {
+func connectedPair(aclSize: Int, aclCount: Int) -> (VirtualAir, VirtualController, VirtualController, ConnectionHandle, ConnectionHandle)? {
     let air = VirtualAir(clock: .manual)
     let a = air.addController(.init(aclBufferSize: aclSize, aclBufferCount: aclCount), buffered: true)
     let b = air.addController(.init(position: Position(x: 1), aclBufferSize: aclSize, aclBufferCount: aclCount), buffered: true)
@@ -59,7 +59,7 @@ func connectedPair(aclSize: Int, aclCount: Int) -> (VirtualAir, VirtualControlle
     b.receive(fromHost: .command(HCILESetAdvertisingEnable(isEnabled: true).packet))
     a.receive(fromHost: .command(HCILECreateConnection(peerAddressType: .public, peerAddress: b.address).packet))
     air.advance(by: .milliseconds(100))
-    func handle(_ c: VirtualController) -> UInt16? {
+    func handle(_ c: VirtualController) -> ConnectionHandle? {
         for case .event(let e) in c.drainToHost() {
             if case .le(.connectionComplete(let cc))? = try? HCIEvent(packet: e) { return cc.handle }
         }

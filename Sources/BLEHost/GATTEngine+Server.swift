@@ -151,14 +151,14 @@ extension GATTEngine {
     /// A value longer than a subscriber's ATT_MTU − 3 is refused (``GATTError/Kind/invalidValueLength``) rather than
     /// cut.
     @discardableResult
-    public func updateValue(_ value: [UInt8], for valueHandle: UInt16, onLinks only: Set<UInt16>? = nil) async throws -> [UInt16] {
+    public func updateValue(_ value: [UInt8], for valueHandle: UInt16, onLinks only: Set<ConnectionHandle>? = nil) async throws -> [ConnectionHandle] {
         let targets = links.values.filter { only?.contains($0.connection.handle) ?? true }.sorted { $0.connection.handle < $1.connection.handle }
         let subscribed = targets.filter { $0.server.isSubscribed(valueHandle) || $0.server.isSubscribed(valueHandle, indications: true) }
         if let small = subscribed.first(where: { value.count > ATT.maximumNotificationValueLength(mtu: $0.server.mtu) }) {
             throw GATTError(.invalidValueLength, "\(value.count) bytes do not fit a notification at ATT_MTU \(small.server.mtu) (at most \(ATT.maximumNotificationValueLength(mtu: small.server.mtu)))")
         }
         database.setValue(value, for: valueHandle)
-        var sent: [UInt16] = []
+        var sent: [ConnectionHandle] = []
         var failure: (any Error)?
         for target in subscribed {
             let link = target.connection.link
@@ -197,7 +197,7 @@ extension GATTEngine {
     }
 
     /// Whether a client on `handle` subscribed to `valueHandle`.
-    public func isSubscribed(_ handle: UInt16, valueHandle: UInt16) -> Bool {
+    public func isSubscribed(_ handle: ConnectionHandle, valueHandle: UInt16) -> Bool {
         guard let link = linkOfHandle[handle], let s = links[link]?.server else { return false }
         return s.isSubscribed(valueHandle) || s.isSubscribed(valueHandle, indications: true)
     }

@@ -58,7 +58,7 @@ public actor GATTEngine {
     public let preferredMTU: Int
     var links: [LinkID: LinkState] = [:]
     /// The current link of each connection handle.
-    var linkOfHandle: [UInt16: LinkID] = [:]
+    var linkOfHandle: [ConnectionHandle: LinkID] = [:]
     var waiters: [RequestKey: CheckedContinuation<ATTPDU, any Error>] = [:]
     var early: [RequestKey: Result<ATTPDU, GATTError>] = [:]
     var confirmationWaiters: [IndicationKey: CheckedContinuation<Void, any Error>] = [:]
@@ -135,13 +135,13 @@ public actor GATTEngine {
         state.reader?.cancel()
     }
 
-    func setEncrypted(_ handle: UInt16, _ encrypted: Bool) {
+    func setEncrypted(_ handle: ConnectionHandle, _ encrypted: Bool) {
         guard let link = linkOfHandle[handle] else { return }
         links[link]?.server.isEncrypted = encrypted
     }
 
     /// The current link of `handle`, attaching it when the host has it but its connection event is still in flight.
-    func link(_ handle: UInt16) async throws -> LinkID {
+    func link(_ handle: ConnectionHandle) async throws -> LinkID {
         if let link = linkOfHandle[handle] { return link }
         if let connection = await host.connections.first(where: { $0.handle == handle }) { await attach(connection) }
         guard let link = linkOfHandle[handle] else { throw GATTError(.disconnected, "no ATT bearer on connection handle \(handle)") }
@@ -210,7 +210,7 @@ public actor GATTEngine {
     }
 
     /// Runs a client procedure on the current link of `handle`.
-    public func run<P: GATTProcedure>(_ procedure: P, on handle: UInt16) async throws -> P.Output {
+    public func run<P: GATTProcedure>(_ procedure: P, on handle: ConnectionHandle) async throws -> P.Output {
         let link = try await link(handle)
         var procedure = procedure
         var step = try procedure.start()
@@ -249,14 +249,14 @@ public actor GATTEngine {
     }
 
     /// The effective ATT_MTU of the link with `handle`.
-    public func mtu(_ handle: UInt16) -> Int {
+    public func mtu(_ handle: ConnectionHandle) -> Int {
         linkOfHandle[handle].flatMap { links[$0]?.server.mtu } ?? ATT.defaultLEMTU
     }
 
     /// The longest value one write carries: ATT_MTU − 3 without response (one Write Command); 512 with response,
     /// since ``write(_:attribute:value:)`` sends longer values as prepared writes (what CoreBluetooth's
     /// `maximumWriteValueLength(for:)` answers too).
-    public func maximumWriteValueLength(_ handle: UInt16, withResponse: Bool) -> Int {
+    public func maximumWriteValueLength(_ handle: ConnectionHandle, withResponse: Bool) -> Int {
         withResponse ? ATT.maximumAttributeValueLength : ATT.maximumWriteValueLength(mtu: mtu(handle))
     }
 }

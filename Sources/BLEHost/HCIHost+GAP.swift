@@ -138,7 +138,7 @@ extension HCIHost {
     }
 
     /// Disconnects a link (reason 0x13, Remote User Terminated Connection).
-    public func disconnect(_ handle: UInt16, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
+    public func disconnect(_ handle: ConnectionHandle, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
         guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         _ = try await send(HCIDisconnect(handle: handle, reason: reason))
     }
@@ -150,7 +150,7 @@ extension HCIHost {
     }
 
     /// Asks the controller to change a link's parameters (central role).
-    public func updateConnection(_ handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
+    public func updateConnection(_ handle: ConnectionHandle, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
                                  supervisionTimeout: UInt16) async throws {
         _ = try await send(HCILEConnectionUpdate(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax,
                                                  maxLatency: latency, supervisionTimeout: supervisionTimeout))
@@ -160,7 +160,7 @@ extension HCIHost {
     public var connections: [HostConnection] { links.values.map(\.connection).sorted { $0.handle < $1.handle } }
 
     /// The link with `handle`, if it is still `link` (not a newer link that got the same handle).
-    func current(_ handle: UInt16, is link: LinkID?) -> Bool {
+    func current(_ handle: ConnectionHandle, is link: LinkID?) -> Bool {
         guard let up = links[handle] else { return false }
         return link == nil || up.connection.link == link
     }
@@ -209,7 +209,7 @@ extension HCIHost {
         scanContinuation.yield(AdvertisementReport(address: address, rssi: rssi, eventType: eventType, data: parsed, rawData: data))
     }
 
-    private func connectionCompleted(status: HCIStatus, handle: UInt16, role: HCIRole, peer: LEAddress, interval: UInt16,
+    private func connectionCompleted(status: HCIStatus, handle: ConnectionHandle, role: HCIRole, peer: LEAddress, interval: UInt16,
                                      latency: UInt16, timeout: UInt16) {
         guard status == .success else {
             if role == .central {

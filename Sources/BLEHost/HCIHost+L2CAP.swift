@@ -11,7 +11,7 @@ extension HCIHost {
     /// The payloads arriving on fixed channel `channel` of connection `handle`, in order. The stream finishes when
     /// the link goes down. Frames that arrived before the channel was opened are delivered first. Opening a channel
     /// the host answers itself (LE signaling, SMP) takes it over: the host stops answering on it.
-    public func openFixedChannel(_ channel: L2CAPChannelID, handle: UInt16) throws -> AsyncStream<[UInt8]> {
+    public func openFixedChannel(_ channel: L2CAPChannelID, handle: ConnectionHandle) throws -> AsyncStream<[UInt8]> {
         try openFixedChannel(channel, handle: handle, link: nil)
     }
 
@@ -21,7 +21,7 @@ extension HCIHost {
         try openFixedChannel(channel, handle: connection.handle, link: connection.link)
     }
 
-    private func openFixedChannel(_ channel: L2CAPChannelID, handle: UInt16, link id: LinkID?) throws -> AsyncStream<[UInt8]> {
+    private func openFixedChannel(_ channel: L2CAPChannelID, handle: ConnectionHandle, link id: LinkID?) throws -> AsyncStream<[UInt8]> {
         guard current(handle, is: id), var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         if channel != .leSignaling {
             do {
@@ -42,7 +42,7 @@ extension HCIHost {
     ///
     /// Back-pressure: while the link already has ``linkQueueLimit`` packets waiting for controller buffers, the call
     /// waits until Number Of Completed Packets drains them, so a sender can never queue without bound.
-    public func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16) async throws {
+    public func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) async throws {
         try await sendL2CAP(payload, channel: channel, handle: handle, link: nil)
     }
 
@@ -51,7 +51,7 @@ extension HCIHost {
         try await sendL2CAP(payload, channel: channel, handle: connection.handle, link: connection.link)
     }
 
-    private func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16, link: LinkID?) async throws {
+    private func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle, link: LinkID?) async throws {
         while current(handle, is: link), aclFlow.queuedCount(handle: handle) >= linkQueueLimit {
             await withCheckedContinuation { sendWaiters.append($0) }
         }
@@ -61,7 +61,7 @@ extension HCIHost {
 
     /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.
     /// Waiting there would deadlock: only that path reads the Number Of Completed Packets events that make room.
-    func enqueueL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16) async {
+    func enqueueL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) async {
         guard links[handle] != nil else { return }
         await sendACL(aclFlow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
     }
@@ -71,7 +71,7 @@ extension HCIHost {
 
     /// Whether a send on `handle` would go out without waiting (the ready signal behind
     /// `canSendWriteWithoutResponse` and `peripheralManagerIsReady(toUpdateSubscribers:)`).
-    public func isReadyToSend(_ handle: UInt16) -> Bool { aclFlow.queuedCount(handle: handle) < linkQueueLimit }
+    public func isReadyToSend(_ handle: ConnectionHandle) -> Bool { aclFlow.queuedCount(handle: handle) < linkQueueLimit }
 
     /// Wakes senders waiting for queue room (after buffers came back or a link closed).
     func wakeSenders() {
@@ -134,7 +134,7 @@ extension HCIHost {
 
     /// A payload the link's L2CAP manager delivered on a fixed channel: to its consumer, or kept until one opens it
     /// (ATT), or answered by the host (SMP, until pairing exists).
-    func deliverFixed(_ payload: [UInt8], channel: L2CAPChannelID, handle: UInt16) -> [UInt8]? {
+    func deliverFixed(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) -> [UInt8]? {
         guard var link = links[handle] else { return nil }
         if let continuation = link.channels[channel] {
             continuation.yield(payload)
@@ -164,7 +164,7 @@ extension HCIHost {
 
     /// Sends a peripheral's Connection Parameter Update Request to the central. Returns once it is queued; the
     /// central's answer arrives as a `connectionUpdated` event when it applies the values.
-    public func requestConnectionParameterUpdate(_ request: L2CAPConnectionParameterUpdateRequest, handle: UInt16) async throws {
+    public func requestConnectionParameterUpdate(_ request: L2CAPConnectionParameterUpdateRequest, handle: ConnectionHandle) async throws {
         guard var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         let actions: [L2CAPChannelManager.Action]
         do {
@@ -178,7 +178,7 @@ extension HCIHost {
 
     // MARK: SMP until pairing exists (Core 5.4, Vol 3, Part H, 3.5.5)
 
-    func answerSMP(_ payload: [UInt8], handle: UInt16) async {
+    func answerSMP(_ payload: [UInt8], handle: ConnectionHandle) async {
         let reason: SMPPairingFailedReason
         do {
             switch try SMPPDU(bytes: payload) {

@@ -9,7 +9,7 @@ public struct L2CAPChannel: Sendable {
     /// The channel as the link's L2CAP manager reported it when it opened.
     public let info: L2CAPChannelInfo
     /// The link's connection handle.
-    public let handle: UInt16
+    public let handle: ConnectionHandle
     /// The SDUs the peer sends, in order. Taking one returns the credits it cost to the peer: a consumer that stops
     /// reading stops the peer.
     public let incoming: L2CAPIncomingSDUs
@@ -117,7 +117,7 @@ extension HCIHost {
 
     /// Opens an LE credit based channel to `spsm` on link `handle` (L2CAP_LE_CREDIT_BASED_CONNECTION_REQ). Throws
     /// when the peer refuses, does not answer within the signaling timeout, or the link drops.
-    public func openL2CAPChannel(spsm: L2CAPSPSM, on handle: UInt16,
+    public func openL2CAPChannel(spsm: L2CAPSPSM, on handle: ConnectionHandle,
                                  parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> L2CAPChannel {
         try await openL2CAPChannel(spsm: spsm, handle: handle, link: nil, parameters: parameters)
     }
@@ -128,7 +128,7 @@ extension HCIHost {
         try await openL2CAPChannel(spsm: spsm, handle: connection.handle, link: connection.link, parameters: parameters)
     }
 
-    private func openL2CAPChannel(spsm: L2CAPSPSM, handle: UInt16, link id: LinkID?,
+    private func openL2CAPChannel(spsm: L2CAPSPSM, handle: ConnectionHandle, link id: LinkID?,
                                   parameters: L2CAPChannelParameters) async throws -> L2CAPChannel {
         try checkReceivable(parameters)
         guard current(handle, is: id), var link = links[handle] else {
@@ -149,7 +149,7 @@ extension HCIHost {
     /// Opens `count` (1...5) enhanced credit based channels to `spsm` on link `handle` in one
     /// L2CAP_CREDIT_BASED_CONNECTION_REQ (MTU and MPS at least 64). Returns the channels that opened, in request
     /// order; throws the first failure when none did.
-    public func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, on handle: UInt16,
+    public func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, on handle: ConnectionHandle,
                                   parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> [L2CAPChannel] {
         try await openL2CAPChannels(spsm: spsm, count: count, handle: handle, link: nil, parameters: parameters)
     }
@@ -161,7 +161,7 @@ extension HCIHost {
                                     parameters: parameters)
     }
 
-    private func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, handle: UInt16, link id: LinkID?,
+    private func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, handle: ConnectionHandle, link id: LinkID?,
                                    parameters: L2CAPChannelParameters) async throws -> [L2CAPChannel] {
         try checkReceivable(parameters)
         guard current(handle, is: id), var link = links[handle] else {
@@ -190,7 +190,7 @@ extension HCIHost {
     }
 
     /// The outcome of opening `cid`: taken if it already arrived, awaited otherwise.
-    private func openOutcome(_ cid: L2CAPChannelID, handle: UInt16, link: LinkID) async throws -> L2CAPChannel {
+    private func openOutcome(_ cid: L2CAPChannelID, handle: ConnectionHandle, link: LinkID) async throws -> L2CAPChannel {
         if let early = links[handle]?.openOutcomes.removeValue(forKey: cid) { return try early.get() }
         guard links[handle]?.connection.link == link else {
             throw HostError(.l2capConnectionFailed(.linkClosed), "the link closed while opening \(cid)")
@@ -260,7 +260,7 @@ extension HCIHost {
 
     /// Performs a link's L2CAP actions. Never waits for anything but the transport: frames are queued for the
     /// controller without back-pressure, so the packet-reading path can call this.
-    func performL2CAP(_ actions: [L2CAPChannelManager.Action], handle: UInt16) async {
+    func performL2CAP(_ actions: [L2CAPChannelManager.Action], handle: ConnectionHandle) async {
         guard let id = links[handle]?.connection.link else { return }
         var packets: [HCIACLPacket] = []
         var updates: [L2CAPConnectionParameterUpdateRequest] = []
@@ -311,7 +311,7 @@ extension HCIHost {
         for payload in smp { await answerSMP(payload, handle: handle) }
     }
 
-    private func channelOpened(_ info: L2CAPChannelInfo, handle: UInt16, link: LinkID) {
+    private func channelOpened(_ info: L2CAPChannelInfo, handle: ConnectionHandle, link: LinkID) {
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         links[handle]?.sduStreams[info.localCID] = continuation
         let incoming = L2CAPIncomingSDUs(stream: stream) { [self] in
@@ -329,14 +329,14 @@ extension HCIHost {
     }
 
     /// The consumer took an SDU: its credits may go back to the peer.
-    private func sduConsumed(handle: UInt16, link: LinkID, cid: L2CAPChannelID) async {
+    private func sduConsumed(handle: ConnectionHandle, link: LinkID, cid: L2CAPChannelID) async {
         guard var state = links[handle], state.connection.link == link else { return }
         let actions = state.l2cap.consumed(on: cid)
         links[handle] = state
         await performL2CAP(actions, handle: handle)
     }
 
-    private func resolveOpen(_ cid: L2CAPChannelID, handle: UInt16, _ outcome: Result<L2CAPChannel, any Error>) {
+    private func resolveOpen(_ cid: L2CAPChannelID, handle: ConnectionHandle, _ outcome: Result<L2CAPChannel, any Error>) {
         if let waiter = links[handle]?.openWaiters.removeValue(forKey: cid) {
             waiter.resume(with: outcome)
         } else {
@@ -344,7 +344,7 @@ extension HCIHost {
         }
     }
 
-    private func wakeCreditWaiters(_ cid: L2CAPChannelID, handle: UInt16) {
+    private func wakeCreditWaiters(_ cid: L2CAPChannelID, handle: ConnectionHandle) {
         guard let waiters = links[handle]?.creditWaiters.filter({ $0.value.cid == cid }) else { return }
         for (id, waiter) in waiters {
             links[handle]?.creditWaiters[id] = nil
@@ -353,11 +353,11 @@ extension HCIHost {
     }
 
     /// A sender waiting for credits was cancelled.
-    private func stopWaitingForCredits(_ waiter: Int, handle: UInt16) {
+    private func stopWaitingForCredits(_ waiter: Int, handle: ConnectionHandle) {
         links[handle]?.creditWaiters.removeValue(forKey: waiter)?.continuation.resume()
     }
 
-    private func l2capTimerFired(_ key: L2CAPTimerKey, handle: UInt16) async {
+    private func l2capTimerFired(_ key: L2CAPTimerKey, handle: ConnectionHandle) async {
         guard l2capTimers.removeValue(forKey: key) != nil, var link = links[handle], link.connection.link == key.link else { return }
         let actions = link.l2cap.timerFired(key.timer)
         links[handle] = link

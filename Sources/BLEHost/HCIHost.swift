@@ -55,7 +55,7 @@ public actor HCIHost {
     var aclOutbox = FIFO<HCIACLPacket>()
     var sendWaiters: [CheckedContinuation<Void, Never>] = []
     var aclPumping = false
-    var links: [UInt16: Link] = [:]
+    var links: [ConnectionHandle: Link] = [:]
     /// The last link identity given out (identities are never reused).
     var lastLinkID: UInt64 = 0
     /// SPSMs this host accepts LE credit based connections on, with their parameters and consumers.

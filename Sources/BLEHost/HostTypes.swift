@@ -107,7 +107,7 @@ public struct HostConnection: Sendable, Hashable {
     /// The link's identity (never reused).
     public var link: LinkID
     /// The connection handle (a controller may give it to another link once this one is down).
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// This side's role on the link.
     public var role: HCIRole
     /// The peer's address.
@@ -131,5 +131,5 @@ public enum HostEvent: Sendable, Hashable {
     /// Connection updated.
     case connectionUpdated(HostConnection)
     /// Encryption changed.
-    case encryptionChanged(handle: UInt16, status: HCIStatus, enabled: Bool)
+    case encryptionChanged(handle: ConnectionHandle, status: HCIStatus, enabled: Bool)
 }

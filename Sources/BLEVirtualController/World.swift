@@ -88,17 +88,17 @@ struct ControllerState {
         return (address, .public)
     }
 
-    mutating func allocateHandle(in use: Set<UInt16>) -> UInt16 {
+    mutating func allocateHandle(in use: Set<ConnectionHandle>) -> ConnectionHandle {
         if configuration.reusesHandles {
             var handle: UInt16 = 0x0001
-            while use.contains(handle) && handle < 0x0EFF { handle += 1 }
-            return handle
+            while use.contains(ConnectionHandle(rawValue: handle)) && handle < 0x0EFF { handle += 1 }
+            return ConnectionHandle(rawValue: handle)
         }
-        while use.contains(nextHandle) || nextHandle > 0x0EFF || nextHandle == 0 {
+        while use.contains(ConnectionHandle(rawValue: nextHandle)) || nextHandle > 0x0EFF || nextHandle == 0 {
             nextHandle = nextHandle >= 0x0EFF ? 1 : nextHandle + 1
         }
         defer { nextHandle = nextHandle >= 0x0EFF ? 1 : nextHandle + 1 }
-        return nextHandle
+        return ConnectionHandle(rawValue: nextHandle)
     }
 }
 
@@ -106,7 +106,7 @@ struct ControllerState {
 struct Link {
     struct Side {
         var controller: Int
-        var handle: UInt16
+        var handle: ConnectionHandle
         /// Whether this side still considers the link up.
         var active = true
     }
@@ -244,15 +244,15 @@ struct World {
 
     // MARK: Links
 
-    func linkID(controller: Int, handle: UInt16) -> Int? {
+    func linkID(controller: Int, handle: ConnectionHandle) -> Int? {
         links.first { _, link in
             (link.central.controller == controller && link.central.handle == handle && link.central.active)
                 || (link.peripheral.controller == controller && link.peripheral.handle == handle && link.peripheral.active)
         }?.key
     }
 
-    func handlesInUse(by controller: Int) -> Set<UInt16> {
-        var used: Set<UInt16> = []
+    func handlesInUse(by controller: Int) -> Set<ConnectionHandle> {
+        var used: Set<ConnectionHandle> = []
         for link in links.values {
             if link.central.controller == controller, link.central.active { used.insert(link.central.handle) }
             if link.peripheral.controller == controller, link.peripheral.active { used.insert(link.peripheral.handle) }

@@ -64,8 +64,8 @@ struct HCIDemo: AsyncParsableCommand {
         air.advance(by: .milliseconds(200))
         let centralLink = try central.connection()
         let peripheralLink = try peripheral.connection()
-        central.say("connected to \(centralLink.peerAddress) as central, handle 0x\(String(centralLink.handle, radix: 16)), interval \(Double(centralLink.connectionInterval) * 1.25) ms")
-        peripheral.say("connected to \(peripheralLink.peerAddress) as peripheral, handle 0x\(String(peripheralLink.handle, radix: 16))")
+        central.say("connected to \(centralLink.peerAddress) as central, handle 0x\(String(centralLink.handle.rawValue, radix: 16)), interval \(Double(centralLink.connectionInterval) * 1.25) ms")
+        peripheral.say("connected to \(peripheralLink.peerAddress) as peripheral, handle 0x\(String(peripheralLink.handle.rawValue, radix: 16))")
 
         // An ATT Exchange MTU Request in an L2CAP frame, fragmented to 27-byte ACL packets under flow control.
         let request = L2CAPBasicFrame(channelID: .att, payload: ATTPDU.exchangeMTURequest(.init(mtu: 247)).encoded)
@@ -156,7 +156,7 @@ final class RawHost {
 
     /// Sends a frame through ``ACLFlow``: fragments of the controller's buffer size, never more outstanding than it
     /// has buffers; Number Of Completed Packets releases the rest.
-    func sendL2CAP(_ frame: L2CAPBasicFrame, handle: UInt16) throws {
+    func sendL2CAP(_ frame: L2CAPBasicFrame, handle: ConnectionHandle) throws {
         let buffers = try call(HCILEReadBufferSize())
         var flow = ACLFlow(bufferSize: Int(buffers.leACLDataPacketLength), bufferCount: Int(buffers.totalNumLEACLDataPackets))
         let total = flow.fragmentCount(forPDULength: frame.encoded.count)

@@ -177,7 +177,7 @@ import Testing
             try await group.waitForAll()
         }
         // Map each write to the central whose link it came on.
-        var writers: [UInt16: String] = [:]
+        var writers: [ConnectionHandle: String] = [:]
         for await e in events {
             if case .wrote(_, let value, _) = e.event { writers[e.connection.handle] = String(decoding: value, as: UTF8.self) }
             if writers.count == centrals.count { break }

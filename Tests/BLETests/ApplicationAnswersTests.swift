@@ -75,7 +75,7 @@ import Testing
         withExtendedLifetime(manager) {}
     }
 
-    func asCentralHandle(_ manager: PeripheralManager) async -> UInt16 {
+    func asCentralHandle(_ manager: PeripheralManager) async -> ConnectionHandle {
         await manager.connectedCentrals.first?.handle ?? 0
     }
 

@@ -28,7 +28,7 @@ import Testing
         let name = try #require(try await remote.discoverCharacteristics([BluetoothUUID(0x2A00)], for: gap).first)
         #expect(try await remote.readValue(for: name) == Array("Typed".utf8))
         // The log's fields carry JSON types: the connection handle and the MTU are numbers, the peer a string.
-        let handle = JSONValue.integer(await remote.connection.handle)
+        let handle = JSONValue.integer(await remote.connection.handle.rawValue)
         let events = try await withTimeout {
             var seen: [[String: JSONValue]] = []
             for await fields in logged {

@@ -173,7 +173,7 @@ import Testing
         let (h1, _) = try bench.connect(central, p1)
         let (h2, _) = try bench.connect(central, p2)
         #expect(h1 != h2)
-        var completed: [UInt16: Int] = [:]
+        var completed: [ConnectionHandle: Int] = [:]
         for (handle, count) in [(h1, 3), (h2, 2)] {
             for _ in 0..<count {
                 central.receive(fromHost: .acl(HCIACLPacket(handle: handle, boundary: .firstNonFlushable, data: [0])))

@@ -190,8 +190,8 @@ import Testing
     @Test func severalLinksOnOneController() throws {
         let bench = Bench()
         let peripheral = try bench.controller()
-        var centralHandles: [UInt16] = []
-        var peripheralHandles: [UInt16] = []
+        var centralHandles: [ConnectionHandle] = []
+        var peripheralHandles: [ConnectionHandle] = []
         var centrals: [VirtualController] = []
         for i in 0..<3 {
             let central = try bench.controller(at: Double(i + 1))

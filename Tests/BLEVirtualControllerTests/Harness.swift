@@ -98,7 +98,7 @@ struct Bench {
 
     /// Connects `central` to advertising `peripheral`; returns (central handle, peripheral handle).
     func connect(_ central: VirtualController, _ peripheral: VirtualController,
-                 timeoutUnits: UInt16 = 0x0064) throws -> (UInt16, UInt16) {
+                 timeoutUnits: UInt16 = 0x0064) throws -> (ConnectionHandle, ConnectionHandle) {
         try advertise(peripheral)
         try expectSuccess(central, HCILECreateConnection(peerAddressType: .public, peerAddress: peripheral.address,
                                                          supervisionTimeout: timeoutUnits))

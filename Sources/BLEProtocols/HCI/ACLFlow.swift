@@ -16,9 +16,9 @@ public struct ACLFlow: Sendable {
     public let bufferCount: Int
     /// Buffers currently free.
     public private(set) var freeBuffers: Int
-    private var inFlight: [UInt16: Int] = [:]
-    private var queues: [UInt16: FIFO<HCIACLPacket>] = [:]
-    private var order: [UInt16] = []
+    private var inFlight: [ConnectionHandle: Int] = [:]
+    private var queues: [ConnectionHandle: FIFO<HCIACLPacket>] = [:]
+    private var order: [ConnectionHandle] = []
     private var cursor = 0
 
     /// Creates a flow for a controller with `bufferCount` buffers of `bufferSize` octets (both at least 1).
@@ -31,12 +31,12 @@ public struct ACLFlow: Sendable {
     /// Packets queued, over all connections.
     public var queuedPacketCount: Int { queues.values.reduce(0) { $0 + $1.count } }
     /// Packets sent on `handle` and not yet completed.
-    public func inFlightCount(handle: UInt16) -> Int { inFlight[handle, default: 0] }
+    public func inFlightCount(handle: ConnectionHandle) -> Int { inFlight[handle, default: 0] }
     /// Packets queued for `handle`.
-    public func queuedCount(handle: UInt16) -> Int { queues[handle]?.count ?? 0 }
+    public func queuedCount(handle: ConnectionHandle) -> Int { queues[handle]?.count ?? 0 }
 
     /// Fragments an L2CAP PDU for `handle`, queues it, and returns the packets that may be sent now.
-    public mutating func enqueue(handle: UInt16, pdu: [UInt8]) -> [HCIACLPacket] {
+    public mutating func enqueue(handle: ConnectionHandle, pdu: [UInt8]) -> [HCIACLPacket] {
         var fragments: [HCIACLPacket] = []
         var offset = 0
         repeat {
@@ -74,7 +74,7 @@ public struct ACLFlow: Sendable {
     }
 
     /// Forgets `handle`: its queued packets are dropped and its outstanding packets count as completed.
-    public mutating func connectionClosed(handle: UInt16) -> [HCIACLPacket] {
+    public mutating func connectionClosed(handle: ConnectionHandle) -> [HCIACLPacket] {
         freeBuffers = min(bufferCount, freeBuffers + inFlight[handle, default: 0])
         inFlight[handle] = nil
         queues[handle] = nil

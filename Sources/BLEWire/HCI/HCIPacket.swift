@@ -135,7 +135,7 @@ public struct HCIACLPacket: Hashable, Sendable, WireCodable {
     }
 
     /// The connection handle (12 bits, 0x0000–0x0EFF valid).
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// The packet boundary flag.
     public var boundary: Boundary
     /// The broadcast flag (2 bits; 0 on LE).
@@ -144,8 +144,8 @@ public struct HCIACLPacket: Hashable, Sendable, WireCodable {
     public var data: [UInt8]
 
     /// Creates an ACL packet.
-    public init(handle: UInt16, boundary: Boundary, broadcast: UInt8 = 0, data: [UInt8]) {
-        self.handle = handle & 0x0FFF
+    public init(handle: ConnectionHandle, boundary: Boundary, broadcast: UInt8 = 0, data: [UInt8]) {
+        self.handle = ConnectionHandle(rawValue: handle.rawValue & 0x0FFF)
         self.boundary = boundary
         self.broadcast = broadcast & 0x03
         self.data = data
@@ -153,7 +153,7 @@ public struct HCIACLPacket: Hashable, Sendable, WireCodable {
 
     public init(from reader: inout ByteReader) throws(WireError) {
         let word = try reader.readUInt16("ACL handle and flags")
-        handle = word & 0x0FFF
+        handle = ConnectionHandle(rawValue: word & 0x0FFF)
         boundary = Boundary(rawValue: UInt8(truncatingIfNeeded: word >> 12))
         broadcast = UInt8(truncatingIfNeeded: word >> 14) & 0x03
         let length = Int(try reader.readUInt16("ACL data length"))
@@ -164,7 +164,7 @@ public struct HCIACLPacket: Hashable, Sendable, WireCodable {
     }
 
     public func encode(into writer: inout ByteWriter) {
-        writer.write(handle & 0x0FFF | UInt16(boundary.rawValue) << 12 | UInt16(broadcast & 0x03) << 14)
+        writer.write(handle.rawValue & 0x0FFF | UInt16(boundary.rawValue) << 12 | UInt16(broadcast & 0x03) << 14)
         writer.write(UInt16(truncatingIfNeeded: data.count))
         writer.write(data)
     }

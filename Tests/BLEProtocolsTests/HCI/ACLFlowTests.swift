@@ -3,7 +3,7 @@ import BLEWire
 import Testing
 
 @Suite struct ACLFlowTests {
-    func completed(_ pairs: (UInt16, UInt16)...) -> HCIEvent {
+    func completed(_ pairs: (ConnectionHandle, UInt16)...) -> HCIEvent {
         .numberOfCompletedPackets(.init(entries: pairs.map { .init(handle: $0.0, completedPackets: $0.1) }))
     }
 

@@ -255,10 +255,10 @@ public struct HCIReadRSSI: HCICommand, Hashable {
     /// The command\'s opcode.
     public static let opcode = HCIOpcode.readRSSI
     /// `Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// Creates a value from its fields.
-    public init(handle: UInt16) { self.handle = handle }
-    public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readUInt16("Handle") }
+    public init(handle: ConnectionHandle) { self.handle = handle }
+    public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readConnectionHandle("Handle") }
     public func encode(into writer: inout ByteWriter) { writer.write(handle) }
 
     /// The return parameters (status first).
@@ -266,18 +266,18 @@ public struct HCIReadRSSI: HCICommand, Hashable {
         /// The status.
         public var status: HCIStatus
         /// `Handle`.
-        public var handle: UInt16
+        public var handle: ConnectionHandle
         /// Received signal strength in dBm (LE: absolute).
         public var rssi: Int8
         /// Creates a value from its fields.
-        public init(status: HCIStatus = .success, handle: UInt16, rssi: Int8) {
+        public init(status: HCIStatus = .success, handle: ConnectionHandle, rssi: Int8) {
             self.status = status
             self.handle = handle
             self.rssi = rssi
         }
         public init(from reader: inout ByteReader) throws(WireError) {
             status = HCIStatus(rawValue: try reader.readUInt8("status"))
-            handle = try reader.readUInt16("Handle")
+            handle = try reader.readConnectionHandle("Handle")
             rssi = try reader.readInt8("RSSI")
         }
         public func encode(into writer: inout ByteWriter) {
@@ -295,16 +295,16 @@ public struct HCIDisconnect: HCICommand, Hashable {
     /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
     /// `Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// The reason sent to the peer (typically 0x13 Remote User Terminated Connection).
     public var reason: HCIStatus
     /// Creates a value from its fields.
-    public init(handle: UInt16, reason: HCIStatus = .remoteUserTerminatedConnection) {
+    public init(handle: ConnectionHandle, reason: HCIStatus = .remoteUserTerminatedConnection) {
         self.handle = handle
         self.reason = reason
     }
     public init(from reader: inout ByteReader) throws(WireError) {
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         reason = HCIStatus(rawValue: try reader.readUInt8("Reason"))
     }
     public func encode(into writer: inout ByteWriter) {

@@ -118,7 +118,7 @@ public struct HCILEConnectionUpdate: HCICommand, Hashable {
     /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// `Connection_Interval_Min`.
     public var intervalMin: UInt16
     /// `Connection_Interval_Max`.
@@ -133,7 +133,7 @@ public struct HCILEConnectionUpdate: HCICommand, Hashable {
     public var maxCELength: UInt16
 
     /// Creates a value from its fields.
-    public init(handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
+    public init(handle: ConnectionHandle, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
                 supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0) {
         self.handle = handle
         self.intervalMin = intervalMin
@@ -144,7 +144,7 @@ public struct HCILEConnectionUpdate: HCICommand, Hashable {
         self.maxCELength = maxCELength
     }
     public init(from reader: inout ByteReader) throws(WireError) {
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         intervalMin = try reader.readUInt16("Connection_Interval_Min")
         intervalMax = try reader.readUInt16("Connection_Interval_Max")
         maxLatency = try reader.readUInt16("Max_Latency")
@@ -176,10 +176,10 @@ public struct HCILEReadRemoteFeatures: HCICommand, Hashable {
     /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// Creates a value from its fields.
-    public init(handle: UInt16) { self.handle = handle }
-    public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readUInt16("Connection_Handle") }
+    public init(handle: ConnectionHandle) { self.handle = handle }
+    public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readConnectionHandle("Connection_Handle") }
     public func encode(into writer: inout ByteWriter) { writer.write(handle) }
 }
 
@@ -190,7 +190,7 @@ public struct HCILEEnableEncryption: HCICommand, Hashable {
     /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// Rand (0 for LE Secure Connections keys).
     public var randomNumber: UInt64
     /// EDIV (0 for LE Secure Connections keys).
@@ -199,14 +199,14 @@ public struct HCILEEnableEncryption: HCICommand, Hashable {
     public var longTermKey: [UInt8]
 
     /// Creates a value from its fields.
-    public init(handle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16, longTermKey: [UInt8]) {
+    public init(handle: ConnectionHandle, randomNumber: UInt64, encryptedDiversifier: UInt16, longTermKey: [UInt8]) {
         self.handle = handle
         self.randomNumber = randomNumber
         self.encryptedDiversifier = encryptedDiversifier
         self.longTermKey = longTermKey
     }
     public init(from reader: inout ByteReader) throws(WireError) {
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         randomNumber = try reader.readUInt64("Random_Number")
         encryptedDiversifier = try reader.readUInt16("Encrypted_Diversifier")
         longTermKey = try reader.readBytes(16, "Long_Term_Key")
@@ -226,16 +226,16 @@ public struct HCILELongTermKeyRequestReply: HCICommand, Hashable {
     /// The return parameters.
     public typealias ReturnParameters = HCIHandleReturnParameters
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// The 128-bit long term key, little-endian as on the wire.
     public var longTermKey: [UInt8]
     /// Creates a value from its fields.
-    public init(handle: UInt16, longTermKey: [UInt8]) {
+    public init(handle: ConnectionHandle, longTermKey: [UInt8]) {
         self.handle = handle
         self.longTermKey = longTermKey
     }
     public init(from reader: inout ByteReader) throws(WireError) {
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         longTermKey = try reader.readBytes(16, "Long_Term_Key")
     }
     public func encode(into writer: inout ByteWriter) {
@@ -251,9 +251,9 @@ public struct HCILELongTermKeyRequestNegativeReply: HCICommand, Hashable {
     /// The return parameters.
     public typealias ReturnParameters = HCIHandleReturnParameters
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// Creates a value from its fields.
-    public init(handle: UInt16) { self.handle = handle }
-    public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readUInt16("Connection_Handle") }
+    public init(handle: ConnectionHandle) { self.handle = handle }
+    public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readConnectionHandle("Connection_Handle") }
     public func encode(into writer: inout ByteWriter) { writer.write(handle) }
 }

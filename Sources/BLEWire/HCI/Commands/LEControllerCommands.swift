@@ -205,19 +205,19 @@ public struct HCILESetDataLength: HCICommand, Hashable {
     /// The command\'s opcode.
     public static let opcode = HCIOpcode.leSetDataLength
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// Preferred maximum payload octets (0x001B–0x00FB).
     public var txOctets: UInt16
     /// Preferred maximum transmit time in µs (0x0148–0x4290).
     public var txTime: UInt16
     /// Creates a value from its fields.
-    public init(handle: UInt16, txOctets: UInt16, txTime: UInt16) {
+    public init(handle: ConnectionHandle, txOctets: UInt16, txTime: UInt16) {
         self.handle = handle
         self.txOctets = txOctets
         self.txTime = txTime
     }
     public init(from reader: inout ByteReader) throws(WireError) {
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         txOctets = try reader.readUInt16("TX_Octets")
         txTime = try reader.readUInt16("TX_Time")
     }
@@ -239,15 +239,15 @@ public struct HCIHandleReturnParameters: WireCodable, Hashable {
     /// The status.
     public var status: HCIStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// Creates a value from its fields.
-    public init(status: HCIStatus = .success, handle: UInt16) {
+    public init(status: HCIStatus = .success, handle: ConnectionHandle) {
         self.status = status
         self.handle = handle
     }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("status"))
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
     }
     public func encode(into writer: inout ByteWriter) {
         writer.write(status.rawValue)

@@ -87,18 +87,18 @@ public struct HCIDisconnectionCompleteEvent: HCIEventParameters, Hashable {
     /// `Status`.
     public var status: HCIStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// `Reason`.
     public var reason: HCIStatus
     /// Creates a value from its fields.
-    public init(status: HCIStatus = .success, handle: UInt16, reason: HCIStatus) {
+    public init(status: HCIStatus = .success, handle: ConnectionHandle, reason: HCIStatus) {
         self.status = status
         self.handle = handle
         self.reason = reason
     }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("Status"))
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         reason = HCIStatus(rawValue: try reader.readUInt8("Reason"))
     }
     public func encode(into writer: inout ByteWriter) {
@@ -115,18 +115,18 @@ public struct HCIEncryptionChangeEvent: HCIEventParameters, Hashable {
     /// `Status`.
     public var status: HCIStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// 0x00 off, 0x01 on (AES-CCM on LE).
     public var encryptionEnabled: UInt8
     /// Creates a value from its fields.
-    public init(status: HCIStatus = .success, handle: UInt16, encryptionEnabled: UInt8) {
+    public init(status: HCIStatus = .success, handle: ConnectionHandle, encryptionEnabled: UInt8) {
         self.status = status
         self.handle = handle
         self.encryptionEnabled = encryptionEnabled
     }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("Status"))
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         encryptionEnabled = try reader.readUInt8("Encryption_Enabled")
     }
     public func encode(into writer: inout ByteWriter) {
@@ -143,15 +143,15 @@ public struct HCIEncryptionKeyRefreshCompleteEvent: HCIEventParameters, Hashable
     /// `Status`.
     public var status: HCIStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// Creates a value from its fields.
-    public init(status: HCIStatus = .success, handle: UInt16) {
+    public init(status: HCIStatus = .success, handle: ConnectionHandle) {
         self.status = status
         self.handle = handle
     }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("Status"))
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
     }
     public func encode(into writer: inout ByteWriter) {
         writer.write(status.rawValue)
@@ -167,11 +167,11 @@ public struct HCINumberOfCompletedPacketsEvent: HCIEventParameters, Hashable {
     /// Packets completed on one connection.
     public struct Entry: Hashable, Sendable {
         /// `Connection_Handle`.
-        public var handle: UInt16
+        public var handle: ConnectionHandle
         /// Completed packets.
         public var completedPackets: UInt16
         /// Creates a value from its fields.
-        public init(handle: UInt16, completedPackets: UInt16) {
+        public init(handle: ConnectionHandle, completedPackets: UInt16) {
             self.handle = handle
             self.completedPackets = completedPackets
         }
@@ -186,8 +186,8 @@ public struct HCINumberOfCompletedPacketsEvent: HCIEventParameters, Hashable {
         guard reader.remainingCount == count * 4 else {
             throw WireError(.lengthMismatch, "Number Of Completed Packets: \(count) handle(s) need \(count * 4) bytes, \(reader.remainingCount) present")
         }
-        var handles: [UInt16] = []
-        for _ in 0..<count { handles.append(try reader.readUInt16("Connection_Handle")) }
+        var handles: [ConnectionHandle] = []
+        for _ in 0..<count { handles.append(try reader.readConnectionHandle("Connection_Handle")) }
         var result: [Entry] = []
         for handle in handles { result.append(Entry(handle: handle, completedPackets: try reader.readUInt16("Num_Completed_Packets"))) }
         entries = result

@@ -28,7 +28,7 @@ public struct HCILEConnectionCompleteEvent: HCILEMetaEventParameters, Hashable {
     /// `Status`.
     public var status: HCIStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// `Role`.
     public var role: HCIRole
     /// `Peer_Address_Type`.
@@ -45,7 +45,7 @@ public struct HCILEConnectionCompleteEvent: HCILEMetaEventParameters, Hashable {
     public var centralClockAccuracy: UInt8
 
     /// Creates a value from its fields.
-    public init(status: HCIStatus = .success, handle: UInt16, role: HCIRole, peerAddressType: LEAddressType,
+    public init(status: HCIStatus = .success, handle: ConnectionHandle, role: HCIRole, peerAddressType: LEAddressType,
                 peerAddress: BluetoothAddress, connectionInterval: UInt16, peripheralLatency: UInt16,
                 supervisionTimeout: UInt16, centralClockAccuracy: UInt8 = 0) {
         self.status = status
@@ -60,7 +60,7 @@ public struct HCILEConnectionCompleteEvent: HCILEMetaEventParameters, Hashable {
     }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("Status"))
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         role = HCIRole(rawValue: try reader.readUInt8("Role"))
         peerAddressType = LEAddressType(rawValue: try reader.readUInt8("Peer_Address_Type"))
         peerAddress = try BluetoothAddress(from: &reader)
@@ -89,7 +89,7 @@ public struct HCILEEnhancedConnectionCompleteEvent: HCILEMetaEventParameters, Ha
     /// `Status`.
     public var status: HCIStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// `Role`.
     public var role: HCIRole
     /// `Peer_Address_Type`.
@@ -110,7 +110,7 @@ public struct HCILEEnhancedConnectionCompleteEvent: HCILEMetaEventParameters, Ha
     public var centralClockAccuracy: UInt8
 
     /// Creates a value from its fields.
-    public init(status: HCIStatus = .success, handle: UInt16, role: HCIRole, peerAddressType: LEAddressType,
+    public init(status: HCIStatus = .success, handle: ConnectionHandle, role: HCIRole, peerAddressType: LEAddressType,
                 peerAddress: BluetoothAddress, localResolvablePrivateAddress: BluetoothAddress = .zero,
                 peerResolvablePrivateAddress: BluetoothAddress = .zero, connectionInterval: UInt16,
                 peripheralLatency: UInt16, supervisionTimeout: UInt16, centralClockAccuracy: UInt8 = 0) {
@@ -128,7 +128,7 @@ public struct HCILEEnhancedConnectionCompleteEvent: HCILEMetaEventParameters, Ha
     }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("Status"))
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         role = HCIRole(rawValue: try reader.readUInt8("Role"))
         peerAddressType = LEAddressType(rawValue: try reader.readUInt8("Peer_Address_Type"))
         peerAddress = try BluetoothAddress(from: &reader)
@@ -161,7 +161,7 @@ public struct HCILEConnectionUpdateCompleteEvent: HCILEMetaEventParameters, Hash
     /// `Status`.
     public var status: HCIStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// `Connection_Interval`.
     public var connectionInterval: UInt16
     /// `Peripheral_Latency`.
@@ -169,7 +169,7 @@ public struct HCILEConnectionUpdateCompleteEvent: HCILEMetaEventParameters, Hash
     /// `Supervision_Timeout`.
     public var supervisionTimeout: UInt16
     /// Creates a value from its fields.
-    public init(status: HCIStatus = .success, handle: UInt16, connectionInterval: UInt16, peripheralLatency: UInt16,
+    public init(status: HCIStatus = .success, handle: ConnectionHandle, connectionInterval: UInt16, peripheralLatency: UInt16,
                 supervisionTimeout: UInt16) {
         self.status = status
         self.handle = handle
@@ -179,7 +179,7 @@ public struct HCILEConnectionUpdateCompleteEvent: HCILEMetaEventParameters, Hash
     }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("Status"))
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         connectionInterval = try reader.readUInt16("Connection_Interval")
         peripheralLatency = try reader.readUInt16("Peripheral_Latency")
         supervisionTimeout = try reader.readUInt16("Supervision_Timeout")
@@ -200,18 +200,18 @@ public struct HCILEReadRemoteFeaturesCompleteEvent: HCILEMetaEventParameters, Ha
     /// `Status`.
     public var status: HCIStatus
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// `LE_Features`.
     public var features: LEFeatures
     /// Creates a value from its fields.
-    public init(status: HCIStatus = .success, handle: UInt16, features: LEFeatures) {
+    public init(status: HCIStatus = .success, handle: ConnectionHandle, features: LEFeatures) {
         self.status = status
         self.handle = handle
         self.features = features
     }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("Status"))
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         features = LEFeatures(rawValue: try reader.readUInt64("LE_Features"))
     }
     public func encode(into writer: inout ByteWriter) {
@@ -226,19 +226,19 @@ public struct HCILELongTermKeyRequestEvent: HCILEMetaEventParameters, Hashable {
     /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.longTermKeyRequest
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// `Random_Number`.
     public var randomNumber: UInt64
     /// `Encrypted_Diversifier`.
     public var encryptedDiversifier: UInt16
     /// Creates a value from its fields.
-    public init(handle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16) {
+    public init(handle: ConnectionHandle, randomNumber: UInt64, encryptedDiversifier: UInt16) {
         self.handle = handle
         self.randomNumber = randomNumber
         self.encryptedDiversifier = encryptedDiversifier
     }
     public init(from reader: inout ByteReader) throws(WireError) {
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         randomNumber = try reader.readUInt64("Random_Number")
         encryptedDiversifier = try reader.readUInt16("Encrypted_Diversifier")
     }
@@ -254,7 +254,7 @@ public struct HCILEDataLengthChangeEvent: HCILEMetaEventParameters, Hashable {
     /// The LE Meta subevent code.
     public static let subevent = HCILESubeventCode.dataLengthChange
     /// `Connection_Handle`.
-    public var handle: UInt16
+    public var handle: ConnectionHandle
     /// `Max_TX_Octets`.
     public var maxTxOctets: UInt16
     /// `Max_TX_Time`.
@@ -264,7 +264,7 @@ public struct HCILEDataLengthChangeEvent: HCILEMetaEventParameters, Hashable {
     /// `Max_RX_Time`.
     public var maxRxTime: UInt16
     /// Creates a value from its fields.
-    public init(handle: UInt16, maxTxOctets: UInt16, maxTxTime: UInt16, maxRxOctets: UInt16, maxRxTime: UInt16) {
+    public init(handle: ConnectionHandle, maxTxOctets: UInt16, maxTxTime: UInt16, maxRxOctets: UInt16, maxRxTime: UInt16) {
         self.handle = handle
         self.maxTxOctets = maxTxOctets
         self.maxTxTime = maxTxTime
@@ -272,7 +272,7 @@ public struct HCILEDataLengthChangeEvent: HCILEMetaEventParameters, Hashable {
         self.maxRxTime = maxRxTime
     }
     public init(from reader: inout ByteReader) throws(WireError) {
-        handle = try reader.readUInt16("Connection_Handle")
+        handle = try reader.readConnectionHandle("Connection_Handle")
         maxTxOctets = try reader.readUInt16("Max_TX_Octets")
         maxTxTime = try reader.readUInt16("Max_TX_Time")
         maxRxOctets = try reader.readUInt16("Max_RX_Octets")
