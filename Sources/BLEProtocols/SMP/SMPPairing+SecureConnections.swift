@@ -32,10 +32,11 @@ extension SMPPairing {
         return send(.pairingPublicKey(x: SMPCrypto.wire(keyPair.x), y: SMPCrypto.wire(keyPair.y)))
     }
 
-    /// The peer's public key: validated by computing the DHKey (a key off the curve, or our own, fails the
-    /// pairing with DHKey Check Failed: no DHKey check could succeed with it). Core 5.4, Vol 3, Part H, 2.3.5.6.1.
+    /// The peer's public key, validated before use. Core 5.4, Vol 3, Part H, 2.3.5.6.1: a key off the curve, or one
+    /// with our own X coordinate (our key reflected, or its negation), fails the pairing with DHKey Check Failed (no
+    /// DHKey check could succeed with it; NimBLE and Zephyr answer the same).
     mutating func receivePublicKey(x: [UInt8], y: [UInt8]) -> [Action] {
-        guard let dhKey = try? keyPair.dhKey(peerX: x, peerY: y) else { return fail(.dhKeyCheckFailed) }
+        guard x != keyPair.x, let dhKey = try? keyPair.dhKey(peerX: x, peerY: y) else { return fail(.dhKeyCheckFailed) }
         session.peerX = x
         session.peerY = y
         session.dhKey = dhKey

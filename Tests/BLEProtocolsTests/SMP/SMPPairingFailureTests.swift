@@ -147,7 +147,21 @@ import Testing
         #expect(unknown.receive([0x0F, 0x01]).first == .send(.pairingFailed(.commandNotSupported)))
     }
 
-    @Test(arguments: ["off the curve", "own key", "zero"])
+    /// p - y for the P-256 prime p: the Y coordinate of the negated point (both most significant octet first).
+    func negated(_ y: [UInt8]) -> [UInt8] {
+        let p = smpSpec("ffffffff 00000001 00000000 00000000 00000000 ffffffff ffffffff ffffffff")
+        var result = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for index in (0..<32).reversed() {
+            var digit = Int(p[index]) - Int(y[index]) - borrow
+            borrow = digit < 0 ? 1 : 0
+            if digit < 0 { digit += 256 }
+            result[index] = UInt8(digit)
+        }
+        return result
+    }
+
+    @Test(arguments: ["off the curve", "own key", "own key negated", "zero"])
     func anInvalidPublicKey(kind: String) throws {
         var responder = try responderAfterPhase1()
         let own = try SMPKeyPair(privateKey: SMPFixtures.privateKeyB)
@@ -156,6 +170,10 @@ import Testing
         switch kind {
         case "off the curve": y[31] ^= 1
         case "own key": (x, y) = (own.x, own.y)
+        case "own key negated":
+            (x, y) = (own.x, negated(own.y))
+            // A valid point: only the X check catches it.
+            #expect((try? peer.dhKey(peerX: x, peerY: y)) != nil)
         default: (x, y) = (Array(repeating: 0, count: 32), Array(repeating: 0, count: 32))
         }
         let actions = responder.receive(SMPPDU.pairingPublicKey(x: SMPCrypto.wire(x), y: SMPCrypto.wire(y)).encoded)
