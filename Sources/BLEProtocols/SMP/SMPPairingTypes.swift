@@ -52,7 +52,7 @@ public struct SMPDistributedKeys: Hashable, Sendable {
     }
 }
 
-/// What a successful pairing produced.
+/// What a successful pairing produced. Core 5.4, Vol 3, Part H, 2.3 (the STK or LTK of phase 2, the keys of phase 3).
 public struct SMPPairingResult: Hashable, Sendable {
     /// How the pairing authenticated.
     public var method: SMPPairingMethod
@@ -69,7 +69,7 @@ public struct SMPPairingResult: Hashable, Sendable {
     public var peer: SMPDistributedKeys
 }
 
-/// Why a pairing ended without success.
+/// Why a pairing ended without success. Core 5.4, Vol 3, Part H, 3.5.5 (Pairing Failed) and 3.4 (the timeout).
 public enum SMPPairingFailure: Hashable, Sendable, Error, CustomStringConvertible {
     /// This side sent Pairing Failed with the reason.
     case sent(SMPPairingFailedReason)

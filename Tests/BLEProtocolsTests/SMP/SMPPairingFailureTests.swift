@@ -208,6 +208,12 @@ import Testing
         #expect(link.sent(.responder) == [.securityRequest([.bonding, .secureConnections])])
         link.run()
         #expect(link.result(.initiator) != nil && link.result(.responder) != nil)
+        // A Security Request from a peer that must wait (Part H, 2.3.6) is refused.
+        var refusing = try SMPLink(Configuration(refusal: .repeatedAttempts), .init())
+        refusing.handle(refusing.responder.start(), from: .responder)
+        refusing.run()
+        #expect(refusing.sent(.initiator) == [.pairingFailed(.repeatedAttempts)])
+        #expect(refusing.failure(.responder) == .received(.repeatedAttempts))
         // A Security Request while pairing is ignored.
         var busy = try SMPFixtures.initiator()
         _ = busy.start()

@@ -67,6 +67,18 @@ import Testing
                                                                    UInt8(passkey >> 8 & 0xFF), UInt8(passkey & 0xFF)])
     }
 
+    @Test func passkeyEntryWithTwoKeyboards() throws {
+        var both = Self.legacy
+        both.ioCapability = .keyboardOnly
+        both.mitm = true
+        var link = try SMPLink(both, both)
+        link.typedPasskey = 654_321
+        link.pair()
+        try expectSuccess(link, method: .passkeyEntry(initiatorInputs: true, responderInputs: true),
+                          tk: [UInt8](repeating: 0, count: 13) + [0x09, 0xFB, 0xF1])
+        #expect(link.log.filter { $0.action == .requestPasskey }.count == 2)
+    }
+
     @Test func outOfBandWithTheSharedTK() throws {
         let tk = smpSpec("0f0e0d0c 0b0a0908 07060504 03020100")
         var initiator = Self.legacy, responder = Self.legacy
