@@ -70,6 +70,8 @@ extension SMPPairing {
         case (.identityInformation, .identityInformation(let key)):
             session.peer.identityResolvingKey = SMPCrypto.wire(key)
         case (.identityAddressInformation, .identityAddressInformation(let address)):
+            // A random identity address is a static one. Core 5.4, Vol 3, Part H, 3.6.5.
+            guard address.kind == .public || address.kind == .randomStatic else { return fail(.invalidParameters) }
             session.peer.identityAddress = address
         case (.signingInformation, .signingInformation(let key)):
             session.peer.signatureKey = SMPCrypto.wire(key)
@@ -91,6 +93,7 @@ extension SMPPairing {
             security: SMPSecurityLevel(secureConnections: session.secureConnections,
                                        authenticated: session.method.isAuthenticated, keySize: session.keySize),
             bonding: request.authRequirements.contains(.bonding) && response.authRequirements.contains(.bonding),
+            debugKey: session.secureConnections && (keyPair.x == Self.debugPublicKeyX || session.peerX == Self.debugPublicKeyX),
             longTermKey: session.secureConnections ? session.longTermKey : nil,
             local: session.local, peer: session.peer)
         return actions + [.cancelTimer, .complete(result)]

@@ -183,6 +183,12 @@ public struct SMPPairing: Sendable {
     /// The method, once phase 1 chose it.
     public var method: SMPPairingMethod? { phase == .idle || phase == .securityRequested || phase == .awaitingPairingResponse ? nil : session.method }
 
+    /// The X coordinate of the debug public key (most significant octet first). Core 5.4, Vol 3, Part H, 2.3.5.6.1.
+    public static let debugPublicKeyX: [UInt8] = [
+        0x20, 0xB0, 0x03, 0xD2, 0xF2, 0x97, 0xBE, 0x2C, 0x5E, 0x2C, 0x83, 0xA7, 0xE9, 0xF9, 0xA5, 0xB9,
+        0xEF, 0xF4, 0x91, 0x11, 0xAC, 0xF4, 0xFD, 0xDB, 0xCC, 0x03, 0x01, 0x48, 0x0E, 0x35, 0x9D, 0xE6,
+    ]
+
     /// The OOB confirm value to send out of band with `random` (16 octets): f4(PKx, PKx, r, 0).
     /// Core 5.4, Vol 3, Part H, 2.3.5.6.4.
     public static func localOOBConfirm(keyPair: SMPKeyPair, random: [UInt8]) throws(SMPCrypto.Failure) -> [UInt8] {

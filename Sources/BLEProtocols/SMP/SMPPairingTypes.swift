@@ -60,6 +60,9 @@ public struct SMPPairingResult: Hashable, Sendable {
     public var security: SMPSecurityLevel
     /// Whether both sides asked for bonding (the keys are meant to be stored).
     public var bonding: Bool
+    /// LE Secure Connections: whether either side used the specification's debug key pair, whose private key is
+    /// public: the link is encrypted but not secret (Core 5.4, Vol 3, Part H, 2.3.5.6.1). A host should not bond.
+    public var debugKey: Bool
     /// LE Secure Connections: the LTK from f5 (masked to the key size), used by both sides with EDIV and Rand 0.
     /// LE legacy: `nil` (the STK only encrypted this link; the distributed LTKs are in ``local`` and ``peer``).
     public var longTermKey: [UInt8]?

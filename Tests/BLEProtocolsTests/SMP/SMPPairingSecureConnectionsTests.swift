@@ -33,6 +33,33 @@ import Testing
         #expect(link.encryptionKeys.initiator == i.longTermKey, sourceLocation: sourceLocation)
         #expect(link.encryptionKeys.responder == i.longTermKey, sourceLocation: sourceLocation)
         #expect(link.initiator.isFinished && link.responder.isFinished, sourceLocation: sourceLocation)
+        // The initiator uses Appendix D.1's first key pair, which is the debug key pair.
+        #expect(i.debugKey && r.debugKey, sourceLocation: sourceLocation)
+    }
+
+    @Test func withoutTheDebugKeyTheResultSaysSo() throws {
+        let key = smpSpec("0badc0de 00000000 00000000 00000000 00000000 00000000 00000000 00000001")
+        var link = SMPLink(
+            initiator: SMPPairing(role: .initiator, initiatorAddress: SMPFixtures.initiatorAddress,
+                                  responderAddress: SMPFixtures.responderAddress, keyPair: try SMPKeyPair(privateKey: key),
+                                  random: seededRandom(7)),
+            responder: try SMPFixtures.responder())
+        link.pair()
+        let i = try #require(link.result(.initiator)), r = try #require(link.result(.responder))
+        #expect(!i.debugKey && !r.debugKey)
+        #expect(i.longTermKey == r.longTermKey && i.longTermKey?.count == 16)
+    }
+
+    @Test func aRandomIdentityAddressMustBeStatic() throws {
+        let irk = smpSpec("00010203 04050607 08090a0b 0c0d0e0f")
+        let resolvable = LEAddress(BluetoothAddress(0x4011_2233_4455), type: .random)
+        var link = try SMPLink(.init(), SMPPairing.Configuration(identity: SMPIdentity(identityResolvingKey: irk, address: resolvable)))
+        link.pair()
+        #expect(link.failure(.initiator) == .sent(.invalidParameters))
+        let staticRandom = LEAddress(BluetoothAddress(0xC011_2233_4455), type: .random)
+        var good = try SMPLink(.init(), SMPPairing.Configuration(identity: SMPIdentity(identityResolvingKey: irk, address: staticRandom)))
+        good.pair()
+        #expect(good.result(.initiator)?.peer.identityAddress == staticRandom)
     }
 
     @Test func justWorks() throws {
