@@ -1,5 +1,6 @@
 import BLEProtocols
 import BLEWire
+import Synchronization
 import Testing
 
 /// Malformed and random input into both roles: never a trap; a malformed PDU gets Pairing Failed Invalid Parameters;
@@ -89,5 +90,52 @@ import Testing
                 if target == .initiator { link.initiator = machine } else { link.responder = machine }
             }
         }
+    }
+
+    /// One bit flipped in one PDU of phases 1 and 2, for every method: the pairing fails, or both sides end with the
+    /// same method, security, bonding and key (a flipped bit is always caught by c1, f4 or f6, or changes nothing).
+    @Test func aFlippedBitNeverLeavesTheSidesDisagreeing() throws {
+        let random = seededRandom(0xF11B)
+        func number(_ bound: Int) -> Int { Int(random(2).reduce(0) { $0 << 8 | Int($1) }) % max(bound, 1) }
+        let configurations: [(SMPPairing.Configuration, SMPPairing.Configuration)] = [
+            (.init(), .init()),
+            (.init(ioCapability: .keyboardOnly, mitm: true), .init(ioCapability: .displayOnly, mitm: true)),
+            (.init(ioCapability: .displayYesNo, mitm: true), .init(ioCapability: .displayYesNo, mitm: true)),
+            (.init(secureConnections: false), .init(secureConnections: false)),
+            (.init(ioCapability: .displayOnly, mitm: true, secureConnections: false), .init(ioCapability: .keyboardOnly, secureConnections: false)),
+        ]
+        var failures = 0, successes = 0
+        for iteration in 0..<400 {
+            let (ic, rc) = configurations[iteration % configurations.count]
+            var link = try SMPLink(ic, rc, seeds: (UInt64(iteration), UInt64(iteration) + 7))
+            let target = number(iteration % configurations.count == 1 ? 44 : 8)
+            let bit = number(8)
+            let counter = Mutex(0)
+            link.tamper = { _, bytes in
+                let phase12: Set<UInt8> = [0x01, 0x02, 0x03, 0x04, 0x0C, 0x0D]
+                guard let code = bytes.first, phase12.contains(code) else { return bytes }
+                let index = counter.withLock { count in
+                    defer { count += 1 }
+                    return count
+                }
+                guard index == target, bytes.count > 1 else { return bytes }
+                var changed = bytes
+                let position = 1 + (bit * 7 + index) % (bytes.count - 1)
+                changed[position] ^= UInt8(1 << bit)
+                return changed
+            }
+            link.pair()
+            let i = link.result(.initiator), r = link.result(.responder)
+            if let i, let r {
+                successes += 1
+                #expect(i.method == r.method && i.security == r.security && i.bonding == r.bonding && i.longTermKey == r.longTermKey,
+                        "iteration \(iteration)")
+                #expect(link.encryptionKeys.initiator == link.encryptionKeys.responder, "iteration \(iteration)")
+            } else {
+                failures += 1
+                #expect(link.failure(.initiator) != nil || link.failure(.responder) != nil, "iteration \(iteration): stalled")
+            }
+        }
+        #expect(failures > 300)
     }
 }
