@@ -20,6 +20,19 @@ import BLEWire
 /// - Perform the returned actions in order. After ``Action/fail(_:)`` or ``Action/complete(_:)`` the value accepts
 ///   nothing more; pair again with a new value. After a ``SMPPairingFailure/timeout`` no new pairing may run on the link.
 ///
+/// A host's loop, in outline (`peer` is the peer's identity or address, `now` a monotonic reading):
+/// ```swift
+/// var configuration = SMPPairing.Configuration(ioCapability: .keyboardDisplay, mitm: true)
+/// if !limiter.mayPair(peer, now: now) { configuration.refusal = .repeatedAttempts }
+/// var pairing = SMPPairing(role: .responder, configuration: configuration, initiatorAddress: central,
+///                          responderAddress: local, keyPair: keyPair, random: secureRandom)
+/// perform(pairing.receive(bytes))            // every SMP PDU; user answers, timer and encryption likewise
+/// // perform: .send → L2CAP CID 0x0006; .startTimer/.cancelTimer → one timer calling pairing.timerFired();
+/// // .displayPasskey/.requestPasskey/.confirmNumber → the application; .provideLongTermKey → keep it for the
+/// // LE Long Term Key Request; .complete → store the keys when bonding, limiter.recordSuccess(peer);
+/// // .fail → limiter.recordFailure(peer, now: now) (and after .timeout, no SMP on this link any more).
+/// ```
+///
 /// Keys and nonces are most significant octet first; PDUs carry them least significant octet first.
 public struct SMPPairing: Sendable {
     /// Which side of the pairing this is.
