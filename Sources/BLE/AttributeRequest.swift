@@ -32,7 +32,7 @@ public struct AttributeRequest: Sendable, Identifiable {
     /// The central that sent it.
     public var central: HostConnection { underlying.connection }
     /// The attribute's handle (of the first part, for a prepared-write set).
-    public let handle: UInt16
+    public let handle: AttributeHandle
     /// The attribute's type: the characteristic (or descriptor) UUID.
     public let characteristic: BluetoothUUID?
     /// What is asked.

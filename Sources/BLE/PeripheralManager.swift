@@ -5,7 +5,7 @@ public struct PeripheralRequest: Sendable, Hashable {
     /// What the central did.
     public enum Kind: Sendable, Hashable {
         /// A write to a characteristic value or descriptor.
-        case write(characteristic: BluetoothUUID?, handle: UInt16, value: [UInt8], withResponse: Bool)
+        case write(characteristic: BluetoothUUID?, handle: AttributeHandle, value: [UInt8], withResponse: Bool)
         /// A central subscribed to (or unsubscribed from) a characteristic.
         case subscription(characteristic: BluetoothUUID?, notify: Bool, indicate: Bool)
         /// A central exchanged MTUs: the link's ATT_MTU is now this.
@@ -67,7 +67,7 @@ public final class PeripheralManager: Sendable {
     /// Publishes a service after the ones already published (their handles do not move) and returns the handles it
     /// takes. Connected centrals that subscribed to Service Changed are told about that range.
     @discardableResult
-    public func add(_ service: GATTServiceDefinition) async throws -> ClosedRange<UInt16> {
+    public func add(_ service: GATTServiceDefinition) async throws -> ClosedRange<AttributeHandle> {
         try await engine.addService(service)
     }
 

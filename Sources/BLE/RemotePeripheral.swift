@@ -144,7 +144,7 @@ public final class RemotePeripheral: Sendable, Identifiable {
 
     /// Service Changed indications from the peripheral (the handle ranges whose attributes changed; rediscover
     /// them), like `peripheral(_:didModifyServices:)`.
-    public func servicesChanged() async throws -> AsyncStream<ClosedRange<UInt16>> {
+    public func servicesChanged() async throws -> AsyncStream<ClosedRange<AttributeHandle>> {
         try await engine.serviceChanges(await link.handle)
     }
 
@@ -185,7 +185,7 @@ public enum PeripheralConnectionState: Sendable, Hashable {
 /// A remote peripheral's mutable side: its current link, state, subscriptions and reconnection.
 actor PeripheralLink {
     struct Subscription {
-        var cccd: UInt16
+        var cccd: AttributeHandle
         var indications: Bool
         var consumers: [Int: AsyncStream<[UInt8]>.Continuation] = [:]
         var forwarder: Task<Void, Never>?
@@ -194,7 +194,7 @@ actor PeripheralLink {
     var connection: HostConnection
     nonisolated let peer: LEAddress
     private(set) var state: PeripheralConnectionState = .connected
-    var subscriptions: [UInt16: Subscription] = [:]
+    var subscriptions: [AttributeHandle: Subscription] = [:]
     var linkSubscribers: [Int: AsyncStream<PeripheralLinkEvent>.Continuation] = [:]
     var stateSubscribers: [Int: AsyncStream<PeripheralConnectionState>.Continuation] = [:]
     var nextSubscriber = 0
@@ -242,7 +242,7 @@ actor PeripheralLink {
         for c in stateSubscribers.values { c.yield(new) }
     }
 
-    func subscribe(valueHandle: UInt16, cccd: UInt16, indications: Bool, engine: GATTEngine) async throws -> AsyncStream<[UInt8]> {
+    func subscribe(valueHandle: AttributeHandle, cccd: AttributeHandle, indications: Bool, engine: GATTEngine) async throws -> AsyncStream<[UInt8]> {
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         let id = makeID()
         continuation.onTermination = { [weak self] _ in Task { await self?.dropConsumer(id, valueHandle: valueHandle) } }
@@ -261,12 +261,12 @@ actor PeripheralLink {
         return stream
     }
 
-    private func dropConsumer(_ id: Int, valueHandle: UInt16) {
+    private func dropConsumer(_ id: Int, valueHandle: AttributeHandle) {
         subscriptions[valueHandle]?.consumers[id] = nil
     }
 
     /// Subscribes on the current link and forwards its values to every consumer of the subscription.
-    private func bind(_ valueHandle: UInt16, engine: GATTEngine) async throws {
+    private func bind(_ valueHandle: AttributeHandle, engine: GATTEngine) async throws {
         guard let s = subscriptions[valueHandle] else { return }
         let values = try await engine.subscribe(handle, valueHandle: valueHandle, cccdHandle: s.cccd, indications: s.indications)
         subscriptions[valueHandle]?.forwarder = Task { [weak self] in
@@ -276,16 +276,16 @@ actor PeripheralLink {
         }
     }
 
-    private func deliver(_ value: [UInt8], valueHandle: UInt16) {
+    private func deliver(_ value: [UInt8], valueHandle: AttributeHandle) {
         for c in subscriptions[valueHandle]?.consumers.values ?? [:].values { c.yield(value) }
     }
 
-    private func linkStreamEnded(_ valueHandle: UInt16) {
+    private func linkStreamEnded(_ valueHandle: AttributeHandle) {
         guard !keepsSubscriptionsAlive, let s = subscriptions.removeValue(forKey: valueHandle) else { return }
         for c in s.consumers.values { c.finish() }
     }
 
-    func unsubscribe(valueHandle: UInt16, engine: GATTEngine) async throws {
+    func unsubscribe(valueHandle: AttributeHandle, engine: GATTEngine) async throws {
         guard let s = subscriptions.removeValue(forKey: valueHandle) else { return }
         s.forwarder?.cancel()
         for c in s.consumers.values { c.finish() }

@@ -79,8 +79,8 @@ public actor SamplePeripheral {
         let manager = manager
         switch request.kind {
         case .write(let characteristic, let handle, let value, let withResponse):
-            log?("write from handle \(link.handle) to 0x\(String(handle, radix: 16)) (\(withResponse ? "request" : "command")): \(displayed(value))",
-                 ["event": "write", "connection": .integer(link.handle.rawValue), "attribute": .integer(handle), "value": .string(value.hexString()),
+            log?("write from handle \(link.handle) to \(handle) (\(withResponse ? "request" : "command")): \(displayed(value))",
+                 ["event": "write", "connection": .integer(link.handle.rawValue), "attribute": .integer(handle.rawValue), "value": .string(value.hexString()),
                   "with_response": .bool(withResponse)])
             if characteristic == SampleDevice.customControl, value == Array("disconnect".utf8) {
                 log?("control point: disconnecting handle \(link.handle)", ["event": "disconnecting", "connection": .integer(link.handle.rawValue)])
@@ -157,7 +157,7 @@ public actor SamplePeripheral {
             let database = await manager.database
             let guardedHandle = database.valueHandle(of: SampleDevice.customGuarded)
             let slowHandle = database.valueHandle(of: SampleDevice.customSlow)
-            var values: [UInt16: [UInt8]] = [:]
+            var values: [AttributeHandle: [UInt8]] = [:]
             for part in parts {
                 guard part.handle == guardedHandle || part.handle == slowHandle else { return await request.refuse(.writeNotPermitted) }
                 var value = values[part.handle] ?? (part.handle == guardedHandle ? guarded : slow)

@@ -43,13 +43,13 @@ extension GATTEngine {
 
     /// Reads the values of characteristics of type `uuid` in `range` without discovering them (Read Using
     /// Characteristic UUID). Core 5.4, Vol 3, Part G, 4.8.2.
-    public func read(_ handle: ConnectionHandle, byType uuid: BluetoothUUID, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [(handle: UInt16, value: [UInt8])] {
+    public func read(_ handle: ConnectionHandle, byType uuid: BluetoothUUID, in range: ClosedRange<AttributeHandle> = 1...0xFFFF) async throws -> [(handle: AttributeHandle, value: [UInt8])] {
         try await run(ReadByType(type: uuid, in: range), on: handle)
     }
 
     /// Reads several values in one request (Read Multiple Variable Length Values, each value whole up to the MTU).
     /// Core 5.4, Vol 3, Part G, 4.8.5.
-    public func readMultiple(_ handle: ConnectionHandle, attributes: [UInt16]) async throws -> [[UInt8]] {
+    public func readMultiple(_ handle: ConnectionHandle, attributes: [AttributeHandle]) async throws -> [[UInt8]] {
         guard attributes.count >= 2 else {
             var values: [[UInt8]] = []
             for attribute in attributes { values.append(try await read(handle, attribute: attribute)) }
@@ -59,18 +59,18 @@ extension GATTEngine {
     }
 
     /// Reads a value; long values are read whole with Read Blob. Core 5.4, Vol 3, Part G, 4.8.1 and 4.8.3.
-    public func read(_ handle: ConnectionHandle, attribute: UInt16) async throws -> [UInt8] {
+    public func read(_ handle: ConnectionHandle, attribute: AttributeHandle) async throws -> [UInt8] {
         try await run(ValueRead(handle: attribute, mtu: mtu(handle)), on: handle)
     }
 
     /// Writes a value with a Write Request, or with prepared writes (reliably: each echo is checked) when it does
     /// not fit one PDU. Core 5.4, Vol 3, Part G, 4.9.3 and 4.9.4.
-    public func write(_ handle: ConnectionHandle, attribute: UInt16, value: [UInt8]) async throws {
+    public func write(_ handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8]) async throws {
         try await run(ValueWrite(handle: attribute, value: value, mtu: mtu(handle)), on: handle)
     }
 
     /// Writes without response (a Write Command of at most ATT_MTU − 3 bytes).
-    public func writeWithoutResponse(_ handle: ConnectionHandle, attribute: UInt16, value: [UInt8]) async throws {
+    public func writeWithoutResponse(_ handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8]) async throws {
         guard value.count <= ATT.maximumWriteValueLength(mtu: mtu(handle)) else {
             throw GATTError(.invalidValueLength, "\(value.count) bytes exceed ATT_MTU − 3 = \(ATT.maximumWriteValueLength(mtu: mtu(handle)))")
         }
@@ -80,7 +80,7 @@ extension GATTEngine {
     /// Subscribes to notifications (or indications) of a characteristic by writing its CCCD; the stream delivers
     /// the values and finishes when the link goes down. Several subscribers of one characteristic each get every
     /// value.
-    public func subscribe(_ handle: ConnectionHandle, valueHandle: UInt16, cccdHandle: UInt16, indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
+    public func subscribe(_ handle: ConnectionHandle, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
         let link = try await link(handle)
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         let id = nextSubscriber
@@ -97,19 +97,19 @@ extension GATTEngine {
         return stream
     }
 
-    private func dropSubscriber(_ id: Int, valueHandle: UInt16, on link: LinkID) {
+    private func dropSubscriber(_ id: Int, valueHandle: AttributeHandle, on link: LinkID) {
         links[link]?.subscribers[valueHandle]?[id] = nil
     }
 
     /// Stops notifications: writes 0 to the CCCD and finishes the streams.
-    public func unsubscribe(_ handle: ConnectionHandle, valueHandle: UInt16, cccdHandle: UInt16) async throws {
+    public func unsubscribe(_ handle: ConnectionHandle, valueHandle: AttributeHandle, cccdHandle: AttributeHandle) async throws {
         let link = try await link(handle)
         for s in links[link]?.subscribers.removeValue(forKey: valueHandle)?.values ?? [:].values { s.finish() }
         try await write(handle, attribute: cccdHandle, value: [0x00, 0x00])
     }
 
     /// Subscribes to the peer's Service Changed indications; each one yields the affected handle range.
-    public func serviceChanges(_ handle: ConnectionHandle) async throws -> AsyncStream<ClosedRange<UInt16>> {
+    public func serviceChanges(_ handle: ConnectionHandle) async throws -> AsyncStream<ClosedRange<AttributeHandle>> {
         guard let gatt = try await discoverPrimaryServices(handle, uuid: 0x1801).first,
               let characteristic = try await discoverCharacteristics(handle, of: gatt, uuid: 0x2A05).first,
               let cccd = try await discoverDescriptors(handle, of: characteristic).first(where: { $0.uuid == BluetoothUUID(0x2902) })
@@ -118,8 +118,8 @@ extension GATTEngine {
         return AsyncStream { continuation in
             let task = Task {
                 for await value in values where value.count == 4 {
-                    let start = UInt16(value[0]) | UInt16(value[1]) << 8
-                    let end = UInt16(value[2]) | UInt16(value[3]) << 8
+                    let start = AttributeHandle(rawValue: UInt16(value[0]) | UInt16(value[1]) << 8)
+                    let end = AttributeHandle(rawValue: UInt16(value[2]) | UInt16(value[3]) << 8)
                     if start <= end { continuation.yield(start...end) }
                 }
                 continuation.finish()

@@ -92,7 +92,7 @@ extension GATTEngine {
     /// Adds a service after the last handle (the others keep their handles) and tells the clients that subscribed
     /// to Service Changed about its range, which it returns. Core 5.4, Vol 3, Part G, 7.1.
     @discardableResult
-    public func addService(_ service: GATTServiceDefinition) async throws -> ClosedRange<UInt16> {
+    public func addService(_ service: GATTServiceDefinition) async throws -> ClosedRange<AttributeHandle> {
         guard let range = database.add(service) else {
             throw GATTError(.invalidValueLength, "no room for \(GATTDatabase.handleCount(service)) more handles")
         }
@@ -102,9 +102,9 @@ extension GATTEngine {
 
     /// Removes the service declared at `start` (the others keep their handles); clients forget their
     /// subscriptions in its range and those subscribed to Service Changed are told about it.
-    public func removeService(at start: UInt16) async throws {
+    public func removeService(at start: AttributeHandle) async throws {
         guard let range = database.removeService(at: start) else {
-            throw GATTError(.att(.attributeNotFound, handle: start), "no removable service is declared at 0x\(String(start, radix: 16))")
+            throw GATTError(.att(.attributeNotFound, handle: start), "no removable service is declared at \(start)")
         }
         for link in links.keys {
             for valueHandle in links[link]?.server.clientConfigurations.keys.filter({ range.contains($0) }) ?? [] {
@@ -115,10 +115,12 @@ extension GATTEngine {
     }
 
     /// Indicates Service Changed with `range` to every client that subscribed to it.
-    private func announceServiceChange(_ range: ClosedRange<UInt16>) async {
+    private func announceServiceChange(_ range: ClosedRange<AttributeHandle>) async {
         guard let serviceChanged = database.valueHandle(of: 0x2A05) else { return }
-        let value = [UInt8(truncatingIfNeeded: range.lowerBound), UInt8(range.lowerBound >> 8),
-                     UInt8(truncatingIfNeeded: range.upperBound), UInt8(range.upperBound >> 8)]
+        var writer = ByteWriter()
+        writer.write(range.lowerBound)
+        writer.write(range.upperBound)
+        let value = writer.bytes
         _ = try? await updateValue(value, for: serviceChanged)
     }
 
@@ -151,7 +153,7 @@ extension GATTEngine {
     /// A value longer than a subscriber's ATT_MTU − 3 is refused (``GATTError/Kind/invalidValueLength``) rather than
     /// cut.
     @discardableResult
-    public func updateValue(_ value: [UInt8], for valueHandle: UInt16, onLinks only: Set<ConnectionHandle>? = nil) async throws -> [ConnectionHandle] {
+    public func updateValue(_ value: [UInt8], for valueHandle: AttributeHandle, onLinks only: Set<ConnectionHandle>? = nil) async throws -> [ConnectionHandle] {
         let targets = links.values.filter { only?.contains($0.connection.handle) ?? true }.sorted { $0.connection.handle < $1.connection.handle }
         let subscribed = targets.filter { $0.server.isSubscribed(valueHandle) || $0.server.isSubscribed(valueHandle, indications: true) }
         if let small = subscribed.first(where: { value.count > ATT.maximumNotificationValueLength(mtu: $0.server.mtu) }) {
@@ -179,7 +181,7 @@ extension GATTEngine {
 
     /// Sends one indication on a link once the previous one is confirmed, and waits for its confirmation (the
     /// bearer queues them and closes the link when one is not confirmed in time).
-    private func indicate(_ value: [UInt8], valueHandle: UInt16, on link: LinkID) async throws {
+    private func indicate(_ value: [UInt8], valueHandle: AttributeHandle, on link: LinkID) async throws {
         guard let (id, actions) = links[link]?.bearer.indicate(handle: valueHandle, value: value) else {
             throw GATTError(.disconnected, "the link went down")
         }
@@ -197,7 +199,7 @@ extension GATTEngine {
     }
 
     /// Whether a client on `handle` subscribed to `valueHandle`.
-    public func isSubscribed(_ handle: ConnectionHandle, valueHandle: UInt16) -> Bool {
+    public func isSubscribed(_ handle: ConnectionHandle, valueHandle: AttributeHandle) -> Bool {
         guard let link = linkOfHandle[handle], let s = links[link]?.server else { return false }
         return s.isSubscribed(valueHandle) || s.isSubscribed(valueHandle, indications: true)
     }

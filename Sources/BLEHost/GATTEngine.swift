@@ -14,7 +14,7 @@ public actor GATTEngine {
         var bearer: ATTBearer
         var server = ATTServerConnection()
         /// Notification subscribers per value handle.
-        var subscribers: [UInt16: [Int: AsyncStream<[UInt8]>.Continuation]] = [:]
+        var subscribers: [AttributeHandle: [Int: AsyncStream<[UInt8]>.Continuation]] = [:]
         var timers: [ATTBearer.Timer: Task<Void, Never>] = [:]
         var reader: Task<Void, Never>?
         /// The peer's request being answered by the application, if any (see ``GATTEngine/applicationRequests()``).

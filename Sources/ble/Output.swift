@@ -53,3 +53,11 @@ func hex4(_ v: UInt16) -> String { [UInt8(v >> 8), UInt8(truncatingIfNeeded: v)]
 
 /// A service, characteristic or descriptor UUID with its name when it has one: `2A29 (Manufacturer Name String) `.
 func named(_ uuid: BluetoothUUID) -> String { "\(uuid) \(uuid.name.map { "(\($0)) " } ?? "")" }
+
+extension JSONValue {
+    /// An attribute handle as a JSON number.
+    static func integer(_ handle: AttributeHandle) -> JSONValue { .integer(handle.rawValue) }
+}
+
+/// An attribute handle as four hex digits.
+func hex4(_ handle: AttributeHandle) -> String { hex4(handle.rawValue) }

@@ -144,7 +144,7 @@ import Testing
         let log = PDULog()
         let reader = Task { for await pdu in att { await log.append(pdu) } }
         defer { reader.cancel() }
-        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: hr + 1, value: [0x02, 0x00])).encoded, channel: .att, handle: c.handle)
+        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(hr.next), value: [0x02, 0x00])).encoded, channel: .att, handle: c.handle)
         try await log.waitFor(count: 1)
         #expect(await log.entries == [[0x13]])
         let first = Task { try await server.updateValue([0, 1], for: hr) }
@@ -156,7 +156,7 @@ import Testing
         try await central.sendL2CAP([0x1E], channel: .att, handle: c.handle)
         try await log.waitFor(count: 4)
         try await central.sendL2CAP([0x1E], channel: .att, handle: c.handle)
-        let h = [UInt8(truncatingIfNeeded: hr), UInt8(hr >> 8)]
+        let h = [UInt8(truncatingIfNeeded: hr.rawValue), UInt8(hr.rawValue >> 8)]
         let indications = await log.entries.dropFirst()
         #expect(Array(indications) == [[0x1D] + h + [0, 1], [0xFF], [0x1D] + h + [0, 2]]
                 || Array(indications) == [[0x1D] + h + [0, 2], [0xFF], [0x1D] + h + [0, 1]])
@@ -263,7 +263,7 @@ import Testing
         let att = try await central.openFixedChannel(.att, handle: c.handle)
         var responses = att.makeAsyncIterator()
         let hr = try #require(await server.database.valueHandle(of: 0x2A37))
-        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: hr + 1, value: [0x02, 0x00])).encoded, channel: .att, handle: c.handle)
+        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(hr.next), value: [0x02, 0x00])).encoded, channel: .att, handle: c.handle)
         #expect(await responses.next() == [0x13])
         let events = await peripheral.events()
         await #expect(throws: GATTError.self) { try await server.updateValue([0, 70], for: hr) }

@@ -33,7 +33,7 @@ import Testing
         return (world, client, central, c, responder)
     }
 
-    func declaration(_ handle: UInt16, value: UInt16) -> ATTReadByTypeResponse.Entry {
+    func declaration(_ handle: AttributeHandle, value: UInt16) -> ATTReadByTypeResponse.Entry {
         .init(handle: handle, value: [0x10, UInt8(truncatingIfNeeded: value), UInt8(value >> 8), 0x37, 0x2A])
     }
 

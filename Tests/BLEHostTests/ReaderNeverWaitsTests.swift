@@ -51,7 +51,7 @@ import Testing
         try await rawCentral.sendL2CAP(ATTPDU.exchangeMTURequest(.init(mtu: 247)).encoded, channel: .att, handle: a.handle)
         #expect(try await attIterator.next().map(ATTPDU.init(bytes:)) == .exchangeMTUResponse(.init(mtu: 247)))
         let battery = try #require(await server.database.valueHandle(of: 0x2A19))
-        try await rawCentral.sendL2CAP(ATTPDU.writeRequest(.init(handle: battery + 1, value: [0x01, 0x00])).encoded, channel: .att, handle: a.handle)
+        try await rawCentral.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(battery.next), value: [0x01, 0x00])).encoded, channel: .att, handle: a.handle)
         #expect(try await attIterator.next().map(ATTPDU.init(bytes:)) == .writeResponse(.init()))
 
         // 300 notifications of 244 bytes: 10 ACL packets each against 2 controller buffers keep the queue full.

@@ -56,7 +56,7 @@ import Testing
         let added = try await manager.add(GATTServiceDefinition(uuid: 0x180F, characteristics: [GATTCharacteristicDefinition(uuid: 0x2A19, properties: .read, value: [99])]))
         // Only the new service's handles changed: the others stay where they were.
         #expect(await iterator.next() == added)
-        #expect(added.lowerBound == (before.last ?? 0) + 1)
+        #expect(added.lowerBound == before.last?.next)
         #expect(Array(await manager.database.attributes.map(\.handle).prefix(before.count)) == before)
         // Rediscovery finds the new service.
         #expect(try await remote.discoverServices().contains { $0.uuid == .battery })

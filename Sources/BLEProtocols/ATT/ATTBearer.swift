@@ -51,9 +51,9 @@ public struct ATTBearer: Sendable {
         /// The client confirmed an indication, or it failed.
         case confirmed(IndicationID, Result<Void, GATTError>)
         /// A notification arrived (one per value of a Multiple Handle Value Notification).
-        case notification(handle: UInt16, value: [UInt8])
+        case notification(handle: AttributeHandle, value: [UInt8])
         /// An indication arrived (its confirmation follows as a ``send(_:)``).
-        case indication(handle: UInt16, value: [UInt8])
+        case indication(handle: AttributeHandle, value: [UInt8])
         /// A PDU from the peer for the local server. A request (``ATTPDU/needsResponse``) must be answered with
         /// ``ATTBearer/respond(_:)`` before the next request is handed up.
         case serve([UInt8])
@@ -160,7 +160,7 @@ public struct ATTBearer: Sendable {
     // MARK: Server side
 
     /// Queues an indication of `value` on attribute `handle`; it goes out now when no other is outstanding.
-    public mutating func indicate(handle: UInt16, value: [UInt8]) -> (IndicationID, [Action]) {
+    public mutating func indicate(handle: AttributeHandle, value: [UInt8]) -> (IndicationID, [Action]) {
         let id = IndicationID(rawValue: makeID())
         if let closedBecause { return (id, [.confirmed(id, .failure(closedBecause))]) }
         indications.append((id, ATTPDU.handleValueIndication(.init(handle: handle, value: value)).encoded))

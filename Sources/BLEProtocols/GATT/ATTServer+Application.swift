@@ -3,9 +3,9 @@ import BLEWire
 /// What the application is asked about an attribute it answers (``GATTValueSource/application``).
 public enum ATTApplicationRequest: Sendable, Hashable {
     /// Read the value from `offset` on (a Read Blob asks for the rest of a long value).
-    case read(handle: UInt16, offset: Int)
+    case read(handle: AttributeHandle, offset: Int)
     /// Write `value` (a Write Request, or a Write Command when `withResponse` is false: its answer is not sent).
-    case write(handle: UInt16, value: [UInt8], withResponse: Bool)
+    case write(handle: AttributeHandle, value: [UInt8], withResponse: Bool)
     /// A client's prepared writes to the application's attributes, in the order they were queued, at Execute Write:
     /// accept them all or refuse them all (the stored attributes of the same set are written only on acceptance).
     case preparedWrites([ATTPrepareWriteRequest])
@@ -34,22 +34,22 @@ extension ATTServer {
 
     /// How to build the response once the application answered.
     enum Finish: Sendable, Hashable {
-        case read(opcode: ATTOpcode, handle: UInt16)
-        case readByType(handle: UInt16)
-        case readMultiple(handles: [UInt16], values: [UInt16: [UInt8]], variable: Bool)
-        case write(handle: UInt16, value: [UInt8], withResponse: Bool)
-        case execute(order: [UInt16], values: [UInt16: [UInt8]], firstHandle: UInt16)
+        case read(opcode: ATTOpcode, handle: AttributeHandle)
+        case readByType(handle: AttributeHandle)
+        case readMultiple(handles: [AttributeHandle], values: [AttributeHandle: [UInt8]], variable: Bool)
+        case write(handle: AttributeHandle, value: [UInt8], withResponse: Bool)
+        case execute(order: [AttributeHandle], values: [AttributeHandle: [UInt8]], firstHandle: AttributeHandle)
     }
 
     /// A Read or Read Blob of an attribute the application answers, once the request passed the server's checks.
-    static func applicationRead(_ handle: UInt16, offset: Int, opcode: ATTOpcode, _ c: ATTServerConnection, _ db: GATTDatabase) -> Output? {
+    static func applicationRead(_ handle: AttributeHandle, offset: Int, opcode: ATTOpcode, _ c: ATTServerConnection, _ db: GATTDatabase) -> Output? {
         guard let a = db.attribute(handle), a.source == .application, accessError(a, write: false, c) == nil else { return nil }
         return Output(response: nil, events: [], pending: Pending(requests: [.read(handle: handle, offset: offset)], needsResponse: true,
                                                                   finish: .read(opcode: opcode, handle: handle)))
     }
 
     /// A write of an attribute the application answers, once it passed every check a stored value would.
-    static func applicationWrite(_ handle: UInt16, _ value: [UInt8], withResponse: Bool, _ c: ATTServerConnection, _ db: GATTDatabase) -> Output? {
+    static func applicationWrite(_ handle: AttributeHandle, _ value: [UInt8], withResponse: Bool, _ c: ATTServerConnection, _ db: GATTDatabase) -> Output? {
         guard let a = db.attribute(handle), a.source == .application else { return nil }
         if let failure = writeError(a, value, withResponse: withResponse, c) {
             return withResponse ? output(fail(.writeRequest, handle, failure)) : Output(response: nil, events: [])

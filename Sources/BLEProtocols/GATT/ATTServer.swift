@@ -11,7 +11,7 @@ public struct ATTServerConnection: Sendable {
     /// Whether the link is encrypted with an authenticated key.
     public var isAuthenticated = false
     /// CCCD bits per characteristic value handle (bit 0 notify, bit 1 indicate).
-    public internal(set) var clientConfigurations: [UInt16: UInt16] = [:]
+    public internal(set) var clientConfigurations: [AttributeHandle: UInt16] = [:]
     /// Most prepared writes queued at once; more answer Prepare Queue Full.
     public var prepareQueueLimit = 64
     var prepareQueue: [ATTPrepareWriteRequest] = []
@@ -23,12 +23,12 @@ public struct ATTServerConnection: Sendable {
     public mutating func negotiated(mtu: Int) { self.mtu = max(ATT.defaultLEMTU, min(mtu, serverMTU)) }
 
     /// Sets a client's CCCD bits for a characteristic (to carry a subscription across a database change).
-    public mutating func setClientConfiguration(_ bits: UInt16, for valueHandle: UInt16) {
+    public mutating func setClientConfiguration(_ bits: UInt16, for valueHandle: AttributeHandle) {
         clientConfigurations[valueHandle] = bits == 0 ? nil : bits
     }
 
     /// Whether the client subscribed to notifications (or indications) of `valueHandle`.
-    public func isSubscribed(_ valueHandle: UInt16, indications: Bool = false) -> Bool {
+    public func isSubscribed(_ valueHandle: AttributeHandle, indications: Bool = false) -> Bool {
         (clientConfigurations[valueHandle] ?? 0) & (indications ? 0x0002 : 0x0001) != 0
     }
 }
@@ -36,9 +36,9 @@ public struct ATTServerConnection: Sendable {
 /// What a request did, for the layers above.
 public enum ATTServerEvent: Sendable, Hashable {
     /// A client wrote a characteristic value or descriptor.
-    case wrote(handle: UInt16, value: [UInt8], withResponse: Bool)
+    case wrote(handle: AttributeHandle, value: [UInt8], withResponse: Bool)
     /// A client changed a CCCD.
-    case subscriptionChanged(valueHandle: UInt16, notify: Bool, indicate: Bool)
+    case subscriptionChanged(valueHandle: AttributeHandle, notify: Bool, indicate: Bool)
     /// MTU changed.
     case mtuChanged(Int)
     /// The client confirmed an indication.
@@ -144,11 +144,11 @@ public enum ATTServer {
         return Output(response: response?.encoded, events: events)
     }
 
-    static func errorOutput(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) -> Output {
+    static func errorOutput(_ opcode: ATTOpcode, _ handle: AttributeHandle, _ code: ATTErrorCode) -> Output {
         Output(response: ATTPDU.errorResponse(.init(requestOpcode: opcode, handle: handle, error: code)).encoded, events: [])
     }
 
-    static func fail(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) -> ATTPDU {
+    static func fail(_ opcode: ATTOpcode, _ handle: AttributeHandle, _ code: ATTErrorCode) -> ATTPDU {
         .errorResponse(.init(requestOpcode: opcode, handle: handle, error: code))
     }
 
@@ -197,7 +197,7 @@ public enum ATTServer {
         var found: [ATTHandleRange] = []
         for a in db.attributes(in: r.range.start...r.range.end) where a.type == type && accessError(a, write: false, c) == nil && value(of: a, c) == r.value {
             if 1 + (found.count + 1) * 4 > c.mtu { break }
-            let end: UInt16 = if case .serviceDeclaration(let e) = a.role { e } else { a.handle }
+            let end: AttributeHandle = if case .serviceDeclaration(let e) = a.role { e } else { a.handle }
             found.append(ATTHandleRange(start: a.handle, end: end))
         }
         return found.isEmpty ? fail(.findByTypeValueRequest, r.range.start, .attributeNotFound)
@@ -232,7 +232,7 @@ public enum ATTServer {
 
     static func output(_ pdu: ATTPDU?) -> Output { Output(response: pdu?.encoded, events: []) }
 
-    static func read(_ handle: UInt16, offset: Int, blob: Bool, opcode: ATTOpcode, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+    static func read(_ handle: AttributeHandle, offset: Int, blob: Bool, opcode: ATTOpcode, _ c: ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
         guard handle != 0, let a = db.attribute(handle) else { return fail(opcode, handle, .invalidHandle) }
         if let failure = accessError(a, write: false, c) { return fail(opcode, handle, failure) }
         let v = value(of: a, c)
@@ -241,9 +241,9 @@ public enum ATTServer {
         return blob ? .readBlobResponse(.init(value: slice)) : .readResponse(.init(value: slice))
     }
 
-    static func readMultiple(_ handles: [UInt16], variable: Bool, _ c: ATTServerConnection, _ db: GATTDatabase) -> Output {
+    static func readMultiple(_ handles: [AttributeHandle], variable: Bool, _ c: ATTServerConnection, _ db: GATTDatabase) -> Output {
         let opcode: ATTOpcode = variable ? .readMultipleVariableRequest : .readMultipleRequest
-        var values: [UInt16: [UInt8]] = [:]
+        var values: [AttributeHandle: [UInt8]] = [:]
         var asked: [ATTApplicationRequest] = []
         for handle in handles {
             guard handle != 0, let a = db.attribute(handle) else { return output(fail(opcode, handle, .invalidHandle)) }
@@ -294,7 +294,7 @@ public enum ATTServer {
     }
 
     /// Applies a write; returns the ATT error, if any.
-    static func write(_ handle: UInt16, _ value: [UInt8], withResponse: Bool, _ c: inout ATTServerConnection,
+    static func write(_ handle: AttributeHandle, _ value: [UInt8], withResponse: Bool, _ c: inout ATTServerConnection,
                       _ db: inout GATTDatabase, _ events: inout [ATTServerEvent]) -> ATTErrorCode? {
         guard handle != 0, let a = db.attribute(handle) else { return .invalidHandle }
         guard case .clientConfiguration(let valueHandle, let properties) = a.role else {
@@ -329,8 +329,8 @@ public enum ATTServer {
         let queue = c.prepareQueue
         c.prepareQueue = []
         guard r.commit else { return output(.executeWriteResponse(.init())) }
-        var pending: [UInt16: [UInt8]] = [:]
-        var order: [UInt16] = []
+        var pending: [AttributeHandle: [UInt8]] = [:]
+        var order: [AttributeHandle] = []
         var applicationParts: [ATTPrepareWriteRequest] = []
         for p in queue {
             if db.attribute(p.handle)?.source == .application {

@@ -132,7 +132,7 @@ public struct GATTAttribute: Sendable, Hashable {
     /// What the attribute is in GATT terms.
     public enum Role: Sendable, Hashable {
         /// Service declaration.
-        case serviceDeclaration(endGroupHandle: UInt16)
+        case serviceDeclaration(endGroupHandle: AttributeHandle)
         /// Include.
         case include
         /// Characteristic declaration.
@@ -140,12 +140,12 @@ public struct GATTAttribute: Sendable, Hashable {
         /// A characteristic value, with its declaration's properties.
         case characteristicValue(properties: GATTCharacteristicProperties)
         /// A Client Characteristic Configuration descriptor (its value is per connection).
-        case clientConfiguration(valueHandle: UInt16, properties: GATTCharacteristicProperties)
+        case clientConfiguration(valueHandle: AttributeHandle, properties: GATTCharacteristicProperties)
         /// Descriptor.
         case descriptor
     }
     /// The attribute handle.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// The attribute type.
     public var type: BluetoothUUID
     /// The attribute value (CCCDs: the default; clients see their own).
@@ -160,8 +160,8 @@ public struct GATTAttribute: Sendable, Hashable {
 
 /// A service an include declaration points to.
 struct GATTInclude {
-    var start: UInt16
-    var end: UInt16
+    var start: AttributeHandle
+    var end: AttributeHandle
     var uuid: BluetoothUUID
 }
 
@@ -197,9 +197,11 @@ public struct GATTDatabase: Sendable {
             let includes = service.includedServices.compactMap { included -> GATTInclude? in
                 let target = included + 2
                 guard target >= 0, target < all.count else { return nil }
-                return GATTInclude(start: starts[target], end: ends[target], uuid: all[target].uuid)
+                return GATTInclude(start: AttributeHandle(rawValue: starts[target]), end: AttributeHandle(rawValue: ends[target]),
+                                   uuid: all[target].uuid)
             }
-            list += Self.layout(service, at: starts[index], end: ends[index], includes: includes)
+            list += Self.layout(service, at: AttributeHandle(rawValue: starts[index]), end: AttributeHandle(rawValue: ends[index]),
+                                includes: includes)
         }
         attributes = list
     }
@@ -214,38 +216,38 @@ public struct GATTDatabase: Sendable {
     }
 
     /// The attributes of one service from `start` to `end`. Core 5.4, Vol 3, Part G, 3.
-    static func layout(_ service: GATTServiceDefinition, at start: UInt16, end: UInt16, includes: [GATTInclude]) -> [GATTAttribute] {
+    static func layout(_ service: GATTServiceDefinition, at start: AttributeHandle, end: AttributeHandle, includes: [GATTInclude]) -> [GATTAttribute] {
         var list: [GATTAttribute] = []
-        var h = start
-        list.append(GATTAttribute(handle: h, type: service.isPrimary ? 0x2800 : 0x2801, value: service.uuid.attWireBytes,
+        var h = start.rawValue
+        list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: service.isPrimary ? 0x2800 : 0x2801, value: service.uuid.attWireBytes,
                                   permissions: .readable, role: .serviceDeclaration(endGroupHandle: end)))
         h &+= 1
         for include in includes {
             var value: [UInt8] = []
-            for v in [include.start, include.end] { value += [UInt8(truncatingIfNeeded: v), UInt8(v >> 8)] }
+            for v in [include.start.rawValue, include.end.rawValue] { value += [UInt8(truncatingIfNeeded: v), UInt8(v >> 8)] }
             if let short = include.uuid.uint16 { value += [UInt8(truncatingIfNeeded: short), UInt8(short >> 8)] }
-            list.append(GATTAttribute(handle: h, type: 0x2802, value: value, permissions: .readable, role: .include))
+            list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2802, value: value, permissions: .readable, role: .include))
             h &+= 1
         }
         for c in service.characteristics {
             let valueHandle = h &+ 1
-            list.append(GATTAttribute(handle: h, type: 0x2803,
+            list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2803,
                                       value: [c.properties.rawValue, UInt8(truncatingIfNeeded: valueHandle), UInt8(valueHandle >> 8)] + c.uuid.attWireBytes,
                                       permissions: .readable, role: .characteristicDeclaration))
-            list.append(GATTAttribute(handle: valueHandle, type: c.uuid, value: c.value, permissions: c.permissions,
+            list.append(GATTAttribute(handle: AttributeHandle(rawValue: valueHandle), type: c.uuid, value: c.value, permissions: c.permissions,
                                       role: .characteristicValue(properties: c.properties), source: c.source))
             h = valueHandle &+ 1
             if c.properties.contains(.notify) || c.properties.contains(.indicate) {
-                list.append(GATTAttribute(handle: h, type: 0x2902, value: [0, 0], permissions: [.readable, .writeable],
-                                          role: .clientConfiguration(valueHandle: valueHandle, properties: c.properties)))
+                list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2902, value: [0, 0], permissions: [.readable, .writeable],
+                                          role: .clientConfiguration(valueHandle: AttributeHandle(rawValue: valueHandle), properties: c.properties)))
                 h &+= 1
             }
             if let text = c.userDescription {
-                list.append(GATTAttribute(handle: h, type: 0x2901, value: Array(text.utf8), permissions: .readable, role: .descriptor))
+                list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2901, value: Array(text.utf8), permissions: .readable, role: .descriptor))
                 h &+= 1
             }
             for d in c.descriptors {
-                list.append(GATTAttribute(handle: h, type: d.uuid, value: d.value, permissions: d.permissions, role: .descriptor,
+                list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: d.uuid, value: d.value, permissions: d.permissions, role: .descriptor,
                                           source: d.source))
                 h &+= 1
             }
@@ -254,7 +256,7 @@ public struct GATTDatabase: Sendable {
     }
 
     /// The services of the database, in handle order: declaration handle, end handle and UUID.
-    public var services: [(start: UInt16, end: UInt16, uuid: BluetoothUUID)] {
+    public var services: [(start: AttributeHandle, end: AttributeHandle, uuid: BluetoothUUID)] {
         attributes.compactMap { a in
             guard case .serviceDeclaration(let end) = a.role, let uuid = try? BluetoothUUID(littleEndian: a.value) else { return nil }
             return (a.handle, end, uuid)
@@ -264,23 +266,23 @@ public struct GATTDatabase: Sendable {
     /// Adds a service after the last handle, leaving every other attribute where it is, and returns its handles
     /// (`nil` when the handle space is full). Its `includedServices` count, as in ``init(deviceName:appearance:services:)``,
     /// from the first service after GAP and GATT (index 0 is ``services``[2]).
-    public mutating func add(_ service: GATTServiceDefinition) -> ClosedRange<UInt16>? {
+    public mutating func add(_ service: GATTServiceDefinition) -> ClosedRange<AttributeHandle>? {
         let count = Self.handleCount(service)
-        let start = Int(lastHandle) + 1
+        let start = Int(lastHandle.rawValue) + 1
         guard start + count - 1 <= 0xFFFF else { return nil }
         let existing = Array(services.dropFirst(2))
         let includes = service.includedServices.compactMap { index -> GATTInclude? in
             guard index >= 0, index < existing.count else { return nil }
             return GATTInclude(start: existing[index].start, end: existing[index].end, uuid: existing[index].uuid)
         }
-        let range = UInt16(start)...UInt16(start + count - 1)
+        let range = AttributeHandle(rawValue: UInt16(start))...AttributeHandle(rawValue: UInt16(start + count - 1))
         attributes += Self.layout(service, at: range.lowerBound, end: range.upperBound, includes: includes)
         return range
     }
 
     /// Removes the service declared at `start` with all its attributes (the others keep their handles) and returns the
     /// handles it took; `nil` when no service is declared there. GAP and GATT cannot be removed.
-    public mutating func removeService(at start: UInt16) -> ClosedRange<UInt16>? {
+    public mutating func removeService(at start: AttributeHandle) -> ClosedRange<AttributeHandle>? {
         guard let service = services.first(where: { $0.start == start }),
               service.uuid != BluetoothUUID(0x1800), service.uuid != BluetoothUUID(0x1801) else { return nil }
         attributes.removeAll { $0.handle >= service.start && $0.handle <= service.end }
@@ -288,7 +290,7 @@ public struct GATTDatabase: Sendable {
     }
 
     /// The index of the attribute with `handle`.
-    func index(of handle: UInt16) -> Int? {
+    func index(of handle: AttributeHandle) -> Int? {
         var low = 0, high = attributes.count - 1
         while low <= high {
             let mid = (low + high) / 2
@@ -300,23 +302,23 @@ public struct GATTDatabase: Sendable {
     }
 
     /// The attribute with `handle`.
-    public func attribute(_ handle: UInt16) -> GATTAttribute? { index(of: handle).map { attributes[$0] } }
+    public func attribute(_ handle: AttributeHandle) -> GATTAttribute? { index(of: handle).map { attributes[$0] } }
 
     /// Attributes whose handles are in `range`.
-    public func attributes(in range: ClosedRange<UInt16>) -> ArraySlice<GATTAttribute> {
+    public func attributes(in range: ClosedRange<AttributeHandle>) -> ArraySlice<GATTAttribute> {
         let start = attributes.firstIndex { $0.handle >= range.lowerBound } ?? attributes.count
         let end = attributes.lastIndex { $0.handle <= range.upperBound }.map { $0 + 1 } ?? start
         return start < end ? attributes[start..<end] : []
     }
 
     /// Replaces an attribute's value (the server side setting a characteristic value).
-    public mutating func setValue(_ value: [UInt8], for handle: UInt16) {
+    public mutating func setValue(_ value: [UInt8], for handle: AttributeHandle) {
         guard let i = index(of: handle) else { return }
         attributes[i].value = value
     }
 
     /// The value handle of the first characteristic of type `uuid` (in service `service`, if given).
-    public func valueHandle(of uuid: BluetoothUUID, in service: BluetoothUUID? = nil) -> UInt16? {
+    public func valueHandle(of uuid: BluetoothUUID, in service: BluetoothUUID? = nil) -> AttributeHandle? {
         var currentService: BluetoothUUID?
         for a in attributes {
             if case .serviceDeclaration = a.role { currentService = try? BluetoothUUID(littleEndian: a.value) }
@@ -326,5 +328,5 @@ public struct GATTDatabase: Sendable {
     }
 
     /// The last handle in use.
-    public var lastHandle: UInt16 { attributes.last?.handle ?? 0 }
+    public var lastHandle: AttributeHandle { attributes.last?.handle ?? 0 }
 }

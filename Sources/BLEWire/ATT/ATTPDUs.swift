@@ -18,18 +18,18 @@ public struct ATTErrorResponse: ATTPDUParameters, Hashable {
     /// `Request Opcode In Error`.
     public var requestOpcode: ATTOpcode
     /// `Attribute Handle In Error`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// `Error Code`.
     public var error: ATTErrorCode
     /// Creates a value from its fields.
-    public init(requestOpcode: ATTOpcode, handle: UInt16, error: ATTErrorCode) {
+    public init(requestOpcode: ATTOpcode, handle: AttributeHandle, error: ATTErrorCode) {
         self.requestOpcode = requestOpcode
         self.handle = handle
         self.error = error
     }
     public init(from r: inout ByteReader) throws(WireError) {
         requestOpcode = ATTOpcode(rawValue: try r.readUInt8("Request Opcode In Error"))
-        handle = try r.readUInt16("Attribute Handle In Error")
+        handle = try r.readAttributeHandle("Attribute Handle In Error")
         error = ATTErrorCode(rawValue: try r.readUInt8("Error Code"))
         try r.expectEnd("Error Response")
     }
@@ -73,19 +73,19 @@ public struct ATTExchangeMTUResponse: ATTPDUParameters, Hashable {
 /// A handle range shared by several requests.
 public struct ATTHandleRange: Hashable, Sendable {
     /// `Starting Handle`.
-    public var start: UInt16
+    public var start: AttributeHandle
     /// `Ending Handle`.
-    public var end: UInt16
+    public var end: AttributeHandle
     /// Creates a value from its fields.
-    public init(start: UInt16, end: UInt16) {
+    public init(start: AttributeHandle, end: AttributeHandle) {
         self.start = start
         self.end = end
     }
     /// Core 5.4, Vol 3, Part F, 3.4.3.1: handle 0 or start > end is invalid.
     public var isValid: Bool { start != 0 && start <= end }
     init(from r: inout ByteReader) throws(WireError) {
-        start = try r.readUInt16("Starting Handle")
-        end = try r.readUInt16("Ending Handle")
+        start = try r.readAttributeHandle("Starting Handle")
+        end = try r.readAttributeHandle("Ending Handle")
     }
     func encode(into w: inout ByteWriter) {
         w.write(start)
@@ -115,11 +115,11 @@ public struct ATTFindInformationResponse: ATTPDUParameters, Hashable {
     /// A handle and its attribute type.
     public struct Entry: Hashable, Sendable {
         /// `Attribute Handle In Error`.
-        public var handle: UInt16
+        public var handle: AttributeHandle
         /// `Attribute Type`.
         public var type: BluetoothUUID
         /// Creates a value from its fields.
-        public init(handle: UInt16, type: BluetoothUUID) {
+        public init(handle: AttributeHandle, type: BluetoothUUID) {
             self.handle = handle
             self.type = type
         }
@@ -141,7 +141,7 @@ public struct ATTFindInformationResponse: ATTPDUParameters, Hashable {
         }
         var list: [Entry] = []
         while !r.isAtEnd {
-            let handle = try r.readUInt16("Handle")
+            let handle = try r.readAttributeHandle("Handle")
             list.append(Entry(handle: handle, type: try BluetoothUUID(littleEndian: try r.readBytes(width, "UUID"))))
         }
         entries = list
@@ -235,11 +235,11 @@ public struct ATTReadByTypeResponse: ATTPDUParameters, Hashable {
     /// A handle and its value.
     public struct Entry: Hashable, Sendable {
         /// `Attribute Handle In Error`.
-        public var handle: UInt16
+        public var handle: AttributeHandle
         /// Value.
         public var value: [UInt8]
         /// Creates a value from its fields.
-        public init(handle: UInt16, value: [UInt8]) {
+        public init(handle: AttributeHandle, value: [UInt8]) {
             self.handle = handle
             self.value = value
         }
@@ -256,7 +256,7 @@ public struct ATTReadByTypeResponse: ATTPDUParameters, Hashable {
         }
         var list: [Entry] = []
         while !r.isAtEnd {
-            let handle = try r.readUInt16("Handle")
+            let handle = try r.readAttributeHandle("Handle")
             list.append(Entry(handle: handle, value: try r.readBytes(length - 2, "Value")))
         }
         entries = list
@@ -275,11 +275,11 @@ public struct ATTReadRequest: ATTPDUParameters, Hashable {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readRequest
     /// `Attribute Handle In Error`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// Creates a value from its fields.
-    public init(handle: UInt16) { self.handle = handle }
+    public init(handle: AttributeHandle) { self.handle = handle }
     public init(from r: inout ByteReader) throws(WireError) {
-        handle = try r.readUInt16("Attribute Handle")
+        handle = try r.readAttributeHandle("Attribute Handle")
         try r.expectEnd("Read Request")
     }
     public func encode(into w: inout ByteWriter) { w.write(handle) }
@@ -302,16 +302,16 @@ public struct ATTReadBlobRequest: ATTPDUParameters, Hashable {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readBlobRequest
     /// `Attribute Handle In Error`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// `Value Offset`.
     public var offset: UInt16
     /// Creates a value from its fields.
-    public init(handle: UInt16, offset: UInt16) {
+    public init(handle: AttributeHandle, offset: UInt16) {
         self.handle = handle
         self.offset = offset
     }
     public init(from r: inout ByteReader) throws(WireError) {
-        handle = try r.readUInt16("Attribute Handle")
+        handle = try r.readAttributeHandle("Attribute Handle")
         offset = try r.readUInt16("Value Offset")
         try r.expectEnd("Read Blob Request")
     }
@@ -334,12 +334,12 @@ public struct ATTReadBlobResponse: ATTPDUParameters, Hashable {
 }
 
 /// A list of at least two handles, shared by Read Multiple and Read Multiple Variable Requests.
-func readHandleList(_ r: inout ByteReader, _ name: String) throws(WireError) -> [UInt16] {
+func readHandleList(_ r: inout ByteReader, _ name: String) throws(WireError) -> [AttributeHandle] {
     guard r.remainingCount >= 4, r.remainingCount % 2 == 0 else {
         throw WireError(.lengthMismatch, "\(name): \(r.remainingCount) byte(s); need two or more 2-byte handles")
     }
-    var list: [UInt16] = []
-    while !r.isAtEnd { list.append(try r.readUInt16("Handle")) }
+    var list: [AttributeHandle] = []
+    while !r.isAtEnd { list.append(try r.readAttributeHandle("Handle")) }
     return list
 }
 
@@ -348,9 +348,9 @@ public struct ATTReadMultipleRequest: ATTPDUParameters, Hashable {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readMultipleRequest
     /// Handles.
-    public var handles: [UInt16]
+    public var handles: [AttributeHandle]
     /// Creates a value from its fields.
-    public init(handles: [UInt16]) { self.handles = handles }
+    public init(handles: [AttributeHandle]) { self.handles = handles }
     public init(from r: inout ByteReader) throws(WireError) { handles = try readHandleList(&r, "Read Multiple Request") }
     public func encode(into w: inout ByteWriter) { for h in handles { w.write(h) } }
 }
@@ -399,13 +399,13 @@ public struct ATTReadByGroupTypeResponse: ATTPDUParameters, Hashable {
     /// A group: its handle, end group handle and value.
     public struct Entry: Hashable, Sendable {
         /// `Attribute Handle In Error`.
-        public var handle: UInt16
+        public var handle: AttributeHandle
         /// End group handle.
-        public var endGroupHandle: UInt16
+        public var endGroupHandle: AttributeHandle
         /// Value.
         public var value: [UInt8]
         /// Creates a value from its fields.
-        public init(handle: UInt16, endGroupHandle: UInt16, value: [UInt8]) {
+        public init(handle: AttributeHandle, endGroupHandle: AttributeHandle, value: [UInt8]) {
             self.handle = handle
             self.endGroupHandle = endGroupHandle
             self.value = value
@@ -423,8 +423,8 @@ public struct ATTReadByGroupTypeResponse: ATTPDUParameters, Hashable {
         }
         var list: [Entry] = []
         while !r.isAtEnd {
-            let handle = try r.readUInt16("Attribute Handle")
-            let end = try r.readUInt16("End Group Handle")
+            let handle = try r.readAttributeHandle("Attribute Handle")
+            let end = try r.readAttributeHandle("End Group Handle")
             list.append(Entry(handle: handle, endGroupHandle: end, value: try r.readBytes(length - 4, "Attribute Value")))
         }
         entries = list

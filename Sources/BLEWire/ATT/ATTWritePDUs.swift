@@ -2,14 +2,14 @@
 
 /// A handle followed by a value: the layout of several PDUs.
 public protocol ATTHandleValuePDU: ATTPDUParameters, Hashable {
-    var handle: UInt16 { get }
+    var handle: AttributeHandle { get }
     var value: [UInt8] { get }
-    init(handle: UInt16, value: [UInt8])
+    init(handle: AttributeHandle, value: [UInt8])
 }
 
 extension ATTHandleValuePDU {
     public init(from r: inout ByteReader) throws(WireError) {
-        let handle = try r.readUInt16("Attribute Handle")
+        let handle = try r.readAttributeHandle("Attribute Handle")
         self.init(handle: handle, value: r.readRemaining())
     }
     public func encode(into w: inout ByteWriter) {
@@ -23,11 +23,11 @@ public struct ATTWriteRequest: ATTHandleValuePDU {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.writeRequest
     /// `Attribute Handle`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// Value.
     public var value: [UInt8]
     /// Creates a value from its fields.
-    public init(handle: UInt16, value: [UInt8]) {
+    public init(handle: AttributeHandle, value: [UInt8]) {
         self.handle = handle
         self.value = value
     }
@@ -38,11 +38,11 @@ public struct ATTWriteCommand: ATTHandleValuePDU {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.writeCommand
     /// `Attribute Handle`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// Value.
     public var value: [UInt8]
     /// Creates a value from its fields.
-    public init(handle: UInt16, value: [UInt8]) {
+    public init(handle: AttributeHandle, value: [UInt8]) {
         self.handle = handle
         self.value = value
     }
@@ -53,11 +53,11 @@ public struct ATTHandleValueNotification: ATTHandleValuePDU {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.handleValueNotification
     /// `Attribute Handle`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// Value.
     public var value: [UInt8]
     /// Creates a value from its fields.
-    public init(handle: UInt16, value: [UInt8]) {
+    public init(handle: AttributeHandle, value: [UInt8]) {
         self.handle = handle
         self.value = value
     }
@@ -68,11 +68,11 @@ public struct ATTHandleValueIndication: ATTHandleValuePDU {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.handleValueIndication
     /// `Attribute Handle`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// Value.
     public var value: [UInt8]
     /// Creates a value from its fields.
-    public init(handle: UInt16, value: [UInt8]) {
+    public init(handle: AttributeHandle, value: [UInt8]) {
         self.handle = handle
         self.value = value
     }
@@ -120,19 +120,19 @@ public struct ATTSignedWriteCommand: ATTPDUParameters, Hashable {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.signedWriteCommand
     /// `Attribute Handle`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// Value.
     public var value: [UInt8]
     /// Sign counter (4 bytes) and MAC (8 bytes).
     public var signature: [UInt8]
     /// Creates a value from its fields.
-    public init(handle: UInt16, value: [UInt8], signature: [UInt8]) {
+    public init(handle: AttributeHandle, value: [UInt8], signature: [UInt8]) {
         self.handle = handle
         self.value = value
         self.signature = signature
     }
     public init(from r: inout ByteReader) throws(WireError) {
-        handle = try r.readUInt16("Attribute Handle")
+        handle = try r.readAttributeHandle("Attribute Handle")
         guard r.remainingCount >= 12 else { throw WireError(.truncated, "Signed Write Command without its 12-byte signature") }
         value = try r.readBytes(r.remainingCount - 12, "Attribute Value")
         signature = try r.readBytes(12, "Authentication Signature")
@@ -146,15 +146,15 @@ public struct ATTSignedWriteCommand: ATTPDUParameters, Hashable {
 
 /// The layout of Prepare Write Request and Response.
 public protocol ATTPrepareWritePDU: ATTPDUParameters, Hashable {
-    var handle: UInt16 { get }
+    var handle: AttributeHandle { get }
     var offset: UInt16 { get }
     var value: [UInt8] { get }
-    init(handle: UInt16, offset: UInt16, value: [UInt8])
+    init(handle: AttributeHandle, offset: UInt16, value: [UInt8])
 }
 
 extension ATTPrepareWritePDU {
     public init(from r: inout ByteReader) throws(WireError) {
-        let handle = try r.readUInt16("Attribute Handle")
+        let handle = try r.readAttributeHandle("Attribute Handle")
         let offset = try r.readUInt16("Value Offset")
         self.init(handle: handle, offset: offset, value: r.readRemaining())
     }
@@ -170,13 +170,13 @@ public struct ATTPrepareWriteRequest: ATTPrepareWritePDU {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.prepareWriteRequest
     /// `Attribute Handle`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// `Value Offset`.
     public var offset: UInt16
     /// Value.
     public var value: [UInt8]
     /// Creates a value from its fields.
-    public init(handle: UInt16, offset: UInt16, value: [UInt8]) {
+    public init(handle: AttributeHandle, offset: UInt16, value: [UInt8]) {
         self.handle = handle
         self.offset = offset
         self.value = value
@@ -188,13 +188,13 @@ public struct ATTPrepareWriteResponse: ATTPrepareWritePDU {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.prepareWriteResponse
     /// `Attribute Handle`.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// `Value Offset`.
     public var offset: UInt16
     /// Value.
     public var value: [UInt8]
     /// Creates a value from its fields.
-    public init(handle: UInt16, offset: UInt16, value: [UInt8]) {
+    public init(handle: AttributeHandle, offset: UInt16, value: [UInt8]) {
         self.handle = handle
         self.offset = offset
         self.value = value
@@ -223,9 +223,9 @@ public struct ATTReadMultipleVariableRequest: ATTPDUParameters, Hashable {
     /// The PDU\'s opcode.
     public static let opcode = ATTOpcode.readMultipleVariableRequest
     /// Handles.
-    public var handles: [UInt16]
+    public var handles: [AttributeHandle]
     /// Creates a value from its fields.
-    public init(handles: [UInt16]) { self.handles = handles }
+    public init(handles: [AttributeHandle]) { self.handles = handles }
     public init(from r: inout ByteReader) throws(WireError) { handles = try readHandleList(&r, "Read Multiple Variable Request") }
     public func encode(into w: inout ByteWriter) { for h in handles { w.write(h) } }
 }
@@ -287,7 +287,7 @@ public struct ATTMultipleHandleValueNotification: ATTPDUParameters, Hashable {
         var list: [ATTReadByTypeResponse.Entry] = []
         guard !r.isAtEnd else { throw WireError(.truncated, "Multiple Handle Value Notification without values") }
         while !r.isAtEnd {
-            let handle = try r.readUInt16("Attribute Handle")
+            let handle = try r.readAttributeHandle("Attribute Handle")
             let length = Int(try r.readUInt16("Value Length"))
             list.append(.init(handle: handle, value: try r.readBytes(length, "Attribute Value")))
         }

@@ -36,7 +36,7 @@ import Testing
         }
     }
 
-    func error(_ opcode: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) -> ATTPDU {
+    func error(_ opcode: ATTOpcode, _ handle: AttributeHandle, _ code: ATTErrorCode) -> ATTPDU {
         .errorResponse(.init(requestOpcode: opcode, handle: handle, error: code))
     }
 

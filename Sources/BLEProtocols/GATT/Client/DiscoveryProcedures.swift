@@ -8,7 +8,7 @@ public struct PrimaryServiceDiscovery: GATTProcedure {
     private var found: [GATTService] = []
 
     /// Discovers the primary services in `range` (the whole database by default), or only those of type `uuid`.
-    public init(uuid: BluetoothUUID? = nil, in range: ClosedRange<UInt16> = 0x0001...0xFFFF) {
+    public init(uuid: BluetoothUUID? = nil, in range: ClosedRange<AttributeHandle> = 0x0001...0xFFFF) {
         self.uuid = uuid
         walk = HandleWalk(range)
     }
@@ -23,7 +23,7 @@ public struct PrimaryServiceDiscovery: GATTProcedure {
     public mutating func start() throws(GATTError) -> GATTProcedureStep<[GATTService]> { .request(nextRequest) }
 
     public mutating func receive(_ response: ATTPDU) throws(GATTError) -> GATTProcedureStep<[GATTService]> {
-        let spans: [(first: UInt16, last: UInt16)]
+        let spans: [(first: AttributeHandle, last: AttributeHandle)]
         switch response {
         case .errorResponse(let e) where e.error == .attributeNotFound:
             return .finished(found)
@@ -58,7 +58,7 @@ public struct CharacteristicDiscovery: GATTProcedure {
     private var found: [GATTCharacteristic] = []
 
     /// Discovers the characteristics in `range` (a service's handles).
-    public init(in range: ClosedRange<UInt16>, uuid: BluetoothUUID? = nil) {
+    public init(in range: ClosedRange<AttributeHandle>, uuid: BluetoothUUID? = nil) {
         walk = HandleWalk(range)
         self.uuid = uuid
     }
@@ -85,7 +85,7 @@ public struct CharacteristicDiscovery: GATTProcedure {
                 guard entry.value.count == 5 || entry.value.count == 19 else {
                     throw GATTError(.malformedResponse, "characteristic declaration at 0x\(hex(entry.handle)): \(entry.value.count) bytes")
                 }
-                let valueHandle = UInt16(entry.value[1]) | UInt16(entry.value[2]) << 8
+                let valueHandle = AttributeHandle(rawValue: UInt16(entry.value[1]) | UInt16(entry.value[2]) << 8)
                 guard valueHandle > entry.handle, valueHandle <= end else {
                     throw GATTError(.malformedResponse, "characteristic declaration at 0x\(hex(entry.handle)): value handle 0x\(hex(valueHandle))")
                 }
@@ -110,7 +110,7 @@ public struct CharacteristicDiscovery: GATTProcedure {
     private func result() -> [GATTCharacteristic] {
         var list = found
         for i in list.indices.dropLast() {
-            list[i].endHandle = list[i + 1].declarationHandle - 1
+            list[i].endHandle = list[i + 1].declarationHandle.previous ?? list[i].valueHandle
         }
         return uuid.map { u in list.filter { $0.uuid == u } } ?? list
     }
@@ -123,7 +123,7 @@ public struct DescriptorDiscovery: GATTProcedure {
     private var found: [GATTDescriptor] = []
 
     /// Discovers the descriptors in `range`.
-    public init(in range: ClosedRange<UInt16>?) {
+    public init(in range: ClosedRange<AttributeHandle>?) {
         walk = range.map(HandleWalk.init)
     }
 
@@ -209,8 +209,8 @@ public struct IncludedServiceDiscovery: GATTProcedure {
                 guard entry.value.count == 4 || entry.value.count == 6 else {
                     throw GATTError(.malformedResponse, "include declaration at 0x\(hex(entry.handle)): \(entry.value.count) bytes")
                 }
-                let start = UInt16(entry.value[0]) | UInt16(entry.value[1]) << 8
-                let end = UInt16(entry.value[2]) | UInt16(entry.value[3]) << 8
+                let start = AttributeHandle(rawValue: UInt16(entry.value[0]) | UInt16(entry.value[1]) << 8)
+                let end = AttributeHandle(rawValue: UInt16(entry.value[2]) | UInt16(entry.value[3]) << 8)
                 guard start != 0, end >= start else {
                     throw GATTError(.malformedResponse, "include declaration at 0x\(hex(entry.handle)): range 0x\(hex(start))–0x\(hex(end))")
                 }

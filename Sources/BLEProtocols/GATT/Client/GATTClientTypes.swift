@@ -7,18 +7,18 @@ public struct GATTService: Sendable, Hashable {
     /// Whether it is a primary service (included services are reported as secondary).
     public var isPrimary: Bool
     /// The service declaration handle.
-    public var startHandle: UInt16
+    public var startHandle: AttributeHandle
     /// The last handle of the service.
-    public var endHandle: UInt16
+    public var endHandle: AttributeHandle
     /// Creates a value from its fields.
-    public init(uuid: BluetoothUUID, isPrimary: Bool, startHandle: UInt16, endHandle: UInt16) {
+    public init(uuid: BluetoothUUID, isPrimary: Bool, startHandle: AttributeHandle, endHandle: AttributeHandle) {
         self.uuid = uuid
         self.isPrimary = isPrimary
         self.startHandle = startHandle
         self.endHandle = endHandle
     }
     /// The service's handles.
-    public var range: ClosedRange<UInt16> { startHandle...max(startHandle, endHandle) }
+    public var range: ClosedRange<AttributeHandle> { startHandle...max(startHandle, endHandle) }
 }
 
 /// A discovered characteristic. Core 5.4, Vol 3, Part G, 4.6.
@@ -28,14 +28,14 @@ public struct GATTCharacteristic: Sendable, Hashable {
     /// The properties from its declaration.
     public var properties: GATTCharacteristicProperties
     /// The handle of its declaration.
-    public var declarationHandle: UInt16
+    public var declarationHandle: AttributeHandle
     /// The handle of its value.
-    public var valueHandle: UInt16
+    public var valueHandle: AttributeHandle
     /// The last handle that belongs to the characteristic (its last descriptor).
-    public var endHandle: UInt16
+    public var endHandle: AttributeHandle
     /// Creates a value from its fields.
-    public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, declarationHandle: UInt16, valueHandle: UInt16,
-                endHandle: UInt16) {
+    public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, declarationHandle: AttributeHandle, valueHandle: AttributeHandle,
+                endHandle: AttributeHandle) {
         self.uuid = uuid
         self.properties = properties
         self.declarationHandle = declarationHandle
@@ -43,9 +43,9 @@ public struct GATTCharacteristic: Sendable, Hashable {
         self.endHandle = endHandle
     }
     /// The handles where its descriptors may be (after the value, up to ``endHandle``); `nil` when there is no room.
-    public var descriptorRange: ClosedRange<UInt16>? {
-        guard valueHandle < endHandle else { return nil }
-        return (valueHandle + 1)...endHandle
+    public var descriptorRange: ClosedRange<AttributeHandle>? {
+        guard valueHandle < endHandle, let first = valueHandle.next else { return nil }
+        return first...endHandle
     }
 }
 
@@ -54,9 +54,9 @@ public struct GATTDescriptor: Sendable, Hashable {
     /// The descriptor UUID.
     public var uuid: BluetoothUUID
     /// The descriptor handle.
-    public var handle: UInt16
+    public var handle: AttributeHandle
     /// Creates a value from its fields.
-    public init(uuid: BluetoothUUID, handle: UInt16) {
+    public init(uuid: BluetoothUUID, handle: AttributeHandle) {
         self.uuid = uuid
         self.handle = handle
     }
@@ -67,7 +67,7 @@ public struct GATTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure.
     public enum Kind: Sendable, Hashable {
         /// The server answered with an ATT error.
-        case att(ATTErrorCode, handle: UInt16)
+        case att(ATTErrorCode, handle: AttributeHandle)
         /// No response within the ATT transaction timeout (30 s); the link was closed, as the spec requires.
         case timeout
         /// The server's response broke the protocol (wrong opcode, handles going backwards...).

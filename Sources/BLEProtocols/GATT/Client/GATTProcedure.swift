@@ -47,11 +47,11 @@ extension GATTProcedure {
 /// Found. Core 5.4, Vol 3, Part G, 4.4.1, 4.5.1, 4.6.1, 4.7.1.
 struct HandleWalk: Sendable, Hashable {
     /// Where the next page starts.
-    private(set) var start: UInt16
+    private(set) var start: AttributeHandle
     /// The range's last handle.
-    let end: UInt16
+    let end: AttributeHandle
 
-    init(_ range: ClosedRange<UInt16>) {
+    init(_ range: ClosedRange<AttributeHandle>) {
         start = max(1, range.lowerBound)
         end = range.upperBound
     }
@@ -61,7 +61,7 @@ struct HandleWalk: Sendable, Hashable {
 
     /// Checks one page of results, given as the first and last handle of each (the same handle for single
     /// attributes, the group end for services), and moves past it. Returns whether another page is needed.
-    mutating func advance(past spans: [(first: UInt16, last: UInt16)], _ what: String) throws(GATTError) -> Bool {
+    mutating func advance(past spans: [(first: AttributeHandle, last: AttributeHandle)], _ what: String) throws(GATTError) -> Bool {
         guard !spans.isEmpty else { throw GATTError(.malformedResponse, "\(what): an empty page") }
         var floor = start
         var last = start
@@ -79,12 +79,17 @@ struct HandleWalk: Sendable, Hashable {
                 guard index == spans.count - 1 else { throw GATTError(.malformedResponse, "\(what): results after the range's end") }
                 return false
             }
-            floor = span.last + 1
+            guard let after = span.last.next else { return false }
+            floor = after
         }
-        start = last + 1
+        // last < end here, so it has a next handle.
+        guard let next = last.next else { return false }
+        start = next
         return true
     }
 }
+
+func hex(_ handle: AttributeHandle) -> String { hex(handle.rawValue) }
 
 func hex(_ value: UInt16) -> String {
     let digits = String(value, radix: 16, uppercase: true)

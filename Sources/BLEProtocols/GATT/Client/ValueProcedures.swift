@@ -31,13 +31,13 @@ public struct MTUExchange: GATTProcedure {
 /// protocol (Part F, 3.2.9) and fails the read.
 public struct ValueRead: GATTProcedure {
     /// The attribute read.
-    public let handle: UInt16
+    public let handle: AttributeHandle
     /// The link's ATT_MTU.
     public let mtu: Int
     private var value: [UInt8] = []
 
     /// Reads attribute `handle` over a link whose ATT_MTU is `mtu`.
-    public init(handle: UInt16, mtu: Int) {
+    public init(handle: AttributeHandle, mtu: Int) {
         self.handle = handle
         self.mtu = max(ATT.defaultLEMTU, mtu)
     }
@@ -74,7 +74,7 @@ public struct ValueRead: GATTProcedure {
 /// error is reported. Core 5.4, Vol 3, Part G, 4.9.3, 4.9.4 and 4.9.5.
 public struct ValueWrite: GATTProcedure {
     /// The attribute written.
-    public let handle: UInt16
+    public let handle: AttributeHandle
     /// The value.
     public let value: [UInt8]
     /// The link's ATT_MTU.
@@ -84,7 +84,7 @@ public struct ValueWrite: GATTProcedure {
     private var executing = false
 
     /// Writes `value` to attribute `handle` over a link whose ATT_MTU is `mtu`.
-    public init(handle: UInt16, value: [UInt8], mtu: Int) {
+    public init(handle: AttributeHandle, value: [UInt8], mtu: Int) {
         self.handle = handle
         self.value = value
         self.mtu = max(ATT.defaultLEMTU, mtu)
@@ -151,19 +151,19 @@ public struct ReadByType: GATTProcedure {
     /// The attribute type.
     public let type: BluetoothUUID
     /// The range searched.
-    public let range: ClosedRange<UInt16>
+    public let range: ClosedRange<AttributeHandle>
 
     /// Reads the attributes of `type` in `range`.
-    public init(type: BluetoothUUID, in range: ClosedRange<UInt16> = 0x0001...0xFFFF) {
+    public init(type: BluetoothUUID, in range: ClosedRange<AttributeHandle> = 0x0001...0xFFFF) {
         self.type = type
         self.range = max(1, range.lowerBound)...max(1, range.upperBound)
     }
 
-    public mutating func start() throws(GATTError) -> GATTProcedureStep<[(handle: UInt16, value: [UInt8])]> {
+    public mutating func start() throws(GATTError) -> GATTProcedureStep<[(handle: AttributeHandle, value: [UInt8])]> {
         .request(.readByTypeRequest(.init(range: .init(start: range.lowerBound, end: range.upperBound), type: type)))
     }
 
-    public mutating func receive(_ response: ATTPDU) throws(GATTError) -> GATTProcedureStep<[(handle: UInt16, value: [UInt8])]> {
+    public mutating func receive(_ response: ATTPDU) throws(GATTError) -> GATTProcedureStep<[(handle: AttributeHandle, value: [UInt8])]> {
         switch response {
         case .readByTypeResponse(let r):
             guard r.entries.allSatisfy({ range.contains($0.handle) }) else { throw GATTError(.malformedResponse, "read by type: a handle outside the range") }
@@ -178,10 +178,10 @@ public struct ReadByType: GATTProcedure {
 /// Core 5.4, Vol 3, Part G, 4.8.5.
 public struct MultipleRead: GATTProcedure {
     /// The attributes read, in order.
-    public let handles: [UInt16]
+    public let handles: [AttributeHandle]
 
     /// Reads `handles` (at least two).
-    public init(handles: [UInt16]) { self.handles = handles }
+    public init(handles: [AttributeHandle]) { self.handles = handles }
 
     public mutating func start() throws(GATTError) -> GATTProcedureStep<[[UInt8]]> {
         guard handles.count >= 2 else { throw GATTError(.invalidValueLength, "Read Multiple needs at least two handles") }

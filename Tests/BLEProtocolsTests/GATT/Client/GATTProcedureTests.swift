@@ -53,7 +53,7 @@ import Testing
         var characteristics = CharacteristicDiscovery(of: found[3])
         let hr = try characteristics.run(server.answer)
         #expect(hr.map(\.uuid) == [0x2A37, 0x2A38])
-        #expect(hr[0].endHandle == hr[1].declarationHandle - 1 && hr[1].endHandle == found[3].endHandle)
+        #expect(hr[0].endHandle == hr[1].declarationHandle.previous && hr[1].endHandle == found[3].endHandle)
         var descriptors = DescriptorDiscovery(of: hr[0])
         #expect(try descriptors.run(server.answer).map(\.uuid) == [0x2902])
         var none = DescriptorDiscovery(of: hr[1])
@@ -96,7 +96,7 @@ import Testing
         }
     }
 
-    static func declaration(_ handle: UInt16, value: UInt16, uuid: UInt16 = 0x2A19) -> ATTReadByTypeResponse.Entry {
+    static func declaration(_ handle: AttributeHandle, value: UInt16, uuid: UInt16 = 0x2A19) -> ATTReadByTypeResponse.Entry {
         .init(handle: handle, value: [0x02, UInt8(truncatingIfNeeded: value), UInt8(value >> 8), UInt8(truncatingIfNeeded: uuid), UInt8(uuid >> 8)])
     }
 
@@ -141,7 +141,7 @@ import Testing
     }
 
     @Test func servicesThatOverlapOrInvertAreRejected() throws {
-        func group(_ start: UInt16, _ end: UInt16) -> ATTReadByGroupTypeResponse.Entry { .init(handle: start, endGroupHandle: end, value: [0x0F, 0x18]) }
+        func group(_ start: AttributeHandle, _ end: AttributeHandle) -> ATTReadByGroupTypeResponse.Entry { .init(handle: start, endGroupHandle: end, value: [0x0F, 0x18]) }
         let overlap = Script([.readByGroupTypeResponse(.init(entries: [group(1, 10), group(5, 12)]))])
         var a = PrimaryServiceDiscovery()
         #expect(throws: GATTError(.malformedResponse, "")) { try a.run(overlap.answer) }
