@@ -171,13 +171,13 @@ result("max_write_with_response", await peripheral.maximumWriteValueLength(for: 
 var characteristics: [BluetoothUUID: GATTCharacteristic] = [:]
 let services = await step("discover services") { try await peripheral.discoverServices() }
 for service in services {
-    say("TREE service \(service.startHandle)-\(service.endHandle) \(uuidKey(service.uuid))")
+    say("TREE service \(service.startHandle.rawValue)-\(service.endHandle.rawValue) \(uuidKey(service.uuid))")
     let found = await step("discover characteristics of \(service.uuid)") { try await peripheral.discoverCharacteristics(for: service) }
     for c in found {
-        say("TREE characteristic \(c.valueHandle) \(c.properties.rawValue) \(uuidKey(c.uuid))")
+        say("TREE characteristic \(c.valueHandle.rawValue) \(c.properties.rawValue) \(uuidKey(c.uuid))")
         characteristics[c.uuid] = characteristics[c.uuid] ?? c
         let descriptors = await step("discover descriptors of \(c.uuid)") { try await peripheral.discoverDescriptors(for: c) }
-        for d in descriptors { say("TREE descriptor \(d.handle) \(uuidKey(d.uuid))") }
+        for d in descriptors { say("TREE descriptor \(d.handle.rawValue) \(uuidKey(d.uuid))") }
     }
 }
 result("services", services.count)
