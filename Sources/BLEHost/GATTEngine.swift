@@ -21,6 +21,8 @@ public actor GATTEngine {
         var application: ApplicationPending?
         /// This side exchanged MTUs as a client (at most once per link: Core 5.4, Vol 3, Part F, 3.4.2.1).
         var exchangedMTU = false
+        /// The link is being detached (its disconnection event and the end of its ATT channel both detach it).
+        var detaching = false
     }
 
     /// A request the application answers, with the server's state for completing it.
@@ -119,7 +121,8 @@ public actor GATTEngine {
 
     /// Drops a link's ATT state: its bearer closes and everything waiting on it fails.
     func detach(_ link: LinkID) async {
-        guard var state = links[link] else { return }
+        guard var state = links[link], !state.detaching else { return }
+        state.detaching = true
         // A central that drops its link is no longer subscribed to anything.
         for valueHandle in state.server.clientConfigurations.keys.sorted() {
             publishServerEvent(.subscriptionChanged(valueHandle: valueHandle, notify: false, indicate: false), on: link)

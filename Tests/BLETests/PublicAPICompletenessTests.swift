@@ -117,6 +117,36 @@ import Testing
         #expect(await ended.next() == nil)
     }
 
+    /// A subscribed central that drops its link is reported unsubscribed, once.
+    @Test func aDroppedCentralIsReportedUnsubscribedOnce() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, pc) = try await peripheral(air)
+        let requests = await manager.requests()
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        let service = try #require(try await remote.discoverServices([Self.service]).first)
+        let characteristic = try #require(try await remote.discoverCharacteristics(for: service).first)
+        _ = try await remote.notifications(for: characteristic)
+        try await central.disconnect(remote)
+        // Subscribed, then unsubscribed by the disconnection; nothing more within half a second.
+        let seen = try await withTimeout { () -> [PeripheralRequest.Kind] in
+            let collector = Task { () -> [PeripheralRequest.Kind] in
+                var kinds: [PeripheralRequest.Kind] = []
+                for await request in requests {
+                    if case .subscription = request.kind { kinds.append(request.kind) }
+                    if kinds.count == 3 { break }
+                }
+                return kinds
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            collector.cancel()
+            return await collector.value
+        }
+        #expect(seen == [.subscription(characteristic: Self.value, notify: true, indicate: false),
+                         .subscription(characteristic: Self.value, notify: false, indicate: false)])
+    }
+
     @Test func virtualJoinsTheEmbeddedWorldWithItsSampleDevices() async throws {
         let central = await Central(.virtual)
         #expect(await central.state == .poweredOn)
