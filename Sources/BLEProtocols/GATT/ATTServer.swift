@@ -82,7 +82,7 @@ public enum ATTServer {
             // A malformed request gets Invalid PDU; anything else malformed (a command, a response, a notification,
             // a confirmation) is dropped: only requests are answered. Core 5.4, Vol 3, Part F, 3.4.1.1.
             guard opcode.isRequest else { return Output(response: nil, events: []) }
-            return errorOutput(opcode, 0, .invalidPDU)
+            return output(fail(opcode, 0, .invalidPDU))
         }
         var events: [ATTServerEvent] = []
         let response: ATTPDU?
@@ -142,10 +142,6 @@ public enum ATTServer {
             response = nil
         }
         return Output(response: response?.encoded, events: events)
-    }
-
-    static func errorOutput(_ opcode: ATTOpcode, _ handle: AttributeHandle, _ code: ATTErrorCode) -> Output {
-        Output(response: ATTPDU.errorResponse(.init(requestOpcode: opcode, handle: handle, error: code)).encoded, events: [])
     }
 
     static func fail(_ opcode: ATTOpcode, _ handle: AttributeHandle, _ code: ATTErrorCode) -> ATTPDU {

@@ -32,7 +32,7 @@ public struct PrimaryServiceDiscovery: GATTProcedure {
         case .readByGroupTypeResponse(let r) where uuid == nil:
             for entry in r.entries {
                 guard entry.value.count == 2 || entry.value.count == 16, let service = try? BluetoothUUID(littleEndian: entry.value) else {
-                    throw GATTError(.malformedResponse, "service declaration at 0x\(hex(entry.handle)): a \(entry.value.count)-byte UUID")
+                    throw GATTError(.malformedResponse, "service declaration at \(entry.handle): a \(entry.value.count)-byte UUID")
                 }
                 found.append(GATTService(uuid: service, isPrimary: true, startHandle: entry.handle, endHandle: entry.endGroupHandle))
             }
@@ -83,14 +83,14 @@ public struct CharacteristicDiscovery: GATTProcedure {
             for entry in r.entries {
                 // Properties (1), value handle (2), UUID (2 or 16). Core 5.4, Vol 3, Part G, 3.3.1.
                 guard entry.value.count == 5 || entry.value.count == 19 else {
-                    throw GATTError(.malformedResponse, "characteristic declaration at 0x\(hex(entry.handle)): \(entry.value.count) bytes")
+                    throw GATTError(.malformedResponse, "characteristic declaration at \(entry.handle): \(entry.value.count) bytes")
                 }
                 let valueHandle = AttributeHandle(rawValue: UInt16(entry.value[1]) | UInt16(entry.value[2]) << 8)
                 guard valueHandle > entry.handle, valueHandle <= end else {
-                    throw GATTError(.malformedResponse, "characteristic declaration at 0x\(hex(entry.handle)): value handle 0x\(hex(valueHandle))")
+                    throw GATTError(.malformedResponse, "characteristic declaration at \(entry.handle): value handle \(valueHandle)")
                 }
                 guard let type = try? BluetoothUUID(littleEndian: Array(entry.value[3...])) else {
-                    throw GATTError(.malformedResponse, "characteristic declaration at 0x\(hex(entry.handle)): UUID")
+                    throw GATTError(.malformedResponse, "characteristic declaration at \(entry.handle): UUID")
                 }
                 found.append(GATTCharacteristic(uuid: type, properties: GATTCharacteristicProperties(rawValue: entry.value[0]),
                                                 declarationHandle: entry.handle, valueHandle: valueHandle, endHandle: end))
@@ -191,7 +191,7 @@ public struct IncludedServiceDiscovery: GATTProcedure {
             }
             // A service declaration's value is its UUID.
             guard r.value.count == 16, let uuid = try? BluetoothUUID(littleEndian: r.value) else {
-                throw GATTError(.malformedResponse, "included service declaration at 0x\(hex(service.startHandle)): \(r.value.count) bytes")
+                throw GATTError(.malformedResponse, "included service declaration at \(service.startHandle): \(r.value.count) bytes")
             }
             service.uuid = uuid
             found.append(service)
@@ -207,12 +207,12 @@ public struct IncludedServiceDiscovery: GATTProcedure {
             for entry in r.entries {
                 // Start (2), end (2), and a 16-bit UUID (2) when it has one. Core 5.4, Vol 3, Part G, 3.2.
                 guard entry.value.count == 4 || entry.value.count == 6 else {
-                    throw GATTError(.malformedResponse, "include declaration at 0x\(hex(entry.handle)): \(entry.value.count) bytes")
+                    throw GATTError(.malformedResponse, "include declaration at \(entry.handle): \(entry.value.count) bytes")
                 }
                 let start = AttributeHandle(rawValue: UInt16(entry.value[0]) | UInt16(entry.value[1]) << 8)
                 let end = AttributeHandle(rawValue: UInt16(entry.value[2]) | UInt16(entry.value[3]) << 8)
                 guard start != 0, end >= start else {
-                    throw GATTError(.malformedResponse, "include declaration at 0x\(hex(entry.handle)): range 0x\(hex(start))–0x\(hex(end))")
+                    throw GATTError(.malformedResponse, "include declaration at \(entry.handle): range \(start)–\(end)")
                 }
                 if entry.value.count == 6 {
                     found.append(GATTService(uuid: BluetoothUUID(UInt16(entry.value[4]) | UInt16(entry.value[5]) << 8), isPrimary: false,

@@ -68,11 +68,11 @@ struct HandleWalk: Sendable, Hashable {
         for (index, span) in spans.enumerated() {
             guard span.first >= floor, span.first <= end else {
                 throw GATTError(.malformedResponse, index == 0 || span.first > end
-                    ? "\(what): handle 0x\(hex(span.first)) outside 0x\(hex(start))–0x\(hex(end))"
-                    : "\(what): handle 0x\(hex(span.first)) repeats or goes backwards")
+                    ? "\(what): handle \(span.first) outside \(start)–\(end)"
+                    : "\(what): handle \(span.first) repeats or goes backwards")
             }
             guard span.last >= span.first, span.last <= end else {
-                throw GATTError(.malformedResponse, "\(what): group 0x\(hex(span.first))–0x\(hex(span.last)) is inverted or outside the range")
+                throw GATTError(.malformedResponse, "\(what): group \(span.first)–\(span.last) is inverted or outside the range")
             }
             last = span.last
             guard span.last < end else {
@@ -89,16 +89,9 @@ struct HandleWalk: Sendable, Hashable {
     }
 }
 
-func hex(_ handle: AttributeHandle) -> String { hex(handle.rawValue) }
-
-func hex(_ value: UInt16) -> String {
-    let digits = String(value, radix: 16, uppercase: true)
-    return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-}
-
 extension ATTErrorResponse {
     /// The error as a ``GATTError`` of the request it answers.
     func gattError(_ request: String) -> GATTError {
-        GATTError(.att(error, handle: handle), "\(request): \(error) on handle 0x\(hex(handle))")
+        GATTError(.att(error, handle: handle), "\(request): \(error) on handle \(handle)")
     }
 }
