@@ -94,7 +94,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BLEHostTests",
-            dependencies: ["BLEHost", "BLEVirtualController", "BLETransport", "BLEWire"],
+            dependencies: ["BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEVirtualControllerTests",

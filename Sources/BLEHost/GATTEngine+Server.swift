@@ -20,7 +20,13 @@ extension GATTEngine {
     /// Serves one PDU the bearer handed up (a request, answered through the bearer, or a command).
     func serve(_ bytes: [UInt8], on link: LinkID) async {
         guard var state = links[link] else { return }
-        let output = ATTServer.handle(bytes, connection: &state.server, database: &database)
+        var output = ATTServer.handle(bytes, connection: &state.server, database: &database)
+        if output.refusesForSecurity, await refreshSecurity(of: link), let refreshed = links[link] {
+            // The link's security changed after this engine last heard (the host's event is still on its way): the
+            // request is judged again against the link as it is now. A refusal changed nothing, so this is safe.
+            state = refreshed
+            output = ATTServer.handle(bytes, connection: &state.server, database: &database)
+        }
         links[link]?.server = state.server
         for event in output.events { publishServerEvent(event, on: link) }
         let isRequest = !ATTOpcode(rawValue: bytes.first ?? 0).isCommand
@@ -137,6 +143,10 @@ extension GATTEngine {
             fresh.negotiated(mtu: old.mtu)
             fresh.isEncrypted = old.isEncrypted
             fresh.isAuthenticated = old.isAuthenticated
+            fresh.isSecureConnections = old.isSecureConnections
+            fresh.keySize = old.keySize
+            fresh.hasLongTermKey = old.hasLongTermKey
+            fresh.minimumKeySize = old.minimumKeySize
             if let sc = serviceChanged, let bits = old.clientConfigurations[sc] { fresh.setClientConfiguration(bits, for: sc) }
             links[link]?.server = fresh
         }

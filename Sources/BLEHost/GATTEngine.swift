@@ -58,6 +58,10 @@ public actor GATTEngine {
 
     /// The MTU this side asks for and offers.
     public let preferredMTU: Int
+    /// Whether a client procedure refused for security pairs (or encrypts with the bond) and retries once.
+    public private(set) var pairsOnDemand = true
+    /// Turns pairing on demand on or off (see ``run(_:on:)``).
+    public func setPairsOnDemand(_ on: Bool) { pairsOnDemand = on }
     var links: [LinkID: LinkState] = [:]
     /// The current link of each connection handle.
     var linkOfHandle: [ConnectionHandle: LinkID] = [:]
@@ -93,7 +97,7 @@ public actor GATTEngine {
                 switch event {
                 case .connected(let c): await self.attach(c)
                 case .disconnected(let c, _): await self.detach(c.link)
-                case .encryptionChanged(let handle, let status, let enabled): await self.setEncrypted(handle, status == .success && enabled)
+                case .securityChanged(let c, let security): await self.setSecurity(security, on: c.link)
                 default: break
                 }
             }
@@ -106,8 +110,10 @@ public actor GATTEngine {
         // Reserve the link before suspending, so a concurrent attach of the same link does nothing.
         var state = LinkState(connection: connection, bearer: ATTBearer(transactionTimeout: transactionTimeout))
         state.server.serverMTU = preferredMTU
+        state.server.minimumKeySize = Int(host.configuration.security.minimumKeySize)
         links[link] = state
         linkOfHandle[connection.handle] = link
+        if let security = await host.security(of: connection) { setSecurity(security, on: link) }
         guard let channel = try? await host.openFixedChannel(.att, on: connection) else {
             await detach(link)
             return
@@ -138,9 +144,24 @@ public actor GATTEngine {
         state.reader?.cancel()
     }
 
-    func setEncrypted(_ handle: ConnectionHandle, _ encrypted: Bool) {
-        guard let link = linkOfHandle[handle] else { return }
-        links[link]?.server.isEncrypted = encrypted
+    /// Records a link's security in its server state (what protected attributes are checked against).
+    func setSecurity(_ security: LinkSecurity, on link: LinkID) {
+        links[link]?.server.isEncrypted = security.isEncrypted
+        links[link]?.server.isAuthenticated = security.isAuthenticated
+        links[link]?.server.isSecureConnections = security.level?.secureConnections == true
+        links[link]?.server.keySize = security.level?.keySize ?? 0
+        links[link]?.server.hasLongTermKey = security.isBonded
+    }
+
+    /// Asks the host for a link's security now; returns whether it differed from what this engine knew.
+    func refreshSecurity(of link: LinkID) async -> Bool {
+        guard let connection = links[link]?.connection, let before = links[link]?.server,
+              let security = await host.security(of: connection) else { return false }
+        setSecurity(security, on: link)
+        guard let after = links[link]?.server else { return false }
+        return before.isEncrypted != after.isEncrypted || before.isAuthenticated != after.isAuthenticated
+            || before.isSecureConnections != after.isSecureConnections || before.keySize != after.keySize
+            || before.hasLongTermKey != after.hasLongTermKey
     }
 
     /// The current link of `handle`, attaching it when the host has it but its connection event is still in flight.
@@ -212,9 +233,26 @@ public actor GATTEngine {
         return try await withCheckedThrowingContinuation { waiters[key] = $0 }
     }
 
-    /// Runs a client procedure on the current link of `handle`.
+    /// Runs a client procedure on the current link of `handle`. When the server refuses for security (Insufficient
+    /// Authentication, Insufficient Encryption, Encryption Key Size Too Short) and ``pairsOnDemand`` is on, the link
+    /// is secured (the bond's key, or pairing) and the procedure runs again, once, as CoreBluetooth does.
     public func run<P: GATTProcedure>(_ procedure: P, on handle: ConnectionHandle) async throws -> P.Output {
         let link = try await link(handle)
+        do {
+            return try await runOnce(procedure, on: link)
+        } catch let error as GATTError {
+            guard pairsOnDemand, case .att(let code, _) = error.kind,
+                  [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code),
+                  let connection = links[link]?.connection else { throw error }
+            // Encrypted already and still refused for authentication: only a MITM-protected key will do.
+            let encrypted = await host.security(of: connection)?.isEncrypted == true
+            _ = try await host.pair(connection, mitm: encrypted && code == .insufficientAuthentication,
+                                    force: encrypted && code != .insufficientEncryption)
+            return try await runOnce(procedure, on: link)
+        }
+    }
+
+    private func runOnce<P: GATTProcedure>(_ procedure: P, on link: LinkID) async throws -> P.Output {
         var procedure = procedure
         var step = try procedure.start()
         while true {

@@ -195,8 +195,7 @@ extension HCIHost {
             links[e.handle] = link
             publish(.connectionUpdated(link.connection))
         case .longTermKeyRequest(let e):
-            // No pairing yet, so no keys: refuse. Core 5.4, Vol 3, Part H, 2.4.4.
-            await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: e.handle))
+            await longTermKeyRequested(handle: e.handle, ediv: e.encryptedDiversifier, rand: e.randomNumber)
         case .readRemoteFeaturesComplete, .dataLengthChange, .unknown:
             break
         }
@@ -224,9 +223,14 @@ extension HCIHost {
         lastLinkID += 1
         let connection = HostConnection(link: LinkID(rawValue: lastLinkID), handle: handle, role: role, peer: peer, interval: interval, latency: latency,
                                         supervisionTimeout: timeout)
-        links[handle] = Link(connection: connection,
-                             reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength),
-                             l2cap: makeL2CAPManager(role: role))
+        var link = Link(connection: connection,
+                        reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength),
+                        l2cap: makeL2CAPManager(role: role))
+        if let bond = bond(with: peer) {
+            link.security.current.isBonded = true
+            link.security.current.peerIdentity = bond.peer
+        }
+        links[handle] = link
         if role == .central { completeInitiation(.success(connection)) }
         publish(.connected(connection))
     }

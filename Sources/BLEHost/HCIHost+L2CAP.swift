@@ -133,7 +133,7 @@ extension HCIHost {
     }
 
     /// A payload the link's L2CAP manager delivered on a fixed channel: to its consumer, or kept until one opens it
-    /// (ATT), or answered by the host (SMP, until pairing exists).
+    /// (ATT), or handed back for the host's Security Manager (SMP).
     func deliverFixed(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) -> [UInt8]? {
         guard var link = links[handle] else { return nil }
         if let continuation = link.channels[channel] {
@@ -174,21 +174,5 @@ extension HCIHost {
         }
         links[handle] = link
         await performL2CAP(actions, handle: handle)
-    }
-
-    // MARK: SMP until pairing exists (Core 5.4, Vol 3, Part H, 3.5.5)
-
-    func answerSMP(_ payload: [UInt8], handle: ConnectionHandle) async {
-        let reason: SMPPairingFailedReason
-        do {
-            switch try SMPPDU(bytes: payload) {
-            case .pairingFailed: return
-            case .unknown: reason = .commandNotSupported
-            default: reason = .pairingNotSupported
-            }
-        } catch {
-            reason = .invalidParameters
-        }
-        await enqueueL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: handle)
     }
 }

@@ -308,7 +308,7 @@ extension HCIHost {
                                                        intervalMax: request.intervalMax, maxLatency: request.latency,
                                                        supervisionTimeout: request.timeout))
         }
-        for payload in smp { await answerSMP(payload, handle: handle) }
+        for payload in smp { await receiveSMP(payload, handle: handle) }
     }
 
     private func channelOpened(_ info: L2CAPChannelInfo, handle: ConnectionHandle, link: LinkID) {

@@ -19,7 +19,10 @@ public actor HCIHost {
         /// How long an L2CAP signaling request (opening or closing a credit based channel, a connection parameter
         /// update request) waits for its response: the RTX timer, 1–60 s in the specification.
         public var l2capSignalingTimeout: Duration = .seconds(30)
-        /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs, 30 s L2CAP signaling timeout.
+        /// Pairing, encryption and bonding.
+        public var security = SecurityConfiguration()
+        /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs, 30 s L2CAP signaling timeout, the default
+        /// ``SecurityConfiguration``.
         public init() {}
     }
 
@@ -39,6 +42,8 @@ public actor HCIHost {
         var openWaiters: [L2CAPChannelID: CheckedContinuation<L2CAPChannel, any Error>] = [:]
         /// Outcomes that arrived before their caller waited.
         var openOutcomes: [L2CAPChannelID: Result<L2CAPChannel, any Error>] = [:]
+        /// Pairing and encryption on this link.
+        var security = LinkSecurityState()
     }
 
     let transport: any HCITransport
@@ -77,6 +82,14 @@ public actor HCIHost {
     var reader: Task<Void, Never>?
     /// The GATT engine of this host's links, while someone holds it (see ``gattEngine()``).
     weak var sharedEngine: GATTEngine?
+    /// The user's part in pairing.
+    var pairingAgent: any PairingAgent = AutomaticPairingAgent()
+    /// The growing delay between failed pairings, per peer. Core 5.4, Vol 3, Part H, 2.3.6.
+    var pairingAttempts = SMPAttemptLimiter<LEAddress>()
+    /// The Security Manager timer of each link.
+    var smpTimers: [LinkID: Task<Void, Never>] = [:]
+    /// The origin of the monotonic readings given to ``pairingAttempts``.
+    let clockOrigin = ContinuousClock.now
 
     /// The adapter state.
     public internal(set) var state: AdapterState = .unknown
@@ -341,10 +354,13 @@ public actor HCIHost {
             if let link = links.removeValue(forKey: e.handle) {
                 for continuation in link.channels.values { continuation.finish() }
                 closeL2CAP(link)
+                closeSecurity(link)
                 publish(.disconnected(link.connection, reason: e.reason))
             }
         case .encryptionChange(let e):
-            publish(.encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0))
+            await encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0)
+        case .encryptionKeyRefreshComplete(let e):
+            await encryptionChanged(handle: e.handle, status: e.status, enabled: true)
         case .hardwareError(let e):
             logger.error("controller hardware error 0x\([e.hardwareCode].hexString()); resetting")
             await recoverFromHardwareError()
@@ -352,7 +368,7 @@ public actor HCIHost {
             logger.error("controller reports an ACL buffer overflow")
         case .le(let le):
             await handleLE(le)
-        case .commandComplete, .commandStatus, .encryptionKeyRefreshComplete, .unknown:
+        case .commandComplete, .commandStatus, .unknown:
             break
         }
     }
@@ -361,6 +377,7 @@ public actor HCIHost {
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
             closeL2CAP(link)
+            closeSecurity(link)
             publish(.disconnected(link.connection, reason: .hardwareFailure))
         }
         links = [:]
@@ -389,6 +406,7 @@ public actor HCIHost {
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
             closeL2CAP(link)
+            closeSecurity(link)
             publish(.disconnected(link.connection, reason: .connectionTimeout))
         }
         links = [:]

@@ -132,4 +132,12 @@ public enum HostEvent: Sendable, Hashable {
     case connectionUpdated(HostConnection)
     /// Encryption changed.
     case encryptionChanged(handle: ConnectionHandle, status: HCIStatus, enabled: Bool)
+    /// A link's security changed: it got encrypted (by pairing, or with a bond's key), or a bond was made.
+    case securityChanged(HostConnection, LinkSecurity)
+    /// A pairing on the link succeeded.
+    case pairingCompleted(HostConnection, PairingOutcome)
+    /// A pairing on the link failed.
+    case pairingFailed(HostConnection, SMPPairingFailure)
+    /// This side shows a passkey for the peer's user to type (also handed to the pairing agent).
+    case passkeyDisplayed(HostConnection, UInt32)
 }

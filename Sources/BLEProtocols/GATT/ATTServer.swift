@@ -10,6 +10,17 @@ public struct ATTServerConnection: Sendable {
     public var isEncrypted = false
     /// Whether the link is encrypted with an authenticated key.
     public var isAuthenticated = false
+    /// Whether the link's key comes from LE Secure Connections.
+    public var isSecureConnections = false
+    /// The encryption key size of the link, in octets.
+    public var keySize = 16
+    /// Whether this side holds a key for the client (a bond): an unencrypted link then answers Insufficient
+    /// Encryption, since the client can encrypt; without a key Insufficient Authentication (pair first).
+    /// Core 5.4, Vol 3, Part C, 10.3.1.
+    public var hasLongTermKey = false
+    /// The smallest key size the server accepts for attributes that need encryption (Insufficient Encryption Key
+    /// Size below it).
+    public var minimumKeySize = 16
     /// CCCD bits per characteristic value handle (bit 0 notify, bit 1 indicate).
     public internal(set) var clientConfigurations: [AttributeHandle: UInt16] = [:]
     /// Most prepared writes queued at once; more answer Prepare Queue Full.
@@ -68,6 +79,15 @@ public enum ATTServer {
             self.response = response
             self.events = events
             self.pending = pending
+        }
+
+        /// Whether the response is an Error Response refusing for the link's security (Insufficient Authentication,
+        /// Insufficient Encryption, Encryption Key Size Too Short): a host whose view of the link's security may lag
+        /// checks it and handles the PDU again.
+        public var refusesForSecurity: Bool {
+            guard let response, response.count == 5, response[0] == ATTOpcode.errorResponse.rawValue else { return false }
+            let code = ATTErrorCode(rawValue: response[4])
+            return code == .insufficientAuthentication || code == .insufficientEncryption || code == .encryptionKeySizeTooShort
         }
     }
 
@@ -148,18 +168,22 @@ public enum ATTServer {
         .errorResponse(.init(requestOpcode: opcode, handle: handle, error: code))
     }
 
-    /// The security error for reading (`write == false`) or writing an attribute, if any.
+    /// The access error for reading (`write == false`) or writing an attribute, if any. Core 5.4, Vol 3, Part C,
+    /// 10.3.1 and Part F, 4: an unencrypted link answers Insufficient Authentication when the server holds no key for
+    /// the client (it must pair; this does not mean MITM is required) and Insufficient Encryption when it does;
+    /// an encrypted link whose key is unauthenticated (or not Secure Connections, where required) answers Insufficient
+    /// Authentication; a key shorter than the server's minimum answers Insufficient Encryption Key Size.
     static func accessError(_ a: GATTAttribute, write: Bool, _ c: ATTServerConnection) -> ATTErrorCode? {
         let p = a.permissions
-        if write {
-            guard p.contains(.writeable) else { return .writeNotPermitted }
-            if p.contains(.writeAuthenticationRequired), !c.isAuthenticated { return .insufficientAuthentication }
-            if p.contains(.writeEncryptionRequired), !c.isEncrypted { return .insufficientEncryption }
-        } else {
-            guard p.contains(.readable) else { return .readNotPermitted }
-            if p.contains(.readAuthenticationRequired), !c.isAuthenticated { return .insufficientAuthentication }
-            if p.contains(.readEncryptionRequired), !c.isEncrypted { return .insufficientEncryption }
-        }
+        guard p.contains(write ? .writeable : .readable) else { return write ? .writeNotPermitted : .readNotPermitted }
+        let authentication = p.contains(write ? .writeAuthenticationRequired : .readAuthenticationRequired)
+        let secureConnections = p.contains(.secureConnectionsRequired)
+        let encryption = authentication || secureConnections || p.contains(write ? .writeEncryptionRequired : .readEncryptionRequired)
+        guard encryption else { return nil }
+        guard c.isEncrypted else { return c.hasLongTermKey ? .insufficientEncryption : .insufficientAuthentication }
+        if (authentication || secureConnections) && !c.isAuthenticated { return .insufficientAuthentication }
+        if secureConnections && !c.isSecureConnections { return .insufficientAuthentication }
+        if c.keySize < c.minimumKeySize { return .encryptionKeySizeTooShort }
         return nil
     }
 

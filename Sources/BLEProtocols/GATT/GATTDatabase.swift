@@ -38,6 +38,8 @@ public struct GATTPermissions: OptionSet, Hashable, Sendable {
     public static let readAuthenticationRequired = GATTPermissions(rawValue: 0x10)
     /// Writing needs an authenticated encrypted link.
     public static let writeAuthenticationRequired = GATTPermissions(rawValue: 0x20)
+    /// Reading and writing need an authenticated LE Secure Connections key (LE security mode 1 level 4).
+    public static let secureConnectionsRequired = GATTPermissions(rawValue: 0x40)
 }
 
 /// Where an attribute's value comes from.

@@ -75,6 +75,10 @@ public struct SMPPairing: Sendable {
         public var refusal: SMPPairingFailedReason?
         /// The Security Manager timer (30 s in the specification). Core 5.4, Vol 3, Part H, 3.4.
         public var timeout: Duration
+        /// A fixed passkey this side displays instead of a random one (a device with a printed passkey). The
+        /// specification asks for a new random passkey per pairing (Core 5.4, Vol 3, Part H, 2.3.5.3): a fixed one
+        /// protects only as long as it stays secret.
+        public var fixedPasskey: UInt32?
 
         /// A configuration; by default Just Works capable, bonding, Secure Connections, 16-octet keys.
         public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
@@ -82,7 +86,7 @@ public struct SMPPairing: Sendable {
                     maximumKeySize: UInt8 = 16, distributeEncryptionKey: Bool = true,
                     requestedPeerKeys: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey],
                     identity: SMPIdentity? = nil, signatureKey: [UInt8]? = nil, oob: SMPOOBData? = nil,
-                    refusal: SMPPairingFailedReason? = nil, timeout: Duration = .seconds(30)) {
+                    refusal: SMPPairingFailedReason? = nil, timeout: Duration = .seconds(30), fixedPasskey: UInt32? = nil) {
             self.ioCapability = ioCapability
             self.bonding = bonding
             self.mitm = mitm
@@ -97,6 +101,7 @@ public struct SMPPairing: Sendable {
             self.oob = oob
             self.refusal = refusal
             self.timeout = timeout
+            self.fixedPasskey = fixedPasskey.map { $0 % 1_000_000 }
         }
 
         /// The keys this side offers to distribute.
@@ -195,6 +200,15 @@ public struct SMPPairing: Sendable {
     public var isFinished: Bool { phase == .complete || phase == .failed }
     /// The method, once phase 1 chose it.
     public var method: SMPPairingMethod? { phase == .idle || phase == .securityRequested || phase == .awaitingPairingResponse ? nil : session.method }
+
+    /// The negotiated encryption key size, once phase 1 chose it (what the encrypted link must report).
+    public var keySize: Int? { method == nil ? nil : session.keySize }
+    /// The security the link will have once encrypted with this pairing's key, once phase 1 chose the method.
+    public var securityLevel: SMPSecurityLevel? {
+        method.map { SMPSecurityLevel(secureConnections: session.secureConnections, authenticated: $0.isAuthenticated, keySize: session.keySize) }
+    }
+    /// Whether the pairing waits for the user's passkey or numeric comparison answer.
+    public var isWaitingForUser: Bool { session.awaitingPasskey || session.awaitingNumericComparison }
 
     /// The X coordinate of the debug public key (most significant octet first). Core 5.4, Vol 3, Part H, 2.3.5.6.1.
     public static let debugPublicKeyX: [UInt8] = [
@@ -433,7 +447,7 @@ public struct SMPPairing: Sendable {
             session.awaitingPasskey = true
             return [.requestPasskey]
         }
-        let passkey = newPasskey()
+        let passkey = configuration.fixedPasskey ?? newPasskey()
         session.passkey = passkey
         session.tk = Self.passkeyValue(passkey)
         return [.displayPasskey(passkey)]

@@ -1,0 +1,544 @@
+import BLEProtocols
+import BLEWire
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Pairing and encryption state of one link.
+struct LinkSecurityState {
+    /// The pairing under way (or the last one, finished).
+    var pairing: SMPPairing?
+    /// The Security Manager timed out on this link: nothing more is sent or accepted on SMP. Core 5.4, Vol 3, Part H, 3.4.
+    var timedOut = false
+    /// SMP PDUs held while the pairing agent decides whether to accept the peer's Pairing Request.
+    var backlog: [[UInt8]]?
+    /// Responder: the key the pairing produced, for the controller's LE Long Term Key Request.
+    var responderKey: [UInt8]?
+    /// Responder: the controller asked for the key before the pairing produced it.
+    var keyRequested = false
+    /// What the link's security becomes when the encryption under way succeeds.
+    var pending: SMPSecurityLevel?
+    /// Whether the encryption under way uses a bond's key (no pairing).
+    var pendingFromBond = false
+    /// An encryption (LE Enable Encryption as central, or an answered LTK request as peripheral) is under way.
+    var encrypting = false
+    /// The link's security now.
+    var current = LinkSecurity()
+    /// Callers of ``HCIHost/pair(_:mitm:force:)`` waiting for the outcome.
+    var waiters: [CheckedContinuation<LinkSecurity, any Error>] = []
+
+    /// Whether a pairing or an encryption is under way.
+    var isBusy: Bool { encrypting || backlog != nil || pairing.map { !$0.isFinished } == true }
+}
+
+/// The Security Manager on the SMP fixed channel (CID 0x0006) of every link, LE encryption, and bonds.
+/// Core 5.4, Vol 3, Part H (SMP), Vol 4, Part E, 7.8.24–7.8.26 (encryption commands), Vol 3, Part C, 9.4 (bonding).
+///
+/// One ``SMPPairing`` per pairing, fed from the reader; its actions are carried out here: PDUs queued without
+/// waiting, the Security Manager timer as a task, the pairing agent asked from a task of its own (the reader never
+/// waits for the user), LE Enable Encryption (central) or the LTK request's reply (peripheral), bonds written to the
+/// configured ``BondStore``.
+extension HCIHost {
+    /// Sets the agent that answers for the user during pairing (consent, passkeys, numeric comparison).
+    public func setPairingAgent(_ agent: any PairingAgent) { pairingAgent = agent }
+
+    /// The bond store of this host.
+    public nonisolated var bondStore: any BondStore { configuration.security.bondStore }
+
+    /// The security of `connection`'s link; `nil` when it is down.
+    public func security(of connection: HostConnection) -> LinkSecurity? {
+        guard let link = links[connection.handle], link.connection.link == connection.link else { return nil }
+        return link.security.current
+    }
+
+    /// Secures `connection`'s link and returns its security.
+    ///
+    /// As central: a link encrypted well enough is returned as it is; with a bond the link is encrypted with the
+    /// stored key (no pairing); otherwise this side pairs (Pairing Request). As peripheral: sends a Security Request
+    /// and waits for the central to encrypt or pair. `mitm` asks for an authenticated key (a Just Works bond or link
+    /// does not do); `force` pairs again even when encrypted or bonded.
+    ///
+    /// Throws ``SecurityError``: the pairing failed (with the reason sent or received), the bond's key was refused by
+    /// the peer (it lost the bond: 0x06 PIN or Key Missing; the link stays unencrypted), the link went down, or the
+    /// Security Manager timed out on this link before.
+    public func pair(_ connection: HostConnection, mitm: Bool = false, force: Bool = false) async throws -> LinkSecurity {
+        guard let link = links[connection.handle], link.connection.link == connection.link else {
+            throw SecurityError(.disconnected, "no connection with handle \(connection.handle)")
+        }
+        guard !link.security.timedOut else {
+            throw SecurityError(.timedOut, "the Security Manager timed out on this link: pairing needs a new link")
+        }
+        let wantsMITM = mitm || configuration.security.mitm
+        if !force, let level = link.security.current.level, !wantsMITM || level.authenticated { return link.security.current }
+        if !link.security.isBusy {
+            if connection.role == .central, !force, let bond = bond(with: connection.peer), let key = bond.peerKey,
+               !wantsMITM || bond.security.authenticated {
+                try await encrypt(connection, with: key, security: bond.security)
+            } else {
+                startPairing(on: connection, mitm: wantsMITM)
+                await performSMP(startedPairingActions(on: connection), on: connection)
+            }
+        }
+        guard links[connection.handle]?.connection.link == connection.link else {
+            throw SecurityError(.disconnected, "the link went down")
+        }
+        return try await withCheckedThrowingContinuation { addSecurityWaiter($0, on: connection) }
+    }
+
+    /// Starts the link's new pairing machine: the initiator's Pairing Request, or the responder's Security Request.
+    private func startedPairingActions(on connection: HostConnection) -> [SMPPairing.Action] {
+        guard var link = links[connection.handle], var pairing = link.security.pairing else { return [] }
+        let actions = pairing.start()
+        link.security.pairing = pairing
+        links[connection.handle] = link
+        return actions
+    }
+
+    private func addSecurityWaiter(_ waiter: CheckedContinuation<LinkSecurity, any Error>, on connection: HostConnection) {
+        guard var link = links[connection.handle], link.connection.link == connection.link else {
+            waiter.resume(throwing: SecurityError(.disconnected, "the link went down"))
+            return
+        }
+        link.security.waiters.append(waiter)
+        links[connection.handle] = link
+    }
+
+    /// Central: starts encryption with a bond's key (LE Enable Encryption); the outcome arrives as Encryption Change.
+    private func encrypt(_ connection: HostConnection, with key: BondKey, security: SMPSecurityLevel) async throws {
+        links[connection.handle]?.security.encrypting = true
+        links[connection.handle]?.security.pending = security
+        links[connection.handle]?.security.pendingFromBond = true
+        do {
+            _ = try await send(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand, encryptedDiversifier: key.ediv,
+                                                     longTermKey: SMPCrypto.wire(key.longTermKey)))
+        } catch {
+            if links[connection.handle]?.connection.link == connection.link {
+                links[connection.handle]?.security.encrypting = false
+                links[connection.handle]?.security.pending = nil
+            }
+            throw error
+        }
+    }
+
+    // MARK: Bonds
+
+    /// This side's identity address (bonds belong to it).
+    var localIdentity: LEAddress? { ownAddress }
+
+    /// The bond with `peer` (its identity address, or a resolvable private address one of the bonds' IRKs resolves).
+    func bond(with peer: LEAddress) -> Bond? {
+        guard let local = localIdentity else { return nil }
+        let bonds: [Bond]
+        do {
+            bonds = try configuration.security.bondStore.bonds(local: local)
+        } catch {
+            logger.warning("bond store: \(error)")
+            return nil
+        }
+        if let bond = bonds.first(where: { $0.peer == peer }) { return bond }
+        return bonds.first { bond in bond.peerIdentityResolvingKey.map { Self.resolves(peer, irk: $0) } == true }
+    }
+
+    /// Whether `address` is a resolvable private address made with `irk`. Core 5.4, Vol 6, Part B, 1.3.2.3.
+    static func resolves(_ address: LEAddress, irk: [UInt8]) -> Bool {
+        let bytes = address.address.bytes
+        guard address.type == .random, bytes.count == 6, bytes[0] & 0xC0 == 0x40,
+              let hash = try? SMPCrypto.ah(irk: irk, prand: Array(bytes[0..<3])) else { return false }
+        return hash == Array(bytes[3..<6])
+    }
+
+    /// Removes the bonds with `peer` (its identity address) from the bond store; links with it count as unbonded
+    /// from now on (their current encryption stays). Returns how many bonds went.
+    @discardableResult
+    public func removeBond(with peer: LEAddress) throws(BondStoreError) -> Int {
+        let removed = try configuration.security.bondStore.removeBonds(peer: peer, local: localIdentity)
+        for (handle, link) in links where link.connection.peer == peer || link.security.current.peerIdentity == peer {
+            links[handle]?.security.current.isBonded = false
+            if let security = links[handle]?.security.current { publish(.securityChanged(link.connection, security)) }
+        }
+        return removed
+    }
+
+    /// This side's IRK, created and stored on first use.
+    func localIdentityResolvingKey() -> [UInt8]? {
+        guard let local = localIdentity else { return nil }
+        let store = configuration.security.bondStore
+        if let key = try? store.identityResolvingKey(local: local), key.count == 16 { return key }
+        let key = Self.secureRandom(16)
+        do {
+            try store.setIdentityResolvingKey(key, local: local)
+        } catch {
+            logger.warning("bond store: \(error)")
+            return nil
+        }
+        return key
+    }
+
+    /// `count` octets from the system's cryptographically secure generator.
+    static func secureRandom(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    /// The peer as the attempt limiter knows it: its identity when known.
+    private func limiterKey(_ link: Link) -> LEAddress { link.security.current.peerIdentity ?? link.connection.peer }
+
+    private var now: Duration { ContinuousClock.now - clockOrigin }
+
+    // MARK: Starting pairings
+
+    /// A new pairing machine for `connection`, stored on its link (replacing a finished one).
+    @discardableResult
+    private func startPairing(on connection: HostConnection, mitm: Bool = false) -> Bool {
+        guard var link = links[connection.handle], let local = ownAddress else { return false }
+        let settings = configuration.security
+        var configuration = SMPPairing.Configuration(
+            ioCapability: settings.ioCapability, bonding: settings.bonding, mitm: settings.mitm || mitm,
+            secureConnections: settings.secureConnections, secureConnectionsOnly: settings.secureConnectionsOnly,
+            minimumKeySize: settings.minimumKeySize, timeout: settings.timeout, fixedPasskey: settings.fixedPasskey)
+        if settings.bonding, let irk = localIdentityResolvingKey() {
+            configuration.identity = SMPIdentity(identityResolvingKey: irk, address: local)
+        }
+        if !pairingAttempts.mayPair(limiterKey(link), now: now) { configuration.refusal = .repeatedAttempts }
+        guard let keyPair = Self.newKeyPair() else { return false }
+        let central = connection.role == .central
+        link.security.pairing = SMPPairing(role: central ? .initiator : .responder, configuration: configuration,
+                                           initiatorAddress: central ? local : connection.peer,
+                                           responderAddress: central ? connection.peer : local,
+                                           keyPair: keyPair, random: { Self.secureRandom($0) })
+        link.security.responderKey = nil
+        link.security.keyRequested = false
+        links[connection.handle] = link
+        return true
+    }
+
+    /// A fresh P-256 key pair (a private key from 32 random octets; retried in the rare case they exceed the order).
+    private static func newKeyPair() -> SMPKeyPair? {
+        for _ in 0..<8 {
+            if let pair = try? SMPKeyPair(privateKey: secureRandom(32)) { return pair }
+        }
+        return nil
+    }
+
+    // MARK: The SMP channel
+
+    /// A PDU from a link's SMP channel.
+    func receiveSMP(_ payload: [UInt8], handle: ConnectionHandle) async {
+        guard var link = links[handle] else { return }
+        let connection = link.connection
+        // After the timeout nothing more is accepted on this link. Core 5.4, Vol 3, Part H, 3.4.
+        guard !link.security.timedOut else { return }
+        if var backlog = link.security.backlog {
+            if backlog.count < 8 { backlog.append(payload) }
+            link.security.backlog = backlog
+            links[handle] = link
+            return
+        }
+        if link.security.pairing?.isFinished != false {
+            let code = payload.first.map { SMPCode(rawValue: $0) }
+            switch (connection.role, code) {
+            case (_, SMPCode.pairingFailed?):
+                return  // nothing under way to fail
+            case (.central, SMPCode.securityRequest?):
+                await answerSecurityRequest(payload, on: connection)
+                return
+            case (.peripheral, SMPCode.pairingRequest?):
+                // A new pairing from the central: the agent consents first (the reader does not wait for it).
+                link.security.backlog = [payload]
+                links[handle] = link
+                let agent = pairingAgent
+                let peer = connection.peer
+                Task { [weak self] in
+                    let accepted = await agent.acceptPairing(from: peer)
+                    await self?.pairingConsent(accepted, on: connection)
+                }
+                return
+            default:
+                // Out of sequence, unknown or malformed: a machine of the link's role answers as the specification
+                // says (Unspecified Reason, Command Not Supported, Invalid Parameters), and the link's state stays.
+                guard startPairing(on: connection) else { return }
+            }
+        }
+        await feedSMP(payload, on: connection)
+    }
+
+    private func feedSMP(_ payload: [UInt8], on connection: HostConnection) async {
+        guard var link = links[connection.handle], link.connection.link == connection.link, var pairing = link.security.pairing else { return }
+        let actions = pairing.receive(payload)
+        link.security.pairing = pairing
+        links[connection.handle] = link
+        await performSMP(actions, on: connection)
+    }
+
+    /// Central: a peripheral's Security Request. Core 5.4, Vol 3, Part H, 2.4.6: encrypt with the bond when it is
+    /// strong enough, else pair; a central that does not answer them refuses with Pairing Not Supported.
+    private func answerSecurityRequest(_ payload: [UInt8], on connection: HostConnection) async {
+        guard let link = links[connection.handle] else { return }
+        guard case .securityRequest(let auth)? = try? SMPPDU(bytes: payload) else {
+            await enqueueL2CAP(SMPPDU.pairingFailed(.invalidParameters).encoded, channel: .smp, handle: connection.handle)
+            return
+        }
+        guard configuration.security.answersSecurityRequests else {
+            await enqueueL2CAP(SMPPDU.pairingFailed(.pairingNotSupported).encoded, channel: .smp, handle: connection.handle)
+            return
+        }
+        let mitm = auth.contains(.mitm)
+        if let level = link.security.current.level, !mitm || level.authenticated { return }
+        guard !link.security.encrypting else { return }
+        if let bond = bond(with: connection.peer), let key = bond.peerKey, !mitm || bond.security.authenticated {
+            links[connection.handle]?.security.encrypting = true
+            links[connection.handle]?.security.pending = bond.security
+            links[connection.handle]?.security.pendingFromBond = true
+            await submitDetached(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand, encryptedDiversifier: key.ediv,
+                                                       longTermKey: SMPCrypto.wire(key.longTermKey)))
+            return
+        }
+        guard startPairing(on: connection, mitm: mitm) else { return }
+        await feedSMP(payload, on: connection)
+    }
+
+    /// The agent answered whether to accept the central's Pairing Request.
+    private func pairingConsent(_ accepted: Bool, on connection: HostConnection) async {
+        guard var link = links[connection.handle], link.connection.link == connection.link, let backlog = link.security.backlog else { return }
+        link.security.backlog = nil
+        links[connection.handle] = link
+        guard accepted else {
+            await enqueueL2CAP(SMPPDU.pairingFailed(.pairingNotSupported).encoded, channel: .smp, handle: connection.handle)
+            publish(.pairingFailed(connection, .sent(.pairingNotSupported)))
+            return
+        }
+        guard startPairing(on: connection) else { return }
+        for payload in backlog { await feedSMP(payload, on: connection) }
+    }
+
+    /// The user answered (a passkey, a comparison).
+    private func userAnswered(on connection: HostConnection, _ answer: (inout SMPPairing) -> [SMPPairing.Action]) async {
+        guard var link = links[connection.handle], link.connection.link == connection.link, var pairing = link.security.pairing else { return }
+        let actions = answer(&pairing)
+        link.security.pairing = pairing
+        links[connection.handle] = link
+        await performSMP(actions, on: connection)
+    }
+
+    private func smpTimerFired(on connection: HostConnection) async {
+        smpTimers[connection.link] = nil
+        guard var link = links[connection.handle], link.connection.link == connection.link, var pairing = link.security.pairing else { return }
+        let actions = pairing.timerFired()
+        link.security.pairing = pairing
+        links[connection.handle] = link
+        await performSMP(actions, on: connection)
+    }
+
+    /// Carries out a pairing's actions, in order, without waiting for anything but the transport.
+    func performSMP(_ actions: [SMPPairing.Action], on connection: HostConnection) async {
+        let handle = connection.handle
+        for action in actions {
+            guard links[handle]?.connection.link == connection.link else { return }
+            switch action {
+            case .send(let pdu):
+                await enqueueL2CAP(pdu.encoded, channel: .smp, handle: handle)
+            case .startTimer(let duration):
+                smpTimers.removeValue(forKey: connection.link)?.cancel()
+                smpTimers[connection.link] = Task { [weak self] in
+                    try? await Task.sleep(for: duration)
+                    guard !Task.isCancelled else { return }
+                    await self?.smpTimerFired(on: connection)
+                }
+            case .cancelTimer:
+                smpTimers.removeValue(forKey: connection.link)?.cancel()
+            case .displayPasskey(let passkey):
+                publish(.passkeyDisplayed(connection, passkey))
+                let agent = pairingAgent
+                Task { await agent.displayPasskey(passkey, for: connection.peer) }
+            case .requestPasskey:
+                let agent = pairingAgent
+                Task { [weak self] in
+                    let passkey = await agent.enterPasskey(for: connection.peer)
+                    await self?.userAnswered(on: connection) { $0.passkeyEntered(passkey) }
+                }
+            case .confirmNumber(let number):
+                let agent = pairingAgent
+                Task { [weak self] in
+                    let confirmed = await agent.confirmNumber(number, for: connection.peer)
+                    await self?.userAnswered(on: connection) { $0.numericComparisonConfirmed(confirmed) }
+                }
+            case .startEncryption(let key, let ediv, let rand):
+                let level = links[handle]?.security.pairing?.securityLevel
+                links[handle]?.security.encrypting = true
+                links[handle]?.security.pending = level
+                links[handle]?.security.pendingFromBond = false
+                await submitDetached(HCILEEnableEncryption(handle: handle, randomNumber: rand, encryptedDiversifier: ediv,
+                                                           longTermKey: SMPCrypto.wire(key)))
+            case .provideLongTermKey(let key):
+                links[handle]?.security.responderKey = key
+                if links[handle]?.security.keyRequested == true {
+                    links[handle]?.security.keyRequested = false
+                    await replyLongTermKey(key, handle: handle, level: links[handle]?.security.pairing?.securityLevel, fromBond: false)
+                }
+            case .complete(let result):
+                pairingSucceeded(result, on: connection)
+            case .fail(let failure):
+                pairingFailed(failure, on: connection)
+            }
+        }
+    }
+
+    private func pairingSucceeded(_ result: SMPPairingResult, on connection: HostConnection) {
+        guard var link = links[connection.handle] else { return }
+        pairingAttempts.recordSuccess(limiterKey(link))
+        let identity = result.peer.identityAddress ?? link.security.current.peerIdentity ?? connection.peer
+        var bonded = false
+        if result.bonding, configuration.security.bonding, !result.debugKey, let local = localIdentity {
+            let peerKey: BondKey?
+            let localKey: BondKey?
+            if let key = result.longTermKey {
+                peerKey = BondKey(longTermKey: key)
+                localKey = BondKey(longTermKey: key)
+            } else {
+                peerKey = result.peer.longTermKey.map { BondKey(longTermKey: $0, ediv: result.peer.ediv, rand: result.peer.rand) }
+                localKey = result.local.longTermKey.map { BondKey(longTermKey: $0, ediv: result.local.ediv, rand: result.local.rand) }
+            }
+            let bond = Bond(local: local, peer: identity, peerKey: peerKey, localKey: localKey,
+                            peerIdentityResolvingKey: result.peer.identityResolvingKey, peerSignatureKey: result.peer.signatureKey,
+                            security: result.security, created: Self.secondsSince1970())
+            do {
+                if identity != connection.peer { try configuration.security.bondStore.removeBonds(peer: connection.peer, local: local) }
+                try configuration.security.bondStore.save(bond)
+                bonded = true
+            } catch {
+                logger.warning("bond store: could not store the bond with \(identity): \(error)")
+            }
+        }
+        link.security.current.isBonded = bonded || link.security.current.isBonded
+        link.security.current.peerIdentity = identity
+        let waiters = link.security.waiters
+        link.security.waiters = []
+        links[connection.handle] = link
+        publish(.pairingCompleted(connection, PairingOutcome(method: result.method, security: result.security, bonded: bonded,
+                                                             peerIdentity: identity)))
+        publish(.securityChanged(connection, link.security.current))
+        for waiter in waiters { waiter.resume(returning: link.security.current) }
+    }
+
+    private func pairingFailed(_ failure: SMPPairingFailure, on connection: HostConnection) {
+        guard var link = links[connection.handle] else { return }
+        pairingAttempts.recordFailure(limiterKey(link), now: now)
+        if failure == .timeout { link.security.timedOut = true }
+        link.security.responderKey = nil
+        let waiters = link.security.waiters
+        link.security.waiters = []
+        links[connection.handle] = link
+        publish(.pairingFailed(connection, failure))
+        for waiter in waiters { waiter.resume(throwing: SecurityError(.pairingFailed(failure), "pairing with \(connection.peer) failed: \(failure.reasonText)")) }
+    }
+
+    // MARK: Encryption
+
+    /// Peripheral: the controller asks for the key the central encrypts with. The pairing's key, or the bond's when
+    /// EDIV and Rand match; otherwise (no pairing finished, no bond, an all-zero key) a negative reply.
+    /// Core 5.4, Vol 3, Part H, 2.4.4.
+    func longTermKeyRequested(handle: ConnectionHandle, ediv: UInt16, rand: UInt64) async {
+        guard let link = links[handle], link.connection.role == .peripheral else {
+            await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
+            return
+        }
+        // A pairing past phase 1 gives its key (now, or when it has produced it). Before that (only a Security
+        // Request sent) the central may answer with a bond's key.
+        if let pairing = link.security.pairing, !pairing.isFinished, pairing.method != nil {
+            if let key = link.security.responderKey {
+                await replyLongTermKey(key, handle: handle, level: pairing.securityLevel, fromBond: false)
+            } else {
+                links[handle]?.security.keyRequested = true
+            }
+            return
+        }
+        if let bond = bond(with: link.connection.peer), let key = bond.localKey, key.ediv == ediv, key.rand == rand {
+            await replyLongTermKey(key.longTermKey, handle: handle, level: bond.security, fromBond: true)
+        } else {
+            await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
+        }
+    }
+
+    private func replyLongTermKey(_ key: [UInt8], handle: ConnectionHandle, level: SMPSecurityLevel?, fromBond: Bool) async {
+        guard key.count == 16, key.contains(where: { $0 != 0 }) else {
+            await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
+            return
+        }
+        links[handle]?.security.encrypting = true
+        links[handle]?.security.pending = level
+        links[handle]?.security.pendingFromBond = fromBond
+        await submitDetached(HCILELongTermKeyRequestReply(handle: handle, longTermKey: SMPCrypto.wire(key)))
+    }
+
+    /// Encryption Change or Encryption Key Refresh Complete.
+    func encryptionChanged(handle: ConnectionHandle, status: HCIStatus, enabled: Bool) async {
+        publish(.encryptionChanged(handle: handle, status: status, enabled: enabled))
+        guard var link = links[handle] else { return }
+        let connection = link.connection
+        let success = status == .success && enabled
+        let fromBond = link.security.pendingFromBond
+        if success {
+            // Encryption nobody here started (a test driving HCI itself) is counted as unauthenticated.
+            link.security.current.level = link.security.pending ?? link.security.current.level
+                ?? SMPSecurityLevel(secureConnections: false, authenticated: false, keySize: 16)
+        } else if status == .success {
+            link.security.current.level = nil
+        }
+        link.security.encrypting = false
+        link.security.pending = nil
+        link.security.pendingFromBond = false
+        var actions: [SMPPairing.Action] = []
+        if fromBond, success, let pairing = link.security.pairing, !pairing.isFinished, pairing.method == nil {
+            // A Security Request (or Pairing Request) this side sent was answered with the bond's key: no pairing.
+            link.security.pairing = nil
+            smpTimers.removeValue(forKey: connection.link)?.cancel()
+        }
+        if var pairing = link.security.pairing, !pairing.isFinished {
+            actions = pairing.encryptionChanged(success: success, keySize: pairing.keySize ?? 16)
+            link.security.pairing = pairing
+        }
+        var waiters: [CheckedContinuation<LinkSecurity, any Error>] = []
+        if fromBond || link.security.pairing?.isFinished != false {
+            waiters = link.security.waiters
+            link.security.waiters = []
+        }
+        links[handle] = link
+        if success { publish(.securityChanged(connection, link.security.current)) }
+        for waiter in waiters {
+            if success {
+                waiter.resume(returning: link.security.current)
+            } else {
+                waiter.resume(throwing: SecurityError(.encryptionFailed(status), "encrypting the link with \(connection.peer) failed: \(status)"))
+            }
+        }
+        await performSMP(actions, on: connection)
+    }
+
+    /// A link went down: its timer stops and its waiters fail.
+    func closeSecurity(_ link: Link) {
+        smpTimers.removeValue(forKey: link.connection.link)?.cancel()
+        for waiter in link.security.waiters {
+            waiter.resume(throwing: SecurityError(.disconnected, "the link with \(link.connection.peer) went down"))
+        }
+    }
+
+    /// The wall clock, in seconds since 1970 (when a bond was made).
+    private static func secondsSince1970() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}
+
+extension SMPPairingFailure {
+    /// The reason as users read it: "Confirm Value Failed (0x04)", "timed out".
+    var reasonText: String {
+        switch self {
+        case .sent(let reason), .received(let reason): "\(reason)"
+        case .timeout: "the Security Manager timed out"
+        case .encryptionFailed: "the link could not be encrypted"
+        }
+    }
+}

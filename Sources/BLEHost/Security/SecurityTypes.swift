@@ -1,0 +1,138 @@
+import BLEProtocols
+import BLEWire
+
+/// How a host pairs and what it accepts. Core 5.4, Vol 3, Part H, 2.3 (pairing) and Part C, 10.2 (LE security mode 1).
+public struct SecurityConfiguration: Sendable {
+    /// What this device can show and input; with the peer's it chooses the pairing method.
+    public var ioCapability: SMPIOCapability
+    /// Whether pairings bond (the keys are stored in ``bondStore``).
+    public var bonding: Bool
+    /// Whether every pairing must be authenticated (protected against a man in the middle).
+    public var mitm: Bool
+    /// Whether LE Secure Connections is offered (otherwise only LE legacy pairing).
+    public var secureConnections: Bool
+    /// Whether LE legacy pairing is refused.
+    public var secureConnectionsOnly: Bool
+    /// The smallest encryption key size accepted (7...16; 16 by default, against key-size downgrades).
+    public var minimumKeySize: UInt8
+    /// A passkey this side displays instead of a random one (a device with a printed passkey).
+    public var fixedPasskey: UInt32?
+    /// Whether a central answers a peripheral's Security Request (by encrypting with the bond, or pairing).
+    public var answersSecurityRequests: Bool
+    /// Where bonds and this side's identity resolving key live.
+    public var bondStore: any BondStore
+    /// The Security Manager timeout (30 s in the specification). Core 5.4, Vol 3, Part H, 3.4.
+    public var timeout: Duration
+
+    /// The defaults: no input and no output (Just Works), bonding, Secure Connections preferred with legacy
+    /// accepted, 16-octet keys, Security Requests answered, bonds kept in memory.
+    public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
+                secureConnections: Bool = true, secureConnectionsOnly: Bool = false, minimumKeySize: UInt8 = 16,
+                fixedPasskey: UInt32? = nil, answersSecurityRequests: Bool = true, bondStore: any BondStore = InMemoryBondStore(),
+                timeout: Duration = .seconds(30)) {
+        self.ioCapability = ioCapability
+        self.bonding = bonding
+        self.mitm = mitm
+        self.secureConnections = secureConnections
+        self.secureConnectionsOnly = secureConnectionsOnly
+        self.minimumKeySize = minimumKeySize
+        self.fixedPasskey = fixedPasskey
+        self.answersSecurityRequests = answersSecurityRequests
+        self.bondStore = bondStore
+        self.timeout = timeout
+    }
+}
+
+/// The user's part in pairing: consent, passkeys, numeric comparison. The host calls these from its own tasks and
+/// waits for the answers (the Security Manager timeout, 30 s, still runs).
+public protocol PairingAgent: Sendable {
+    /// A peer asks to pair with this peripheral; `false` refuses (Pairing Not Supported).
+    func acceptPairing(from peer: LEAddress) async -> Bool
+    /// Show `passkey` (six digits, with leading zeros) for the user to type on the peer.
+    func displayPasskey(_ passkey: UInt32, for peer: LEAddress) async
+    /// The passkey the peer displays, typed by the user; `nil` cancels (Passkey Entry Failed).
+    func enterPasskey(for peer: LEAddress) async -> UInt32?
+    /// Whether the user sees the same six digits `number` on both devices (Numeric Comparison).
+    func confirmNumber(_ number: UInt32, for peer: LEAddress) async -> Bool
+}
+
+/// An agent that needs no user: accepts every pairing and comparison, shows nothing, and enters ``passkey`` (or
+/// cancels Passkey Entry without one). What a device with no input and no output does.
+public struct AutomaticPairingAgent: PairingAgent {
+    /// The passkey entered when one is asked for.
+    public var passkey: UInt32?
+
+    /// An agent entering `passkey` when asked.
+    public init(passkey: UInt32? = nil) { self.passkey = passkey }
+
+    public func acceptPairing(from peer: LEAddress) async -> Bool { true }
+    public func displayPasskey(_ passkey: UInt32, for peer: LEAddress) async {}
+    public func enterPasskey(for peer: LEAddress) async -> UInt32? { passkey }
+    public func confirmNumber(_ number: UInt32, for peer: LEAddress) async -> Bool { true }
+}
+
+/// The security of one link.
+public struct LinkSecurity: Sendable, Hashable, CustomStringConvertible {
+    /// The security of the key the link is encrypted with; `nil` while it is not encrypted.
+    public var level: SMPSecurityLevel?
+    /// Whether this side holds a bond with the peer (keys to encrypt without pairing).
+    public var isBonded: Bool
+    /// The peer's identity address, when a bond or this link's pairing told it.
+    public var peerIdentity: LEAddress?
+
+    /// Creates a value from its fields.
+    public init(level: SMPSecurityLevel? = nil, isBonded: Bool = false, peerIdentity: LEAddress? = nil) {
+        self.level = level
+        self.isBonded = isBonded
+        self.peerIdentity = peerIdentity
+    }
+
+    /// Whether the link is encrypted.
+    public var isEncrypted: Bool { level != nil }
+    /// Whether the link is encrypted with an authenticated (MITM-protected) key.
+    public var isAuthenticated: Bool { level?.authenticated == true }
+
+    public var description: String {
+        (level.map { "encrypted (\($0))" } ?? "not encrypted") + (isBonded ? ", bonded" : "")
+    }
+}
+
+/// A pairing that succeeded, as the host reports it.
+public struct PairingOutcome: Sendable, Hashable {
+    /// How the pairing authenticated.
+    public var method: SMPPairingMethod
+    /// The security reached.
+    public var security: SMPSecurityLevel
+    /// Whether the keys were stored as a bond.
+    public var bonded: Bool
+    /// The peer's identity address (distributed, or the address it paired from).
+    public var peerIdentity: LEAddress
+}
+
+/// Why pairing or encryption failed.
+public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What failed.
+    public enum Kind: Sendable, Hashable {
+        /// The pairing failed (sent or received Pairing Failed, or the Security Manager timeout).
+        case pairingFailed(SMPPairingFailure)
+        /// The controller could not encrypt the link with the key (for a bond: the peer lost its keys, 0x06).
+        case encryptionFailed(HCIStatus)
+        /// The link went down.
+        case disconnected
+        /// The Security Manager timed out on this link earlier: no more pairing on it (a new link is needed).
+        case timedOut
+    }
+
+    /// What failed.
+    public var kind: Kind
+    /// A human-readable explanation.
+    public var reason: String
+
+    /// Creates an error.
+    public init(_ kind: Kind, _ reason: String) {
+        self.kind = kind
+        self.reason = reason
+    }
+
+    public var description: String { reason }
+}
