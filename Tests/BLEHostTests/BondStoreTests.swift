@@ -359,38 +359,53 @@ enum Fixture {
         return parts.count == 2 ? parts.joined(separator: new) : "fixture text \(old) not found once"
     }
 
-    static let corruptFiles: [(String, String)] = [
-        ("not JSON", "this is not JSON {"),
-        ("empty", ""),
-        ("a JSON array", "[1, 2, 3]"),
-        ("no version", #"{"identities": [], "bonds": []}"#),
-        ("version 2", fixture(replacing: #""version" : 1"#, with: #""version" : 2"#)),
-        ("version as text", fixture(replacing: #""version" : 1"#, with: #""version" : "1""#)),
-        ("a 15-octet IRK", fixture(replacing: "404142434445464748494a4b4c4d4e4f", with: "404142434445464748494a4b4c4d4e")),
-        ("a 17-octet CSRK", fixture(replacing: "303132333435363738393a3b3c3d3e3f", with: "303132333435363738393a3b3c3d3e3f40")),
-        ("a 15-octet LTK", fixture(replacing: "000102030405060708090a0b0c0d0e0f", with: "000102030405060708090a0b0c0d0e")),
-        ("an odd number of digits", fixture(replacing: "202122232425262728292a2b2c2d2e2f", with: "202122232425262728292a2b2c2d2e2f4")),
-        ("bad hex", fixture(replacing: "202122232425262728292a2b2c2d2e2f", with: "2021222324252627zz292a2b2c2d2e2f")),
-        ("separators in a key", fixture(replacing: "202122232425262728292a2b2c2d2e2f", with: "20:21:22:23:24:25:26:27:28:29:2a")),
-        ("non-ASCII digits", fixture(replacing: "202122232425262728292a2b2c2d2e2f", with: "２０2122232425262728292a2b2c2d2e2f")),
-        ("a short rand", fixture(replacing: "fedcba9876543210", with: "fedcba987654321")),
-        ("a rand as a number", fixture(replacing: #""fedcba9876543210""#, with: "18364758544493064720")),
-        ("an EDIV beyond 16 bits", fixture(replacing: #""ediv" : 4660"#, with: #""ediv" : 70000"#)),
-        ("a bad address", fixture(replacing: #""address" : "00:1A:7D:DA:71:13""#, with: #""address" : "00:1A:7D:DA:71""#)),
-        ("a non-hex address", fixture(replacing: #""address" : "00:1A:7D:DA:71:13""#, with: #""address" : "00:1A:7D:DA:71:GG""#)),
-        ("an unknown type name", fixture(replacing: #""type" : "public""#, with: #""type" : "static""#)),
-        ("a type beyond 8 bits", fixture(replacing: #""type" : 3"#, with: #""type" : 256"#)),
-        ("a negative type", fixture(replacing: #""type" : 3"#, with: #""type" : -1"#)),
-        ("no peer", fixture(replacing: "\"peer\" : {\n        \"address\" : \"F0", with: "\"peer_was\" : {\n        \"address\" : \"F0")),
-        ("a key size of 0", fixture(replacing: #""key_size" : 16"#, with: #""key_size" : 0"#)),
-        ("a key size of 17", fixture(replacing: #""key_size" : 16"#, with: #""key_size" : 17"#)),
-        ("a created time out of range", fixture(replacing: "1700000000", with: "1e999")),
-        ("bonds not an array", fixture(replacing: #""bonds" : ["#, with: #""bonds" : {"x": ["#)),
-        ("deep nesting", String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)),
+    static let corruptFiles: [CorruptFile] = [
+        CorruptFile("not JSON", "this is not JSON {", "not valid JSON"),
+        CorruptFile("empty", "", "not valid JSON"),
+        CorruptFile("a JSON array", "[1, 2, 3]", "Dictionary"),
+        CorruptFile("no version", #"{"identities": [], "bonds": []}"#, "\"version\" is missing"),
+        CorruptFile("version 2", fixture(replacing: #""version" : 1"#, with: #""version" : 2"#), "at .version: version 2"),
+        CorruptFile("version as text", fixture(replacing: #""version" : 1"#, with: #""version" : "1""#), "at .version:"),
+        CorruptFile("a 15-octet IRK", fixture(replacing: "404142434445464748494a4b4c4d4e4f", with: "404142434445464748494a4b4c4d4e"), "at .identities[0].irk:"),
+        CorruptFile("a 17-octet CSRK", fixture(replacing: "303132333435363738393a3b3c3d3e3f", with: "303132333435363738393a3b3c3d3e3f40"), "at .bonds[0].peer_csrk:"),
+        CorruptFile("a 15-octet LTK", fixture(replacing: "000102030405060708090a0b0c0d0e0f", with: "000102030405060708090a0b0c0d0e"), "at .bonds[0].peer_key.ltk:"),
+        CorruptFile("an odd number of digits", fixture(replacing: "202122232425262728292a2b2c2d2e2f", with: "202122232425262728292a2b2c2d2e2f4"), "at .bonds[0].peer_irk:"),
+        CorruptFile("bad hex", fixture(replacing: "202122232425262728292a2b2c2d2e2f", with: "2021222324252627zz292a2b2c2d2e2f"), "at .bonds[0].peer_irk:"),
+        CorruptFile("separators in a key", fixture(replacing: "202122232425262728292a2b2c2d2e2f", with: "20:21:22:23:24:25:26:27:28:29:2a"), "at .bonds[0].peer_irk:"),
+        CorruptFile("non-ASCII digits", fixture(replacing: "202122232425262728292a2b2c2d2e2f", with: "２０2122232425262728292a2b2c2d2e2f"), "at .bonds[0].peer_irk:"),
+        CorruptFile("a short rand", fixture(replacing: "fedcba9876543210", with: "fedcba987654321"), "at .bonds[0].peer_key.rand:"),
+        CorruptFile("a rand as a number", fixture(replacing: #""fedcba9876543210""#, with: "18364758544493064720"), "at .bonds[0].peer_key.rand:"),
+        CorruptFile("an EDIV beyond 16 bits", fixture(replacing: #""ediv" : 4660"#, with: #""ediv" : 70000"#), "at .bonds[0].peer_key.ediv:"),
+        CorruptFile("a bad address", fixture(replacing: #""address" : "00:1A:7D:DA:71:13""#, with: #""address" : "00:1A:7D:DA:71""#), "at .bonds[0].peer.address:"),
+        CorruptFile("a non-hex address", fixture(replacing: #""address" : "00:1A:7D:DA:71:13""#, with: #""address" : "00:1A:7D:DA:71:GG""#), "at .bonds[0].peer.address:"),
+        CorruptFile("an unknown type name", fixture(replacing: #""type" : "public""#, with: #""type" : "static""#), "at .bonds[0].peer.type:"),
+        CorruptFile("a type beyond 8 bits", fixture(replacing: #""type" : 3"#, with: #""type" : 256"#), "at .bonds[1].peer.type:"),
+        CorruptFile("a negative type", fixture(replacing: #""type" : 3"#, with: #""type" : -1"#), "at .bonds[1].peer.type:"),
+        CorruptFile("no peer", fixture(replacing: "\"peer\" : {\n        \"address\" : \"F0", with: "\"peer_was\" : {\n        \"address\" : \"F0"), "at .bonds[1]: \"peer\" is missing"),
+        CorruptFile("a key size of 0", fixture(replacing: #""key_size" : 16"#, with: #""key_size" : 0"#), "at .bonds[1].key_size:"),
+        CorruptFile("a key size of 17", fixture(replacing: #""key_size" : 16"#, with: #""key_size" : 17"#), "at .bonds[1].key_size:"),
+        CorruptFile("a created time out of range", fixture(replacing: "1700000000", with: "1e999"), "not valid JSON"),
+        CorruptFile("bonds not an array", #"{"version": 1, "bonds": {"peer": "00:1A:7D:DA:71:13"}}"#, "at .bonds:"),
+        CorruptFile("an identity not an object", #"{"version": 1, "identities": ["C0:11:22:33:44:55"]}"#, "at .identities[0]:"),
+        CorruptFile("deep nesting", String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000), "not valid JSON"),
     ]
 
+    /// A file that does not decode, and what the error names (where in the file, or what is wrong).
+    struct CorruptFile: Sendable, CustomTestStringConvertible {
+        var name: String
+        var text: String
+        var expectedReason: String
+        init(_ name: String, _ text: String, _ expectedReason: String) {
+            self.name = name
+            self.text = text
+            self.expectedReason = expectedReason
+        }
+        var testDescription: String { name }
+    }
+
     @Test(arguments: corruptFiles)
-    func corruptFilesThrowCorruptAndAreLeftAlone(name: String, text: String) throws {
+    func corruptFilesThrowCorruptAndAreLeftAlone(file: CorruptFile) throws {
+        let (name, text) = (file.name, file.text)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         #expect(!text.hasPrefix("fixture text"), "\(name): \(text)")
@@ -401,6 +416,7 @@ enum Fixture {
         let error = #expect(throws: BondStoreError.self) { try store.allBonds() }
         #expect(error?.code == .corrupt, "\(name)")
         #expect(error?.reason.contains(path) == true, "\(name): \(error?.reason ?? "")")
+        #expect(error?.reason.contains(file.expectedReason) == true, "\(name): \(error?.reason ?? "")")
         #expect((try? store.identityResolvingKey(local: Fixture.localRandom)) == nil)
         // Writes refuse too, rather than replace what someone may still want to repair.
         let saveError = #expect(throws: BondStoreError.self) { try store.save(Fixture.full) }

@@ -218,7 +218,9 @@ public final class FileBondStore: BondStore {
         }
         switch error {
         case .dataCorrupted(let context):
-            return at(context) + context.debugDescription
+            // JSON syntax errors and numbers out of range say what and where in the underlying error.
+            let detail = context.underlyingError.map { " (\($0))" } ?? ""
+            return at(context) + context.debugDescription + detail
         case .keyNotFound(let key, let context):
             return at(context) + "\"\(key.stringValue)\" is missing"
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
@@ -263,7 +265,7 @@ public final class FileBondStore: BondStore {
             throw error
         }
         guard close(fd) == 0 else { throw ioError("cannot close \(temporary)", errno) }
-        guard rename(temporary, path) == 0 else { throw ioError("cannot rename \(temporary) to", errno) }
+        guard rename(temporary, path) == 0 else { throw ioError("cannot rename \(temporary) over it", errno) }
         renamed = true
         // Make the rename itself durable; a failure here leaves the new file in place, so it is not reported.
         let directoryFD = open(directory, O_RDONLY | O_CLOEXEC)
@@ -432,7 +434,11 @@ private struct StoredKey: Codable {
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let key = try container.decodeKey(forKey: .ltk)
-        let ediv = try container.decode(UInt16.self, forKey: .ediv)
+        let edivNumber = try container.decode(Int.self, forKey: .ediv)
+        guard let ediv = UInt16(exactly: edivNumber) else {
+            throw DecodingError.dataCorruptedError(forKey: .ediv, in: container,
+                                                   debugDescription: "EDIV \(edivNumber) is not 0...65535")
+        }
         let randText = try container.decode(String.self, forKey: .rand)
         guard let randOctets = hexOctets(randText, count: 8) else {
             throw DecodingError.dataCorruptedError(forKey: .rand, in: container,
@@ -539,7 +545,11 @@ extension KeyedDecodingContainer {
                                                        debugDescription: "\"\(name.prefix(40))\" is not \"public\", \"random\" or a number")
             }
         } else {
-            addressType = LEAddressType(rawValue: try decode(UInt8.self, forKey: type))
+            let number = try decode(Int.self, forKey: type)
+            guard let raw = UInt8(exactly: number) else {
+                throw DecodingError.dataCorruptedError(forKey: type, in: self, debugDescription: "address type \(number) is not 0...255")
+            }
+            addressType = LEAddressType(rawValue: raw)
         }
         return LEAddress(value, type: addressType)
     }
