@@ -423,7 +423,7 @@ enum Fixture {
         #expect(saveError?.code == .corrupt)
         #expect(throws: BondStoreError.self) { try store.removeBonds(peer: Fixture.peerPublic, local: nil) }
         #expect(throws: BondStoreError.self) { try store.setIdentityResolvingKey(Fixture.identityKey, local: Fixture.localRandom) }
-        #expect(bytes(path) == Array(text.utf8))
+        #expect(String(decoding: bytes(path) ?? [], as: UTF8.self) == text)
     }
 
     @Test func errorsDoNotRepeatKeys() throws {
@@ -459,6 +459,7 @@ enum Fixture {
         for bond in [shortKey, badSize, notFinite] {
             let error = #expect(throws: BondStoreError.self) { try store.save(bond) }
             #expect(error?.code == .corrupt)
+            #expect(error?.reason.contains(store.path) == true)
         }
         let error = #expect(throws: BondStoreError.self) { try store.setIdentityResolvingKey(Array(repeating: 1, count: 17), local: Fixture.localRandom) }
         #expect(error?.code == .corrupt)

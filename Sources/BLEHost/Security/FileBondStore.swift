@@ -22,7 +22,8 @@ import Synchronization
 /// Calls within one process are serialised. Two processes that change the store at the same moment are not: the
 /// last rename wins, and the other change is lost.
 ///
-/// The file is meant to be read by people too (keys are secrets: it is readable by its owner only):
+/// The file is meant to be read by people too (keys are secrets: it is readable by its owner only). Keys are sorted
+/// and the text pretty-printed, so that two versions compare line by line; here nested objects are shown on one line:
 ///
 /// ```json
 /// {
@@ -98,7 +99,7 @@ public final class FileBondStore: BondStore {
     /// finite number); ``BondStoreError/Code/io`` when the file cannot be written.
     public func save(_ bond: Bond) throws(BondStoreError) {
         try lock.withLock { _ throws(BondStoreError) in
-            try Self.validate(bond)
+            try validate(bond)
             var contents = try read()
             contents.bonds.removeAll { $0.local == bond.local && $0.peer == bond.peer }
             contents.bonds.append(bond)
@@ -155,7 +156,7 @@ public final class FileBondStore: BondStore {
         var bonds: [Bond] = []
     }
 
-    private static func validate(_ bond: Bond) throws(BondStoreError) {
+    private func validate(_ bond: Bond) throws(BondStoreError) {
         var problems: [String] = []
         for (name, key) in [("the peer key's LTK", bond.peerKey?.longTermKey), ("the local key's LTK", bond.localKey?.longTermKey),
                             ("the peer's IRK", bond.peerIdentityResolvingKey), ("the peer's CSRK", bond.peerSignatureKey)] {
@@ -164,7 +165,7 @@ public final class FileBondStore: BondStore {
         if !(7...16).contains(bond.security.keySize) { problems.append("the key size \(bond.security.keySize) is not 7...16") }
         if !bond.created.isFinite { problems.append("the creation time is not a finite number") }
         guard problems.isEmpty else {
-            throw BondStoreError(.corrupt, "bond with \(bond.peer) not saved: \(problems.joined(separator: ", "))")
+            throw BondStoreError(.corrupt, "\(path): the bond with \(bond.peer) is not saved: \(problems.joined(separator: ", "))")
         }
     }
 
