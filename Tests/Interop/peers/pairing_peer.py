@@ -52,7 +52,7 @@ from bumble.att import ATT_Error
 from bumble.core import AdvertisingData, ProtocolError, UUID
 from bumble.device import Device, DeviceConfiguration, Peer
 from bumble.gatt import Characteristic, Service
-from bumble.hci import Address
+from bumble.hci import Address, Role
 from bumble.keys import JsonKeyStore, MemoryKeyStore
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.smp import PairingMethod
@@ -197,6 +197,9 @@ def make_device(args, hci_transport):
     config = DeviceConfiguration()
     config.name = args.name if args.role == 'peripheral' else 'BumblePairingCentral'
     config.address = Address(args.address)
+    # Bumble's DeviceConfiguration() leaves the IRK all zero (its configuration files derive one from the
+    # address); a real device distributes a real one.
+    config.irk = (bytes(config.address) * 3)[:16]
     config.advertising_interval_min = config.advertising_interval_max = 50
     if args.role == 'peripheral':
         config.advertising_data = bytes(AdvertisingData([
@@ -213,8 +216,33 @@ def make_device(args, hci_transport):
     device.pairing_config_factory = lambda connection: PairingConfig(
         sc=not args.legacy, mitm=args.mitm, bonding=not args.no_bond, delegate=delegate,
         identity_address_type=PairingConfig.AddressType.RANDOM)
+    fix_legacy_ltk_lookup(device)
     HOSTS.append(device.host)
     return device
+
+
+def fix_legacy_ltk_lookup(device):
+    """A peripheral answers the LE Long Term Key Request of a bonded central with the LTK it distributed itself
+    (the one whose EDIV and Rand the central sends; Core Vol 3, Part H, 2.4.4.2 and Vol 6, Part B, 5.1.3.1).
+    Bumble 0.0.236 stores that key as `ltk_central` (smp.py, Session.on_pairing, responder) but looks up
+    `ltk_peripheral` when it is the peripheral (device.py, Device.get_long_term_key), the key the *central*
+    distributed, without checking EDIV/Rand: a legacy bond then ends in a MIC failure (0x3D) on the next link.
+    Secure Connections bonds (one `ltk`) are not affected and go to Bumble's lookup unchanged."""
+    bumble_lookup = device.host.long_term_key_provider
+
+    async def long_term_key(connection_handle, rand, ediv):
+        connection = device.lookup_connection(connection_handle)
+        if (connection is not None and connection.role == Role.PERIPHERAL and device.keystore is not None
+                and connection.handle not in device.smp_manager.sessions):
+            keys = await device.keystore.get(str(connection.peer_address))
+            if keys is not None and keys.ltk is None and keys.ltk_central is not None:
+                ours = keys.ltk_central
+                if (ours.ediv or 0) == ediv and (ours.rand or bytes(8)) == bytes(rand):
+                    return ours.value
+                log(f'LTK request with EDIV {ediv} Rand {bytes(rand).hex()}: no such key')
+                return None
+        return await bumble_lookup(connection_handle, rand, ediv)
+    device.host.long_term_key_provider = long_term_key
 
 
 async def run_peripheral(args, device):
