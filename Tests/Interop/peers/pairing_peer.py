@@ -55,6 +55,7 @@ from bumble.gatt import Characteristic, Service
 from bumble.hci import Address, Role
 from bumble.keys import JsonKeyStore, MemoryKeyStore
 from bumble.pairing import PairingConfig, PairingDelegate
+from bumble import smp
 from bumble.smp import PairingMethod
 from bumble.transport import open_transport
 
@@ -135,12 +136,30 @@ class Delegate(PairingDelegate):
         result(f'passkey={number:06d}')
 
 
-def key_size(device, connection):
+class CompletingSession(smp.Session):
+    """Bumble 0.0.236 finishes a pairing (stores the keys, reports 'pairing') in a task it cancels when the link goes
+    down (smp.py, Session.on_peer_key_distribution_complete): when the initiator disconnects right after the last
+    key distribution PDU, which it may, the responder has received every key but drops the bond. Here the pairing
+    is completed whatever happens to the link afterwards."""
+
+    def on_peer_key_distribution_complete(self):
+        if self.is_initiator:
+            self.distribute_keys()
+
+        async def complete():
+            try:
+                await self.on_pairing()
+            except Exception as error:   # the final drain of a link already gone
+                log(f'after pairing: {error!r}')
+        asyncio.ensure_future(complete())
+
+
+def key_size(device, connection, session=None):
     """The encryption key size: from the controller's Encryption Change v2 when it reports one, else the size the
     two Pairing Request/Response PDUs negotiated (the smaller of their Maximum Encryption Key Size)."""
     if connection.encryption_key_size:
         return connection.encryption_key_size
-    session = device.smp_manager.sessions.get(connection.handle)
+    session = session or device.smp_manager.sessions.get(connection.handle)
     if session is not None and getattr(session, 'preq', None) and getattr(session, 'pres', None):
         return min(session.preq[4], session.pres[4])
     return 0
@@ -148,21 +167,22 @@ def key_size(device, connection):
 
 def watch_security(device, connection, args):
     """Prints the security events of one link."""
-    state = {'paired_this_link': False}
+    state = {'paired_this_link': False, 'session': None}
 
     def on_pairing_start():
         state['paired_this_link'] = True
+        state['session'] = device.smp_manager.sessions.get(connection.handle)
         log('pairing started')
 
     def on_pairing(keys):
-        session = device.smp_manager.sessions.get(connection.handle)
+        session = state['session']
         ltk = keys.ltk or keys.ltk_peripheral or keys.ltk_central
         authenticated = int(bool(ltk and ltk.authenticated))
         bonded = int(bool(session.bonding)) if session is not None else 0
         if session is not None:
             result(f'method={METHODS.get(session.pairing_method, session.pairing_method.name.lower())}')
         result(f'paired=1 sc={int(bool(connection.sc))} authenticated={authenticated} '
-               f'key_size={key_size(device, connection)} bonded={bonded}')
+               f'key_size={key_size(device, connection, session)} bonded={bonded}')
         if not bonded and device.keystore is not None:
             # Bumble stores the keys of every pairing; without bonding they must not outlive the link.
             asyncio.ensure_future(forget(device, connection.peer_address))
@@ -216,6 +236,7 @@ def make_device(args, hci_transport):
     device.pairing_config_factory = lambda connection: PairingConfig(
         sc=not args.legacy, mitm=args.mitm, bonding=not args.no_bond, delegate=delegate,
         identity_address_type=PairingConfig.AddressType.RANDOM)
+    device.smp_session_proxy = CompletingSession
     fix_legacy_ltk_lookup(device)
     HOSTS.append(device.host)
     return device
