@@ -666,6 +666,298 @@ scenario_l2cap_channels() {
     if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
 }
 
+# ---------------------------------------------------------------------------------------------------------------
+# Pairing (LE Security Manager) between Bumble's host (peers/pairing_peer.py) and ours (`ble serve`, `ble pair`,
+# `ble read`, `ble bonds`), and Bumble with itself. Every case runs on fresh linked controllers; the peripheral serves
+# ...DEF3 (needs encryption, 'top-secret') and ...DEFB (needs authentication, 'authenticated').
+pairing_secret=12345678-1234-5678-1234-56789ABCDEF3
+pairing_authenticated=12345678-1234-5678-1234-56789ABCDEFB
+
+# expect_json FILE KEY=VALUE...: some line of FILE is a JSON object holding every KEY with VALUE, compared as JSON
+# (true, 16 and "justWorks" must be a boolean, a number and a string), whatever the order of the keys.
+expect_json() {
+    local file="$1"; shift
+    "$py" - "$file" "$@" <<'PY' && return 0
+import json, sys
+wanted = {}
+for pair in sys.argv[2:]:
+    key, _, value = pair.partition('=')
+    try:
+        wanted[key] = json.loads(value)
+    except ValueError:
+        wanted[key] = value
+for line in open(sys.argv[1], errors='replace'):
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        continue
+    if isinstance(obj, dict) and all(k in obj and obj[k] == v and type(obj[k]) is type(v) for k, v in wanted.items()):
+        sys.exit(0)
+sys.exit(1)
+PY
+    echo "no JSON line with $* in $(basename "$file")"
+    return 1
+}
+
+# json_count FILE KEY=VALUE: how many JSON lines of FILE have KEY equal to the string VALUE.
+json_count() { grep -cE "\"$(echo "$2" | cut -d= -f1)\":\"$(echo "$2" | cut -d= -f2-)\"" "$1"; }
+
+# pairing_case PART: linked controllers for one case of scenario $name; sets p1 (peripheral) and p2 (central) and
+# the logs $server, $client, $client2. Bumble's controllers give every new client a fresh controller, so one pair of
+# them serves all the cases of a scenario (process start-up is most of a case's time); ours start afresh per case.
+pairing_case() {
+    part="$1"; server_pid=""
+    server="$logs/$name-$part-peripheral.log"; client="$logs/$name-$part-central.log"; client2="$logs/$name-$part-central2.log"
+    [ "$controllers" = bumble ] && [ -n "$controllers_pid" ] && kill -0 "$controllers_pid" 2>/dev/null && return 0
+    read -r p1 p2 < <(free_ports 2)
+    start_controllers "$name-$part" "$p1" "$p2" || { echo "$part: controllers"; ok=0; stop_bg "$controllers_pid"; controllers_pid=""; return 1; }
+}
+# ours_bonds ARGS...: prints ARGS, plus a bond file of the case's own when ARGS have no --bonds (our tool never
+# touches its default bond store here, and no bond leaks from one case into the next).
+ours_bonds() {
+    local arg
+    for arg in "$@"; do [ "$arg" = --bonds ] && { printf '%s\n' "$@"; return; }; done
+    printf '%s\n' "$@" --bonds "$logs/$name-$part-bonds-ours.json"
+}
+# pairing_serve KIND ARGS...: the peripheral on p1, KIND ble (`ble serve --name SwiftBLEPair --json`) or bumble
+# (pairing_peer.py --name BumblePair); waits until it advertises.
+pairing_serve() {
+    local kind="$1" args; shift
+    if [ "$kind" = ble ]; then
+        mapfile -t args < <(ours_bonds "$@"); set -- "${args[@]}"
+        start_bg "$server" "$ble" serve --hci "tcp:127.0.0.1:$p1" --name SwiftBLEPair --json --run-for 30 "$@"
+    else
+        start_bg "$server" env "$(bumble_env "$part-peripheral")" "$py" "$here/peers/pairing_peer.py" --role peripheral \
+            --transport "tcp-client:127.0.0.1:$p1" --name BumblePair --run-for 30 "$@"
+    fi
+    server_pid=$last_pid
+    wait_for "$server" '"event":"serving"|^RESULT advertising=1' 15 "$server_pid" && return 0
+    echo "$part: the peripheral did not start advertising"; ok=0; return 1
+}
+# pairing_central LOG TARGET ARGS...: Bumble's central (pairing_peer.py --role central) on p2; fails the case unless
+# it ran every step.
+pairing_central() {
+    local out="$1" target="$2"; shift 2
+    run_fg "$out" 30 env "$(bumble_env "$part-central")" "$py" "$here/peers/pairing_peer.py" --role central \
+        --transport "tcp-client:127.0.0.1:$p2" --name "$target" "$@" || { echo "$part: the Bumble central failed: $(grep '^FAILED' "$out")"; ok=0; }
+}
+# pairing_ble STATUS ARGS...: `ble ARGS --hci (p2)`, output to $client (standard error to $client.err); the exit
+# status must be STATUS.
+pairing_ble() {
+    local want="$1" status=0 args; shift
+    mapfile -t args < <(ours_bonds "$@"); set -- "${args[@]}"
+    echo "\$ ble $*" >> "$client"
+    run_split "$client.out" "$client.err" 30 "$ble" "$@" --hci "tcp:127.0.0.1:$p2" || status=$?
+    cat "$client.out" >> "$client"; cat "$client.err" >> "$client"
+    [ "$status" -eq "$want" ] || { echo "$part: 'ble $*' exited with $status, expected $want: $(head -3 "$client.err")"; ok=0; }
+}
+pairing_done() {
+    [ -n "$server_pid" ] && stop_bg "$server_pid"
+    server_pid=""
+    [ "$controllers" = bumble ] && [ "${1:-}" != last ] && return 0
+    [ -n "$controllers_pid" ] && stop_bg "$controllers_pid"
+    controllers_pid=""
+}
+
+# Bumble's central pairs with Bumble's peripheral: the peer itself and, on our controllers, their LE encryption.
+scenario_pairing_bumble_to_bumble() {
+    name="pairing-bumble-central-to-bumble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    [ "$controllers" = bumble ] || needs_ble "$name" || return 0
+    local start; start=$(millis)
+    local ok=1 part p1 p2 server client client2 server_pid controllers_pid="" hex; hex=$(hexof top-secret)
+    pairing_case sc-just-works && pairing_serve bumble && pairing_central "$client" BumblePair --pair \
+        --read-before $pairing_secret --read $pairing_secret
+    pairing_done
+    expect "$client" read_before 0x0F || ok=0
+    expect "$client" "paired=1 sc=1 authenticated=0 key_size=16 bonded" 1 || ok=0
+    expect "$server" "paired=1 sc=1 authenticated=0 key_size=16 bonded" 1 || ok=0
+    expect "$client" read_DEF3 "$hex" || ok=0
+    pairing_case sc-numeric-comparison && pairing_serve bumble --io yesno --mitm && pairing_central "$client" BumblePair \
+        --io yesno --mitm --pair
+    pairing_done
+    expect "$server" method numeric_comparison || ok=0
+    expect "$client" "paired=1 sc=1 authenticated=1 key_size=16 bonded" 1 || ok=0
+    [ "$(grep '^RESULT compare=' "$client")" = "$(grep '^RESULT compare=' "$server")" ] || { echo "$part: the two sides compared different numbers"; ok=0; }
+    pairing_case sc-passkey-central-enters && pairing_serve bumble --io display --mitm --passkey 123456 \
+        && pairing_central "$client" BumblePair --io keyboard --passkey 123456 --pair
+    pairing_done
+    expect "$server" passkey 123456 || ok=0
+    expect "$server" "paired=1 sc=1 authenticated=1 key_size=16 bonded" 1 || ok=0
+    pairing_case legacy-passkey-peripheral-enters && pairing_serve bumble --io keyboard --passkey 123456 \
+        && pairing_central "$client" BumblePair --legacy --io display --mitm --passkey 123456 --pair
+    pairing_done
+    expect "$client" passkey 123456 || ok=0
+    expect "$server" "paired=1 sc=0 authenticated=1 key_size=16 bonded" 1 || ok=0
+    pairing_case wrong-passkey && pairing_serve bumble --io display --mitm --passkey 123456 \
+        && pairing_central "$client" BumblePair --io keyboard --passkey 000000 --pair --read $pairing_secret
+    pairing_done
+    expect "$client" pairing_failed 0x04 || ok=0
+    expect "$server" pairing_failed 0x04 || ok=0
+    expect "$client" read_DEF3 0x0F || ok=0
+    rm -f "$logs/$name-keys-"*.json
+    pairing_case bonded-reconnect && pairing_serve bumble --legacy --keystore "$logs/$name-keys-peripheral.json" \
+        && pairing_central "$client" BumblePair --keystore "$logs/$name-keys-central.json" --pair \
+        && pairing_central "$client2" BumblePair --keystore "$logs/$name-keys-central.json" --encrypt --read $pairing_secret
+    pairing_done last
+    expect "$client" "paired=1 sc=0 authenticated=0 key_size=16 bonded" 1 || ok=0
+    expect "$client2" "encrypted=1 paired_this_link" 0 || ok=0
+    expect "$client2" read_DEF3 "$hex" || ok=0
+    [ "$(grep -c '^RESULT paired=1' "$server")" -eq 1 ] && expect "$server" "encrypted=1 paired_this_link" 0 \
+        || { echo "$part: the peripheral did not encrypt the second link with the bond alone"; ok=0; }
+    decode_captures
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
+# Bumble's central pairs with `ble serve`: SC Just Works (protected reads refused before, served after; the
+# authenticated one still refused after Just Works), Numeric Comparison, Passkey Entry with each side entering,
+# legacy Just Works and Passkey, a wrong passkey (0x04 on both sides), and a bonded reconnection that encrypts with
+# the stored key.
+scenario_pairing_bumble_central_to_ble_peripheral() {
+    name="pairing-bumble-central-to-ble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    local ok=1 part p1 p2 server client client2 server_pid controllers_pid="" hex; hex=$(hexof top-secret)
+    pairing_case sc-just-works && pairing_serve ble && pairing_central "$client" SwiftBLEPair --pair \
+        --read-before $pairing_secret --read $pairing_secret --read $pairing_authenticated
+    pairing_done
+    # Our server refuses the unencrypted read with Insufficient Encryption, as ble read reports it (cli-errors).
+    expect "$client" read_before 0x0F || ok=0
+    expect "$client" "paired=1 sc=1 authenticated=0 key_size=16 bonded" 1 || ok=0
+    expect "$client" "encrypted=1 paired_this_link" 1 || ok=0
+    expect "$client" read_DEF3 "$hex" || ok=0
+    # An unauthenticated (Just Works) key does not open an attribute that needs authentication.
+    expect "$client" read_DEFB 0x05 || ok=0
+    expect_json "$server" event=paired method=justWorks secure_connections=true authenticated=false key_size=16 bonded=true || ok=0
+    pairing_case sc-numeric-comparison && pairing_serve ble --io yesno && pairing_central "$client" SwiftBLEPair \
+        --io yesno --mitm --pair --read $pairing_authenticated
+    pairing_done
+    expect "$client" method numeric_comparison || ok=0
+    expect "$client" "paired=1 sc=1 authenticated=1 key_size=16 bonded" 1 || ok=0
+    expect "$client" read_DEFB "$(hexof authenticated)" || ok=0
+    expect_json "$server" event=paired method=numericComparison secure_connections=true authenticated=true || ok=0
+    pairing_case sc-passkey-bumble-enters && pairing_serve ble --io display --passkey 123456 \
+        && pairing_central "$client" SwiftBLEPair --io keyboard --mitm --passkey 123456 --pair
+    pairing_done
+    expect_json "$server" event=passkey passkey=123456 || ok=0
+    expect "$client" "paired=1 sc=1 authenticated=1 key_size=16 bonded" 1 || ok=0
+    expect_json "$server" event=paired method=passkeyEntry secure_connections=true authenticated=true || ok=0
+    pairing_case sc-passkey-ble-enters && pairing_serve ble --io keyboard --passkey 123456 \
+        && pairing_central "$client" SwiftBLEPair --io display --mitm --passkey 123456 --pair
+    pairing_done
+    expect "$client" passkey 123456 || ok=0
+    expect "$client" "paired=1 sc=1 authenticated=1 key_size=16 bonded" 1 || ok=0
+    expect_json "$server" event=paired method=passkeyEntry secure_connections=true authenticated=true || ok=0
+    pairing_case legacy-just-works && pairing_serve ble && pairing_central "$client" SwiftBLEPair --legacy --pair \
+        --read $pairing_secret
+    pairing_done
+    expect "$client" "paired=1 sc=0 authenticated=0 key_size=16 bonded" 1 || ok=0
+    expect "$client" read_DEF3 "$hex" || ok=0
+    expect_json "$server" event=paired method=justWorks secure_connections=false authenticated=false || ok=0
+    pairing_case legacy-passkey && pairing_serve ble --io display --passkey 123456 \
+        && pairing_central "$client" SwiftBLEPair --legacy --io keyboard --mitm --passkey 123456 --pair
+    pairing_done
+    expect_json "$server" event=passkey passkey=123456 || ok=0
+    expect "$client" "paired=1 sc=0 authenticated=1 key_size=16 bonded" 1 || ok=0
+    expect_json "$server" event=paired method=passkeyEntry secure_connections=false authenticated=true || ok=0
+    pairing_case wrong-passkey && pairing_serve ble --io display --passkey 123456 \
+        && pairing_central "$client" SwiftBLEPair --io keyboard --mitm --passkey 000000 --pair --read $pairing_secret
+    pairing_done
+    expect "$client" pairing_failed 0x04 || ok=0
+    expect "$client" read_DEF3 0x0F || ok=0
+    expect_json "$server" event=pairing_failed reason=4 || ok=0
+    [ "$(json_count "$server" event=paired)" -eq 0 ] || { echo "$part: ble serve reported a pairing"; ok=0; }
+    rm -f "$logs/$name-bonds-"*
+    pairing_case bonded-reconnect && pairing_serve ble --bonds "$logs/$name-bonds-ours.json" \
+        && pairing_central "$client" SwiftBLEPair --keystore "$logs/$name-bonds-bumble.json" --pair \
+        && pairing_central "$client2" SwiftBLEPair --keystore "$logs/$name-bonds-bumble.json" --encrypt --read $pairing_secret
+    pairing_done last
+    expect "$client" "paired=1 sc=1 authenticated=0 key_size=16 bonded" 1 || ok=0
+    expect "$client2" "encrypted=1 paired_this_link" 0 || ok=0
+    expect "$client2" read_DEF3 "$hex" || ok=0
+    expect_json "$server" event=encrypted bonded=true || ok=0
+    [ "$(json_count "$server" event=paired)" -eq 1 ] || { echo "$part: ble serve paired more than once (or never)"; ok=0; }
+    decode_captures
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
+# `ble pair` / `ble read` / `ble bonds` with Bumble's peripheral: a protected read refused (--no-pair) then paired
+# and served, SC Numeric Comparison, Passkey Entry with each side entering, legacy Just Works and Passkey, a wrong
+# passkey (exit 3, 0x04 on both sides), a bond stored, reused without pairing, listed and removed.
+scenario_pairing_ble_central_to_bumble_peripheral() {
+    name="pairing-ble-central-to-bumble-peripheral-on-$controllers"
+    selected "$name" || return 0
+    needs_ble "$name" || return 0
+    local start; start=$(millis)
+    local ok=1 part p1 p2 server client client2 server_pid controllers_pid="" hex; hex=$(hexof top-secret)
+    pairing_case protected-read && pairing_serve bumble && {
+        pairing_ble 3 read BumblePair $pairing_secret --no-pair
+        grep -qiE "Insufficient Encryption \(0x0f\)" "$client.err" || { echo "$part: ble read --no-pair did not report 0x0F"; ok=0; }
+        pairing_ble 0 read BumblePair $pairing_secret --json
+        expect_json "$client.out" uuid=$pairing_secret value="$hex" || ok=0
+    }
+    pairing_done
+    expect "$server" "paired=1 sc=1 authenticated=0 key_size=16 bonded" 1 || ok=0
+    expect "$server" "encrypted=1 paired_this_link" 1 || ok=0
+    pairing_case sc-numeric-comparison && pairing_serve bumble --io yesno && pairing_ble 0 pair BumblePair --io yesno --mitm --json
+    pairing_done
+    expect_json "$client" event=paired method=numericComparison secure_connections=true authenticated=true key_size=16 || ok=0
+    expect "$server" method numeric_comparison || ok=0
+    expect "$server" "paired=1 sc=1 authenticated=1 key_size=16 bonded" 1 || ok=0
+    pairing_case sc-passkey-bumble-enters && pairing_serve bumble --io keyboard --passkey 123456 \
+        && pairing_ble 0 pair BumblePair --io display --passkey 123456 --mitm --json
+    pairing_done
+    expect_json "$client" event=passkey passkey=123456 || ok=0
+    expect_json "$client" event=paired method=passkeyEntry secure_connections=true authenticated=true || ok=0
+    expect "$server" "paired=1 sc=1 authenticated=1 key_size=16 bonded" 1 || ok=0
+    pairing_case sc-passkey-ble-enters && pairing_serve bumble --io display --passkey 123456 \
+        && pairing_ble 0 pair BumblePair --io keyboard --passkey 123456 --mitm --json
+    pairing_done
+    expect "$server" passkey 123456 || ok=0
+    expect_json "$client" event=paired method=passkeyEntry secure_connections=true authenticated=true || ok=0
+    expect "$server" "paired=1 sc=1 authenticated=1 key_size=16 bonded" 1 || ok=0
+    pairing_case legacy-just-works && pairing_serve bumble && pairing_ble 0 pair BumblePair --legacy --json
+    pairing_done
+    expect_json "$client" event=paired method=justWorks secure_connections=false authenticated=false || ok=0
+    expect "$server" "paired=1 sc=0 authenticated=0 key_size=16 bonded" 1 || ok=0
+    pairing_case legacy-passkey && pairing_serve bumble --io display --passkey 123456 \
+        && pairing_ble 0 pair BumblePair --legacy --io keyboard --passkey 123456 --mitm --json
+    pairing_done
+    expect "$server" passkey 123456 || ok=0
+    expect_json "$client" event=paired method=passkeyEntry secure_connections=false authenticated=true || ok=0
+    expect "$server" "paired=1 sc=0 authenticated=1 key_size=16 bonded" 1 || ok=0
+    pairing_case wrong-passkey && pairing_serve bumble --io display --passkey 123456 \
+        && pairing_ble 3 pair BumblePair --io keyboard --passkey 000000 --mitm
+    pairing_done
+    grep -qxF 'error: pairing with BumblePair failed: Confirm Value Failed (0x04)' "$client.err" && [ "$(wc -l < "$client.err")" -eq 1 ] \
+        || { echo "$part: ble pair did not say 'error: pairing with BumblePair failed: Confirm Value Failed (0x04)' alone: $(head -3 "$client.err")"; ok=0; }
+    expect "$server" pairing_failed 0x04 || ok=0
+    local bonds="$logs/$name-bonds-ours.json"
+    rm -f "$logs/$name-bonds-"*
+    pairing_case bonded-reconnect && pairing_serve bumble --keystore "$logs/$name-bonds-bumble.json" && {
+        pairing_ble 0 pair BumblePair --bonds "$bonds" --json
+        expect_json "$client" event=paired bonded=true || ok=0
+        client="$client2"   # the second link
+        pairing_ble 0 pair BumblePair --bonds "$bonds" --json
+        expect_json "$client" event=encrypted bonded=true || ok=0
+        [ "$(json_count "$client" event=paired)" -eq 0 ] || { echo "$part: ble pair paired again instead of using the bond"; ok=0; }
+        pairing_ble 0 read BumblePair $pairing_secret --bonds "$bonds" --json
+        expect_json "$client.out" uuid=$pairing_secret value="$hex" || ok=0
+        run_fg "$client" 10 "$ble" bonds list --bonds "$bonds" --json || { echo "$part: ble bonds list failed"; ok=0; }
+        grep -q 'D1:D2:D3:D4:D5:D6' "$client" || { echo "$part: ble bonds list does not list the Bumble peripheral"; ok=0; }
+        run_fg "$client" 10 "$ble" bonds remove D1:D2:D3:D4:D5:D6 --bonds "$bonds" || { echo "$part: ble bonds remove failed"; ok=0; }
+        run_split "$client.out" "$client.err" 10 "$ble" bonds list --bonds "$bonds" --json || { echo "$part: ble bonds list failed"; ok=0; }
+        ! grep -q 'D1:D2:D3:D4:D5:D6' "$client.out" || { echo "$part: the bond is still listed after ble bonds remove"; ok=0; }
+    }
+    pairing_done last
+    [ "$(grep -c '^RESULT paired=1' "$server")" -eq 1 ] || { echo "$part: the Bumble peripheral paired more than once (or never)"; ok=0; }
+    [ "$(grep -c '^RESULT encrypted=1 paired_this_link=0$' "$server")" -ge 2 ] \
+        || { echo "$part: the Bumble peripheral did not see two links encrypted with the bond alone"; ok=0; }
+    decode_captures
+    if [ $ok -eq 1 ]; then pass "$name ($(( $(millis) - start )) ms)"; else fail "$name" "see above"; fi
+}
+
 # LE credit based channels between `ble l2cap` and Bumble's host (peers/l2cap_bench.py), 1 MB echoed each way,
 # byte-identical, with the throughput of each pairing against Bumble with itself over the same controllers in the same
 # run; and a Bumble client that sends past its credits to `ble l2cap serve --hold` gets its channel closed.
@@ -819,6 +1111,9 @@ for controllers in $kinds; do
     scenario_ble_ranges_bumble_beacons
     scenario_l2cap_channels
     scenario_l2cap_cli
+    scenario_pairing_bumble_to_bumble
+    scenario_pairing_bumble_central_to_ble_peripheral
+    scenario_pairing_ble_central_to_bumble_peripheral
 done
 echo "interop: $(( $(millis) - began )) ms, $skipped skipped, logs in $logs"
 echo "$passed passed, $failed failed"
