@@ -138,15 +138,9 @@ extension HCIHost {
             return nil
         }
         if let bond = bonds.first(where: { $0.peer == peer }) { return bond }
-        return bonds.first { bond in bond.peerIdentityResolvingKey.map { Self.resolves(peer, irk: $0) } == true }
-    }
-
-    /// Whether `address` is a resolvable private address made with `irk`. Core 5.4, Vol 6, Part B, 1.3.2.3.
-    static func resolves(_ address: LEAddress, irk: [UInt8]) -> Bool {
-        let bytes = address.address.bytes
-        guard address.type == .random, bytes.count == 6, bytes[0] & 0xC0 == 0x40,
-              let hash = try? SMPCrypto.ah(irk: irk, prand: Array(bytes[0..<3])) else { return false }
-        return hash == Array(bytes[3..<6])
+        return ResolvablePrivateAddress.resolve(peer, among: bonds.compactMap { bond in
+            bond.peerIdentityResolvingKey.map { (irk: $0, value: bond) }
+        })
     }
 
     /// Removes the bonds with `peer` (its identity address) from the bond store; links with it count as unbonded
