@@ -137,17 +137,22 @@ import Testing
         #expect(updated.interval == 8 && updated.supervisionTimeout == 300)
     }
 
-    @Test func smpAnswersPairingNotSupported() async throws {
+    @Test func smpAnswersAPairingRequestAndRefusesMalformedPDUs() async throws {
         let world = World()
         let (peripheral, pc) = try await world.host()
         let (central, _) = try await world.host(at: 1)
         let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
         let smp = try await central.openFixedChannel(.smp, handle: c.handle)
         var iterator = smp.makeAsyncIterator()
-        let request = SMPPDU.pairingRequest(.init(ioCapability: .noInputNoOutput, authRequirements: [.bonding],
+        let request = SMPPDU.pairingRequest(.init(ioCapability: .noInputNoOutput, authRequirements: [.bonding, .secureConnections],
                                                   initiatorKeyDistribution: [.encryptionKey], responderKeyDistribution: [.encryptionKey]))
         try await central.sendL2CAP(request.encoded, channel: .smp, handle: c.handle)
-        #expect(try SMPPDU(bytes: await iterator.next() ?? []) == .pairingFailed(.pairingNotSupported))
+        // The peripheral's Security Manager answers with its features (Just Works, Secure Connections, bonding).
+        guard case .pairingResponse(let response) = try SMPPDU(bytes: await iterator.next() ?? []) else {
+            Issue.record("no Pairing Response")
+            return
+        }
+        #expect(response.authRequirements.contains(.secureConnections) && response.maximumEncryptionKeySize == 16)
         // Malformed SMP → Invalid Parameters.
         try await central.sendL2CAP([0x01, 0x03], channel: .smp, handle: c.handle)
         #expect(try SMPPDU(bytes: await iterator.next() ?? []) == .pairingFailed(.invalidParameters))

@@ -105,9 +105,16 @@ import Testing
         // Writing a read-only characteristic, a declaration.
         #expect(s.send(.writeRequest(.init(handle: 0x0C, value: [1]))).0 == error(.writeRequest, 0x0C, .writeNotPermitted))
         #expect(s.send(.writeRequest(.init(handle: 0x0B, value: [1]))).0 == error(.writeRequest, 0x0B, .writeNotPermitted))
-        // Encryption required.
+        // Encryption required (Core 5.4, Vol 3, Part C, 10.3.1): without a key for the client, Insufficient
+        // Authentication (it must pair first); with one, Insufficient Encryption (it can encrypt).
+        #expect(s.send(.readRequest(.init(handle: 0x13))).0 == error(.readRequest, 0x13, .insufficientAuthentication))
+        s.connection.hasLongTermKey = true
         #expect(s.send(.readRequest(.init(handle: 0x13))).0 == error(.readRequest, 0x13, .insufficientEncryption))
+        // Encrypted with a key shorter than the server's minimum: Encryption Key Size Too Short.
         s.connection.isEncrypted = true
+        s.connection.keySize = 7
+        #expect(s.send(.readRequest(.init(handle: 0x13))).0 == error(.readRequest, 0x13, .encryptionKeySizeTooShort))
+        s.connection.keySize = 16
         #expect(s.send(.readRequest(.init(handle: 0x13))).0 == .readResponse(.init(value: Array("secret".utf8))))
         // Responses sent to a server are ignored.
         #expect(s.send(.readResponse(.init(value: [1]))).0 == nil)
@@ -178,7 +185,7 @@ import Testing
         #expect(s.send(.readMultipleRequest(.init(handles: [0x0C, 0x03]))).0 == .readMultipleResponse(.init(values: [87] + Array("Test".utf8))))
         #expect(s.send(.readMultipleVariableRequest(.init(handles: [0x0C, 0x10]))).0
                 == .readMultipleVariableResponse(.init(entries: [.init([87]), .init(length: 100, value: Array(repeating: 0xAB, count: 17))])))
-        #expect(s.send(.readMultipleRequest(.init(handles: [0x0C, 0x13]))).0 == error(.readMultipleRequest, 0x13, .insufficientEncryption))
+        #expect(s.send(.readMultipleRequest(.init(handles: [0x0C, 0x13]))).0 == error(.readMultipleRequest, 0x13, .insufficientAuthentication))
     }
 }
 
