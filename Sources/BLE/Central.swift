@@ -32,9 +32,12 @@ public final class Central: Sendable {
         self.host = host
     }
 
-    /// Creates a central over a transport and powers the controller on.
-    public init(transport: any HCITransport) async throws {
-        host = HCIHost(transport: transport)
+    /// Creates a central over a transport and powers the controller on. `security` says how it pairs and where its
+    /// bonds live.
+    public init(transport: any HCITransport, security: SecurityConfiguration = SecurityConfiguration()) async throws {
+        var configuration = HCIHost.Configuration()
+        configuration.security = security
+        host = HCIHost(transport: transport, configuration: configuration)
         try await host.powerOn()
     }
 
@@ -42,9 +45,11 @@ public final class Central: Sendable {
     /// ``EmbeddedWorld``). Like `CBCentralManager`, it never fails: when the controller cannot be opened or brought
     /// up, ``state`` says so (`unauthorized` for a permission error, `unsupported` otherwise) and
     /// ``unavailableReason`` says why. ``open(_:btsnoop:)`` throws instead.
-    public init(_ spec: HCITransportSpec) async {
+    public init(_ spec: HCITransportSpec, security: SecurityConfiguration = SecurityConfiguration()) async {
+        var configuration = HCIHost.Configuration()
+        configuration.security = security
         do {
-            host = try await HCIHost.open(spec)
+            host = try await HCIHost.open(spec, configuration: configuration)
         } catch let error as TransportError {
             host = HCIHost(unavailable: error)
         } catch {
@@ -55,8 +60,12 @@ public final class Central: Sendable {
     /// Opens the controller named by a `--hci` style specification and powers it on, or throws an error saying what
     /// failed (for example "no controller at tcp:127.0.0.1:9100: connection refused"). With `btsnoop`, the host's HCI
     /// traffic is recorded in that file (see ``HCIHost/open(_:btsnoop:)``).
-    public static func open(_ spec: HCITransportSpec, btsnoop: String? = nil) async throws -> Central {
-        Central(host: try await HCIHost.open(spec, btsnoop: btsnoop))
+    /// `security` says how the central pairs and where its bonds live.
+    public static func open(_ spec: HCITransportSpec, btsnoop: String? = nil,
+                            security: SecurityConfiguration = SecurityConfiguration()) async throws -> Central {
+        var configuration = HCIHost.Configuration()
+        configuration.security = security
+        return Central(host: try await HCIHost.open(spec, btsnoop: btsnoop, configuration: configuration))
     }
 
     /// The address this central scans and connects with (`nil` before the controller is up).

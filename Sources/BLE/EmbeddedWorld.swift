@@ -62,7 +62,7 @@ extension HCIHost {
     ///   - spec: the controller.
     ///   - btsnoop: a file to record the host's HCI traffic in (btsnoop, H4 datalink, readable by Wireshark), from
     ///     the first command on; `nil` records nothing.
-    public static func open(_ spec: HCITransportSpec, btsnoop: String? = nil) async throws -> HCIHost {
+    public static func open(_ spec: HCITransportSpec, btsnoop: String? = nil, configuration: Configuration = Configuration()) async throws -> HCIHost {
         var transport: any HCITransport
         switch spec {
         case .virtual:
@@ -83,7 +83,7 @@ extension HCIHost {
                 throw error
             }
         }
-        let host = HCIHost(transport: transport)
+        let host = HCIHost(transport: transport, configuration: configuration)
         do {
             try await host.powerOn()
         } catch let error as HostError {

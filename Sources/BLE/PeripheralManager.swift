@@ -23,6 +23,14 @@ public enum CentralEvent: Sendable, Hashable {
     case connected(HostConnection)
     /// A central's link went down (its subscriptions ended with it), and why.
     case disconnected(HostConnection, reason: HCIStatus)
+    /// A central's link got encrypted: with the bond's stored key and no pairing (`usingBond`), or by a pairing.
+    case encrypted(HostConnection, LinkSecurity, usingBond: Bool)
+    /// A central paired.
+    case paired(HostConnection, PairingOutcome)
+    /// A central's pairing failed.
+    case pairingFailed(HostConnection, SMPPairingFailure)
+    /// This side shows a passkey for the central's user to type.
+    case passkey(HostConnection, UInt32)
 }
 
 /// The peripheral role: publish services, advertise, answer centrals, push values. Like CoreBluetooth's
@@ -42,9 +50,13 @@ public final class PeripheralManager: Sendable {
         await engine.setDeviceName(deviceName)
     }
 
-    /// Creates a peripheral manager over a transport and powers the controller on.
-    public convenience init(transport: any HCITransport, deviceName: String = "swift-ble") async throws {
-        let host = HCIHost(transport: transport)
+    /// Creates a peripheral manager over a transport and powers the controller on. `security` says how it pairs and
+    /// where its bonds live.
+    public convenience init(transport: any HCITransport, deviceName: String = "swift-ble",
+                            security: SecurityConfiguration = SecurityConfiguration()) async throws {
+        var configuration = HCIHost.Configuration()
+        configuration.security = security
+        let host = HCIHost(transport: transport, configuration: configuration)
         try await host.powerOn()
         await self.init(host: host, deviceName: deviceName)
     }
@@ -52,8 +64,11 @@ public final class PeripheralManager: Sendable {
     /// Opens the controller named by a `--hci` style specification (`virtual` joins the embedded simulated world) and
     /// powers it on, recording its HCI traffic in the `btsnoop` file when one is given. Throws ``TransportError`` or
     /// ``HostError`` saying what failed (for example "no controller at tcp:127.0.0.1:9100: connection refused").
-    public convenience init(_ spec: HCITransportSpec, deviceName: String = "swift-ble", btsnoop: String? = nil) async throws {
-        let host = try await HCIHost.open(spec, btsnoop: btsnoop)
+    public convenience init(_ spec: HCITransportSpec, deviceName: String = "swift-ble", btsnoop: String? = nil,
+                            security: SecurityConfiguration = SecurityConfiguration()) async throws {
+        var configuration = HCIHost.Configuration()
+        configuration.security = security
+        let host = try await HCIHost.open(spec, btsnoop: btsnoop, configuration: configuration)
         await self.init(host: host, deviceName: deviceName)
     }
 
@@ -97,7 +112,7 @@ public final class PeripheralManager: Sendable {
         }
     }
 
-    /// Centrals connecting and leaving.
+    /// Centrals connecting and leaving, and their links' security (encryption, pairing, passkeys shown).
     public func centralEvents() async -> AsyncStream<CentralEvent> {
         let events = await host.events()
         return AsyncStream { continuation in
@@ -106,6 +121,11 @@ public final class PeripheralManager: Sendable {
                     switch event {
                     case .connected(let c) where c.role == .peripheral: continuation.yield(.connected(c))
                     case .disconnected(let c, let reason) where c.role == .peripheral: continuation.yield(.disconnected(c, reason: reason))
+                    case .encrypted(let c, let security, let usingBond) where c.role == .peripheral:
+                        continuation.yield(.encrypted(c, security, usingBond: usingBond))
+                    case .pairingCompleted(let c, let outcome) where c.role == .peripheral: continuation.yield(.paired(c, outcome))
+                    case .pairingFailed(let c, let failure) where c.role == .peripheral: continuation.yield(.pairingFailed(c, failure))
+                    case .passkeyDisplayed(let c, let passkey) where c.role == .peripheral: continuation.yield(.passkey(c, passkey))
                     default: break
                     }
                 }

@@ -37,6 +37,19 @@ public actor SamplePeripheral {
         await manager.engine.setDeviceName(self.name)
     }
 
+    /// A passkey as six digits, with leading zeros.
+    static func sixDigits(_ passkey: UInt32) -> String {
+        let text = String(passkey % 1_000_000)
+        return String(repeating: "0", count: 6 - text.count) + text
+    }
+
+    /// The JSON fields of a successful pairing.
+    public static func pairedFields(_ outcome: PairingOutcome, peer: LEAddress) -> [String: JSONValue] {
+        ["event": "paired", "peer": .string(peer.address.description), "method": .string(outcome.method.jsonName),
+         "secure_connections": .bool(outcome.security.secureConnections), "authenticated": .bool(outcome.security.authenticated),
+         "key_size": .integer(outcome.security.keySize), "bonded": .bool(outcome.bonded)]
+    }
+
     /// Publishes the device's services, starts advertising and serving.
     public func start(notifyEvery interval: Duration = .seconds(1), log: Log? = nil) async throws {
         for service in device.services { try await manager.add(service) }
@@ -54,6 +67,18 @@ public actor SamplePeripheral {
                 case .disconnected(let c, let reason):
                     log?("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": .integer(c.handle.rawValue), "reason": .string("\(reason)"),
                           "reason_code": .integer(reason.rawValue)])
+                case .passkey(let c, let passkey):
+                    let digits = Self.sixDigits(passkey)
+                    log?("passkey for \(c.peer.address): \(digits)", ["event": "passkey", "peer": .string(c.peer.address.description), "passkey": .integer(Int(passkey))])
+                case .encrypted(let c, let security, let usingBond):
+                    log?("encrypted: \(c.peer.address), \(security.level.map { "\($0)" } ?? "")\(usingBond ? " (bonded, no pairing)" : "")",
+                         ["event": "encrypted", "peer": .string(c.peer.address.description), "bonded": .bool(usingBond)])
+                case .paired(let c, let outcome):
+                    log?("paired: \(c.peer.address), \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
+                         Self.pairedFields(outcome, peer: c.peer))
+                case .pairingFailed(let c, let failure):
+                    log?("pairing failed: \(c.peer.address), \(failure)", ["event": "pairing_failed", "peer": .string(c.peer.address.description),
+                         "reason": failure.reason.map { .integer(Int($0.rawValue)) } ?? .null, "error": .string("\(failure)")])
                 }
             }
         })

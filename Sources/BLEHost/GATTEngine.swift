@@ -58,10 +58,6 @@ public actor GATTEngine {
 
     /// The MTU this side asks for and offers.
     public let preferredMTU: Int
-    /// Whether a client procedure refused for security pairs (or encrypts with the bond) and retries once.
-    public private(set) var pairsOnDemand = true
-    /// Turns pairing on demand on or off (see ``run(_:on:)``).
-    public func setPairsOnDemand(_ on: Bool) { pairsOnDemand = on }
     var links: [LinkID: LinkState] = [:]
     /// The current link of each connection handle.
     var linkOfHandle: [ConnectionHandle: LinkID] = [:]
@@ -234,21 +230,33 @@ public actor GATTEngine {
     }
 
     /// Runs a client procedure on the current link of `handle`. When the server refuses for security (Insufficient
-    /// Authentication, Insufficient Encryption, Encryption Key Size Too Short) and ``pairsOnDemand`` is on, the link
-    /// is secured (the bond's key, or pairing) and the procedure runs again, once, as CoreBluetooth does.
+    /// Authentication, Insufficient Encryption, Encryption Key Size Too Short) and the host pairs on demand
+    /// (``HCIHost/pairsOnDemand``), the link is secured (the bond's key, or pairing) and the procedure runs again, as
+    /// CoreBluetooth does. An unencrypted link first gets the host's usual pairing; a link already encrypted and still
+    /// refused for authentication gets an authenticated (MITM) pairing: at most these two attempts.
     public func run<P: GATTProcedure>(_ procedure: P, on handle: ConnectionHandle) async throws -> P.Output {
         let link = try await link(handle)
-        do {
-            return try await runOnce(procedure, on: link)
-        } catch let error as GATTError {
-            guard pairsOnDemand, case .att(let code, _) = error.kind,
-                  [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code),
-                  let connection = links[link]?.connection else { throw error }
-            // Encrypted already and still refused for authentication: only a MITM-protected key will do.
-            let encrypted = await host.security(of: connection)?.isEncrypted == true
-            _ = try await host.pair(connection, mitm: encrypted && code == .insufficientAuthentication,
-                                    force: encrypted && code != .insufficientEncryption)
-            return try await runOnce(procedure, on: link)
+        var attempts = 0
+        while true {
+            do {
+                return try await runOnce(procedure, on: link)
+            } catch let error as GATTError {
+                guard attempts < 2, case .att(let code, _) = error.kind,
+                      [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code),
+                      let connection = links[link]?.connection, await host.pairsOnDemand,
+                      let security = await host.security(of: connection) else { throw error }
+                // Encrypted and still refused for authentication: only an authenticated key will do. Encrypted with a
+                // short key: pair again for a longer one.
+                let mitm = security.isEncrypted && code == .insufficientAuthentication
+                if mitm && security.isAuthenticated { throw error }
+                attempts += 1
+                do {
+                    _ = try await host.pair(connection, mitm: mitm, force: security.isEncrypted && code != .insufficientEncryption)
+                } catch let failure {
+                    // The refusal stands; the reason says why the link could not be secured.
+                    throw GATTError(error.kind, "\(error.reason); securing the link failed: \(failure)")
+                }
+            }
         }
     }
 

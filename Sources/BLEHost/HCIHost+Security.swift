@@ -44,6 +44,10 @@ extension HCIHost {
     /// Sets the agent that answers for the user during pairing (consent, passkeys, numeric comparison).
     public func setPairingAgent(_ agent: any PairingAgent) { pairingAgent = agent }
 
+    /// Turns pairing on demand on or off: whether a GATT client procedure the server refuses for security pairs (or
+    /// encrypts with the bond) and runs again (see ``GATTEngine/run(_:on:)``). On by default.
+    public func setPairsOnDemand(_ on: Bool) { pairsOnDemand = on }
+
     /// The bond store of this host.
     public nonisolated var bondStore: any BondStore { configuration.security.bondStore }
 
@@ -499,7 +503,10 @@ extension HCIHost {
             link.security.waiters = []
         }
         links[handle] = link
-        if success { publish(.securityChanged(connection, link.security.current)) }
+        if success {
+            publish(.encrypted(connection, link.security.current, usingBond: fromBond))
+            publish(.securityChanged(connection, link.security.current))
+        }
         for waiter in waiters {
             if success {
                 waiter.resume(returning: link.security.current)

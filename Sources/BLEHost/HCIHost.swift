@@ -84,6 +84,8 @@ public actor HCIHost {
     weak var sharedEngine: GATTEngine?
     /// The user's part in pairing.
     var pairingAgent: any PairingAgent = AutomaticPairingAgent()
+    /// Whether GATT client procedures refused for security pair and run again (see ``setPairsOnDemand(_:)``).
+    public internal(set) var pairsOnDemand = true
     /// The growing delay between failed pairings, per peer. Core 5.4, Vol 3, Part H, 2.3.6.
     var pairingAttempts = SMPAttemptLimiter<LEAddress>()
     /// The Security Manager timer of each link.

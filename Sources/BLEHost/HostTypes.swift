@@ -132,8 +132,11 @@ public enum HostEvent: Sendable, Hashable {
     case connectionUpdated(HostConnection)
     /// Encryption changed.
     case encryptionChanged(handle: ConnectionHandle, status: HCIStatus, enabled: Bool)
-    /// A link's security changed: it got encrypted (by pairing, or with a bond's key), or a bond was made.
+    /// A link's security changed: it got encrypted (by pairing, or with a bond's key), a bond was made or removed.
     case securityChanged(HostConnection, LinkSecurity)
+    /// A link got encrypted (or its key refreshed): with a bond's stored key and no pairing (`usingBond`), or with
+    /// the key a pairing on it produced.
+    case encrypted(HostConnection, LinkSecurity, usingBond: Bool)
     /// A pairing on the link succeeded.
     case pairingCompleted(HostConnection, PairingOutcome)
     /// A pairing on the link failed.

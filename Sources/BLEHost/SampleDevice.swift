@@ -41,6 +41,8 @@ public enum SampleDevice: String, CaseIterable, Sendable {
     public static let customGuarded = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF9") ?? 0
     /// Its slow value, answered by the application ``slowAnswerDelay`` after each write.
     public static let customSlow = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEFA") ?? 0
+    /// …DEFB: "authenticated", readable only over a link encrypted with an authenticated (MITM-protected) key.
+    public static let customAuthenticated = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEFB") ?? 0
     /// The application error the guarded value refuses with.
     public static let refusalError = ATTErrorCode(rawValue: 0x80)
     /// How long the slow value takes to answer a write.
@@ -105,6 +107,8 @@ public enum SampleDevice: String, CaseIterable, Sendable {
                                              source: .application),
                 GATTCharacteristicDefinition(uuid: Self.customSlow, properties: [.read, .write], permissions: [.readable, .writeable],
                                              source: .application),
+                GATTCharacteristicDefinition(uuid: Self.customAuthenticated, properties: .read,
+                                             permissions: [.readable, .readAuthenticationRequired], value: Array("authenticated".utf8)),
             ]))
         }
         return services

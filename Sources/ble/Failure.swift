@@ -59,6 +59,8 @@ func describeError(_ error: any Error) -> String {
     case let e as HostError: e.reason
     case let e as GATTError: e.reason
     case let e as TransportError: e.reason
+    case let e as SecurityError: e.reason
+    case let e as BondStoreError: e.reason
     case let e as WireError: "malformed data: \(e.reason)"
     case let e as HCIStatus: "the controller answered \(e)"
     case is CancellationError: "interrupted"
@@ -82,6 +84,12 @@ func exitStatus(for error: any Error) -> Int32 {
         case .timeout: return ExitStatus.notFoundOrTimedOut
         case .att, .malformedResponse, .invalidValueLength: return ExitStatus.protocolError
         case .disconnected, .cancelled: return ExitStatus.failure
+        }
+    case let e as SecurityError:
+        switch e.kind {
+        case .pairingFailed, .encryptionFailed: return ExitStatus.protocolError
+        case .timedOut: return ExitStatus.notFoundOrTimedOut
+        case .disconnected: return ExitStatus.failure
         }
     case is WireError, is HCIStatus: return ExitStatus.protocolError
     case is CancellationError: return 130

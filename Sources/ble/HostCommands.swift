@@ -14,11 +14,14 @@ struct Serve: AsyncParsableCommand {
     var runFor: Double = 0
     @Option(help: "Milliseconds between heart-rate notifications.")
     var notifyInterval: Int = 1000
+    @OptionGroup var security: SecurityOptions
 
     func run() async throws {
         let name = name ?? device.defaultName
         let json = options.json
-        try await options.withPeripheralManager(deviceName: name) { manager in
+        try await options.withPeripheralManager(deviceName: name, security: security.configuration(for: try options.spec())) { manager in
+            // The sample device prints passkeys itself (a centralEvents line); the agent answers for the user.
+            await manager.setPairingAgent(CommandLineAgent(passkey: security.passkey, json: json, printsPasskeys: false))
             let peripheral = await SamplePeripheral(manager: manager, device: device, name: name)
             try await during("starting the \(device.rawValue) device") {
                 try await peripheral.start(notifyEvery: .milliseconds(max(1, notifyInterval))) { text, fields in emit(json, text, fields) }
@@ -113,10 +116,12 @@ struct Explore: AsyncParsableCommand {
         discussion: "A value the device refuses to give is shown with the error, and the exploration goes on.")
     @OptionGroup var options: HostOptions
     @OptionGroup var target: TargetOptions
+    @OptionGroup var security: SecurityOptions
+    @Flag(help: "Do not pair when the device refuses a value for security (show the refusal instead).") var noPair = false
 
     func run() async throws {
         let json = options.json
-        try await ClientSession.run(options, target) { session in
+        try await ClientSession.run(options, target, security: security, pairsOnDemand: !noPair) { session in
             let peripheral = session.peripheral
             let mtu = await peripheral.mtu
             let peer = peripheral.id.address.description
@@ -158,9 +163,11 @@ struct Read: AsyncParsableCommand {
     @OptionGroup var options: HostOptions
     @OptionGroup var target: TargetOptions
     @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
+    @OptionGroup var security: SecurityOptions
+    @Flag(help: "Do not pair when the device refuses the read for security (exit 3 with the ATT error instead).") var noPair = false
 
     func run() async throws {
-        try await ClientSession.run(options, target) { session in
+        try await ClientSession.run(options, target, security: security, pairsOnDemand: !noPair) { session in
             let c = try session.characteristic(characteristic)
             let value = try await during("reading \(characteristic) on \(target.target)") { try await session.peripheral.readValue(for: c) }
             emit(options.json, show(value),
@@ -178,6 +185,8 @@ struct Write: AsyncParsableCommand {
     @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
     @Argument(help: "The value in hex.") var hex: String
     @Flag(help: "Write without response (Write Command).") var withoutResponse = false
+    @OptionGroup var security: SecurityOptions
+    @Flag(help: "Do not pair when the device refuses the write for security (exit 3 with the ATT error instead).") var noPair = false
 
     func validate() throws {
         guard let value = [UInt8](hex: hex) else { throw ValidationError("'\(hex)' is not hex") }
@@ -187,7 +196,7 @@ struct Write: AsyncParsableCommand {
 
     func run() async throws {
         guard let value = [UInt8](hex: hex) else { throw ValidationError("'\(hex)' is not hex") }
-        try await ClientSession.run(options, target) { session in
+        try await ClientSession.run(options, target, security: security, pairsOnDemand: !noPair) { session in
             let c = try session.characteristic(characteristic)
             try await during("writing \(characteristic) on \(target.target)") {
                 try await session.peripheral.writeValue(value, for: c, type: withoutResponse ? .withoutResponse : .withResponse)
@@ -206,13 +215,14 @@ struct Subscribe: AsyncParsableCommand {
     @OptionGroup var target: TargetOptions
     @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
     @Option(help: "Stop after this many values.") var count: Int = 5
+    @OptionGroup var security: SecurityOptions
 
     func validate() throws {
         guard count > 0 else { throw ValidationError("--count must be at least 1") }
     }
 
     func run() async throws {
-        try await ClientSession.run(options, target) { session in
+        try await ClientSession.run(options, target, security: security) { session in
             let c = try session.characteristic(characteristic)
             guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
                 throw CommandFailure.notFound("\(characteristic) on \(target.target) neither notifies nor indicates")

@@ -28,9 +28,9 @@ struct HostOptions: ParsableArguments {
 
     /// Opens the controller as a central (`virtual` joins the process's embedded world, where the sample devices
     /// advertise), runs `body`, and powers the controller off on the way out, whatever `body` does.
-    func withCentral<T>(_ body: (Central) async throws -> T) async throws -> T {
+    func withCentral<T>(security: SecurityConfiguration = SecurityConfiguration(), _ body: (Central) async throws -> T) async throws -> T {
         // Its errors say which controller failed and how ("no controller at tcp:127.0.0.1:9100: ...").
-        let central = try await Central.open(try spec(), btsnoop: btsnoop)
+        let central = try await Central.open(try spec(), btsnoop: btsnoop, security: security)
         do {
             let result = try await body(central)
             await cleanUp { await central.powerOff() }
@@ -42,8 +42,9 @@ struct HostOptions: ParsableArguments {
     }
 
     /// Opens the controller as a peripheral manager, runs `body`, and powers the controller off on the way out.
-    func withPeripheralManager<T>(deviceName: String, _ body: (PeripheralManager) async throws -> T) async throws -> T {
-        let manager = try await PeripheralManager(try spec(), deviceName: deviceName, btsnoop: btsnoop)
+    func withPeripheralManager<T>(deviceName: String, security: SecurityConfiguration = SecurityConfiguration(),
+                                  _ body: (PeripheralManager) async throws -> T) async throws -> T {
+        let manager = try await PeripheralManager(try spec(), deviceName: deviceName, btsnoop: btsnoop, security: security)
         do {
             let result = try await body(manager)
             await cleanUp { await manager.powerOff() }
@@ -109,9 +110,16 @@ struct ClientSession: Sendable {
 
     /// Opens the controller, finds and connects to `target` (exchanging MTUs), discovers the whole tree when asked,
     /// and runs `body`; then disconnects and powers off, whether `body` succeeded or threw.
-    static func run<T>(_ options: HostOptions, _ target: TargetOptions, discover: Bool = true,
-                       _ body: (ClientSession) async throws -> T) async throws -> T {
-        try await options.withCentral { central in
+    /// With `security`, the central pairs as those options say when the device asks for it (unless `pairsOnDemand` is
+    /// false), and prints the pairing as it happens.
+    static func run<T>(_ options: HostOptions, _ target: TargetOptions, security: SecurityOptions? = nil, pairsOnDemand: Bool = true,
+                       discover: Bool = true, _ body: (ClientSession) async throws -> T) async throws -> T {
+        let spec = try options.spec()
+        return try await options.withCentral(security: security?.configuration(for: spec) ?? SecurityConfiguration()) { central in
+            if let security { await central.setPairingAgent(security.agent(json: options.json)) }
+            await central.setPairsOnDemand(pairsOnDemand)
+            let printer = await printPairingEvents(central, json: options.json)
+            defer { printer.cancel() }
             let device = try await findTarget(target.target, central: central, timeout: target.duration)
             let peripheral = try await during("connecting to \(target.target) (\(device.address.address))") {
                 try await central.connect(device, timeout: target.duration)

@@ -108,7 +108,7 @@ final class ScriptedAgent: PairingAgent {
 
     @Test func secureConnectionsJustWorksEncryptsBondsAndServesTheProtectedValue() async throws {
         let s = try await setUp()
-        await s.client.setPairsOnDemand(false)
+        await s.central.setPairsOnDemand(false)
         let (encrypted, authenticated) = try await s.handles()
         // Unpaired and unencrypted: no key for this client, so Insufficient Authentication (Core 5.4, Vol 3, Part C, 10.3.1).
         #expect(await attError { try await s.client.read(s.c.handle, attribute: encrypted) } == .insufficientAuthentication)
@@ -251,7 +251,7 @@ final class ScriptedAgent: PairingAgent {
             (error as? SecurityError)?.kind == .encryptionFailed(.pinOrKeyMissing)
         }
         #expect(await s.central.security(of: s.c)?.isEncrypted == false)
-        await s.client.setPairsOnDemand(false)
+        await s.central.setPairsOnDemand(false)
         #expect(await attError { try await s.client.read(s.c.handle, attribute: encrypted) } == .insufficientAuthentication)
         // Pairing again (forced) makes a new bond and serves the value.
         _ = try await s.central.pair(s.c, force: true)
