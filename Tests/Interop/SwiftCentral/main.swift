@@ -110,6 +110,8 @@ do {
     fail("power on (--hci \(hci)): \(error)")
 }
 result("powered_on", 1)
+// The session checks that the protected value is refused on an unencrypted link (pairing has scenarios of its own).
+await central.setPairsOnDemand(false)
 let eventLog = await central.connectionEvents()
 _ = Task {
     for await event in eventLog {
