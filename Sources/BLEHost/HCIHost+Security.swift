@@ -379,6 +379,12 @@ extension HCIHost {
                 pairingSucceeded(result, on: connection)
             case .fail(let failure):
                 pairingFailed(failure, on: connection)
+                // An LTK request held for this pairing's key will not get one: refuse it now, or the controller's
+                // encryption procedure stays open until the link drops. Core 5.4, Vol 3, Part H, 2.4.4.
+                if links[handle]?.security.keyRequested == true {
+                    links[handle]?.security.keyRequested = false
+                    await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
+                }
             }
         }
     }
