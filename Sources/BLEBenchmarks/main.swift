@@ -122,3 +122,6 @@ print("== ATT round trips for a full discovery (services, characteristics, descr
 let demoDevice = SampleDevice.lab.database(name: SampleDevice.lab.defaultName)
 let discovery = try await GATTBenchmarks.discoveryRoundTrips(demoDevice)
 print("  the demo device (ble serve --device lab): \(discovery.services) services, \(discovery.characteristics) characteristics, \(discovery.descriptors) descriptors in \(discovery.requests) ATT round trips")
+
+print("== Pairing between two hosts on the in-process virtual controller (HCIHost.pair: Pairing Request to the last key)")
+try await PairingBenchmarks.run()

@@ -190,7 +190,17 @@ extension HCIHost {
     /// A new pairing machine for `connection`, stored on its link (replacing a finished one).
     @discardableResult
     private func startPairing(on connection: HostConnection, mitm: Bool = false) -> Bool {
-        guard var link = links[connection.handle], let local = ownAddress else { return false }
+        guard var link = links[connection.handle], let pairing = makePairing(on: connection, mitm: mitm) else { return false }
+        link.security.pairing = pairing
+        link.security.responderKey = nil
+        link.security.keyRequested = false
+        links[connection.handle] = link
+        return true
+    }
+
+    /// A pairing machine for `connection`'s role with this host's settings (not stored anywhere).
+    private func makePairing(on connection: HostConnection, mitm: Bool = false) -> SMPPairing? {
+        guard let link = links[connection.handle], let local = ownAddress else { return nil }
         let settings = configuration.security
         var configuration = SMPPairing.Configuration(
             ioCapability: settings.ioCapability, bonding: settings.bonding, mitm: settings.mitm || mitm,
@@ -200,16 +210,11 @@ extension HCIHost {
             configuration.identity = SMPIdentity(identityResolvingKey: irk, address: local)
         }
         if !pairingAttempts.mayPair(limiterKey(link), now: now) { configuration.refusal = .repeatedAttempts }
-        guard let keyPair = Self.newKeyPair() else { return false }
+        guard let keyPair = Self.newKeyPair() else { return nil }
         let central = connection.role == .central
-        link.security.pairing = SMPPairing(role: central ? .initiator : .responder, configuration: configuration,
-                                           initiatorAddress: central ? local : connection.peer,
-                                           responderAddress: central ? connection.peer : local,
-                                           keyPair: keyPair, random: { Self.secureRandom($0) })
-        link.security.responderKey = nil
-        link.security.keyRequested = false
-        links[connection.handle] = link
-        return true
+        return SMPPairing(role: central ? .initiator : .responder, configuration: configuration,
+                          initiatorAddress: central ? local : connection.peer, responderAddress: central ? connection.peer : local,
+                          keyPair: keyPair, random: { Self.secureRandom($0) })
     }
 
     /// A fresh P-256 key pair (a private key from 32 random octets; retried in the rare case they exceed the order).
@@ -242,8 +247,10 @@ extension HCIHost {
             case (.central, SMPCode.securityRequest?):
                 await answerSecurityRequest(payload, on: connection)
                 return
-            case (.peripheral, SMPCode.pairingRequest?):
-                // A new pairing from the central: the agent consents first (the reader does not wait for it).
+            case (.peripheral, SMPCode.pairingRequest?) where (try? SMPPDU(bytes: payload)) != nil
+                    && pairingAttempts.mayPair(limiterKey(link), now: now):
+                // A new pairing from the central: the agent consents first (the reader does not wait for it). A
+                // malformed request, or one within the repeated-attempts delay, is answered by the machine at once.
                 link.security.backlog = [payload]
                 links[handle] = link
                 let agent = pairingAgent
@@ -253,10 +260,17 @@ extension HCIHost {
                     await self?.pairingConsent(accepted, on: connection)
                 }
                 return
-            default:
-                // Out of sequence, unknown or malformed: a machine of the link's role answers as the specification
-                // says (Unspecified Reason, Command Not Supported, Invalid Parameters), and the link's state stays.
+            case (.peripheral, SMPCode.pairingRequest?):
                 guard startPairing(on: connection) else { return }
+            default:
+                // Out of sequence, unknown or malformed with nothing under way: a machine of the link's role answers
+                // as the specification says (Unspecified Reason, Command Not Supported, Invalid Parameters). It is
+                // not a pairing: the link's state, the events and the repeated-attempts count stay as they were.
+                guard var stray = makePairing(on: connection) else { return }
+                for case .send(let pdu) in stray.receive(payload) {
+                    await enqueueL2CAP(pdu.encoded, channel: .smp, handle: handle)
+                }
+                return
             }
         }
         await feedSMP(payload, on: connection)

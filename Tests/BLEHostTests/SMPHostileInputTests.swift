@@ -106,7 +106,7 @@ import Testing
         await server.start()
         let rawClient = GATTEngine(host: raw)
         await rawClient.start()
-        await rawClient.setPairsOnDemand(false)
+        await raw.setPairsOnDemand(false)
         let targetLink: HostConnection
         let rawLink: HostConnection
         switch side {
