@@ -43,7 +43,8 @@ enum PairingBenchmarks {
         }
         let median = sorted[sorted.count / 2]
         let p90 = sorted[min(sorted.count - 1, sorted.count * 9 / 10)]
-        print(String(format: "  %-55@ median %6.2f ms, p90 %6.2f ms (%d runs)", name as NSString, median, p90, sorted.count))
+        print("  " + name.padding(toLength: 55, withPad: " ", startingAt: 0)
+              + String(format: "median %6.2f ms, p90 %6.2f ms (%d runs)", median, p90, sorted.count))
     }
 
     /// Two powered hosts on a fresh air, connected; returns them with the central's link.
