@@ -25,18 +25,19 @@ extension RemotePeripheral {
 extension PeripheralManager {
     /// Publishes an LE credit based channel on the lowest free dynamic PSM (0x0080–0x00FF), like CoreBluetooth's
     /// `publishL2CAPChannel(withEncryption:)`; returns the PSM (advertise it, or serve it in a characteristic) and the
-    /// channels centrals open to it.
-    public func publishL2CAPChannel(parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws
-        -> (psm: L2CAPSPSM, channels: AsyncStream<L2CAPChannel>) {
-        let (spsm, channels) = try await host.listen(parameters: parameters)
+    /// channels centrals open to it. `withEncryption`: a central on an unencrypted link is refused (Insufficient
+    /// Authentication without a bond, Insufficient Encryption with one), and ours pairs and asks again.
+    public func publishL2CAPChannel(withEncryption: Bool = false, parameters: L2CAPChannelParameters = L2CAPChannelParameters())
+        async throws -> (psm: L2CAPSPSM, channels: AsyncStream<L2CAPChannel>) {
+        let (spsm, channels) = try await host.listen(parameters: parameters, security: withEncryption ? .encrypted : .none)
         return (spsm, channels)
     }
 
     /// Publishes an LE credit based channel on a chosen PSM (a SIG-assigned one, or a dynamic one both sides know);
-    /// returns the channels centrals open to it.
-    public func publishL2CAPChannel(_ psm: L2CAPSPSM, parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws
-        -> AsyncStream<L2CAPChannel> {
-        try await host.listen(spsm: psm, parameters: parameters)
+    /// returns the channels centrals open to it. `security` is what the link must have (``L2CAPSecurityRequirement``).
+    public func publishL2CAPChannel(_ psm: L2CAPSPSM, security: L2CAPSecurityRequirement = .none,
+                                    parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> AsyncStream<L2CAPChannel> {
+        try await host.listen(spsm: psm, parameters: parameters, security: security)
     }
 
     /// Stops accepting channels on `psm` (the stream of channels finishes; open channels stay open).

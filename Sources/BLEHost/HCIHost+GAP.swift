@@ -231,6 +231,7 @@ extension HCIHost {
             link.security.current.peerIdentity = bond.peer
         }
         links[handle] = link
+        syncL2CAPSecurity(handle)
         if role == .central { completeInitiation(.success(connection)) }
         publish(.connected(connection))
     }

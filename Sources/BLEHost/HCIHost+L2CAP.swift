@@ -156,7 +156,7 @@ extension HCIHost {
                                                                           creditReturn: .onConsumption))
         try? manager.registerFixedChannel(.att)
         try? manager.registerFixedChannel(.smp)
-        for (spsm, listener) in l2capListeners { try? manager.listen(spsm: spsm, parameters: listener.parameters) }
+        for (spsm, listener) in l2capListeners { try? manager.listen(spsm: spsm, parameters: listener.parameters, security: listener.security) }
         return manager
     }
 

@@ -58,6 +58,7 @@ public struct L2CAPIncomingSDUs: AsyncSequence, Sendable {
 struct L2CAPListener: Sendable {
     var id: Int
     var parameters: L2CAPChannelParameters
+    var security: L2CAPSecurityRequirement
     var continuation: AsyncStream<L2CAPChannel>.Continuation
 }
 
@@ -74,12 +75,12 @@ extension HCIHost {
     /// Accepts LE credit based connections to `spsm` on every link, now and later. Each channel a peer opens is
     /// delivered on the returned stream. Listening again on the same SPSM replaces the earlier listener (its stream
     /// finishes).
-    public func listen(spsm: L2CAPSPSM, parameters: L2CAPChannelParameters = L2CAPChannelParameters()) throws
-        -> AsyncStream<L2CAPChannel> {
+    public func listen(spsm: L2CAPSPSM, parameters: L2CAPChannelParameters = L2CAPChannelParameters(),
+                       security: L2CAPSecurityRequirement = .none) throws -> AsyncStream<L2CAPChannel> {
         try checkReceivable(parameters)
         var probe = L2CAPChannelManager(role: .central)
         do {
-            try probe.listen(spsm: spsm, parameters: parameters)
+            try probe.listen(spsm: spsm, parameters: parameters, security: security)
         } catch {
             throw HostError(.l2cap(error.code), error.reason)
         }
@@ -87,8 +88,8 @@ extension HCIHost {
         let id = nextListenerID
         nextListenerID += 1
         l2capListeners[spsm]?.continuation.finish()
-        l2capListeners[spsm] = L2CAPListener(id: id, parameters: parameters, continuation: continuation)
-        for handle in links.keys { try? links[handle]?.l2cap.listen(spsm: spsm, parameters: parameters) }
+        l2capListeners[spsm] = L2CAPListener(id: id, parameters: parameters, security: security, continuation: continuation)
+        for handle in links.keys { try? links[handle]?.l2cap.listen(spsm: spsm, parameters: parameters, security: security) }
         continuation.onTermination = { [weak self] _ in Task { await self?.stopListening(spsm: spsm, id: id) } }
         return stream
     }
@@ -96,12 +97,12 @@ extension HCIHost {
     /// Listens on the lowest dynamic SPSM (0x0080–0x00FF) nobody listens on yet, as CoreBluetooth's
     /// `publishL2CAPChannel` does; returns it with the stream of channels peers open to it. Throws when every
     /// dynamic SPSM is taken.
-    public func listen(parameters: L2CAPChannelParameters = L2CAPChannelParameters()) throws
-        -> (spsm: L2CAPSPSM, channels: AsyncStream<L2CAPChannel>) {
+    public func listen(parameters: L2CAPChannelParameters = L2CAPChannelParameters(),
+                       security: L2CAPSecurityRequirement = .none) throws -> (spsm: L2CAPSPSM, channels: AsyncStream<L2CAPChannel>) {
         guard let free = (UInt16(0x0080)...UInt16(0x00FF)).lazy.map({ L2CAPSPSM(rawValue: $0) })
             .first(where: { l2capListeners[$0] == nil })
         else { throw HostError(.l2cap(.noFreeChannel), "every dynamic SPSM has a listener") }
-        return (free, try listen(spsm: free, parameters: parameters))
+        return (free, try listen(spsm: free, parameters: parameters, security: security))
     }
 
     /// Stops accepting connections to `spsm`: its stream finishes; open channels stay open.
@@ -128,8 +129,25 @@ extension HCIHost {
         try await openL2CAPChannel(spsm: spsm, handle: connection.handle, link: connection.link, parameters: parameters)
     }
 
+    /// Opens the channel; when the peer refuses for security (0x0005, 0x0007, 0x0008) and this host pairs on demand,
+    /// secures the link (the bond's key, or pairing) and asks once more.
     private func openL2CAPChannel(spsm: L2CAPSPSM, handle: ConnectionHandle, link id: LinkID?,
                                   parameters: L2CAPChannelParameters) async throws -> L2CAPChannel {
+        do {
+            return try await openL2CAPChannelOnce(spsm: spsm, handle: handle, link: id, parameters: parameters)
+        } catch let error as HostError {
+            guard case .l2capConnectionFailed(.refused(let result)) = error.kind, pairsOnDemand,
+                  [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(result),
+                  let connection = links[handle]?.connection, current(handle, is: id),
+                  let security = security(of: connection) else { throw error }
+            _ = try await pair(connection, mitm: security.isEncrypted && result == .insufficientAuthentication,
+                               force: security.isEncrypted && result != .insufficientEncryption)
+            return try await openL2CAPChannelOnce(spsm: spsm, handle: handle, link: connection.link, parameters: parameters)
+        }
+    }
+
+    private func openL2CAPChannelOnce(spsm: L2CAPSPSM, handle: ConnectionHandle, link id: LinkID?,
+                                      parameters: L2CAPChannelParameters) async throws -> L2CAPChannel {
         try checkReceivable(parameters)
         guard current(handle, is: id), var link = links[handle] else {
             throw HostError(.notConnected, "no connection with handle \(handle)")

@@ -154,6 +154,7 @@ extension HCIHost {
         let removed = try configuration.security.bondStore.removeBonds(peer: peer, local: localIdentity)
         for (handle, link) in links where link.connection.peer == peer || link.security.current.peerIdentity == peer {
             links[handle]?.security.current.isBonded = false
+            syncL2CAPSecurity(handle)
             if let security = links[handle]?.security.current { publish(.securityChanged(link.connection, security)) }
         }
         return removed
@@ -434,6 +435,7 @@ extension HCIHost {
         let waiters = link.security.waiters
         link.security.waiters = []
         links[connection.handle] = link
+        syncL2CAPSecurity(connection.handle)
         publish(.pairingCompleted(connection, PairingOutcome(method: result.method, security: result.security, bonded: bonded,
                                                              peerIdentity: identity)))
         publish(.securityChanged(connection, link.security.current))
@@ -523,6 +525,7 @@ extension HCIHost {
             link.security.waiters = []
         }
         links[handle] = link
+        syncL2CAPSecurity(handle)
         if success {
             publish(.encrypted(connection, link.security.current, usingBond: fromBond))
             publish(.securityChanged(connection, link.security.current))
@@ -535,6 +538,13 @@ extension HCIHost {
             }
         }
         await performSMP(actions, on: connection)
+    }
+
+    /// Hands a link's security to its L2CAP manager, which checks listeners' requirements against it.
+    func syncL2CAPSecurity(_ handle: ConnectionHandle) {
+        guard let current = links[handle]?.security.current else { return }
+        links[handle]?.l2cap.setLinkSecurity(L2CAPLinkSecurity(encrypted: current.isEncrypted, authenticated: current.isAuthenticated,
+                                                               keySize: current.level?.keySize ?? 0, hasKey: current.isBonded))
     }
 
     /// A link went down: its timer stops and its waiters fail.

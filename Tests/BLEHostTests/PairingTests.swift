@@ -266,4 +266,22 @@ final class ScriptedAgent: PairingAgent {
             (error as? SecurityError)?.kind == .pairingFailed(.received(.pairingNotSupported))
         }
     }
+
+    @Test func aChannelNeedingEncryptionIsRefusedThenOpensAfterPairing() async throws {
+        let s = try await setUp()
+        let channels = try await s.peripheral.listen(spsm: L2CAPSPSM(rawValue: 0x0080), security: .encrypted)
+        defer { withExtendedLifetime(channels) {} }
+        await s.central.setPairsOnDemand(false)
+        await #expect {
+            try await s.central.openL2CAPChannel(spsm: L2CAPSPSM(rawValue: 0x0080), on: s.c)
+        } throws: { error in
+            guard case .l2capConnectionFailed(.refused(let result))? = (error as? HostError)?.kind else { return false }
+            return result == .insufficientAuthentication
+        }
+        // Pairing on demand: refused, paired (Just Works), asked again, opened.
+        await s.central.setPairsOnDemand(true)
+        let channel = try await s.central.openL2CAPChannel(spsm: L2CAPSPSM(rawValue: 0x0080), on: s.c)
+        #expect(channel.info.spsm == L2CAPSPSM(rawValue: 0x0080))
+        #expect(await s.central.security(of: s.c)?.isEncrypted == true)
+    }
 }

@@ -147,7 +147,9 @@ extension L2CAPChannelManager {
             [signal(.leCreditBasedConnectionResponse(identifier: id, .init(destinationCID: 0, mtu: 0, mps: 0,
                                                                         initialCredits: 0, result: result)))]
         }
-        guard let parameters = listeners[request.spsm] else { return refuse(.spsmNotSupported) }
+        guard let listener = listeners[request.spsm] else { return refuse(.spsmNotSupported) }
+        if let refusal = linkSecurity.refusal(for: listener.security) { return refuse(refusal) }
+        let parameters = listener.parameters
         guard L2CAPChannelID(rawValue: request.sourceCID).isLEDynamic else { return refuse(.invalidSourceCID) }
         guard !remoteCIDInUse(request.sourceCID) else { return refuse(.sourceCIDAlreadyAllocated) }
         guard L2CAPChannelParameters.areValid(mtu: request.mtu, mps: request.mps, enhanced: false) else {
@@ -209,7 +211,9 @@ extension L2CAPChannelManager {
         guard (1...L2CAPCreditBasedConnectionRequest.maximumChannelCount).contains(request.sourceCIDs.count) else {
             return refuseAll(.invalidParameters)
         }
-        guard let parameters = listeners[request.spsm] else { return refuseAll(.spsmNotSupported) }
+        guard let listener = listeners[request.spsm] else { return refuseAll(.spsmNotSupported) }
+        if let refusal = linkSecurity.refusal(for: listener.security) { return refuseAll(refusal) }
+        let parameters = listener.parameters
         guard L2CAPChannelParameters.areValid(mtu: request.mtu, mps: request.mps, enhanced: true) else {
             return refuseAll(.invalidParameters)
         }

@@ -106,7 +106,9 @@ public struct L2CAPChannelManager: Sendable {
     public internal(set) var droppedFrames = 0
 
     var fixedChannels: Set<L2CAPChannelID> = []
-    var listeners: [L2CAPSPSM: L2CAPChannelParameters] = [:]
+    var listeners: [L2CAPSPSM: (parameters: L2CAPChannelParameters, security: L2CAPSecurityRequirement)] = [:]
+    /// The link's security, which listeners' requirements are checked against (see ``setLinkSecurity(_:)``).
+    public private(set) var linkSecurity = L2CAPLinkSecurity()
     var channels: [UInt16: L2CAPCreditBasedChannel] = [:]
     var pending: [UInt8: Pending] = [:]
     private var lastIdentifier: UInt8 = 0
@@ -197,14 +199,19 @@ public struct L2CAPChannelManager: Sendable {
 
     // MARK: Credit based channels
 
-    /// Accepts incoming LE and enhanced credit based connections to `spsm`, announcing `parameters`.
-    public mutating func listen(spsm: L2CAPSPSM, parameters: L2CAPChannelParameters = L2CAPChannelParameters())
-        throws(L2CAPError) {
+    /// Records the link's security (after encryption, or when a bond is made or removed): listeners' requirements are
+    /// checked against it when a peer opens a channel.
+    public mutating func setLinkSecurity(_ security: L2CAPLinkSecurity) { linkSecurity = security }
+
+    /// Accepts incoming LE and enhanced credit based connections to `spsm`, announcing `parameters`. A connection on
+    /// a link whose security does not meet `security` is refused with the result that says what is missing.
+    public mutating func listen(spsm: L2CAPSPSM, parameters: L2CAPChannelParameters = L2CAPChannelParameters(),
+                                security: L2CAPSecurityRequirement = .none) throws(L2CAPError) {
         guard spsm.isValid else { throw L2CAPError(.invalidSPSM, "\(spsm) is outside 0x0001–0x00FF") }
         guard L2CAPChannelParameters.areValid(mtu: parameters.mtu, mps: parameters.mps, enhanced: false) else {
             throw L2CAPError(.invalidParameters, "MTU \(parameters.mtu) / MPS \(parameters.mps) out of range")
         }
-        listeners[spsm] = parameters
+        listeners[spsm] = (parameters, security)
     }
 
     /// Stops accepting connections to `spsm` (open channels stay open).

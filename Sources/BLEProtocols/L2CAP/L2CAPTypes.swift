@@ -184,3 +184,59 @@ public enum L2CAPReconfigurationOutcome: Hashable, Sendable {
     /// The link went down first.
     case linkClosed
 }
+
+/// What a listener requires of the link's security before a channel to its SPSM opens. Core 5.4, Vol 3, Part C,
+/// 10.2 (LE security mode 1) and Part A, 4.23 (the results a refusal carries).
+public struct L2CAPSecurityRequirement: Hashable, Sendable {
+    /// The link must be encrypted.
+    public var encryption: Bool
+    /// The link's key must be authenticated (MITM-protected); implies encryption.
+    public var authentication: Bool
+    /// The smallest acceptable encryption key size, in octets (when encryption is required).
+    public var minimumKeySize: Int
+
+    /// Creates a requirement.
+    public init(encryption: Bool = false, authentication: Bool = false, minimumKeySize: Int = 16) {
+        self.encryption = encryption || authentication
+        self.authentication = authentication
+        self.minimumKeySize = minimumKeySize
+    }
+
+    /// No requirement (security mode 1 level 1).
+    public static let none = L2CAPSecurityRequirement()
+    /// An encrypted link (level 2), like CoreBluetooth's `publishL2CAPChannel(withEncryption: true)`.
+    public static let encrypted = L2CAPSecurityRequirement(encryption: true)
+    /// An encrypted link with an authenticated key (level 3).
+    public static let authenticated = L2CAPSecurityRequirement(authentication: true)
+}
+
+/// A link's security as the L2CAP manager checks listeners' requirements against it.
+public struct L2CAPLinkSecurity: Hashable, Sendable {
+    /// The link is encrypted.
+    public var encrypted: Bool
+    /// Its key is authenticated.
+    public var authenticated: Bool
+    /// Its key size, in octets.
+    public var keySize: Int
+    /// This side holds a key for the peer (a bond): it could encrypt.
+    public var hasKey: Bool
+
+    /// Creates a value from its fields.
+    public init(encrypted: Bool = false, authenticated: Bool = false, keySize: Int = 0, hasKey: Bool = false) {
+        self.encrypted = encrypted
+        self.authenticated = authenticated
+        self.keySize = keySize
+        self.hasKey = hasKey
+    }
+
+    /// The refusal `requirement` earns on this link, if any: like the ATT errors of Core 5.4, Vol 3, Part C, 10.3.1,
+    /// Insufficient Authentication (0x0005) without a key to encrypt with or without the authentication required,
+    /// Insufficient Encryption (0x0008) with a key but no encryption, Encryption Key Size Too Short (0x0007).
+    public func refusal(for requirement: L2CAPSecurityRequirement) -> L2CAPCreditBasedConnectionResult? {
+        guard requirement.encryption else { return nil }
+        guard encrypted else { return hasKey ? .insufficientEncryption : .insufficientAuthentication }
+        if requirement.authentication && !authenticated { return .insufficientAuthentication }
+        if keySize < requirement.minimumKeySize { return .encryptionKeySizeTooShort }
+        return nil
+    }
+}
