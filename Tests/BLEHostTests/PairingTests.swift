@@ -129,6 +129,15 @@ final class ScriptedAgent: PairingAgent {
         #expect(centralBonds.first?.peer == s.c.peer)
         #expect(centralBonds.first?.peerKey == peripheralBonds.first?.localKey)
         #expect(peripheralBonds.first?.peerIdentityResolvingKey?.count == 16)
+        // Pairing again on the encrypted link: the new key replaces the old one (Encryption Key Refresh Complete), and
+        // the bond with it.
+        let peripheralKeyRefresh = await s.peripheral.events()
+        let again = try await s.central.pair(s.c, force: true)
+        #expect(again.isEncrypted)
+        _ = try await next(peripheralKeyRefresh) { if case .pairingCompleted = $0 { true } else { nil } }
+        let refreshed = try s.central.bondStore.allBonds()
+        #expect(refreshed.count == 1 && refreshed.first?.peerKey != centralBonds.first?.peerKey)
+        #expect(try await s.client.read(s.c.handle, attribute: encrypted) == Array("top-secret".utf8))
     }
 
     @Test func readingAProtectedValuePairsOnDemandAndRetries() async throws {
