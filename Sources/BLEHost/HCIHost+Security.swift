@@ -28,6 +28,10 @@ struct LinkSecurityState {
     var current = LinkSecurity()
     /// Callers of ``HCIHost/pair(_:mitm:force:)`` waiting for the outcome.
     var waiters: [CheckedContinuation<LinkSecurity, any Error>] = []
+    /// How many outcomes (a pairing's or an encryption's end) the link has had, and the last one: a caller that
+    /// started a procedure and suspended before waiting takes an outcome that came meanwhile from here.
+    var outcomes = 0
+    var lastOutcome: Result<LinkSecurity, SecurityError>?
 
     /// Whether a pairing or an encryption is under way.
     var isBusy: Bool { encrypting || backlog != nil || pairing.map { !$0.isFinished } == true }
@@ -76,6 +80,9 @@ extension HCIHost {
         }
         let wantsMITM = mitm || configuration.security.mitm
         if !force, let level = link.security.current.level, !wantsMITM || level.authenticated { return link.security.current }
+        // Starting suspends (commands, frames): the procedure may end before this call waits, so the outcome count
+        // tells whether one came meanwhile.
+        let ticket = link.security.outcomes
         if !link.security.isBusy {
             if connection.role == .central, !force, let bond = bond(with: connection.peer), let key = bond.peerKey,
                !wantsMITM || bond.security.authenticated {
@@ -85,10 +92,22 @@ extension HCIHost {
                 await performSMP(startedPairingActions(on: connection), on: connection)
             }
         }
-        guard links[connection.handle]?.connection.link == connection.link else {
+        guard let now = links[connection.handle], now.connection.link == connection.link else {
             throw SecurityError(.disconnected, "the link went down")
         }
+        if now.security.outcomes != ticket, let outcome = now.security.lastOutcome { return try outcome.get() }
         return try await withCheckedThrowingContinuation { addSecurityWaiter($0, on: connection) }
+    }
+
+    /// Ends the waits of a link's callers with `outcome`, and records it for a caller not yet waiting.
+    private func resolveWaiters(_ outcome: Result<LinkSecurity, SecurityError>, handle: ConnectionHandle) {
+        guard var link = links[handle] else { return }
+        let waiters = link.security.waiters
+        link.security.waiters = []
+        link.security.outcomes += 1
+        link.security.lastOutcome = outcome
+        links[handle] = link
+        for waiter in waiters { waiter.resume(with: outcome.mapError { $0 }) }
     }
 
     /// Starts the link's new pairing machine: the initiator's Pairing Request, or the responder's Security Request.
@@ -121,6 +140,10 @@ extension HCIHost {
             if links[connection.handle]?.connection.link == connection.link {
                 links[connection.handle]?.security.encrypting = false
                 links[connection.handle]?.security.pending = nil
+                let status: HCIStatus
+                if case .commandFailed(_, let refused) = (error as? HostError)?.kind { status = refused } else { status = .unspecifiedError }
+                resolveWaiters(.failure(SecurityError(.encryptionFailed(status), "encrypting the link with \(connection.peer) failed: \(error)")),
+                               handle: connection.handle)
             }
             throw error
         }
@@ -432,14 +455,12 @@ extension HCIHost {
         }
         link.security.current.isBonded = bonded || link.security.current.isBonded
         link.security.current.peerIdentity = identity
-        let waiters = link.security.waiters
-        link.security.waiters = []
         links[connection.handle] = link
         syncL2CAPSecurity(connection.handle)
         publish(.pairingCompleted(connection, PairingOutcome(method: result.method, security: result.security, bonded: bonded,
                                                              peerIdentity: identity)))
         publish(.securityChanged(connection, link.security.current))
-        for waiter in waiters { waiter.resume(returning: link.security.current) }
+        resolveWaiters(.success(link.security.current), handle: connection.handle)
     }
 
     private func pairingFailed(_ failure: SMPPairingFailure, on connection: HostConnection) {
@@ -447,11 +468,10 @@ extension HCIHost {
         pairingAttempts.recordFailure(limiterKey(link), now: now)
         if failure == .timeout { link.security.timedOut = true }
         link.security.responderKey = nil
-        let waiters = link.security.waiters
-        link.security.waiters = []
         links[connection.handle] = link
         publish(.pairingFailed(connection, failure))
-        for waiter in waiters { waiter.resume(throwing: SecurityError(.pairingFailed(failure), "pairing with \(connection.peer) failed: \(failure.reasonText)")) }
+        resolveWaiters(.failure(SecurityError(.pairingFailed(failure), "pairing with \(connection.peer) failed: \(failure.reasonText)")),
+                       handle: connection.handle)
     }
 
     // MARK: Encryption
@@ -519,23 +539,18 @@ extension HCIHost {
             actions = pairing.encryptionChanged(success: success, keySize: pairing.keySize ?? 16)
             link.security.pairing = pairing
         }
-        var waiters: [CheckedContinuation<LinkSecurity, any Error>] = []
-        if fromBond || link.security.pairing?.isFinished != false {
-            waiters = link.security.waiters
-            link.security.waiters = []
-        }
+        // Encryption with a bond (or nobody's pairing) ends the callers' waits here; a pairing's ends at its last key.
+        let resolves = fromBond || link.security.pairing?.isFinished != false
         links[handle] = link
         syncL2CAPSecurity(handle)
         if success {
             publish(.encrypted(connection, link.security.current, usingBond: fromBond))
             publish(.securityChanged(connection, link.security.current))
         }
-        for waiter in waiters {
-            if success {
-                waiter.resume(returning: link.security.current)
-            } else {
-                waiter.resume(throwing: SecurityError(.encryptionFailed(status), "encrypting the link with \(connection.peer) failed: \(status)"))
-            }
+        if resolves {
+            resolveWaiters(success ? .success(link.security.current)
+                                   : .failure(SecurityError(.encryptionFailed(status), "encrypting the link with \(connection.peer) failed: \(status)")),
+                           handle: handle)
         }
         await performSMP(actions, on: connection)
     }
