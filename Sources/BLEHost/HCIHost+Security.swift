@@ -193,7 +193,8 @@ extension HCIHost {
     @discardableResult
     private func startPairing(on connection: HostConnection, mitm: Bool = false) -> Bool {
         // The addresses on the link feed the pairing functions (c1, f5, f6); the identity address is what is
-        // distributed. Core 5.4, Vol 3, Part H, 2.2.3, 2.2.7, 2.2.8 and 3.6.4.
+        // distributed (Identity Information, Identity Address Information). Core 5.4, Vol 3, Part H, 2.2.3, 2.2.7, 2.2.8,
+        // 3.6.4 and 3.6.5.
         guard var link = links[connection.handle], let identity = localIdentity else { return false }
         let local = link.connection.localAddress
         let settings = configuration.security

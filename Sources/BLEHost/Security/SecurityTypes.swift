@@ -29,7 +29,7 @@ public struct SecurityConfiguration: Sendable {
     /// pairing distributes (Identity Address Information). Off by default.
     public var privacy: Bool
     /// How long one resolvable private address is used before a new one replaces it, `TGAP(private_addr_int)`:
-    /// 15 minutes by default, the recommended value (Core 5.4, Vol 3, Part C, 10.7.1.2 and Appendix A).
+    /// 15 minutes by default, the recommended value (Core 5.4, Vol 3, Part C, 10.7 and Appendix A).
     public var privateAddressInterval: Duration
 
     /// The defaults: no input and no output (Just Works), bonding, Secure Connections preferred with legacy
