@@ -20,14 +20,23 @@ extension HCIHost {
     }
 
     /// Starts scanning; the stream delivers every advertising report until it is cancelled (which stops the scan).
+    ///
+    /// With ``SecurityConfiguration/privacy`` on, the scan uses this side's resolvable private address (scan requests
+    /// carry it), and reports from bonded devices using resolvable private addresses carry their identity
+    /// (``AdvertisementReport/identity``). Core 5.4, Vol 3, Part C, 10.7.
     public func scan(_ options: ScanOptions = ScanOptions()) async throws -> AsyncThrowingStream<AdvertisementReport, any Error> {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "scan: the adapter is \(state)") }
+        await lockOwnAddress()
+        defer { unlockOwnAddress() }
         if scanContinuation != nil { await stopScan() }
+        try await prepareOwnAddress()
         _ = try await send(HCILESetScanParameters(scanType: options.active ? .active : .passive, interval: options.interval,
                                                   window: options.window, ownAddressType: ownAddressType))
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisementReport.self, throwing: (any Error).self)
         scanContinuation = continuation
         scanGeneration += 1
+        scanFiltersDuplicates = options.filterDuplicates
+        resolvedIdentities = [:]
         let generation = scanGeneration
         continuation.onTermination = { [weak self] _ in Task { await self?.scanEnded(generation) } }
         _ = try await send(HCILESetScanEnable(isEnabled: true, filterDuplicates: options.filterDuplicates))
@@ -69,25 +78,45 @@ extension HCIHost {
     }
 
     /// Starts legacy advertising. Throws ``WireError`` (oversized) when the data does not fit in 31 bytes.
+    ///
+    /// With ``SecurityConfiguration/privacy`` on, the advertiser address is this side's resolvable private address,
+    /// replaced (advertising stops and starts again) when ``SecurityConfiguration/privateAddressInterval`` has passed.
+    /// Core 5.4, Vol 3, Part C, 10.7.
     public func startAdvertising(_ options: AdvertisingOptions) async throws {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "advertise: the adapter is \(state)") }
         let data = try options.data.encodedLegacy()
         let response = try options.scanResponse.encodedLegacy()
+        await lockOwnAddress()
+        defer { unlockOwnAddress() }
+        advertisingEnabled = false
         _ = try? await send(HCILESetAdvertisingEnable(isEnabled: false))
+        try await prepareOwnAddress()
         _ = try await send(HCILESetAdvertisingParameters(intervalMin: options.interval, intervalMax: options.interval,
                                                          advertisingType: options.type, ownAddressType: ownAddressType))
         _ = try await send(HCILESetAdvertisingData(data: data))
         _ = try await send(HCILESetScanResponseData(data: response))
-        _ = try await send(HCILESetAdvertisingEnable(isEnabled: true))
+        // Recorded before the command: a connection may complete before this call resumes.
+        advertisingEnabled = true
+        advertisingAddress = onAirAddress
+        do {
+            _ = try await send(HCILESetAdvertisingEnable(isEnabled: true))
+        } catch {
+            advertisingEnabled = false
+            throw error
+        }
     }
 
     /// Stops advertising.
     public func stopAdvertising() async throws {
+        advertisingEnabled = false
         _ = try await send(HCILESetAdvertisingEnable(isEnabled: false))
     }
 
     /// Connects to `peer`. Throws ``HostError`` with `connectionTimedOut` when it does not complete within `timeout`
     /// (the attempt is cancelled with LE Create Connection Cancel).
+    ///
+    /// With ``SecurityConfiguration/privacy`` on, this side initiates with its resolvable private address
+    /// (``HostConnection/localAddress``). Core 5.4, Vol 3, Part C, 10.7.
     public func connect(to peer: LEAddress, timeout: Duration = .seconds(10),
                         supervisionTimeout: UInt16 = 0x01F4) async throws -> HostConnection {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
@@ -97,10 +126,20 @@ extension HCIHost {
         connectionTimedOut = false
         defer {
             initiating = false
+            initiatingAddress = nil
             earlyConnection = nil
         }
-        _ = try await send(HCILECreateConnection(peerAddressType: peer.type, peerAddress: peer.address, ownAddressType: ownAddressType,
-                                                 supervisionTimeout: supervisionTimeout))
+        await lockOwnAddress()
+        do {
+            try await prepareOwnAddress()
+            initiatingAddress = onAirAddress
+            _ = try await send(HCILECreateConnection(peerAddressType: peer.type, peerAddress: peer.address, ownAddressType: ownAddressType,
+                                                     supervisionTimeout: supervisionTimeout))
+        } catch {
+            unlockOwnAddress()
+            throw error
+        }
+        unlockOwnAddress()
         // A fast controller's LE Connection Complete can be handled before this call resumes from the Command Status:
         // it is then waiting in earlyConnection.
         if let early = earlyConnection { return try early.get() }
@@ -205,11 +244,14 @@ extension HCIHost {
         guard let scanContinuation else { return }
         // Malformed advertising data from the air is reported as empty rather than dropped: the device exists.
         let parsed = (try? AdvertisingData(bytes: data)) ?? AdvertisingData()
-        scanContinuation.yield(AdvertisementReport(address: address, rssi: rssi, eventType: eventType, data: parsed, rawData: data))
+        scanContinuation.yield(AdvertisementReport(address: address, rssi: rssi, eventType: eventType, data: parsed, rawData: data,
+                                                   identity: resolvedIdentity(of: address)))
     }
 
     private func connectionCompleted(status: HCIStatus, handle: ConnectionHandle, role: HCIRole, peer: LEAddress, interval: UInt16,
                                      latency: UInt16, timeout: UInt16) {
+        // Legacy advertising ends with a link as peripheral, and with directed advertising's timeout.
+        if role == .peripheral { advertisingEnabled = false }
         guard status == .success else {
             if role == .central {
                 if connectionTimedOut && status == .unknownConnectionIdentifier {
@@ -221,8 +263,10 @@ extension HCIHost {
             return
         }
         lastLinkID += 1
-        let connection = HostConnection(link: LinkID(rawValue: lastLinkID), handle: handle, role: role, peer: peer, interval: interval, latency: latency,
-                                        supervisionTimeout: timeout)
+        let local = (role == .central ? initiatingAddress : advertisingAddress) ?? onAirAddress ?? ownAddress
+            ?? LEAddress(.zero, type: .public)
+        let connection = HostConnection(link: LinkID(rawValue: lastLinkID), handle: handle, role: role, peer: peer, localAddress: local,
+                                        interval: interval, latency: latency, supervisionTimeout: timeout)
         var link = Link(connection: connection,
                         reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength),
                         l2cap: makeL2CAPManager(role: role))

@@ -156,18 +156,22 @@ extension HCIHost {
 
     /// The bond with `peer` (its identity address, or a resolvable private address one of the bonds' IRKs resolves).
     func bond(with peer: LEAddress) -> Bond? {
-        guard let local = localIdentity else { return nil }
-        let bonds: [Bond]
-        do {
-            bonds = try configuration.security.bondStore.bonds(local: local)
-        } catch {
-            logger.warning("bond store: \(error)")
-            return nil
-        }
+        let bonds = storedBonds()
         if let bond = bonds.first(where: { $0.peer == peer }) { return bond }
         return ResolvablePrivateAddress.resolve(peer, among: bonds.compactMap { bond in
             bond.peerIdentityResolvingKey.map { (irk: $0, value: bond) }
         })
+    }
+
+    /// The bonds of this side's identity in the bond store (none when it fails, which is logged).
+    func storedBonds() -> [Bond] {
+        guard let local = localIdentity else { return [] }
+        do {
+            return try configuration.security.bondStore.bonds(local: local)
+        } catch {
+            logger.warning("bond store: \(error)")
+            return []
+        }
     }
 
     /// Removes the bonds with `peer` (its identity address) from the bond store; links with it count as unbonded
@@ -175,6 +179,7 @@ extension HCIHost {
     @discardableResult
     public func removeBond(with peer: LEAddress) throws(BondStoreError) -> Int {
         let removed = try configuration.security.bondStore.removeBonds(peer: peer, local: localIdentity)
+        resolvedIdentities = [:]
         for (handle, link) in links where link.connection.peer == peer || link.security.current.peerIdentity == peer {
             links[handle]?.security.current.isBonded = false
             syncL2CAPSecurity(handle)
@@ -207,7 +212,8 @@ extension HCIHost {
     /// The peer as the attempt limiter knows it: its identity when known.
     private func limiterKey(_ link: Link) -> LEAddress { link.security.current.peerIdentity ?? link.connection.peer }
 
-    private var now: Duration { ContinuousClock.now - clockOrigin }
+    /// A reading of the monotonic clock: the time since the host was created.
+    var now: Duration { ContinuousClock.now - clockOrigin }
 
     // MARK: Starting pairings
 
@@ -224,14 +230,18 @@ extension HCIHost {
 
     /// A pairing machine for `connection`'s role with this host's settings (not stored anywhere).
     private func makePairing(on connection: HostConnection, mitm: Bool = false) -> SMPPairing? {
-        guard let link = links[connection.handle], let local = ownAddress else { return nil }
+        // The addresses on the link feed the pairing functions (c1, f5, f6); the identity address is what is
+        // distributed (Identity Information, Identity Address Information). Core 5.4, Vol 3, Part H, 2.2.3, 2.2.7, 2.2.8,
+        // 3.6.4 and 3.6.5.
+        guard let link = links[connection.handle], let identity = localIdentity else { return nil }
+        let local = link.connection.localAddress
         let settings = configuration.security
         var configuration = SMPPairing.Configuration(
             ioCapability: settings.ioCapability, bonding: settings.bonding, mitm: settings.mitm || mitm,
             secureConnections: settings.secureConnections, secureConnectionsOnly: settings.secureConnectionsOnly,
             minimumKeySize: settings.minimumKeySize, timeout: settings.timeout, fixedPasskey: settings.fixedPasskey)
         if settings.bonding, let irk = localIdentityResolvingKey() {
-            configuration.identity = SMPIdentity(identityResolvingKey: irk, address: local)
+            configuration.identity = SMPIdentity(identityResolvingKey: irk, address: identity)
         }
         if !pairingAttempts.mayPair(limiterKey(link), now: now) { configuration.refusal = .repeatedAttempts }
         guard let keyPair = Self.newKeyPair() else { return nil }
@@ -448,6 +458,7 @@ extension HCIHost {
             do {
                 if identity != connection.peer { try configuration.security.bondStore.removeBonds(peer: connection.peer, local: local) }
                 try configuration.security.bondStore.save(bond)
+                resolvedIdentities = [:]
                 bonded = true
             } catch {
                 logger.warning("bond store: could not store the bond with \(identity): \(error)")

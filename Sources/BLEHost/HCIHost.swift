@@ -97,13 +97,39 @@ public actor HCIHost {
     public internal(set) var state: AdapterState = .unknown
     /// The controller's public address (after bring-up); `nil` when it has none.
     public internal(set) var publicAddress: BluetoothAddress?
-    /// The address this host advertises, scans and connects with: the public address, or a random static address
-    /// when the controller has no public one (Read BD_ADDR returned zero: Core 5.4, Vol 4, Part E, 7.4.6).
+    /// This host's identity address: the public address, or a random static address when the controller has no
+    /// public one (Read BD_ADDR returned zero: Core 5.4, Vol 4, Part E, 7.4.6). Bonds belong to it. Without privacy
+    /// the host advertises, scans and connects with it; with ``SecurityConfiguration/privacy`` on, peers see
+    /// ``privateAddress`` instead (Core 5.4, Vol 3, Part C, 10.7).
     public internal(set) var ownAddress: LEAddress?
-    /// The address peers see (``ownAddress``'s 48 bits).
+    /// The identity address's 48 bits (``ownAddress``).
     public var address: BluetoothAddress? { ownAddress?.address }
-    /// The own-address type used in advertising, scanning and connection commands.
-    var ownAddressType: LEAddressType { ownAddress?.type ?? .public }
+    /// With ``SecurityConfiguration/privacy`` on, the resolvable private address this host advertises, scans and
+    /// connects with now (Core 5.4, Vol 6, Part B, 1.3.2.2); `nil` with privacy off, and before the first
+    /// advertising, scan or connection sets one.
+    public internal(set) var privateAddress: LEAddress?
+    /// The own-address type used in advertising, scanning and connection commands: random with privacy on (the
+    /// resolvable private address set with LE Set Random Address), else the identity address's type.
+    var ownAddressType: LEAddressType { configuration.security.privacy ? .random : ownAddress?.type ?? .public }
+
+    // Privacy and the own address (see HCIHost+Privacy.swift).
+    /// When to replace ``privateAddress``.
+    var addressRotation: PrivateAddressRotation
+    /// The task that replaces ``privateAddress`` when it is due.
+    var rotationTimer: Task<Void, Never>?
+    /// Legacy advertising is on (as far as the host knows: a peripheral link, or stopping it, turns it off).
+    var advertisingEnabled = false
+    /// The own address the advertising that is on uses.
+    var advertisingAddress: LEAddress?
+    /// The own address of the connection attempt under way.
+    var initiatingAddress: LEAddress?
+    /// Whether the scan that is on filters duplicates (to enable it again after a new private address).
+    var scanFiltersDuplicates = false
+    /// Advertising, scanning and connection starts and address changes go one at a time.
+    var ownAddressBusy = false
+    var ownAddressWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The identity behind each resolvable private address seen in advertising reports (`nil`: no bond resolves it).
+    var resolvedIdentities: [LEAddress: ResolvedIdentity] = [:]
     /// The controller's ACL buffers (after bring-up).
     public var aclBuffers: (size: Int, count: Int) { (aclFlow.bufferSize, aclFlow.bufferCount) }
     /// The controller's supported commands (after bring-up).
@@ -116,6 +142,7 @@ public actor HCIHost {
         self.transport = transport
         self.configuration = configuration
         self.commandFlow = HCICommandFlow(timeout: configuration.commandTimeout)
+        self.addressRotation = PrivateAddressRotation(interval: configuration.security.privateAddressInterval)
     }
 
     /// A host whose transport could not be opened: its state says why (`unauthorized` when the operating system
@@ -125,6 +152,7 @@ public actor HCIHost {
         self.transport = closed
         self.configuration = Configuration()
         self.commandFlow = HCICommandFlow(timeout: configuration.commandTimeout)
+        self.addressRotation = PrivateAddressRotation(interval: configuration.security.privateAddressInterval)
         self.state = error.kind == .permissionDenied ? .unauthorized : .unsupported
         self.unavailableReason = error
     }
@@ -163,6 +191,7 @@ public actor HCIHost {
     }
 
     private func bringUp() async throws {
+        forgetOwnAddressState()
         _ = try await send(HCIReset())
         supportedCommands = (try? await send(HCIReadLocalSupportedCommands()))?.supportedCommands ?? HCISupportedCommands()
         let features = try await send(HCIReadLocalSupportedFeatures()).features
@@ -405,6 +434,7 @@ public actor HCIHost {
         for timer in timers.values { timer.cancel() }
         timers = [:]
         detached = [:]
+        forgetOwnAddressState()
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
             closeL2CAP(link)

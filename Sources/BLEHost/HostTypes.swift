@@ -84,6 +84,10 @@ public struct AdvertisementReport: Sendable, Hashable {
     public var data: AdvertisingData
     /// The raw data bytes, as received.
     public var rawData: [UInt8]
+    /// The identity address of a bonded device behind ``address``: set when ``address`` is a resolvable private
+    /// address that the IRK of one of this host's bonds resolves (Core 5.4, Vol 3, Part C, 10.7 and Vol 6, Part B,
+    /// 1.3.2.2); `nil` otherwise (an identity address, an address no bond resolves, a device that is not bonded).
+    public var identity: LEAddress?
 
     /// Whether this report is a scan response.
     public var isScanResponse: Bool { eventType == .scanResponse }
@@ -110,8 +114,14 @@ public struct HostConnection: Sendable, Hashable {
     public var handle: ConnectionHandle
     /// This side's role on the link.
     public var role: HCIRole
-    /// The peer's address.
+    /// The peer's address, as the controller reported it (a resolvable private address when the peer uses privacy;
+    /// ``LinkSecurity/peerIdentity`` then tells who it is).
     public var peer: LEAddress
+    /// This side's own address on the link: for the peripheral role the address it advertised with, for the central
+    /// role the address it initiated with (LE Create Connection). With privacy on, a resolvable private address
+    /// (Core 5.4, Vol 3, Part C, 10.7); otherwise the identity address (``HCIHost/ownAddress``). It is this side's
+    /// initiator or responder address in pairing (Core 5.4, Vol 3, Part H, 2.2.3 and 2.2.7–2.2.8).
+    public var localAddress: LEAddress
     /// Interval in 1.25 ms units.
     public var interval: UInt16
     /// Peripheral latency in connection events.

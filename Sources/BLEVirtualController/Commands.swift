@@ -172,9 +172,9 @@ extension World {
 
     mutating func leSetRandomAddress(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetRandomAddress.self, id, packet), let state = controllers[id] else { return }
-        // Not while advertising or scanning with the random address. Core 5.4, Vol 4, Part E, 7.8.4.
-        if (state.isAdvertising && state.advertisingParameters.ownAddressType.isRandom)
-            || (state.isScanning && state.scanParameters.ownAddressType.isRandom) || state.pendingConnection != nil {
+        // Not while legacy advertising, scanning or initiating is enabled, whatever own address type they use.
+        // Core 5.4, Vol 4, Part E, 7.8.4.
+        if state.isAdvertising || state.isScanning || state.pendingConnection != nil {
             complete(id, HCILESetRandomAddress.self, .init(status: .commandDisallowed))
             return
         }

@@ -161,6 +161,31 @@ import Testing
         #expect(try bench.call(a, HCILESetRandomAddress(address: BluetoothAddress(0xC0_0000_0001))).status == .commandDisallowed)
     }
 
+    @Test func randomAddressChangesOnlyWhileAdvertisingScanningAndInitiatingAreOff() throws {
+        // Core 5.4, Vol 4, Part E, 7.8.4: Command Disallowed while legacy advertising, scanning or initiating is
+        // enabled, even with the public address as own address.
+        let bench = Bench()
+        let a = try bench.controller()
+        let random = BluetoothAddress(0x4A4B_4C4D_4E4F)
+        try bench.advertise(a, ownAddressType: .public)
+        #expect(try bench.call(a, HCILESetRandomAddress(address: random)).status == .commandDisallowed)
+        try bench.expectSuccess(a, HCILESetAdvertisingEnable(isEnabled: false))
+        try bench.scan(a, active: true)
+        #expect(try bench.call(a, HCILESetRandomAddress(address: random)).status == .commandDisallowed)
+        try bench.expectSuccess(a, HCILESetScanEnable(isEnabled: false, filterDuplicates: false))
+        _ = try bench.send(a, HCILECreateConnection(peerAddressType: .public, peerAddress: BluetoothAddress(0x00AB_CDEF_0002)))
+        #expect(try bench.call(a, HCILESetRandomAddress(address: random)).status == .commandDisallowed)
+        _ = try bench.send(a, HCILECreateConnectionCancel())
+        // All off: the address changes, and the next advertising uses it.
+        try bench.expectSuccess(a, HCILESetRandomAddress(address: random))
+        let b = try bench.controller(at: 1)
+        try bench.advertise(a, ownAddressType: .random)
+        try bench.scan(b, active: false)
+        bench.advance(.milliseconds(300))
+        let reports = bench.reports(try bench.drain(b))
+        #expect(!reports.isEmpty && reports.allSatisfy { $0.address == random && $0.addressType == .random })
+    }
+
     @Test func highDutyCycleDirectedAdvertisingTimesOut() throws {
         let bench = Bench()
         let a = try bench.controller()

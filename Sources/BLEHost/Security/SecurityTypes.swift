@@ -23,13 +23,23 @@ public struct SecurityConfiguration: Sendable {
     public var bondStore: any BondStore
     /// The Security Manager timeout (30 s in the specification). Core 5.4, Vol 3, Part H, 3.4.
     public var timeout: Duration
+    /// LE privacy, host-based (Core 5.4, Vol 3, Part C, 10.7): the host advertises, scans and connects with a
+    /// resolvable private address made from this side's IRK (Core 5.4, Vol 6, Part B, 1.3.2.2), never with its
+    /// identity address. The identity address (public, or static random) stays the one bonds belong to and the one
+    /// pairing distributes (Identity Address Information). Off by default.
+    public var privacy: Bool
+    /// How long one resolvable private address is used before a new one replaces it, `TGAP(private_addr_int)`:
+    /// 15 minutes by default, the recommended value (Core 5.4, Vol 3, Part C, 10.7 and Appendix A).
+    public var privateAddressInterval: Duration
 
     /// The defaults: no input and no output (Just Works), bonding, Secure Connections preferred with legacy
-    /// accepted, 16-octet keys, Security Requests answered, bonds kept in memory.
+    /// accepted, 16-octet keys, Security Requests answered, bonds kept in memory, privacy off (a new private address
+    /// every 15 minutes when it is on).
     public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
                 secureConnections: Bool = true, secureConnectionsOnly: Bool = false, minimumKeySize: UInt8 = 16,
                 fixedPasskey: UInt32? = nil, answersSecurityRequests: Bool = true, bondStore: any BondStore = InMemoryBondStore(),
-                timeout: Duration = .seconds(30)) {
+                timeout: Duration = .seconds(30), privacy: Bool = false,
+                privateAddressInterval: Duration = PrivateAddressRotation.recommendedInterval) {
         self.ioCapability = ioCapability
         self.bonding = bonding
         self.mitm = mitm
@@ -40,6 +50,8 @@ public struct SecurityConfiguration: Sendable {
         self.answersSecurityRequests = answersSecurityRequests
         self.bondStore = bondStore
         self.timeout = timeout
+        self.privacy = privacy
+        self.privateAddressInterval = privateAddressInterval
     }
 }
 
