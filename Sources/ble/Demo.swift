@@ -39,7 +39,21 @@ struct GATTDemo: AsyncParsableCommand {
         say("peripheral", "powered on as \(await manager.address?.address.description ?? "?"), advertising 'SwiftBLELab' with Battery, Heart Rate, Device Information and a custom service")
 
         let central = try await Central(transport: air.addController(.init(position: Position(x: distance))).makeHostTransport())
-        say("central   ", "powered on as \(await central.address?.address.description ?? "?")")
+        say("central   ", "powered on as \(await central.address?.address.description ?? "?"); it pairs when a value needs it")
+        let securityEvents = await central.connectionEvents()
+        let pairingNarrator = Task {
+            for await event in securityEvents {
+                switch event {
+                case .pairingCompleted(_, let outcome):
+                    say("central   ", "paired (the read was refused for security): \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")")
+                case .pairingFailed(_, let failure):
+                    say("central   ", "pairing failed: \(failure)")
+                default:
+                    break
+                }
+            }
+        }
+        defer { pairingNarrator.cancel() }
         do {
             try await session(central)
         } catch {
