@@ -38,6 +38,9 @@ struct SecurityOptions: ParsableArguments {
     @Option(help: "The bond store file (default: an in-memory store on the virtual controller, else \(FileBondStore.defaultPath)).")
     var bonds: String?
 
+    @Flag(help: "LE privacy: advertise, scan and connect with a resolvable private address (rotated every 15 minutes), never the identity address.")
+    var privacy = false
+
     func validate() throws {
         if let passkey, passkey > 999_999 { throw ValidationError("--passkey must have six digits (0...999999)") }
     }
@@ -53,7 +56,7 @@ struct SecurityOptions: ParsableArguments {
     /// The host's security configuration.
     func configuration(for spec: HCITransportSpec) -> SecurityConfiguration {
         SecurityConfiguration(ioCapability: io.capability, bonding: !noBond, mitm: mitm, secureConnections: !legacy,
-                              fixedPasskey: passkey, bondStore: store(for: spec))
+                              fixedPasskey: passkey, bondStore: store(for: spec), privacy: privacy)
     }
 
     /// The agent answering for the user.
