@@ -47,7 +47,8 @@ public actor SamplePeripheral {
     public static func pairedFields(_ outcome: PairingOutcome, peer: LEAddress) -> [String: JSONValue] {
         ["event": "paired", "peer": .string(peer.address.description), "method": .string(outcome.method.jsonName),
          "secure_connections": .bool(outcome.security.secureConnections), "authenticated": .bool(outcome.security.authenticated),
-         "key_size": .integer(outcome.security.keySize), "bonded": .bool(outcome.bonded)]
+         "key_size": .integer(outcome.security.keySize), "bonded": .bool(outcome.bonded),
+         "identity": .string(outcome.peerIdentity.address.description)]
     }
 
     /// Publishes the device's services, starts advertising and serving.
@@ -74,7 +75,8 @@ public actor SamplePeripheral {
                     log?("encrypted: \(c.peer.address), \(security.level.map { "\($0)" } ?? "")\(usingBond ? " (bonded, no pairing)" : "")",
                          ["event": "encrypted", "peer": .string(c.peer.address.description), "bonded": .bool(usingBond)])
                 case .paired(let c, let outcome):
-                    log?("paired: \(c.peer.address), \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
+                    let identity = outcome.peerIdentity == c.peer ? "" : " (identity \(outcome.peerIdentity.address))"
+                    log?("paired: \(c.peer.address)\(identity), \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
                          Self.pairedFields(outcome, peer: c.peer))
                 case .pairingFailed(let c, let failure):
                     log?("pairing failed: \(c.peer.address), \(failure)", ["event": "pairing_failed", "peer": .string(c.peer.address.description),

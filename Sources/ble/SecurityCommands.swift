@@ -115,7 +115,8 @@ func printPairingEvents(_ central: Central, json: Bool) async -> Task<Void, Neve
         for await event in events {
             switch event {
             case .pairingCompleted(let c, let outcome):
-                emit(json, "paired with \(c.peer.address): \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
+                let identity = outcome.peerIdentity == c.peer ? "" : " (identity \(outcome.peerIdentity.address))"
+                emit(json, "paired with \(c.peer.address)\(identity): \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
                      SamplePeripheral.pairedFields(outcome, peer: c.peer))
             case .encrypted(let c, let security, let usingBond) where usingBond:
                 emit(json, "encrypted with the bond of \(c.peer.address): \(security.level.map { "\($0)" } ?? "")",
