@@ -65,6 +65,9 @@ done
 py="$repo/.venv-bumble/bin/python"
 logs="$repo/interop-logs"
 rm -rf "$logs"; mkdir -p "$logs"
+# Our tool keeps bonds in $XDG_DATA_HOME/swift-ble/bonds.json on a real controller: here, in the logs, so a run never
+# touches the user's bonds and starts from none (scenarios that pair pass --bonds files of their own).
+export XDG_DATA_HOME="$logs/xdg-data"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Processes: every background process leads its own process group (setsid), so stopping it stops its children too.
