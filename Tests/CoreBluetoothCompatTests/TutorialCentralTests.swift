@@ -22,137 +22,213 @@ final class LabCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate
     var peripheralsSeen: Set<ObjectIdentifier> = []
     let message: Data
     let log: AsyncStream<String>.Continuation
+    /// Checks (not tutorial code): every callback runs on the given queue, none inside another.
+    static let queueKey = DispatchSpecificKey<String>()
+    var inCallback = false
+    var callbacks = 0
+    var violations: [String] = []
 
     init(queue: DispatchQueue, message: String, log: AsyncStream<String>.Continuation) {
         self.message = Data(message.utf8)
         self.log = log
+        queue.setSpecific(key: Self.queueKey, value: queue.label)
         super.init()
         centralManager = CBCentralManager(delegate: self, queue: queue)
+    }
+
+    func callback(_ name: String, _ body: () -> Void) {
+        callbacks += 1
+        if DispatchQueue.getSpecific(key: Self.queueKey) != "tutorial central" { violations.append("\(name) off its queue") }
+        if inCallback { violations.append("\(name) inside another callback") }
+        inCallback = true
+        body()
+        inCallback = false
     }
 
     // MARK: CBCentralManagerDelegate
 
     func centralManagerDidUpdateState(_ central: CBCentralManager) {
-        log.yield("state \(central.state.rawValue)")
-        if central.state == .poweredOn {
-            central.scanForPeripherals(withServices: [batteryServiceUUID], options: nil)
-            log.yield("scanning \(central.isScanning)")
+        callback("centralManagerDidUpdateState") {
+            log.yield("state \(central.state.rawValue)")
+            if central.state == .poweredOn {
+                central.scanForPeripherals(withServices: [batteryServiceUUID], options: nil)
+                log.yield("scanning \(central.isScanning)")
+            }
         }
     }
 
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
                         advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        guard labPeripheral == nil, advertisementData[CBAdvertisementDataLocalNameKey] as? String == "SwiftBLELab" else { return }
-        let services = advertisementData[CBAdvertisementDataServiceUUIDsKey] as? [CBUUID] ?? []
-        let manufacturer = advertisementData[CBAdvertisementDataManufacturerDataKey] as? Data ?? Data()
-        let connectable = (advertisementData[CBAdvertisementDataIsConnectable] as? NSNumber)?.boolValue ?? false
-        log.yield("discovered \(peripheral.name ?? "?") battery \(services.contains(batteryServiceUUID)) "
-                  + "manufacturer \(String(decoding: manufacturer.dropFirst(2), as: UTF8.self)) connectable \(connectable) "
-                  + "rssi \(RSSI.intValue < 0)")
-        labPeripheral = peripheral
-        central.stopScan()
-        log.yield("scanning \(central.isScanning)")
-        central.connect(peripheral, options: nil)
-        log.yield("state \(peripheral.state.rawValue)")
+        callback("centralManager didDiscover") {
+            guard labPeripheral == nil, advertisementData[CBAdvertisementDataLocalNameKey] as? String == "SwiftBLELab" else { return }
+            let services = advertisementData[CBAdvertisementDataServiceUUIDsKey] as? [CBUUID] ?? []
+            let manufacturer = advertisementData[CBAdvertisementDataManufacturerDataKey] as? Data ?? Data()
+            let connectable = (advertisementData[CBAdvertisementDataIsConnectable] as? NSNumber)?.boolValue ?? false
+            log.yield("discovered \(peripheral.name ?? "?") battery \(services.contains(batteryServiceUUID)) "
+                      + "manufacturer \(String(decoding: manufacturer.dropFirst(2), as: UTF8.self)) connectable \(connectable) "
+                      + "rssi \(RSSI.intValue < 0)")
+            labPeripheral = peripheral
+            central.stopScan()
+            log.yield("scanning \(central.isScanning)")
+            central.connect(peripheral, options: nil)
+            log.yield("state \(peripheral.state.rawValue)")
+        }
     }
 
     func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
-        peripheralsSeen.insert(ObjectIdentifier(peripheral))
-        log.yield("connected state \(peripheral.state.rawValue) max \(peripheral.maximumWriteValueLength(for: .withoutResponse)) "
-                  + "\(peripheral.maximumWriteValueLength(for: .withResponse))")
-        peripheral.delegate = self
-        peripheral.discoverServices(nil)
+        callback("centralManager didConnect") {
+            peripheralsSeen.insert(ObjectIdentifier(peripheral))
+            log.yield("connected state \(peripheral.state.rawValue) max \(peripheral.maximumWriteValueLength(for: .withoutResponse)) "
+                      + "\(peripheral.maximumWriteValueLength(for: .withResponse))")
+            peripheral.delegate = self
+            peripheral.discoverServices(nil)
+        }
     }
 
     func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: Error?) {
-        log.yield("failed to connect \(String(describing: error))")
-        log.finish()
+        callback("centralManager didFailToConnect") {
+            log.yield("failed to connect \(String(describing: error))")
+            log.finish()
+        }
     }
 
     func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: Error?) {
-        peripheralsSeen.insert(ObjectIdentifier(peripheral))
-        log.yield("disconnected error \(error == nil ? "nil" : "\(error!)") state \(peripheral.state.rawValue) "
-                  + "same object \(peripheralsSeen.count == 1 && peripheral === labPeripheral)")
-        log.finish()
+        callback("centralManager didDisconnectPeripheral") {
+            peripheralsSeen.insert(ObjectIdentifier(peripheral))
+            log.yield("disconnected error \(error == nil ? "nil" : "\(error!)") state \(peripheral.state.rawValue) "
+                      + "same object \(peripheralsSeen.count == 1 && peripheral === labPeripheral)")
+            log.finish()
+        }
     }
 
     // MARK: CBPeripheralDelegate
 
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: Error?) {
-        peripheralsSeen.insert(ObjectIdentifier(peripheral))
-        guard error == nil, let services = peripheral.services else { log.yield("services error \(String(describing: error))"); return }
-        log.yield("services \(services.map(\.uuid.uuidString).joined(separator: ","))")
-        for service in services where [batteryServiceUUID, CBUUID(string: "180D"), customServiceUUID].contains(service.uuid) {
-            peripheral.discoverCharacteristics(nil, for: service)
+        callback("peripheral didDiscoverServices") {
+            peripheralsSeen.insert(ObjectIdentifier(peripheral))
+            guard error == nil, let services = peripheral.services else { log.yield("services error \(String(describing: error))"); return }
+            log.yield("services \(services.map(\.uuid.uuidString).joined(separator: ","))")
+            for service in services where [batteryServiceUUID, CBUUID(string: "180D"), customServiceUUID].contains(service.uuid) {
+                peripheral.discoverCharacteristics(nil, for: service)
+            }
         }
     }
 
     func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: Error?) {
-        peripheralsSeen.insert(ObjectIdentifier(peripheral))
-        guard error == nil else { log.yield("characteristics error \(error!)"); return }
-        for characteristic in service.characteristics ?? [] {
+        callback("peripheral didDiscoverCharacteristicsFor") {
+            peripheralsSeen.insert(ObjectIdentifier(peripheral))
+            guard error == nil else { log.yield("characteristics error \(error!)"); return }
+            for characteristic in service.characteristics ?? [] {
+                switch characteristic.uuid {
+                case batteryLevelUUID:
+                    peripheral.readValue(for: characteristic)
+                case heartRateMeasurementUUID:
+                    heartRateCharacteristic = characteristic
+                    log.yield("2A37 properties \(characteristic.properties.rawValue) in \(characteristic.service?.uuid.uuidString ?? "?")")
+                    peripheral.setNotifyValue(true, for: characteristic)
+                case writableUUID:
+                    peripheral.writeValue(message, for: characteristic, type: .withResponse)
+                    peripheral.discoverDescriptors(for: characteristic)
+                default:
+                    break
+                }
+            }
+        }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverDescriptorsFor characteristic: CBCharacteristic, error: Error?) {
+        callback("peripheral didDiscoverDescriptorsFor") {
+            for descriptor in characteristic.descriptors ?? [] where descriptor.uuid == CBUUID(string: CBUUIDCharacteristicUserDescriptionString) {
+                peripheral.readValue(for: descriptor)
+            }
+        }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: Error?) {
+        callback("peripheral didUpdateValueFor") {
+            log.yield("descriptor \(descriptor.uuid.uuidString) \(descriptor.value as? String ?? "?")")
+        }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: Error?) {
+        callback("peripheral didWriteValueFor") {
+            log.yield("wrote \(characteristic.uuid.uuidString.suffix(4)) error \(error == nil ? "nil" : "\(error!)")")
+            peripheral.readValue(for: characteristic)
+            // Cannot notify: CoreBluetooth answers with an error.
+            peripheral.setNotifyValue(true, for: characteristic)
+        }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: Error?) {
+        callback("peripheral didUpdateValueFor") {
+            peripheralsSeen.insert(ObjectIdentifier(peripheral))
+            if let error { log.yield("read \(characteristic.uuid.uuidString) error \(error)"); return }
+            guard let value = characteristic.value else { log.yield("read \(characteristic.uuid.uuidString) no value"); return }
             switch characteristic.uuid {
             case batteryLevelUUID:
-                peripheral.readValue(for: characteristic)
-            case heartRateMeasurementUUID:
-                heartRateCharacteristic = characteristic
-                log.yield("2A37 properties \(characteristic.properties.rawValue) in \(characteristic.service?.uuid.uuidString ?? "?")")
-                peripheral.setNotifyValue(true, for: characteristic)
+                log.yield("battery \(value.first.map(String.init) ?? "?")")
             case writableUUID:
-                peripheral.writeValue(message, for: characteristic, type: .withResponse)
-                peripheral.discoverDescriptors(for: characteristic)
+                log.yield("read back \(value == message)")
+            case heartRateMeasurementUUID:
+                heartRateNotifications += 1
+                log.yield("heart rate \(heartRateNotifications) bytes \(value.count) notifying \(characteristic.isNotifying)")
+                if heartRateNotifications == 3 { peripheral.setNotifyValue(false, for: characteristic) }
             default:
                 break
             }
         }
     }
 
-    func peripheral(_ peripheral: CBPeripheral, didDiscoverDescriptorsFor characteristic: CBCharacteristic, error: Error?) {
-        for descriptor in characteristic.descriptors ?? [] where descriptor.uuid == CBUUID(string: CBUUIDCharacteristicUserDescriptionString) {
-            peripheral.readValue(for: descriptor)
-        }
-    }
-
-    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: Error?) {
-        log.yield("descriptor \(descriptor.uuid.uuidString) \(descriptor.value as? String ?? "?")")
-    }
-
-    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: Error?) {
-        log.yield("wrote \(characteristic.uuid.uuidString.suffix(4)) error \(error == nil ? "nil" : "\(error!)")")
-        peripheral.readValue(for: characteristic)
-        // Cannot notify: CoreBluetooth answers with an error.
-        peripheral.setNotifyValue(true, for: characteristic)
-    }
-
-    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: Error?) {
-        peripheralsSeen.insert(ObjectIdentifier(peripheral))
-        if let error { log.yield("read \(characteristic.uuid.uuidString) error \(error)"); return }
-        guard let value = characteristic.value else { log.yield("read \(characteristic.uuid.uuidString) no value"); return }
-        switch characteristic.uuid {
-        case batteryLevelUUID:
-            log.yield("battery \(value.first.map(String.init) ?? "?")")
-        case writableUUID:
-            log.yield("read back \(value == message)")
-        case heartRateMeasurementUUID:
-            heartRateNotifications += 1
-            log.yield("heart rate \(heartRateNotifications) bytes \(value.count) notifying \(characteristic.isNotifying)")
-            if heartRateNotifications == 3 { peripheral.setNotifyValue(false, for: characteristic) }
-        default:
-            break
-        }
-    }
-
     func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: Error?) {
-        if let error = error as? CBATTError {
-            log.yield("notify \(characteristic.uuid.uuidString.suffix(4)) error \(error.code.rawValue)")
-            return
+        callback("peripheral didUpdateNotificationStateFor") {
+            if let error = error as? CBATTError {
+                log.yield("notify \(characteristic.uuid.uuidString.suffix(4)) error \(error.code.rawValue)")
+                return
+            }
+            log.yield("notify \(characteristic.uuid.uuidString.suffix(4)) \(characteristic.isNotifying) error \(error == nil ? "nil" : "\(error!)")")
+            if !characteristic.isNotifying { centralManager.cancelPeripheralConnection(peripheral) }
         }
-        log.yield("notify \(characteristic.uuid.uuidString.suffix(4)) \(characteristic.isNotifying) error \(error == nil ? "nil" : "\(error!)")")
-        if !characteristic.isNotifying { centralManager.cancelPeripheralConnection(peripheral) }
     }
 }
 
-@Suite("CoreBluetoothCompat central")
+/// A scanner that reports every advertisement, stops after a few, and records what came after.
+final class DuplicateScanner: NSObject, CBCentralManagerDelegate {
+    var centralManager: CBCentralManager!
+    var states: [CBManagerState] = []
+    var discoveries: [ObjectIdentifier: Int] = [:]
+    var total = 0
+    var totalWhenStopped: Int?
+    let log: AsyncStream<String>.Continuation
+
+    init(queue: DispatchQueue, log: AsyncStream<String>.Continuation) {
+        self.log = log
+        super.init()
+        centralManager = CBCentralManager(delegate: self, queue: queue)
+    }
+
+    func centralManagerDidUpdateState(_ central: CBCentralManager) {
+        states.append(central.state)
+        log.yield("state \(central.state.rawValue)")
+        if central.state == .poweredOn {
+            central.scanForPeripherals(withServices: nil, options: [CBCentralManagerScanOptionAllowDuplicatesKey: NSNumber(value: true)])
+        } else {
+            log.finish()
+        }
+    }
+
+    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
+                        advertisementData: [String: Any], rssi RSSI: NSNumber) {
+        total += 1
+        discoveries[ObjectIdentifier(peripheral), default: 0] += 1
+        if total == 12 {
+            central.stopScan()
+            totalWhenStopped = total
+            log.finish()
+        }
+    }
+}
+
+@Suite("CoreBluetoothCompat central", .serialized, .timeLimit(.minutes(1)))
 struct TutorialCentralTests {
     /// Collects the central's log until it finishes (after its disconnection), or 30 s.
     static func run(_ start: (AsyncStream<String>.Continuation) -> LabCentral) async -> (LabCentral, [String]) {
@@ -200,5 +276,42 @@ struct TutorialCentralTests {
         #expect(peripheral.state == .disconnected)
         #expect(central.heartRateCharacteristic?.isNotifying == false)
         #expect(central.centralManager.isScanning == false)
+        let (callbacks, violations) = queue.sync { (central.callbacks, central.violations) }
+        // At least: state, discovery, connection, services, 3 characteristic discoveries, 2 reads, 2 notification states, a
+        // write, a descriptor discovery and read, a read back, the refused subscription, 3 notifications, the disconnection.
+        #expect(callbacks >= 19)
+        #expect(violations.isEmpty, "\(violations)")
+    }
+
+    @Test("With AllowDuplicates every advertisement is reported, to the same peripheral object, and none after stopScan")
+    func duplicatesAndStopScan() async throws {
+        let queue = DispatchQueue(label: "duplicate scanner")
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let scanner = DuplicateScanner(queue: queue, log: continuation)
+        for await _ in stream {}
+        try await Task.sleep(for: .milliseconds(800))
+        let (total, stopped, counts, scanning) = queue.sync {
+            (scanner.total, scanner.totalWhenStopped, Array(scanner.discoveries.values), scanner.centralManager.isScanning)
+        }
+        #expect(stopped == 12)
+        #expect(total == 12)
+        #expect(!scanning)
+        // Two sample devices advertise: with duplicates allowed, one of them is reported several times.
+        #expect(counts.contains { $0 > 1 }, "\(counts)")
+    }
+
+    @Test("setController names the controller: one that cannot be opened makes the state unsupported")
+    func unavailableController() async throws {
+        #expect(throws: (any Error).self) { try CBCentralManager.setController("bogus") }
+        try CBCentralManager.setController("tcp:127.0.0.1:1")
+        let queue = DispatchQueue(label: "unavailable")
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let scanner = DuplicateScanner(queue: queue, log: continuation)
+        // The controller is chosen when the manager is created.
+        CBCentralManager.setController(nil)
+        var lines: [String] = []
+        for await line in stream { lines.append(line) }
+        #expect(lines == ["state 2"])
+        #expect(queue.sync { scanner.centralManager.state } == .unsupported)
     }
 }
