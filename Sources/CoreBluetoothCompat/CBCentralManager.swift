@@ -42,7 +42,7 @@ extension CBCentralManagerDelegate {
 /// happened, one at a time, and never from inside a call the application makes: every method returns at once and its
 /// outcome comes later as a callback.
 ///
-/// The controller is the one ``setController(_:)`` named, else the one the environment variable `SWIFT_BLE_HCI`
+/// The controller is the one `setController(_:)` named, else the one the environment variable `SWIFT_BLE_HCI`
 /// names (the syntax of `ble --hci`: `virtual`, `hciN`, `tcp:HOST:PORT`, `serial:…`), else the process's embedded
 /// simulated world (``EmbeddedWorld``) with its sample devices. Each manager opens a controller of its own.
 public final class CBCentralManager: NSObject, @unchecked Sendable {
@@ -81,7 +81,7 @@ public final class CBCentralManager: NSObject, @unchecked Sendable {
         setController(try HCITransportSpec(parsing: specification))
     }
 
-    /// The controller a new manager opens: ``setController(_:)``'s, else `SWIFT_BLE_HCI`'s, else the embedded world.
+    /// The controller a new manager opens: `setController(_:)`'s, else `SWIFT_BLE_HCI`'s, else the embedded world.
     /// A `SWIFT_BLE_HCI` that does not parse gives a manager whose state is `unsupported`.
     static func controller() -> Result<HCITransportSpec, TransportError> {
         if let configured = configuredController.withLock({ $0 }) { return .success(configured) }

@@ -292,7 +292,7 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
     }
 
     /// Reads a characteristic's value (a long value whole); then
-    /// ``CBPeripheralDelegate/peripheral(_:didUpdateValueFor:error:)-(_,CBCharacteristic,_)`` with
+    /// `peripheral(_:didUpdateValueFor:error:)` with
     /// ``CBCharacteristic/value`` set.
     public func readValue(for characteristic: CBCharacteristic) {
         let gatt = characteristic.gatt
@@ -303,7 +303,7 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
     }
 
     /// Reads a descriptor's value; then
-    /// ``CBPeripheralDelegate/peripheral(_:didUpdateValueFor:error:)-(_,CBDescriptor,_)`` with ``CBDescriptor/value``
+    /// `peripheral(_:didUpdateValueFor:error:)` with ``CBDescriptor/value``
     /// set.
     public func readValue(for descriptor: CBDescriptor) {
         let gatt = descriptor.gatt
@@ -329,7 +329,7 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
 
     /// Subscribes to a characteristic's notifications (or indications, when it only indicates), or ends the
     /// subscription; then ``CBPeripheralDelegate/peripheral(_:didUpdateNotificationStateFor:error:)``. While
-    /// subscribed, each value arrives as ``CBPeripheralDelegate/peripheral(_:didUpdateValueFor:error:)-(_,CBCharacteristic,_)``.
+    /// subscribed, each value arrives as `peripheral(_:didUpdateValueFor:error:)`.
     /// A characteristic that can neither notify nor indicate gets the callback with a ``CBATTError`` (request not
     /// supported).
     public func setNotifyValue(_ enabled: Bool, for characteristic: CBCharacteristic) {

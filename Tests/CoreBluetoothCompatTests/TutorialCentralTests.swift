@@ -200,7 +200,15 @@ final class DuplicateScanner: NSObject, CBCentralManagerDelegate {
     var totalWhenStopped: Int?
     let log: AsyncStream<String>.Continuation
 
-    init(queue: DispatchQueue, log: AsyncStream<String>.Continuation) {
+    /// Whether the caller runs on the main queue (marked with a queue-specific value; on Linux a program in
+    /// `dispatchMain()` has its main queue drained by a worker thread, so `Thread.isMainThread` does not tell).
+    static var onMainQueue: Bool {
+        DispatchQueue.main.setSpecific(key: mainKey, value: true)
+        return DispatchQueue.getSpecific(key: mainKey) == true
+    }
+    static let mainKey = DispatchSpecificKey<Bool>()
+
+    init(queue: DispatchQueue?, log: AsyncStream<String>.Continuation) {
         self.log = log
         super.init()
         centralManager = CBCentralManager(delegate: self, queue: queue)
@@ -208,7 +216,7 @@ final class DuplicateScanner: NSObject, CBCentralManagerDelegate {
 
     func centralManagerDidUpdateState(_ central: CBCentralManager) {
         states.append(central.state)
-        log.yield("state \(central.state.rawValue)")
+        log.yield("state \(central.state.rawValue) main queue \(DuplicateScanner.onMainQueue)")
         if central.state == .poweredOn {
             central.scanForPeripherals(withServices: nil, options: [CBCentralManagerScanOptionAllowDuplicatesKey: NSNumber(value: true)])
         } else {
@@ -223,6 +231,7 @@ final class DuplicateScanner: NSObject, CBCentralManagerDelegate {
         if total == 12 {
             central.stopScan()
             totalWhenStopped = total
+            log.yield("stopped main queue \(DuplicateScanner.onMainQueue)")
             log.finish()
         }
     }
@@ -311,7 +320,17 @@ struct TutorialCentralTests {
         CBCentralManager.setController(nil)
         var lines: [String] = []
         for await line in stream { lines.append(line) }
-        #expect(lines == ["state 2"])
+        #expect(lines == ["state 2 main queue false"])
         #expect(queue.sync { scanner.centralManager.state } == .unsupported)
+    }
+
+    @Test("With queue nil the callbacks run on the main queue (which the test runner drains)")
+    func mainQueue() async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let scanner = DuplicateScanner(queue: nil, log: continuation)
+        var lines: [String] = []
+        for await line in stream { lines.append(line) }
+        #expect(lines == ["state 5 main queue true", "stopped main queue true"])
+        withExtendedLifetime(scanner) {}
     }
 }
