@@ -182,6 +182,27 @@ public final class CBCentralManager: NSObject, @unchecked Sendable {
         }
     }
 
+    /// The peripherals with these identifiers, without scanning: those this manager has seen, and any identifier of
+    /// the form ``CBPeripheral/identifier`` documents (the address is in it), which gives a peripheral that can be
+    /// connected to directly. Other identifiers are left out. (iOS returns only devices the system knows.)
+    public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
+        identifiers.compactMap { identifier in
+            if let known = protected.withLock({ $0.peripherals.values.first { $0.identifier == identifier } }) { return known }
+            return CBPeripheral.address(from: identifier).map { peripheral(for: $0, name: nil) }
+        }
+    }
+
+    /// The peripherals connected through this manager that have one of these services among those discovered
+    /// (iOS also returns those other apps connected; on Linux each program has its own controller).
+    public func retrieveConnectedPeripherals(withServices serviceUUIDs: [CBUUID]) -> [CBPeripheral] {
+        protected.withLock { Array($0.peripherals.values) }
+            .filter { peripheral in
+                peripheral.state == .connected
+                    && (peripheral.services ?? []).contains { service in serviceUUIDs.contains(service.uuid) }
+            }
+            .sorted { $0.identifier.uuidString < $1.identifier.uuidString }
+    }
+
     // MARK: Scanning
 
     /// Scans for advertising peripherals; each one found is reported to

@@ -103,6 +103,14 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
         return UUID(uuid: (0x53, 0x42, 0x4C, 0x45, 0x00, 0x00, 0x80, t, 0x80, 0x00, a[0], a[1], a[2], a[3], a[4], a[5]))
     }
 
+    /// The address an identifier of the form ``identifier`` documents holds, or `nil` for another identifier.
+    static func address(from identifier: UUID) -> LEAddress? {
+        let u = identifier.uuid
+        guard [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.8, u.9] == [0x53, 0x42, 0x4C, 0x45, 0x00, 0x00, 0x80, 0x80, 0x00], u.7 <= 3,
+              let address = BluetoothAddress(bigEndian: [u.10, u.11, u.12, u.13, u.14, u.15]) else { return nil }
+        return LEAddress(address, type: LEAddressType(rawValue: u.7))
+    }
+
     /// The object the events go to (held weakly).
     public var delegate: (any CBPeripheralDelegate)? {
         get { protected.withLock { $0.delegate } }

@@ -135,6 +135,11 @@ struct ValueTypeTests {
         #expect(CBPeripheral.identifier(for: address).uuidString == "53424C45-0000-8001-8000-C10203040506")
         let publicAddress = LEAddress(try #require(BluetoothAddress(bigEndian: [0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF])), type: .public)
         #expect(CBPeripheral.identifier(for: publicAddress).uuidString == "53424C45-0000-8000-8000-AABBCCDDEEFF")
+        // retrievePeripherals(withIdentifiers:) reads the address back; other identifiers hold none.
+        #expect(CBPeripheral.address(from: CBPeripheral.identifier(for: address)) == address)
+        #expect(CBPeripheral.address(from: CBPeripheral.identifier(for: publicAddress)) == publicAddress)
+        #expect(CBPeripheral.address(from: UUID(uuid: (0x53, 0x42, 0x4C, 0x45, 0, 0, 0x80, 9, 0x80, 0, 1, 2, 3, 4, 5, 6))) == nil)
+        #expect(CBPeripheral.address(from: try #require(UUID(uuidString: "12345678-1234-5678-1234-56789ABCDEF0"))) == nil)
     }
 
     @Test("Scan options are read as Bool or NSNumber")
