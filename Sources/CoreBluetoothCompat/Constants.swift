@@ -306,3 +306,13 @@ func cbError(_ error: any Error) -> any Error {
     default: return CBError(.unknown, reason: "\(error)")
     }
 }
+
+/// The connection option asking iOS to alert the user when the peripheral connects while the app is suspended.
+/// Accepted and without effect on Linux, which has no system alerts.
+public let CBConnectPeripheralOptionNotifyOnConnectionKey = "kCBConnectOptionNotifyOnConnection"
+/// The connection option asking iOS to alert the user when the peripheral disconnects while the app is suspended.
+/// Accepted and without effect on Linux, which has no system alerts.
+public let CBConnectPeripheralOptionNotifyOnDisconnectionKey = "kCBConnectOptionNotifyOnDisconnection"
+/// The connection option asking iOS to alert the user of notifications while the app is suspended.
+/// Accepted and without effect on Linux, which has no system alerts.
+public let CBConnectPeripheralOptionNotifyOnNotificationKey = "kCBConnectOptionNotifyOnNotification"

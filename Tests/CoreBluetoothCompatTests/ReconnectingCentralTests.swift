@@ -35,7 +35,7 @@ final class ReconnectingCentral: NSObject, CBCentralManagerDelegate, CBPeriphera
         device = peripheral
         let retrieved = central.retrievePeripherals(withIdentifiers: [peripheral.identifier, UUID()])
         log.yield("retrieved \(retrieved.count) same \(retrieved.first === peripheral)")
-        central.connect(peripheral)
+        central.connect(peripheral, options: [CBConnectPeripheralOptionNotifyOnDisconnectionKey: true])
     }
 
     func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
@@ -46,7 +46,7 @@ final class ReconnectingCentral: NSObject, CBCentralManagerDelegate, CBPeriphera
             peripheral.discoverServices([customServiceUUID])
         } else {
             log.yield("connected with services \(central.retrieveConnectedPeripherals(withServices: [customServiceUUID]).count)")
-            central.cancelPeripheralConnection(peripheral)
+            peripheral.readRSSI()
         }
     }
 
@@ -63,6 +63,11 @@ final class ReconnectingCentral: NSObject, CBCentralManagerDelegate, CBPeriphera
     func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: Error?) {
         log.yield("failed \(String(describing: error))")
         log.finish()
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: Error?) {
+        log.yield("rssi negative \(RSSI.intValue < 0) error \(error == nil ? "nil" : "\(error!)")")
+        centralManager.cancelPeripheralConnection(peripheral)
     }
 
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: Error?) {
@@ -119,6 +124,7 @@ struct ReconnectingCentralTests {
             "disconnected 7 state 0",
             "connected 2 same true",
             "connected with services 1",
+            "rssi negative true error nil",
             "disconnected nil state 0",
         ])
         withExtendedLifetime(central) {}
