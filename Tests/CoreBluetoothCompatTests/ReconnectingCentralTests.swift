@@ -98,8 +98,8 @@ final class ReconnectingCentral: NSObject, CBCentralManagerDelegate, CBPeriphera
     }
 }
 
-@Suite("CoreBluetoothCompat reconnection", .timeLimit(.minutes(1)))
-struct ReconnectingCentralTests {
+/// In the serialized central suite: the tutorial central writes the same characteristic of the shared lab device.
+extension TutorialCentralTests {
     @Test("Writes with response are answered in order; a link the peripheral drops reports an error; reconnecting gives the same object")
     func reconnect() async throws {
         let queue = DispatchQueue(label: "reconnecting central")
