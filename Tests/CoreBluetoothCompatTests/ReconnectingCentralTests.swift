@@ -72,12 +72,19 @@ final class ReconnectingCentral: NSObject, CBCentralManagerDelegate, CBPeriphera
 
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: Error?) {
         guard let service = peripheral.services?.first(where: { $0.uuid == customServiceUUID }) else { return }
+        peripheral.discoverIncludedServices(nil, for: service)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverIncludedServicesFor service: CBService, error: Error?) {
+        log.yield("included \(service.includedServices.map { "\($0.count)" } ?? "nil") error \(error == nil ? "nil" : "\(error!)")")
         peripheral.discoverCharacteristics([writableUUID, controlUUID], for: service)
     }
 
     func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: Error?) {
         log.yield("characteristics \(service.characteristics?.count ?? 0)")
         guard let writable = service.characteristics?.first(where: { $0.uuid == writableUUID }) else { return }
+        peripheral.writeValue(value(0), for: writable, type: .withoutResponse)
+        peripheral.readValue(for: writable)
         for n in 1...5 { peripheral.writeValue(value(n), for: writable, type: .withResponse) }
         peripheral.readValue(for: writable)
     }
@@ -92,6 +99,10 @@ final class ReconnectingCentral: NSObject, CBCentralManagerDelegate, CBPeriphera
     }
 
     func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: Error?) {
+        if characteristic.value == value(0) {
+            log.yield("read back the write without response")
+            return
+        }
         log.yield("read back last \(characteristic.value == value(5))")
         guard let control = characteristic.service?.characteristics?.first(where: { $0.uuid == controlUUID }) else { return }
         peripheral.writeValue(Data("disconnect".utf8), for: control, type: .withResponse)
@@ -100,7 +111,7 @@ final class ReconnectingCentral: NSObject, CBCentralManagerDelegate, CBPeriphera
 
 /// In the serialized central suite: the tutorial central writes the same characteristic of the shared lab device.
 extension TutorialCentralTests {
-    @Test("Writes with response are answered in order; a link the peripheral drops reports an error; reconnecting gives the same object")
+    @Test("Writes without response go before later reads; writes with response are answered in order; a link the peripheral drops reports an error; reconnecting gives the same object")
     func reconnect() async throws {
         let queue = DispatchQueue(label: "reconnecting central")
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
@@ -116,7 +127,9 @@ extension TutorialCentralTests {
         #expect(lines == [
             "retrieved 1 same true",
             "connected 1 same true",
+            "included 0 error nil",
             "characteristics 2",
+            "read back the write without response",
             "write 1 answered error nil", "write 2 answered error nil", "write 3 answered error nil",
             "write 4 answered error nil", "write 5 answered error nil",
             "read back last true",

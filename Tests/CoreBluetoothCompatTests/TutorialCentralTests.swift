@@ -219,9 +219,17 @@ final class DuplicateScanner: NSObject, CBCentralManagerDelegate {
         log.yield("state \(central.state.rawValue) main queue \(DuplicateScanner.onMainQueue)")
         if central.state == .poweredOn {
             central.scanForPeripherals(withServices: nil, options: [CBCentralManagerScanOptionAllowDuplicatesKey: NSNumber(value: true)])
+        } else if let identifier = UUID(uuidString: "53424C45-0000-8001-8000-C10203040506"),
+                  let peripheral = central.retrievePeripherals(withIdentifiers: [identifier]).first {
+            central.connect(peripheral)
         } else {
             log.finish()
         }
+    }
+
+    func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: Error?) {
+        log.yield("failed to connect \((error as? CBError)?.code.rawValue ?? -1) state \(peripheral.state.rawValue)")
+        log.finish()
     }
 
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
@@ -309,7 +317,7 @@ struct TutorialCentralTests {
         #expect(counts.contains { $0 > 1 }, "\(counts)")
     }
 
-    @Test("setController names the controller: one that cannot be opened makes the state unsupported")
+    @Test("setController names the controller: one that cannot be opened makes the state unsupported, and connecting fails")
     func unavailableController() async throws {
         #expect(throws: (any Error).self) { try CBCentralManager.setController("bogus") }
         try CBCentralManager.setController("tcp:127.0.0.1:1")
@@ -320,7 +328,7 @@ struct TutorialCentralTests {
         CBCentralManager.setController(nil)
         var lines: [String] = []
         for await line in stream { lines.append(line) }
-        #expect(lines == ["state 2 main queue false"])
+        #expect(lines == ["state 2 main queue false", "failed to connect 3 state 0"])
         #expect(queue.sync { scanner.centralManager.state } == .unsupported)
     }
 
