@@ -27,6 +27,9 @@ public protocol CBPeripheralDelegate: AnyObject {
     func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?)
     /// ``CBPeripheral/readRSSI()`` finished, with the link's RSSI in dBm.
     func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?)
+    /// The peripheral's database changed (a Service Changed indication): `invalidatedServices` were removed from
+    /// ``CBPeripheral/services``; discover them again to see what is there now.
+    func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService])
 }
 
 extension CBPeripheralDelegate {
@@ -48,6 +51,8 @@ extension CBPeripheralDelegate {
     public func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService]) {}
 }
 
 /// A remote peripheral, as CoreBluetooth's `CBPeripheral`: one object per device for its manager's lifetime, the
@@ -185,6 +190,25 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
                 self?.linkEnded(remote, reason: reason)
                 return
             }
+        }
+        // As iOS does, the central subscribes to Service Changed; a peripheral without it simply has no changes.
+        Task { [weak self] in
+            guard let changes = try? await remote.servicesChanged() else { return }
+            for await range in changes { self?.servicesChanged(range, on: remote) }
+        }
+    }
+
+    /// Drops the services overlapping `range` and reports them to the delegate.
+    private func servicesChanged(_ range: ClosedRange<AttributeHandle>, on remote: RemotePeripheral) {
+        manager?.deliver { _ in
+            let invalidated = self.protected.withLock { state -> [CBService]? in
+                guard state.remote === remote else { return nil }
+                let invalidated = (state.services ?? []).filter { $0.gatt.range.overlaps(range) }
+                state.services = state.services?.filter { !$0.gatt.range.overlaps(range) }
+                return invalidated
+            }
+            guard let invalidated else { return }
+            self.delegate?.peripheral(self, didModifyServices: invalidated)
         }
     }
 
