@@ -23,6 +23,8 @@ public protocol CBPeripheralDelegate: AnyObject {
     /// A write with response (``CBCharacteristicWriteType/withResponse``) was answered; each write gets its own call,
     /// in the order of the writes.
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?)
+    /// A descriptor write (``CBPeripheral/writeValue(_:for:)``) was answered.
+    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?)
     /// ``CBPeripheral/setNotifyValue(_:for:)`` finished: ``CBCharacteristic/isNotifying`` is set.
     func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?)
     /// ``CBPeripheral/readRSSI()`` finished, with the link's RSSI in dBm.
@@ -47,6 +49,8 @@ extension CBPeripheralDelegate {
     public func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: (any Error)?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {}
     /// Does nothing.
@@ -356,6 +360,29 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
         run({ try await $0.writeValue(bytes, for: gatt, type: writeType) }) { peripheral, result in
             guard type == .withResponse else { return }
             peripheral.delegate?.peripheral(peripheral, didWriteValueFor: characteristic, error: result.error)
+        }
+    }
+
+    /// Writes a descriptor's value (a Write Request); then
+    /// `peripheral(_:didWriteValueFor:error:)` (the descriptor variant). As in CoreBluetooth, the
+    /// Client Characteristic Configuration descriptor is not written this way (use ``setNotifyValue(_:for:)``): such a
+    /// write is answered with ``CBError/Code/operationNotSupported`` (where CoreBluetooth raises an exception).
+    public func writeValue(_ data: Data, for descriptor: CBDescriptor) {
+        let gatt = descriptor.gatt
+        let bytes = [UInt8](data)
+        guard gatt.uuid != .clientCharacteristicConfiguration else {
+            manager?.deliver { _ in
+                self.delegate?.peripheral(self, didWriteValueFor: descriptor, error: CBError(
+                    .operationNotSupported, reason: "the Client Characteristic Configuration descriptor is written by setNotifyValue(_:for:)"))
+            }
+            return
+        }
+        run({ remote in
+            // RemotePeripheral writes characteristics only: the write goes through the GATT engine of its link.
+            let engine = await remote.central.host.gattEngine()
+            try await engine.write(await remote.connection.handle, attribute: gatt.handle, value: bytes)
+        }) { peripheral, result in
+            peripheral.delegate?.peripheral(peripheral, didWriteValueFor: descriptor, error: result.error)
         }
     }
 

@@ -42,7 +42,33 @@ final class ServiceWatcher: NSObject, CBCentralManagerDelegate, CBPeripheralDele
 
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: Error?) {
         log.yield("services \((peripheral.services ?? []).map(\.uuid.uuidString).joined(separator: ","))")
-        if modifications > 0 { centralManager.cancelPeripheralConnection(peripheral) }
+        if modifications > 0, let service = peripheral.services?.first(where: { $0.uuid == advertisedUUID }) {
+            peripheral.discoverCharacteristics(nil, for: service)
+        }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: Error?) {
+        guard let characteristic = service.characteristics?.first else { return }
+        peripheral.discoverDescriptors(for: characteristic)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverDescriptorsFor characteristic: CBCharacteristic, error: Error?) {
+        guard let descriptor = characteristic.descriptors?.first(where: { $0.uuid == CBUUID(string: "EE11") }) else {
+            log.yield("no descriptor EE11")
+            centralManager.cancelPeripheralConnection(peripheral)
+            return
+        }
+        peripheral.writeValue(Data([7]), for: descriptor)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: Error?) {
+        log.yield("wrote descriptor \(descriptor.uuid.uuidString) error \(error == nil ? "nil" : "\(error!)")")
+        peripheral.readValue(for: descriptor)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: Error?) {
+        log.yield("descriptor \(descriptor.uuid.uuidString) \((descriptor.value as? Data).map { [UInt8]($0) } ?? [])")
+        centralManager.cancelPeripheralConnection(peripheral)
     }
 
     func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService]) {
@@ -54,7 +80,7 @@ final class ServiceWatcher: NSObject, CBCentralManagerDelegate, CBPeripheralDele
 }
 
 extension TutorialCentralTests {
-    @Test("A Service Changed indication removes the invalidated services and calls didModifyServices")
+    @Test("A Service Changed indication removes the invalidated services and calls didModifyServices; descriptors are written")
     func serviceChanged() async throws {
         let kept = BluetoothUUID("0000EE10-0000-1000-8000-00805F9B34FB") ?? 0
         let removed = BluetoothUUID("0000EE20-0000-1000-8000-00805F9B34FB") ?? 0
@@ -63,7 +89,9 @@ extension TutorialCentralTests {
         defer { Task { await manager.powerOff() } }
         for uuid in [kept, removed] {
             _ = try await manager.add(GATTServiceDefinition(uuid: uuid, characteristics: [
-                GATTCharacteristicDefinition(uuid: 0x2A00, properties: .read, value: [1]),
+                GATTCharacteristicDefinition(uuid: 0x2A00, properties: .read, value: [1], descriptors: [
+                    GATTDescriptorDefinition(uuid: 0xEE11, value: [0], permissions: [.readable, .writeable]),
+                ]),
             ]))
         }
         let requests = await manager.requests()
@@ -92,6 +120,8 @@ extension TutorialCentralTests {
             "invalidated EE20",
             "kept 1800,1801,EE10",
             "services 1800,1801,EE10",
+            "wrote descriptor EE11 error nil",
+            "descriptor EE11 [7]",
             "disconnected nil",
         ])
         withExtendedLifetime(watcher) {}

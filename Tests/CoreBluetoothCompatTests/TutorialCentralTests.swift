@@ -147,6 +147,13 @@ final class LabCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate
     func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: Error?) {
         callback("peripheral didUpdateValueFor") {
             log.yield("descriptor \(descriptor.uuid.uuidString) \(descriptor.value as? String ?? "?")")
+            peripheral.writeValue(Data("renamed".utf8), for: descriptor)
+        }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: Error?) {
+        callback("peripheral didWriteValueFor") {
+            log.yield("wrote descriptor \(descriptor.uuid.uuidString) error \((error as? CBATTError)?.code.rawValue ?? -1)")
         }
     }
 
@@ -276,7 +283,8 @@ struct TutorialCentralTests {
         ]
         #expect(lines.filter(expectedInOrder.contains) == expectedInOrder, "\(lines)")
         for line in ["battery 87", "2A37 properties 16 in 180D", "notify 2A37 true error nil", "wrote DEF1 error nil",
-                     "read back true", "notify DEF1 error 6", "descriptor 2901 Writable"] {
+                     "read back true", "notify DEF1 error 6", "descriptor 2901 Writable",
+                     "wrote descriptor 2901 error 3"] {
             #expect(lines.contains(line), "\(line) missing from \(lines)")
         }
         let notifications = lines.filter { $0.hasPrefix("heart rate") }
