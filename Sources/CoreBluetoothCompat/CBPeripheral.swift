@@ -350,7 +350,7 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
     }
 
     /// Writes a characteristic's value. A write ``CBCharacteristicWriteType/withResponse`` is answered by its own
-    /// ``CBPeripheralDelegate/peripheral(_:didWriteValueFor:error:)`` call, in the order of the writes (values
+    /// `peripheral(_:didWriteValueFor:error:)` call, in the order of the writes (values
     /// longer than ATT_MTU − 3, up to 512 bytes, go as prepared writes); a write
     /// ``CBCharacteristicWriteType/withoutResponse`` is not answered.
     public func writeValue(_ data: Data, for characteristic: CBCharacteristic, type: CBCharacteristicWriteType) {
