@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "BLE", targets: ["BLE"]),
         .library(name: "BLEBeacons", targets: ["BLEBeacons"]),
         .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
+        .library(name: "CoreBluetoothCompat", targets: ["CoreBluetoothCompat"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
     dependencies: [
@@ -59,6 +60,11 @@ let package = Package(
             swiftSettings: strict),
         // Beacons: iBeacon, AltBeacon and Eddystone frames, advertising them, ranging and region monitoring.
         .target(name: "BLEBeacons", dependencies: ["BLEWire", "BLE"], swiftSettings: strict),
+        // CoreBluetooth's delegate API (names, types, semantics) over the BLE module's async API.
+        .target(
+            name: "CoreBluetoothCompat",
+            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEWire"],
+            swiftSettings: strict),
         .executableTarget(
             name: "ble",
             dependencies: [
@@ -92,6 +98,11 @@ let package = Package(
             name: "BLEBeaconsTests",
             dependencies: ["BLEBeacons", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
+        .testTarget(
+            name: "CoreBluetoothCompatTests",
+            dependencies: ["CoreBluetoothCompat", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEWire"],
+            // Swift 6, without ExistentialAny: the tutorial-style central is written as iOS code is (`Error?`).
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "BLEHostTests",
             dependencies: ["BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire"],

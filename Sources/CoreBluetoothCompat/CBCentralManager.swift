@@ -1,0 +1,359 @@
+import BLE
+import Foundation
+
+/// What a central manager tells its delegate, as CoreBluetooth's `CBCentralManagerDelegate`.
+///
+/// ``centralManagerDidUpdateState(_:)`` is required; the other methods have default implementations that do
+/// nothing, so a delegate implements those it needs, as with CoreBluetooth's optional methods.
+public protocol CBCentralManagerDelegate: AnyObject {
+    /// The manager's ``CBCentralManager/state`` changed. Scan and connect once it is `poweredOn`.
+    func centralManagerDidUpdateState(_ central: CBCentralManager)
+    /// A scan found `peripheral`, advertising `advertisementData` (under the `CBAdvertisementData…Key` keys),
+    /// received at `RSSI` dBm.
+    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
+                        advertisementData: [String: Any], rssi RSSI: NSNumber)
+    /// A connection requested with ``CBCentralManager/connect(_:options:)`` is up.
+    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral)
+    /// A connection requested with ``CBCentralManager/connect(_:options:)`` could not be made.
+    func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: (any Error)?)
+    /// A peripheral's link ended: `error` is `nil` when this central cancelled it
+    /// (``CBCentralManager/cancelPeripheralConnection(_:)``), a ``CBError`` otherwise.
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?)
+}
+
+extension CBCentralManagerDelegate {
+    /// Does nothing.
+    public func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
+                               advertisementData: [String: Any], rssi RSSI: NSNumber) {}
+    /// Does nothing.
+    public func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {}
+    /// Does nothing.
+    public func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: (any Error)?) {}
+    /// Does nothing.
+    public func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {}
+}
+
+/// The central role with CoreBluetooth's names and semantics: scanning, connecting, and delegate callbacks.
+///
+/// An `NSObject` subclass, as in CoreBluetooth, so that code which compares managers with `isEqual`, stores them in
+/// Foundation collections or subclasses `NSObject` around them compiles unchanged.
+///
+/// Callbacks arrive on the queue given at creation (the main queue when it is `nil`), in the order the events
+/// happened, one at a time, and never from inside a call the application makes: every method returns at once and its
+/// outcome comes later as a callback.
+///
+/// The controller is the one `setController(_:)` named, else the one the environment variable `SWIFT_BLE_HCI`
+/// names (the syntax of `ble --hci`: `virtual`, `hciN`, `tcp:HOST:PORT`, `serial:…`), else the process's embedded
+/// simulated world (`EmbeddedWorld` of the BLE module) with its sample devices. Each manager opens a controller of its own.
+public final class CBCentralManager: NSObject, @unchecked Sendable {
+    private struct State {
+        weak var delegate: (any CBCentralManagerDelegate)?
+        var state: CBManagerState = .unknown
+        var isScanning = false
+        /// Bumped by every scan start and stop: a discovery of an older scan is not delivered.
+        var scanGeneration = 0
+        var scanTask: Task<Void, Never>?
+        var peripherals: [LEAddress: CBPeripheral] = [:]
+        var stateTask: Task<Void, Never>?
+    }
+
+    private let protected = Locked(State())
+    /// The serial queue the delegate callbacks go through.
+    let delegateQueue: DispatchQueue
+    /// The stack's central, once its controller is open.
+    let central: Task<Central, Never>
+    /// The central's operations, in the order the application asked for them.
+    let operations = OrderedOperations()
+    /// Connection attempts, one at a time (the controller initiates one connection at a time).
+    let connections = OrderedOperations()
+
+    private static let configuredController = Locked<HCITransportSpec?>(nil)
+
+    /// Names the controller that managers created from now on open, as `SWIFT_BLE_HCI` does (and instead of it);
+    /// `nil` goes back to the environment variable, or the embedded world when it is unset.
+    public static func setController(_ specification: HCITransportSpec?) {
+        configuredController.withLock { $0 = specification }
+    }
+
+    /// Names the controller that managers created from now on open, in `ble --hci` syntax (`virtual`, `hci0`,
+    /// `tcp:127.0.0.1:9100`, `serial:/dev/ttyACM0`...). Throws when the text names no controller.
+    public static func setController(_ specification: String) throws {
+        setController(try HCITransportSpec(parsing: specification))
+    }
+
+    /// The controller a new manager opens: `setController(_:)`'s, else `SWIFT_BLE_HCI`'s, else the embedded world.
+    /// A `SWIFT_BLE_HCI` that does not parse gives a manager whose state is `unsupported`.
+    static func controller() -> Result<HCITransportSpec, TransportError> {
+        if let configured = configuredController.withLock({ $0 }) { return .success(configured) }
+        guard let text = ProcessInfo.processInfo.environment["SWIFT_BLE_HCI"], !text.isEmpty else { return .success(.virtual) }
+        do {
+            return .success(try HCITransportSpec(parsing: text))
+        } catch {
+            return .failure(TransportError(.openFailed, "SWIFT_BLE_HCI=\(text): \(error)"))
+        }
+    }
+
+    /// Creates a central manager and opens its controller; ``CBCentralManagerDelegate/centralManagerDidUpdateState(_:)``
+    /// follows with the state it reached.
+    ///
+    /// - Parameters:
+    ///   - delegate: receives the events (held weakly).
+    ///   - queue: where the callbacks run; `nil` means the main queue (a command-line program must then run it, with
+    ///     `dispatchMain()` or `RunLoop.main.run()`).
+    ///   - options: CoreBluetooth's initialization options; none has an effect on Linux (there is no power alert to
+    ///     show and no state to restore).
+    public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
+        delegateQueue = makeDelegateQueue("CoreBluetoothCompat.CBCentralManager", target: queue)
+        let controller = Self.controller()
+        central = Task {
+            switch controller {
+            case .success(let spec): return await Central(spec)
+            case .failure(let error): return Central(host: HCIHost(unavailable: error))
+            }
+        }
+        super.init()
+        protected.withLock { $0.delegate = delegate }
+        let opening = central
+        let task = Task { [weak self] in
+            let updates = await opening.value.stateUpdates()
+            for await state in updates {
+                guard let self else { return }
+                self.adapterStateChanged(CBManagerState(state))
+            }
+        }
+        protected.withLock { $0.stateTask = task }
+    }
+
+    /// Creates a manager without a delegate, delivering on the main queue.
+    public override convenience init() {
+        self.init(delegate: nil, queue: nil, options: nil)
+    }
+
+    deinit {
+        let (stateTask, scanTask) = protected.withLock { ($0.stateTask, $0.scanTask) }
+        stateTask?.cancel()
+        scanTask?.cancel()
+        operations.finish()
+        connections.finish()
+        let opening = central
+        Task { await opening.value.powerOff() }
+    }
+
+    /// The object the events go to (held weakly).
+    public var delegate: (any CBCentralManagerDelegate)? {
+        get { protected.withLock { $0.delegate } }
+        set { protected.withLock { $0.delegate = newValue } }
+    }
+
+    /// The adapter's state, as last reported to the delegate (`unknown` until the controller is up).
+    public var state: CBManagerState { protected.withLock { $0.state } }
+
+    /// Whether a scan is running: `true` from ``scanForPeripherals(withServices:options:)`` until ``stopScan()``.
+    public var isScanning: Bool { protected.withLock { $0.isScanning } }
+
+    /// Runs `body` on the delegate queue, after the callbacks already queued.
+    func deliver(_ body: @escaping @Sendable (CBCentralManager) -> Void) {
+        delegateQueue.async { body(self) }
+    }
+
+    private func adapterStateChanged(_ new: CBManagerState) {
+        deliver { manager in
+            let changed = manager.protected.withLock { state in
+                guard state.state != new else { return false }
+                state.state = new
+                if new != .poweredOn { state.isScanning = false }
+                return true
+            }
+            guard changed, new != .unknown else { return }
+            manager.delegate?.centralManagerDidUpdateState(manager)
+        }
+    }
+
+    /// The one peripheral object of a device for this manager.
+    func peripheral(for address: LEAddress, name: String?) -> CBPeripheral {
+        protected.withLock { state in
+            if let known = state.peripherals[address] {
+                if let name { known.advertisedName(name) }
+                return known
+            }
+            let peripheral = CBPeripheral(manager: self, address: address, name: name)
+            state.peripherals[address] = peripheral
+            return peripheral
+        }
+    }
+
+    /// The peripherals with these identifiers, without scanning: those this manager has seen, and any identifier of
+    /// the form ``CBPeripheral/identifier`` documents (the address is in it), which gives a peripheral that can be
+    /// connected to directly. Other identifiers are left out. (iOS returns only devices the system knows.)
+    public func retrievePeripherals(withIdentifiers identifiers: [UUID]) -> [CBPeripheral] {
+        identifiers.compactMap { identifier in
+            if let known = protected.withLock({ $0.peripherals.values.first { $0.identifier == identifier } }) { return known }
+            return CBPeripheral.address(from: identifier).map { peripheral(for: $0, name: nil) }
+        }
+    }
+
+    /// The peripherals connected through this manager that have one of these services among those discovered
+    /// (iOS also returns those other apps connected; on Linux each program has its own controller).
+    public func retrieveConnectedPeripherals(withServices serviceUUIDs: [CBUUID]) -> [CBPeripheral] {
+        protected.withLock { Array($0.peripherals.values) }
+            .filter { peripheral in
+                peripheral.state == .connected
+                    && (peripheral.services ?? []).contains { service in serviceUUIDs.contains(service.uuid) }
+            }
+            .sorted { $0.identifier.uuidString < $1.identifier.uuidString }
+    }
+
+    // MARK: Scanning
+
+    /// Scans for advertising peripherals; each one found is reported to
+    /// ``CBCentralManagerDelegate/centralManager(_:didDiscover:advertisementData:rssi:)``. A new call replaces the
+    /// running scan.
+    ///
+    /// - Parameters:
+    ///   - serviceUUIDs: only peripherals advertising one of these services (in their advertising data or scan
+    ///     response); `nil` or empty: all.
+    ///   - options: ``CBCentralManagerScanOptionAllowDuplicatesKey`` (report every advertisement, not only the first
+    ///     and those whose data changed) and ``CBCentralManagerScanOptionSolicitedServiceUUIDsKey`` (also report
+    ///     peripherals soliciting one of these services).
+    public func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String: Any]? = nil) {
+        let services = (serviceUUIDs ?? []).map(\.bluetoothUUID)
+        let solicited = (options?[CBCentralManagerScanOptionSolicitedServiceUUIDsKey] as? [CBUUID] ?? []).map(\.bluetoothUUID)
+        let allowDuplicates = Self.bool(options?[CBCentralManagerScanOptionAllowDuplicatesKey])
+        let (generation, previous) = protected.withLock { state in
+            state.scanGeneration += 1
+            state.isScanning = true
+            let previous = state.scanTask
+            state.scanTask = nil
+            return (state.scanGeneration, previous)
+        }
+        previous?.cancel()
+        let opening = central
+        operations.submit { [weak self] in
+            guard let self, self.protected.withLock({ $0.scanGeneration == generation }) else { return }
+            let central = await opening.value
+            let reports: AsyncThrowingStream<DiscoveredPeripheral, any Error>
+            do {
+                reports = try await central.scan(allowDuplicates: allowDuplicates)
+            } catch {
+                self.protected.withLock { state in
+                    if state.scanGeneration == generation { state.isScanning = false }
+                }
+                return
+            }
+            let task = Task { [weak self] in
+                do {
+                    for try await discovered in reports {
+                        guard let self else { return }
+                        let advertised = discovered.serviceUUIDs
+                        let soliciting = (try? discovered.advertisementData.solicitedServiceUUIDs()) ?? []
+                        guard services.isEmpty || services.contains(where: advertised.contains)
+                            || solicited.contains(where: soliciting.contains) else { continue }
+                        self.discovered(discovered, generation: generation)
+                    }
+                } catch {
+                    // The scan ended (the controller went away): the state update says so.
+                }
+            }
+            let current = self.protected.withLock { state in
+                guard state.scanGeneration == generation else { return false }
+                state.scanTask = task
+                return true
+            }
+            if !current { task.cancel() }
+        }
+    }
+
+    /// Stops scanning: no discovery is reported after this call.
+    public func stopScan() {
+        let task = protected.withLock { state in
+            state.scanGeneration += 1
+            state.isScanning = false
+            let task = state.scanTask
+            state.scanTask = nil
+            return task
+        }
+        // Ending the scan's stream stops the controller's scan (unless a newer scan has replaced it).
+        task?.cancel()
+    }
+
+    private func discovered(_ discovered: DiscoveredPeripheral, generation: Int) {
+        deliver { manager in
+            guard manager.protected.withLock({ $0.scanGeneration == generation }) else { return }
+            let peripheral = manager.peripheral(for: discovered.address, name: discovered.name)
+            manager.delegate?.centralManager(manager, didDiscover: peripheral,
+                                             advertisementData: Self.advertisementDictionary(discovered.advertisementData,
+                                                                                               isConnectable: discovered.isConnectable),
+                                             rssi: NSNumber(value: discovered.rssi))
+        }
+    }
+
+    /// The advertisement-data dictionary CoreBluetooth gives for a discovered peripheral's advertising data (merged
+    /// with its scan response).
+    static func advertisementDictionary(_ data: AdvertisingData, isConnectable: Bool) -> [String: Any] {
+        var dictionary: [String: Any] = [CBAdvertisementDataIsConnectable: NSNumber(value: isConnectable)]
+        if let name = data.localName { dictionary[CBAdvertisementDataLocalNameKey] = name }
+        let services = (try? data.serviceUUIDs()) ?? []
+        if !services.isEmpty { dictionary[CBAdvertisementDataServiceUUIDsKey] = services.map { CBUUID($0) } }
+        if let solicited = try? data.solicitedServiceUUIDs(), !solicited.isEmpty {
+            dictionary[CBAdvertisementDataSolicitedServiceUUIDsKey] = solicited.map { CBUUID($0) }
+        }
+        // iOS reports one manufacturer data structure: the first (the advertising data's when both carry one).
+        if let manufacturer = (try? data.manufacturerData())?.first {
+            let id = manufacturer.companyID.rawValue
+            dictionary[CBAdvertisementDataManufacturerDataKey] =
+                Data([UInt8(truncatingIfNeeded: id), UInt8(id >> 8)] + manufacturer.data)
+        }
+        if let serviceData = try? data.serviceData(), !serviceData.isEmpty {
+            var entries: [CBUUID: Data] = [:]
+            for (uuid, value) in serviceData { entries[CBUUID(uuid)] = Data(value) }
+            dictionary[CBAdvertisementDataServiceDataKey] = entries
+        }
+        if let txPower = try? data.txPowerLevel() { dictionary[CBAdvertisementDataTxPowerLevelKey] = NSNumber(value: txPower) }
+        return dictionary
+    }
+
+    /// A Boolean option given as `Bool` or `NSNumber`.
+    static func bool(_ value: Any?) -> Bool {
+        if let value = value as? Bool { return value }
+        if let value = value as? NSNumber { return value.boolValue }
+        return false
+    }
+
+    // MARK: Connecting
+
+    /// Connects to a peripheral found by a scan; ``CBCentralManagerDelegate/centralManager(_:didConnect:)`` or
+    /// ``CBCentralManagerDelegate/centralManager(_:didFailToConnect:error:)`` follows. Right after connecting, the
+    /// central exchanges MTUs, as iOS does.
+    ///
+    /// Unlike CoreBluetooth, an attempt does not wait forever: after ``connectionAttemptTimeout`` it fails with
+    /// ``CBError/Code/connectionTimeout``.
+    ///
+    /// - Parameters:
+    ///   - peripheral: a peripheral of this manager.
+    ///   - options: CoreBluetooth's connection options; none has an effect on Linux (they ask iOS for alerts).
+    public func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
+        guard let attempt = peripheral.beginConnecting() else { return }
+        let opening = central
+        connections.submit { [weak self] in
+            guard let self else { return }
+            await peripheral.connect(attempt: attempt, using: await opening.value, manager: self)
+        }
+    }
+
+    /// How long a connection attempt lasts before ``CBCentralManagerDelegate/centralManager(_:didFailToConnect:error:)``
+    /// reports ``CBError/Code/connectionTimeout``.
+    public static let connectionAttemptTimeout: Duration = .seconds(30)
+
+    /// Disconnects a peripheral, or abandons a connection attempt still pending.
+    /// ``CBCentralManagerDelegate/centralManager(_:didDisconnectPeripheral:error:)`` follows with a `nil` error for a
+    /// connected peripheral. An abandoned attempt is reported by no callback (the link is dropped if it comes up).
+    public func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
+        guard let remote = peripheral.beginDisconnecting() else { return }
+        let opening = central
+        operations.submit {
+            let central = await opening.value
+            // A failure means the link is already gone: its disconnection event reports it.
+            try? await central.disconnect(remote)
+        }
+    }
+}

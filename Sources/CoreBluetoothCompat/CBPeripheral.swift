@@ -1,0 +1,454 @@
+import BLE
+import Foundation
+
+/// What a peripheral tells its delegate, as CoreBluetooth's `CBPeripheralDelegate`. Every method has a default
+/// implementation that does nothing: a delegate implements those it needs.
+///
+/// An `error` is a ``CBATTError`` when the peripheral answered with an ATT error (its code is the ATT code), a
+/// ``CBError`` otherwise (``CBError/Code/notConnected`` for a call made while the peripheral is not connected,
+/// ``CBError/Code/peripheralDisconnected`` when the link dropped during the operation).
+public protocol CBPeripheralDelegate: AnyObject {
+    /// ``CBPeripheral/discoverServices(_:)`` finished: ``CBPeripheral/services`` holds what was found.
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?)
+    /// ``CBPeripheral/discoverIncludedServices(_:for:)`` finished: ``CBService/includedServices`` is set.
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverIncludedServicesFor service: CBService, error: (any Error)?)
+    /// ``CBPeripheral/discoverCharacteristics(_:for:)`` finished: ``CBService/characteristics`` is set.
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?)
+    /// ``CBPeripheral/discoverDescriptors(for:)`` finished: ``CBCharacteristic/descriptors`` is set.
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverDescriptorsFor characteristic: CBCharacteristic, error: (any Error)?)
+    /// A characteristic's ``CBCharacteristic/value`` was read, or notified or indicated.
+    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?)
+    /// A descriptor's ``CBDescriptor/value`` was read.
+    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: (any Error)?)
+    /// A write with response (``CBCharacteristicWriteType/withResponse``) was answered; each write gets its own call,
+    /// in the order of the writes.
+    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?)
+    /// A descriptor write (``CBPeripheral/writeValue(_:for:)``) was answered.
+    func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?)
+    /// ``CBPeripheral/setNotifyValue(_:for:)`` finished: ``CBCharacteristic/isNotifying`` is set.
+    func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?)
+    /// ``CBPeripheral/readRSSI()`` finished, with the link's RSSI in dBm.
+    func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?)
+    /// The peripheral's database changed (a Service Changed indication): `invalidatedServices` were removed from
+    /// ``CBPeripheral/services``; discover them again to see what is there now.
+    func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService])
+}
+
+extension CBPeripheralDelegate {
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didDiscoverIncludedServicesFor service: CBService, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didDiscoverDescriptorsFor characteristic: CBCharacteristic, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService]) {}
+}
+
+/// A remote peripheral, as CoreBluetooth's `CBPeripheral`: one object per device for its manager's lifetime, the
+/// same object in every callback and after reconnecting.
+///
+/// Its methods return at once; each outcome comes as a ``CBPeripheralDelegate`` callback on the manager's queue.
+/// Operations run one after another, in the order they were called (so writes with response are answered in order).
+public final class CBPeripheral: NSObject, @unchecked Sendable {
+    private struct State {
+        weak var delegate: (any CBPeripheralDelegate)?
+        weak var manager: CBCentralManager?
+        var name: String?
+        var state: CBPeripheralState = .disconnected
+        var remote: RemotePeripheral?
+        /// Bumped by each connection attempt and each cancellation: an attempt that is no longer current is dropped.
+        var attempt = 0
+        /// This central asked to disconnect: the disconnection is reported with a `nil` error.
+        var cancelRequested = false
+        var services: [CBService]?
+        var maximumWriteWithoutResponse = 20
+    }
+
+    private let protected: Locked<State>
+    private let operations = OrderedOperations()
+    /// The device's address.
+    let address: LEAddress
+
+    /// An identifier derived from the device's address, the same in every run: `53424C45-0000-800T-8000-AAAAAAAAAAAA`,
+    /// where `T` is the address type (0 public, 1 random, 2 public identity, 3 random identity) and the last group is
+    /// the address, most significant byte first ("SBLE" in ASCII, then an RFC 9562 version 8 layout).
+    ///
+    /// Unlike iOS, which gives each device a random identifier per phone, two programs on Linux see the same
+    /// identifier for a device; a device with a resolvable private address gets a new identifier when its address
+    /// changes, unless it is resolved to its identity address.
+    public let identifier: UUID
+
+    init(manager: CBCentralManager, address: LEAddress, name: String?) {
+        self.address = address
+        var state = State()
+        state.manager = manager
+        state.name = name
+        protected = Locked(state)
+        identifier = Self.identifier(for: address)
+        super.init()
+    }
+
+    deinit { operations.finish() }
+
+    /// The identifier ``identifier`` documents.
+    static func identifier(for address: LEAddress) -> UUID {
+        let a = address.address.bytes
+        let t = address.type.rawValue & 0x0F
+        return UUID(uuid: (0x53, 0x42, 0x4C, 0x45, 0x00, 0x00, 0x80, t, 0x80, 0x00, a[0], a[1], a[2], a[3], a[4], a[5]))
+    }
+
+    /// The address an identifier of the form ``identifier`` documents holds, or `nil` for another identifier.
+    static func address(from identifier: UUID) -> LEAddress? {
+        let u = identifier.uuid
+        guard [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.8, u.9] == [0x53, 0x42, 0x4C, 0x45, 0x00, 0x00, 0x80, 0x80, 0x00], u.7 <= 3,
+              let address = BluetoothAddress(bigEndian: [u.10, u.11, u.12, u.13, u.14, u.15]) else { return nil }
+        return LEAddress(address, type: LEAddressType(rawValue: u.7))
+    }
+
+    /// The object the events go to (held weakly).
+    public var delegate: (any CBPeripheralDelegate)? {
+        get { protected.withLock { $0.delegate } }
+        set { protected.withLock { $0.delegate = newValue } }
+    }
+
+    /// The name the peripheral advertised (its latest advertisement's local name), or `nil`.
+    public var name: String? { protected.withLock { $0.name } }
+
+    /// The connection state.
+    public var state: CBPeripheralState { protected.withLock { $0.state } }
+
+    /// The services discovered so far (`nil` before ``discoverServices(_:)`` succeeded).
+    public var services: [CBService]? { protected.withLock { $0.services } }
+
+    /// The identifier's string (the address appears in its last group).
+    public override var description: String { "CBPeripheral \(identifier.uuidString) \(name ?? "(no name)") \(state)" }
+
+    func advertisedName(_ name: String) { protected.withLock { $0.name = name } }
+
+    private var manager: CBCentralManager? { protected.withLock { $0.manager } }
+
+    // MARK: Connection (driven by the manager)
+
+    /// Starts a connection attempt; returns its number, or `nil` when the peripheral is not disconnected.
+    func beginConnecting() -> Int? {
+        protected.withLock { state in
+            guard state.state == .disconnected else { return nil }
+            state.state = .connecting
+            state.attempt += 1
+            state.cancelRequested = false
+            return state.attempt
+        }
+    }
+
+    /// Makes connection attempt `attempt` and reports its outcome, unless it was cancelled meanwhile.
+    func connect(attempt: Int, using central: Central, manager: CBCentralManager) async {
+        guard protected.withLock({ $0.attempt == attempt && $0.state == .connecting }) else { return }
+        let remote: RemotePeripheral
+        do {
+            remote = try await central.connect(address, name: name, timeout: CBCentralManager.connectionAttemptTimeout)
+        } catch {
+            let current = protected.withLock { state in
+                guard state.attempt == attempt, state.state == .connecting else { return false }
+                state.state = .disconnected
+                return true
+            }
+            if current {
+                let reported = cbError(error)
+                manager.deliver { m in m.delegate?.centralManager(m, didFailToConnect: self, error: reported) }
+            }
+            return
+        }
+        let maximum = await remote.maximumWriteValueLength(for: .withoutResponse)
+        let current = protected.withLock { state in
+            guard state.attempt == attempt, state.state == .connecting else { return false }
+            state.state = .connected
+            state.remote = remote
+            state.maximumWriteWithoutResponse = maximum
+            return true
+        }
+        guard current else {
+            // Cancelled while the attempt was under way: the link is not wanted.
+            try? await central.disconnect(remote)
+            return
+        }
+        let states = await remote.stateUpdates()
+        manager.deliver { m in m.delegate?.centralManager(m, didConnect: self) }
+        Task { [weak self] in
+            for await state in states {
+                guard case .disconnected(let reason) = state else { continue }
+                self?.linkEnded(remote, reason: reason)
+                return
+            }
+        }
+        // As iOS does, the central subscribes to Service Changed; a peripheral without it simply has no changes.
+        Task { [weak self] in
+            guard let changes = try? await remote.servicesChanged() else { return }
+            for await range in changes { self?.servicesChanged(range, on: remote) }
+        }
+    }
+
+    /// Drops the services overlapping `range` and reports them to the delegate.
+    private func servicesChanged(_ range: ClosedRange<AttributeHandle>, on remote: RemotePeripheral) {
+        manager?.deliver { _ in
+            let invalidated = self.protected.withLock { state -> [CBService]? in
+                guard state.remote === remote else { return nil }
+                let invalidated = (state.services ?? []).filter { $0.gatt.range.overlaps(range) }
+                state.services = state.services?.filter { !$0.gatt.range.overlaps(range) }
+                return invalidated
+            }
+            guard let invalidated else { return }
+            self.delegate?.peripheral(self, didModifyServices: invalidated)
+        }
+    }
+
+    /// Marks the peripheral as disconnecting and returns its link, or abandons a pending attempt (returning `nil`).
+    func beginDisconnecting() -> RemotePeripheral? {
+        protected.withLock { state in
+            switch state.state {
+            case .connecting:
+                state.attempt += 1
+                state.state = .disconnected
+                return nil
+            case .connected:
+                state.cancelRequested = true
+                state.state = .disconnecting
+                return state.remote
+            case .disconnecting, .disconnected:
+                return nil
+            }
+        }
+    }
+
+    private func linkEnded(_ remote: RemotePeripheral, reason: HCIStatus) {
+        let ours = protected.withLock { state -> Bool? in
+            guard state.remote === remote else { return nil }
+            state.remote = nil
+            state.state = .disconnected
+            return state.cancelRequested
+        }
+        guard let ours, let manager else { return }
+        let error: CBError? = ours ? nil : reason == .connectionTimeout
+            ? CBError(.connectionTimeout, reason: "the link timed out (\(reason))")
+            : CBError(.peripheralDisconnected, reason: "the peripheral disconnected (\(reason))")
+        manager.deliver { m in
+            for service in self.services ?? [] {
+                for characteristic in service.characteristics ?? [] { characteristic.stopNotifying() }
+            }
+            m.delegate?.centralManager(m, didDisconnectPeripheral: self, error: error)
+        }
+    }
+
+    // MARK: Operations
+
+    /// Runs `work` on the link after the operations before it, then `then` on the delegate queue with its outcome
+    /// (``CBError/Code/notConnected`` when there is no link).
+    private func run<T: Sendable>(_ work: @escaping @Sendable (RemotePeripheral) async throws -> T,
+                                  then: @escaping @Sendable (CBPeripheral, Result<T, any Error>) -> Void) {
+        operations.submit { [weak self] in
+            guard let self, let manager = self.manager else { return }
+            let result: Result<T, any Error>
+            if let remote = self.protected.withLock({ $0.remote }) {
+                do { result = .success(try await work(remote)) } catch { result = .failure(cbError(error)) }
+            } else {
+                result = .failure(CBError(.notConnected, reason: "the peripheral is not connected"))
+            }
+            manager.deliver { _ in then(self, result) }
+        }
+    }
+
+    /// Discovers the peripheral's primary services (all, or those in `serviceUUIDs`); then
+    /// ``CBPeripheralDelegate/peripheral(_:didDiscoverServices:)``. Services found before keep their objects.
+    public func discoverServices(_ serviceUUIDs: [CBUUID]?) {
+        let uuids = serviceUUIDs?.map(\.bluetoothUUID)
+        run({ try await $0.discoverServices(uuids) }) { peripheral, result in
+            if case .success(let found) = result { peripheral.merge(found) }
+            peripheral.delegate?.peripheral(peripheral, didDiscoverServices: result.error)
+        }
+    }
+
+    private func merge(_ found: [GATTService]) {
+        protected.withLock { state in
+            var byHandle: [AttributeHandle: CBService] = [:]
+            for service in state.services ?? [] { byHandle[service.gatt.startHandle] = service }
+            for service in found where byHandle[service.startHandle]?.gatt != service {
+                byHandle[service.startHandle] = CBService(peripheral: self, gatt: service)
+            }
+            state.services = byHandle.values.sorted { $0.gatt.startHandle < $1.gatt.startHandle }
+        }
+    }
+
+    /// Discovers the services `service` includes (all, or those in `includedServiceUUIDs`); then
+    /// ``CBPeripheralDelegate/peripheral(_:didDiscoverIncludedServicesFor:error:)``.
+    public func discoverIncludedServices(_ includedServiceUUIDs: [CBUUID]?, for service: CBService) {
+        let uuids = includedServiceUUIDs?.map(\.bluetoothUUID)
+        let gatt = service.gatt
+        run({ try await $0.discoverIncludedServices(for: gatt) }) { peripheral, result in
+            if case .success(let found) = result {
+                service.setIncludedServices(found.filter { uuids?.contains($0.uuid) ?? true }
+                    .map { CBService(peripheral: peripheral, gatt: $0) })
+            }
+            peripheral.delegate?.peripheral(peripheral, didDiscoverIncludedServicesFor: service, error: result.error)
+        }
+    }
+
+    /// Discovers the characteristics of `service` (all, or those in `characteristicUUIDs`); then
+    /// ``CBPeripheralDelegate/peripheral(_:didDiscoverCharacteristicsFor:error:)``.
+    public func discoverCharacteristics(_ characteristicUUIDs: [CBUUID]?, for service: CBService) {
+        let uuids = characteristicUUIDs?.map(\.bluetoothUUID)
+        let gatt = service.gatt
+        run({ try await $0.discoverCharacteristics(uuids, for: gatt) }) { peripheral, result in
+            if case .success(let found) = result { service.merge(found) }
+            peripheral.delegate?.peripheral(peripheral, didDiscoverCharacteristicsFor: service, error: result.error)
+        }
+    }
+
+    /// Discovers the descriptors of `characteristic`; then
+    /// ``CBPeripheralDelegate/peripheral(_:didDiscoverDescriptorsFor:error:)``.
+    public func discoverDescriptors(for characteristic: CBCharacteristic) {
+        let gatt = characteristic.gatt
+        run({ try await $0.discoverDescriptors(for: gatt) }) { peripheral, result in
+            if case .success(let found) = result { characteristic.merge(found) }
+            peripheral.delegate?.peripheral(peripheral, didDiscoverDescriptorsFor: characteristic, error: result.error)
+        }
+    }
+
+    /// Reads a characteristic's value (a long value whole); then
+    /// `peripheral(_:didUpdateValueFor:error:)` with
+    /// ``CBCharacteristic/value`` set.
+    public func readValue(for characteristic: CBCharacteristic) {
+        let gatt = characteristic.gatt
+        run({ try await $0.readValue(for: gatt) }) { peripheral, result in
+            if case .success(let value) = result { characteristic.setValue(Data(value)) }
+            peripheral.delegate?.peripheral(peripheral, didUpdateValueFor: characteristic, error: result.error)
+        }
+    }
+
+    /// Reads a descriptor's value; then
+    /// `peripheral(_:didUpdateValueFor:error:)` with ``CBDescriptor/value``
+    /// set.
+    public func readValue(for descriptor: CBDescriptor) {
+        let gatt = descriptor.gatt
+        run({ try await $0.readValue(for: gatt) }) { peripheral, result in
+            if case .success(let value) = result { descriptor.setValue(value) }
+            peripheral.delegate?.peripheral(peripheral, didUpdateValueFor: descriptor, error: result.error)
+        }
+    }
+
+    /// Writes a characteristic's value. A write ``CBCharacteristicWriteType/withResponse`` is answered by its own
+    /// `peripheral(_:didWriteValueFor:error:)` call, in the order of the writes (values
+    /// longer than ATT_MTU − 3, up to 512 bytes, go as prepared writes); a write
+    /// ``CBCharacteristicWriteType/withoutResponse`` is not answered.
+    public func writeValue(_ data: Data, for characteristic: CBCharacteristic, type: CBCharacteristicWriteType) {
+        let gatt = characteristic.gatt
+        let bytes = [UInt8](data)
+        let writeType = type.writeType
+        run({ try await $0.writeValue(bytes, for: gatt, type: writeType) }) { peripheral, result in
+            guard type == .withResponse else { return }
+            peripheral.delegate?.peripheral(peripheral, didWriteValueFor: characteristic, error: result.error)
+        }
+    }
+
+    /// Writes a descriptor's value (a Write Request); then
+    /// `peripheral(_:didWriteValueFor:error:)` (the descriptor variant). As in CoreBluetooth, the
+    /// Client Characteristic Configuration descriptor is not written this way (use ``setNotifyValue(_:for:)``): such a
+    /// write is answered with ``CBError/Code/operationNotSupported`` (where CoreBluetooth raises an exception).
+    public func writeValue(_ data: Data, for descriptor: CBDescriptor) {
+        let gatt = descriptor.gatt
+        let bytes = [UInt8](data)
+        guard gatt.uuid != .clientCharacteristicConfiguration else {
+            manager?.deliver { _ in
+                self.delegate?.peripheral(self, didWriteValueFor: descriptor, error: CBError(
+                    .operationNotSupported, reason: "the Client Characteristic Configuration descriptor is written by setNotifyValue(_:for:)"))
+            }
+            return
+        }
+        run({ remote in
+            // RemotePeripheral writes characteristics only: the write goes through the GATT engine of its link.
+            let engine = await remote.central.host.gattEngine()
+            try await engine.write(await remote.connection.handle, attribute: gatt.handle, value: bytes)
+        }) { peripheral, result in
+            peripheral.delegate?.peripheral(peripheral, didWriteValueFor: descriptor, error: result.error)
+        }
+    }
+
+    /// Subscribes to a characteristic's notifications (or indications, when it only indicates), or ends the
+    /// subscription; then ``CBPeripheralDelegate/peripheral(_:didUpdateNotificationStateFor:error:)``. While
+    /// subscribed, each value arrives as `peripheral(_:didUpdateValueFor:error:)`.
+    /// A characteristic that can neither notify nor indicate gets the callback with a ``CBATTError`` (request not
+    /// supported).
+    public func setNotifyValue(_ enabled: Bool, for characteristic: CBCharacteristic) {
+        let gatt = characteristic.gatt
+        if enabled {
+            run({ (remote: RemotePeripheral) async throws -> AsyncStream<[UInt8]>? in
+                // Already subscribed: the state is confirmed, values keep coming through the existing stream.
+                guard characteristic.claimSubscription() else { return nil }
+                do {
+                    return try await remote.notifications(for: gatt)
+                } catch {
+                    characteristic.releaseSubscription()
+                    throw error
+                }
+            }) { peripheral, result in
+                if case .success(let values?) = result { characteristic.startNotifying(values, peripheral: peripheral) }
+                peripheral.delegate?.peripheral(peripheral, didUpdateNotificationStateFor: characteristic, error: result.error)
+            }
+        } else {
+            run({
+                try await $0.stopNotifications(for: gatt)
+                characteristic.releaseSubscription()
+            }) { peripheral, result in
+                if case .success = result { characteristic.stopNotifying() }
+                peripheral.delegate?.peripheral(peripheral, didUpdateNotificationStateFor: characteristic, error: result.error)
+            }
+        }
+    }
+
+    /// Delivers a notified value on the delegate queue.
+    func notified(_ value: [UInt8], for characteristic: CBCharacteristic) {
+        manager?.deliver { _ in
+            guard characteristic.isNotifying else { return }
+            characteristic.setValue(Data(value))
+            self.delegate?.peripheral(self, didUpdateValueFor: characteristic, error: nil)
+        }
+    }
+
+    /// Reads the link's RSSI; then ``CBPeripheralDelegate/peripheral(_:didReadRSSI:error:)``.
+    public func readRSSI() {
+        run({ try await $0.readRSSI() }) { peripheral, result in
+            let rssi = (try? result.get()) ?? 0
+            peripheral.delegate?.peripheral(peripheral, didReadRSSI: NSNumber(value: rssi), error: result.error)
+        }
+    }
+
+    /// The longest value one write of `type` takes: 512 bytes with response (longer than ATT_MTU − 3 goes as
+    /// prepared writes), ATT_MTU − 3 without (the MTU exchanged right after connecting).
+    public func maximumWriteValueLength(for type: CBCharacteristicWriteType) -> Int {
+        switch type {
+        case .withResponse: 512
+        case .withoutResponse: protected.withLock { $0.maximumWriteWithoutResponse }
+        }
+    }
+}
+
+extension Result {
+    /// The failure, or `nil`.
+    var error: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
