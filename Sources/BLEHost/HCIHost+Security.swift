@@ -281,10 +281,11 @@ extension HCIHost {
             case (.central, SMPCode.securityRequest?):
                 await answerSecurityRequest(payload, on: connection)
                 return
-            case (.peripheral, SMPCode.pairingRequest?) where (try? SMPPDU(bytes: payload)) != nil
-                    && pairingAttempts.mayPair(limiterKey(link), now: now):
+            case (.peripheral, SMPCode.pairingRequest?) where pairingAttempts.mayPair(limiterKey(link), now: now)
+                    && pairingRequestNegotiates(payload, on: connection):
                 // A new pairing from the central: the agent consents first (the reader does not wait for it). A
-                // malformed request, or one within the repeated-attempts delay, is answered by the machine at once.
+                // request the machine refuses at once (malformed, reserved values, a key too short, requirements
+                // this side cannot meet), or one within the repeated-attempts delay, is answered by the machine now.
                 link.security.backlog = [payload]
                 links[handle] = link
                 let agent = pairingAgent
@@ -308,6 +309,14 @@ extension HCIHost {
             }
         }
         await feedSMP(payload, on: connection)
+    }
+
+    /// Whether a machine of this side would go on with the central's Pairing Request (answer it with a Pairing
+    /// Response) rather than refuse it at once with Pairing Failed. Only such a request is put to the pairing agent:
+    /// the user is not asked to consent to a pairing that cannot happen. Core 5.4, Vol 3, Part H, 3.5.1.
+    private func pairingRequestNegotiates(_ payload: [UInt8], on connection: HostConnection) -> Bool {
+        guard var trial = makePairing(on: connection) else { return false }
+        return !trial.receive(payload).contains { if case .fail = $0 { true } else { false } }
     }
 
     private func feedSMP(_ payload: [UInt8], on connection: HostConnection) async {
