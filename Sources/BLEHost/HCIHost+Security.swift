@@ -359,12 +359,16 @@ extension HCIHost {
         guard var link = links[connection.handle], link.connection.link == connection.link, let backlog = link.security.backlog else { return }
         link.security.backlog = nil
         links[connection.handle] = link
-        guard accepted else {
-            await enqueueL2CAP(SMPPDU.pairingFailed(.pairingNotSupported).encoded, channel: .smp, handle: connection.handle)
-            publish(.pairingFailed(connection, .sent(.pairingNotSupported)))
+        guard accepted, startPairing(on: connection) else {
+            let reason: SMPPairingFailedReason = accepted ? .unspecifiedReason : .pairingNotSupported
+            await enqueueL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: connection.handle)
+            guard links[connection.handle]?.connection.link == connection.link else { return }
+            publish(.pairingFailed(connection, .sent(reason)))
+            // Callers of pair() waiting since the request came are told too.
+            resolveWaiters(.failure(SecurityError(.pairingFailed(.sent(reason)), "pairing with \(connection.peer) failed: \(reason)")),
+                           handle: connection.handle)
             return
         }
-        guard startPairing(on: connection) else { return }
         for payload in backlog { await feedSMP(payload, on: connection) }
     }
 

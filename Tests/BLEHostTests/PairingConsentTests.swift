@@ -85,4 +85,21 @@ import Testing
         #expect(agent.asked == 0)
         try await rig.stillServed()
     }
+
+    /// A caller of `pair()` waiting while the agent decides is told when the agent refuses (not left waiting until
+    /// the link drops).
+    @Test func refusedConsentEndsTheWaitOfPair() async throws {
+        let rig = try await hostile.setUp(.peripheral)
+        let agent = GatedAgent()
+        await rig.target.setPairingAgent(agent)
+        try await rig.send(SMPHostileInputTests.scRequest)
+        #expect(await agent.waitUntilAsked())
+        let target = rig.target
+        let link = rig.targetLink
+        let pairing = Task { try await target.pair(link) }
+        try await Task.sleep(for: .milliseconds(200))
+        agent.answer(false)
+        #expect(await rig.reply() == [0x05, 0x05])
+        await Self.expectSecurityError(.pairingFailed(.sent(.pairingNotSupported))) { try await pairing.value }
+    }
 }
