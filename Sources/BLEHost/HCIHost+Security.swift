@@ -288,6 +288,9 @@ extension HCIHost {
                 // this side cannot meet), or one within the repeated-attempts delay, is answered by the machine now.
                 link.security.backlog = [payload]
                 links[handle] = link
+                // The Security Manager timer runs from the reception of the Pairing Request, the agent's time
+                // included. Core 5.4, Vol 3, Part H, 3.4.
+                startSMPTimer(configuration.security.timeout, on: connection)
                 let agent = pairingAgent
                 let peer = connection.peer
                 Task { [weak self] in
@@ -359,6 +362,7 @@ extension HCIHost {
         guard var link = links[connection.handle], link.connection.link == connection.link, let backlog = link.security.backlog else { return }
         link.security.backlog = nil
         links[connection.handle] = link
+        smpTimers.removeValue(forKey: connection.link)?.cancel()
         guard accepted, startPairing(on: connection) else {
             let reason: SMPPairingFailedReason = accepted ? .unspecifiedReason : .pairingNotSupported
             await enqueueL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: connection.handle)
@@ -381,9 +385,27 @@ extension HCIHost {
         await performSMP(actions, on: connection)
     }
 
+    /// (Re)starts the link's Security Manager timer.
+    private func startSMPTimer(_ duration: Duration, on connection: HostConnection) {
+        smpTimers.removeValue(forKey: connection.link)?.cancel()
+        smpTimers[connection.link] = Task { [weak self] in
+            try? await Task.sleep(for: duration)
+            guard !Task.isCancelled else { return }
+            await self?.smpTimerFired(on: connection)
+        }
+    }
+
     private func smpTimerFired(on connection: HostConnection) async {
         smpTimers[connection.link] = nil
-        guard var link = links[connection.handle], link.connection.link == connection.link, var pairing = link.security.pairing else { return }
+        guard var link = links[connection.handle], link.connection.link == connection.link else { return }
+        if link.security.backlog != nil {
+            // The agent did not answer in time: the pairing failed, and a late answer finds no request to start.
+            link.security.backlog = nil
+            links[connection.handle] = link
+            pairingFailed(.timeout, on: connection)
+            return
+        }
+        guard var pairing = link.security.pairing else { return }
         let actions = pairing.timerFired()
         link.security.pairing = pairing
         links[connection.handle] = link
@@ -399,12 +421,7 @@ extension HCIHost {
             case .send(let pdu):
                 await enqueueL2CAP(pdu.encoded, channel: .smp, handle: handle)
             case .startTimer(let duration):
-                smpTimers.removeValue(forKey: connection.link)?.cancel()
-                smpTimers[connection.link] = Task { [weak self] in
-                    try? await Task.sleep(for: duration)
-                    guard !Task.isCancelled else { return }
-                    await self?.smpTimerFired(on: connection)
-                }
+                startSMPTimer(duration, on: connection)
             case .cancelTimer:
                 smpTimers.removeValue(forKey: connection.link)?.cancel()
             case .displayPasskey(let passkey):

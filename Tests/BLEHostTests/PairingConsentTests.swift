@@ -102,4 +102,30 @@ import Testing
         #expect(await rig.reply() == [0x05, 0x05])
         await Self.expectSecurityError(.pairingFailed(.sent(.pairingNotSupported))) { try await pairing.value }
     }
+
+    /// The Security Manager timer runs from the reception of the Pairing Request, while the agent decides: when it
+    /// expires the pairing has failed (the caller and the events are told), nothing more is sent or accepted on SMP,
+    /// and a late consent starts nothing. Core 5.4, Vol 3, Part H, 3.4.
+    @Test func consentTakingLongerThanTheTimeoutFailsThePairing() async throws {
+        let rig = try await hostile.setUp(.peripheral, security: SecurityConfiguration(timeout: .seconds(1)))
+        let agent = GatedAgent()
+        await rig.target.setPairingAgent(agent)
+        try await rig.send(SMPHostileInputTests.scRequest)
+        #expect(await agent.waitUntilAsked())
+        let target = rig.target
+        let link = rig.targetLink
+        let pairing = Task { try await target.pair(link) }
+        let events = rig.targetEvents
+        let failure = await Self.outcome { try await next(events) { if case .pairingFailed(_, let failure) = $0 { failure } else { nil } } }
+        #expect(failure.flatMap { try? $0.get() } == .timeout)
+        await Self.expectSecurityError(.pairingFailed(.timeout)) { try await pairing.value }
+        // No Pairing Failed after the timeout, no Pairing Response to the late consent, nothing for a new request.
+        #expect(await rig.silence() == nil)
+        agent.answer(true)
+        #expect(await rig.silence() == nil)
+        try await rig.send(SMPHostileInputTests.scRequest)
+        #expect(await rig.silence() == nil)
+        #expect(agent.asked == 1)
+        await Self.expectSecurityError(.timedOut) { try await target.pair(link) }
+    }
 }
