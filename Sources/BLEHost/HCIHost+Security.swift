@@ -350,7 +350,7 @@ extension HCIHost {
             links[connection.handle]?.security.pending = bond.security
             links[connection.handle]?.security.pendingFromBond = true
             await submitDetached(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand, encryptedDiversifier: key.ediv,
-                                                       longTermKey: SMPCrypto.wire(key.longTermKey)))
+                                                       longTermKey: SMPCrypto.wire(key.longTermKey)), encrypting: connection.handle)
             return
         }
         guard startPairing(on: connection, mitm: mitm) else { return }
@@ -446,7 +446,7 @@ extension HCIHost {
                 links[handle]?.security.pending = level
                 links[handle]?.security.pendingFromBond = false
                 await submitDetached(HCILEEnableEncryption(handle: handle, randomNumber: rand, encryptedDiversifier: ediv,
-                                                           longTermKey: SMPCrypto.wire(key)))
+                                                           longTermKey: SMPCrypto.wire(key)), encrypting: handle)
             case .provideLongTermKey(let key):
                 links[handle]?.security.responderKey = key
                 if links[handle]?.security.keyRequested == true {
@@ -550,7 +550,15 @@ extension HCIHost {
         links[handle]?.security.encrypting = true
         links[handle]?.security.pending = level
         links[handle]?.security.pendingFromBond = fromBond
-        await submitDetached(HCILELongTermKeyRequestReply(handle: handle, longTermKey: SMPCrypto.wire(key)))
+        await submitDetached(HCILELongTermKeyRequestReply(handle: handle, longTermKey: SMPCrypto.wire(key)), encrypting: handle)
+    }
+
+    /// The controller refused a command that starts the link's encryption: no Encryption Change will come, so the
+    /// encryption under way ends here as failed (its pairing fails, its callers are told), or the link would stay
+    /// busy for good.
+    func encryptionRefused(handle: ConnectionHandle, link: LinkID, status: HCIStatus) async {
+        guard let state = links[handle], state.connection.link == link, state.security.encrypting else { return }
+        await encryptionChanged(handle: handle, status: status == .success ? .unspecifiedError : status, enabled: false)
     }
 
     /// Encryption Change or Encryption Key Refresh Complete.
