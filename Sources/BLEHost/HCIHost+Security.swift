@@ -568,6 +568,7 @@ extension HCIHost {
         let connection = link.connection
         let success = status == .success && enabled
         let fromBond = link.security.pendingFromBond
+        let before = link.security.current
         if success {
             // Encryption nobody here started (a test driving HCI itself) is counted as unauthenticated.
             link.security.current.level = link.security.pending ?? link.security.current.level
@@ -592,10 +593,10 @@ extension HCIHost {
         let resolves = fromBond || link.security.pairing?.isFinished != false
         links[handle] = link
         syncL2CAPSecurity(handle)
-        if success {
-            publish(.encrypted(connection, link.security.current, usingBond: fromBond))
-            publish(.securityChanged(connection, link.security.current))
-        }
+        if success { publish(.encrypted(connection, link.security.current, usingBond: fromBond)) }
+        // Every change is published, encryption switched off included: the GATT server's view of the link follows
+        // it, or it would serve protected attributes on an unencrypted link.
+        if success || link.security.current != before { publish(.securityChanged(connection, link.security.current)) }
         if resolves {
             resolveWaiters(success ? .success(link.security.current)
                                    : .failure(SecurityError(.encryptionFailed(status), "encrypting the link with \(connection.peer) failed: \(status)")),
