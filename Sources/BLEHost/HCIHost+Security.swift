@@ -281,12 +281,16 @@ extension HCIHost {
             case (.central, SMPCode.securityRequest?):
                 await answerSecurityRequest(payload, on: connection)
                 return
-            case (.peripheral, SMPCode.pairingRequest?) where (try? SMPPDU(bytes: payload)) != nil
-                    && pairingAttempts.mayPair(limiterKey(link), now: now):
+            case (.peripheral, SMPCode.pairingRequest?) where pairingAttempts.mayPair(limiterKey(link), now: now)
+                    && pairingRequestNegotiates(payload, on: connection):
                 // A new pairing from the central: the agent consents first (the reader does not wait for it). A
-                // malformed request, or one within the repeated-attempts delay, is answered by the machine at once.
+                // request the machine refuses at once (malformed, reserved values, a key too short, requirements
+                // this side cannot meet), or one within the repeated-attempts delay, is answered by the machine now.
                 link.security.backlog = [payload]
                 links[handle] = link
+                // The Security Manager timer runs from the reception of the Pairing Request, the agent's time
+                // included. Core 5.4, Vol 3, Part H, 3.4.
+                startSMPTimer(configuration.security.timeout, on: connection)
                 let agent = pairingAgent
                 let peer = connection.peer
                 Task { [weak self] in
@@ -308,6 +312,14 @@ extension HCIHost {
             }
         }
         await feedSMP(payload, on: connection)
+    }
+
+    /// Whether a machine of this side would go on with the central's Pairing Request (answer it with a Pairing
+    /// Response) rather than refuse it at once with Pairing Failed. Only such a request is put to the pairing agent:
+    /// the user is not asked to consent to a pairing that cannot happen. Core 5.4, Vol 3, Part H, 3.5.1.
+    private func pairingRequestNegotiates(_ payload: [UInt8], on connection: HostConnection) -> Bool {
+        guard var trial = makePairing(on: connection) else { return false }
+        return !trial.receive(payload).contains { if case .fail = $0 { true } else { false } }
     }
 
     private func feedSMP(_ payload: [UInt8], on connection: HostConnection) async {
@@ -338,7 +350,7 @@ extension HCIHost {
             links[connection.handle]?.security.pending = bond.security
             links[connection.handle]?.security.pendingFromBond = true
             await submitDetached(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand, encryptedDiversifier: key.ediv,
-                                                       longTermKey: SMPCrypto.wire(key.longTermKey)))
+                                                       longTermKey: SMPCrypto.wire(key.longTermKey)), encrypting: connection.handle)
             return
         }
         guard startPairing(on: connection, mitm: mitm) else { return }
@@ -350,12 +362,17 @@ extension HCIHost {
         guard var link = links[connection.handle], link.connection.link == connection.link, let backlog = link.security.backlog else { return }
         link.security.backlog = nil
         links[connection.handle] = link
-        guard accepted else {
-            await enqueueL2CAP(SMPPDU.pairingFailed(.pairingNotSupported).encoded, channel: .smp, handle: connection.handle)
-            publish(.pairingFailed(connection, .sent(.pairingNotSupported)))
+        smpTimers.removeValue(forKey: connection.link)?.cancel()
+        guard accepted, startPairing(on: connection) else {
+            let reason: SMPPairingFailedReason = accepted ? .unspecifiedReason : .pairingNotSupported
+            await enqueueL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: connection.handle)
+            guard links[connection.handle]?.connection.link == connection.link else { return }
+            publish(.pairingFailed(connection, .sent(reason)))
+            // Callers of pair() waiting since the request came are told too.
+            resolveWaiters(.failure(SecurityError(.pairingFailed(.sent(reason)), "pairing with \(connection.peer) failed: \(reason)")),
+                           handle: connection.handle)
             return
         }
-        guard startPairing(on: connection) else { return }
         for payload in backlog { await feedSMP(payload, on: connection) }
     }
 
@@ -368,9 +385,27 @@ extension HCIHost {
         await performSMP(actions, on: connection)
     }
 
+    /// (Re)starts the link's Security Manager timer.
+    private func startSMPTimer(_ duration: Duration, on connection: HostConnection) {
+        smpTimers.removeValue(forKey: connection.link)?.cancel()
+        smpTimers[connection.link] = Task { [weak self] in
+            try? await Task.sleep(for: duration)
+            guard !Task.isCancelled else { return }
+            await self?.smpTimerFired(on: connection)
+        }
+    }
+
     private func smpTimerFired(on connection: HostConnection) async {
         smpTimers[connection.link] = nil
-        guard var link = links[connection.handle], link.connection.link == connection.link, var pairing = link.security.pairing else { return }
+        guard var link = links[connection.handle], link.connection.link == connection.link else { return }
+        if link.security.backlog != nil {
+            // The agent did not answer in time: the pairing failed, and a late answer finds no request to start.
+            link.security.backlog = nil
+            links[connection.handle] = link
+            pairingFailed(.timeout, on: connection)
+            return
+        }
+        guard var pairing = link.security.pairing else { return }
         let actions = pairing.timerFired()
         link.security.pairing = pairing
         links[connection.handle] = link
@@ -386,12 +421,7 @@ extension HCIHost {
             case .send(let pdu):
                 await enqueueL2CAP(pdu.encoded, channel: .smp, handle: handle)
             case .startTimer(let duration):
-                smpTimers.removeValue(forKey: connection.link)?.cancel()
-                smpTimers[connection.link] = Task { [weak self] in
-                    try? await Task.sleep(for: duration)
-                    guard !Task.isCancelled else { return }
-                    await self?.smpTimerFired(on: connection)
-                }
+                startSMPTimer(duration, on: connection)
             case .cancelTimer:
                 smpTimers.removeValue(forKey: connection.link)?.cancel()
             case .displayPasskey(let passkey):
@@ -416,7 +446,7 @@ extension HCIHost {
                 links[handle]?.security.pending = level
                 links[handle]?.security.pendingFromBond = false
                 await submitDetached(HCILEEnableEncryption(handle: handle, randomNumber: rand, encryptedDiversifier: ediv,
-                                                           longTermKey: SMPCrypto.wire(key)))
+                                                           longTermKey: SMPCrypto.wire(key)), encrypting: handle)
             case .provideLongTermKey(let key):
                 links[handle]?.security.responderKey = key
                 if links[handle]?.security.keyRequested == true {
@@ -520,7 +550,15 @@ extension HCIHost {
         links[handle]?.security.encrypting = true
         links[handle]?.security.pending = level
         links[handle]?.security.pendingFromBond = fromBond
-        await submitDetached(HCILELongTermKeyRequestReply(handle: handle, longTermKey: SMPCrypto.wire(key)))
+        await submitDetached(HCILELongTermKeyRequestReply(handle: handle, longTermKey: SMPCrypto.wire(key)), encrypting: handle)
+    }
+
+    /// The controller refused a command that starts the link's encryption: no Encryption Change will come, so the
+    /// encryption under way ends here as failed (its pairing fails, its callers are told), or the link would stay
+    /// busy for good.
+    func encryptionRefused(handle: ConnectionHandle, link: LinkID, status: HCIStatus) async {
+        guard let state = links[handle], state.connection.link == link, state.security.encrypting else { return }
+        await encryptionChanged(handle: handle, status: status == .success ? .unspecifiedError : status, enabled: false)
     }
 
     /// Encryption Change or Encryption Key Refresh Complete.
@@ -530,6 +568,7 @@ extension HCIHost {
         let connection = link.connection
         let success = status == .success && enabled
         let fromBond = link.security.pendingFromBond
+        let before = link.security.current
         if success {
             // Encryption nobody here started (a test driving HCI itself) is counted as unauthenticated.
             link.security.current.level = link.security.pending ?? link.security.current.level
@@ -554,10 +593,10 @@ extension HCIHost {
         let resolves = fromBond || link.security.pairing?.isFinished != false
         links[handle] = link
         syncL2CAPSecurity(handle)
-        if success {
-            publish(.encrypted(connection, link.security.current, usingBond: fromBond))
-            publish(.securityChanged(connection, link.security.current))
-        }
+        if success { publish(.encrypted(connection, link.security.current, usingBond: fromBond)) }
+        // Every change is published, encryption switched off included: the GATT server's view of the link follows
+        // it, or it would serve protected attributes on an unencrypted link.
+        if success || link.security.current != before { publish(.securityChanged(connection, link.security.current)) }
         if resolves {
             resolveWaiters(success ? .success(link.security.current)
                                    : .failure(SecurityError(.encryptionFailed(status), "encrypting the link with \(connection.peer) failed: \(status)")),

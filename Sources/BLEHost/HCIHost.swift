@@ -55,6 +55,9 @@ public actor HCIHost {
     var earlyOutcomes: [HCICommandFlow.Token: HCICommandFlow.Outcome] = [:]
     /// Commands sent from the packet-reading path, whose outcome nobody awaits (see ``submitDetached(_:)``).
     var detached: [HCICommandFlow.Token: String] = [:]
+    /// Of those, the commands that start a link's encryption (LE Enable Encryption, the LTK request's reply): their
+    /// refusal ends the encryption, which then gets no Encryption Change.
+    var detachedEncryptions: [HCICommandFlow.Token: (handle: ConnectionHandle, link: LinkID)] = [:]
     var timers: [HCICommandFlow.Token: Task<Void, Never>] = [:]
     var aclFlow = ACLFlow(bufferSize: 27, bufferCount: 1)
     var aclOutbox = FIFO<HCIACLPacket>()
@@ -270,9 +273,10 @@ public actor HCIHost {
     /// Sends a command without waiting for its outcome: for commands the packet-reading path sends (LE Connection
     /// Update after a signaling request, LTK Negative Reply...). Only the reader can receive the controller's answer,
     /// so awaiting it there would stall every link until the command timeout. A failure is logged.
-    func submitDetached<C: HCICommand>(_ command: C) async {
+    func submitDetached<C: HCICommand>(_ command: C, encrypting handle: ConnectionHandle? = nil) async {
         let (token, actions) = commandFlow.submit(command)
         detached[token] = "\(C.self)"
+        if let handle, let link = links[handle]?.connection.link { detachedEncryptions[token] = (handle, link) }
         await perform(actions)
     }
 
@@ -284,10 +288,20 @@ public actor HCIHost {
 
     private func finish(_ token: HCICommandFlow.Token, _ outcome: HCICommandFlow.Outcome) {
         if let name = detached.removeValue(forKey: token) {
+            let encryption = detachedEncryptions.removeValue(forKey: token)
+            let refusal: HCIStatus?
             switch outcome {
-            case .complete, .pending, .cancelled: break
-            case .failed(let status): logger.info("\(name) failed: \(status)")
-            case .timedOut: logger.warning("\(name): no answer from the controller")
+            case .complete, .pending, .cancelled:
+                refusal = nil
+            case .failed(let status):
+                logger.info("\(name) failed: \(status)")
+                refusal = status
+            case .timedOut:
+                logger.warning("\(name): no answer from the controller")
+                refusal = .unspecifiedError
+            }
+            if let encryption, let refusal {
+                Task { await self.encryptionRefused(handle: encryption.handle, link: encryption.link, status: refusal) }
             }
             return
         }
@@ -434,6 +448,7 @@ public actor HCIHost {
         for timer in timers.values { timer.cancel() }
         timers = [:]
         detached = [:]
+        detachedEncryptions = [:]
         forgetOwnAddressState()
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
