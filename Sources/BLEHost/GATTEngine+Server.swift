@@ -21,13 +21,15 @@ extension GATTEngine {
     func serve(_ bytes: [UInt8], on link: LinkID) async {
         guard var state = links[link] else { return }
         var output = ATTServer.handle(bytes, connection: &state.server, database: &database)
-        if output.refusesForSecurity, await refreshSecurity(of: link), let refreshed = links[link] {
+        // Stored before any suspension: what happens to the link meanwhile is never overwritten by this copy.
+        links[link]?.server = state.server
+        if output.refusesForSecurity, await refreshSecurity(of: link), var refreshed = links[link] {
             // The link's security changed after this engine last heard (the host's event is still on its way): the
             // request is judged again against the link as it is now. A refusal changed nothing, so this is safe.
+            output = ATTServer.handle(bytes, connection: &refreshed.server, database: &database)
+            links[link]?.server = refreshed.server
             state = refreshed
-            output = ATTServer.handle(bytes, connection: &state.server, database: &database)
         }
-        links[link]?.server = state.server
         for event in output.events { publishServerEvent(event, on: link) }
         let isRequest = !ATTOpcode(rawValue: bytes.first ?? 0).isCommand
         if let pending = output.pending {

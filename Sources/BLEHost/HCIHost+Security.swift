@@ -359,11 +359,12 @@ extension HCIHost {
 
     /// The agent answered whether to accept the central's Pairing Request.
     private func pairingConsent(_ accepted: Bool, on connection: HostConnection) async {
-        guard var link = links[connection.handle], link.connection.link == connection.link, let backlog = link.security.backlog else { return }
-        link.security.backlog = nil
-        links[connection.handle] = link
-        smpTimers.removeValue(forKey: connection.link)?.cancel()
+        guard var link = links[connection.handle], link.connection.link == connection.link, link.security.backlog != nil else { return }
         guard accepted, startPairing(on: connection) else {
+            link = links[connection.handle] ?? link
+            link.security.backlog = nil
+            links[connection.handle] = link
+            smpTimers.removeValue(forKey: connection.link)?.cancel()
             let reason: SMPPairingFailedReason = accepted ? .unspecifiedReason : .pairingNotSupported
             await enqueueL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: connection.handle)
             guard links[connection.handle]?.connection.link == connection.link else { return }
@@ -373,7 +374,16 @@ extension HCIHost {
                            handle: connection.handle)
             return
         }
-        for payload in backlog { await feedSMP(payload, on: connection) }
+        smpTimers.removeValue(forKey: connection.link)?.cancel()
+        // The held PDUs go to the machine in order; PDUs that arrive while they do join the backlog behind them (the
+        // backlog stays in place until it is empty), so nothing overtakes.
+        while let held = links[connection.handle], held.connection.link == connection.link, var backlog = held.security.backlog,
+              !backlog.isEmpty {
+            let payload = backlog.removeFirst()
+            links[connection.handle]?.security.backlog = backlog
+            await feedSMP(payload, on: connection)
+        }
+        if links[connection.handle]?.connection.link == connection.link { links[connection.handle]?.security.backlog = nil }
     }
 
     /// The user answered (a passkey, a comparison).
