@@ -116,6 +116,12 @@ public final class RemotePeripheral: Sendable, Identifiable {
         try await engine.read(await link.handle, attribute: descriptor.handle)
     }
 
+    /// Writes a descriptor's value (with a Write Request; long values as prepared writes). A Client Characteristic
+    /// Configuration descriptor is better left to ``notifications(for:)``, which keeps the subscriptions' books.
+    public func writeValue(_ value: [UInt8], for descriptor: GATTDescriptor) async throws {
+        try await engine.write(await link.handle, attribute: descriptor.handle, value: value)
+    }
+
     /// Writes a characteristic's value.
     public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic, type: WriteType) async throws {
         switch type {

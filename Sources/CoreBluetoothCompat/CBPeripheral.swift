@@ -377,11 +377,7 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
             }
             return
         }
-        run({ remote in
-            // RemotePeripheral writes characteristics only: the write goes through the GATT engine of its link.
-            let engine = await remote.central.host.gattEngine()
-            try await engine.write(await remote.connection.handle, attribute: gatt.handle, value: bytes)
-        }) { peripheral, result in
+        run({ remote in try await remote.writeValue(bytes, for: gatt) }) { peripheral, result in
             peripheral.delegate?.peripheral(peripheral, didWriteValueFor: descriptor, error: result.error)
         }
     }
