@@ -37,12 +37,6 @@ public actor SamplePeripheral {
         await manager.engine.setDeviceName(self.name)
     }
 
-    /// A passkey as six digits, with leading zeros.
-    static func sixDigits(_ passkey: UInt32) -> String {
-        let text = String(passkey % 1_000_000)
-        return String(repeating: "0", count: 6 - text.count) + text
-    }
-
     /// The JSON fields of a successful pairing.
     public static func pairedFields(_ outcome: PairingOutcome, peer: LEAddress) -> [String: JSONValue] {
         ["event": "paired", "peer": .string(peer.address.description), "method": .string(outcome.method.jsonName),
@@ -69,7 +63,7 @@ public actor SamplePeripheral {
                     log?("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": .integer(c.handle.rawValue), "reason": .string("\(reason)"),
                           "reason_code": .integer(reason.rawValue)])
                 case .passkey(let c, let passkey):
-                    let digits = Self.sixDigits(passkey)
+                    let digits = Passkey.text(passkey)
                     log?("passkey for \(c.peer.address): \(digits)", ["event": "passkey", "peer": .string(c.peer.address.description), "passkey": .integer(Int(passkey))])
                 case .encrypted(let c, let security, let usingBond):
                     log?("encrypted: \(c.peer.address), \(security.level.map { "\($0)" } ?? "")\(usingBond ? " (bonded, no pairing)" : "")",

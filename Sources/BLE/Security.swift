@@ -76,3 +76,12 @@ extension SMPPairingMethod {
         }
     }
 }
+
+/// How passkeys and numeric-comparison values are shown to users.
+public enum Passkey {
+    /// The value as the six digits users read and type, leading zeros kept: 4321 → "004321".
+    public static func text(_ value: UInt32) -> String {
+        let digits = String(value % 1_000_000)
+        return String(repeating: "0", count: 6 - digits.count) + digits
+    }
+}

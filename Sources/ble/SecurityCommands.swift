@@ -76,7 +76,7 @@ struct CommandLineAgent: PairingAgent {
 
     func displayPasskey(_ passkey: UInt32, for peer: LEAddress) async {
         guard printsPasskeys else { return }
-        emit(json, "passkey for \(peer.address): \(sixDigits(passkey))",
+        emit(json, "passkey for \(peer.address): \(Passkey.text(passkey))",
              ["event": "passkey", "peer": .string(peer.address.description), "passkey": .integer(passkey)])
     }
 
@@ -88,7 +88,7 @@ struct CommandLineAgent: PairingAgent {
     }
 
     func confirmNumber(_ number: UInt32, for peer: LEAddress) async -> Bool {
-        emit(json, "compare: does \(peer.address) show \(sixDigits(number))?",
+        emit(json, "compare: does \(peer.address) show \(Passkey.text(number))?",
              ["event": "compare", "peer": .string(peer.address.description), "number": .integer(number)])
         guard isatty(STDIN_FILENO) != 0 else { return true }
         writeErrorLine("same number on both devices? [y/N] ")
@@ -96,11 +96,6 @@ struct CommandLineAgent: PairingAgent {
     }
 }
 
-/// A passkey or comparison value as six digits, with leading zeros.
-func sixDigits(_ value: UInt32) -> String {
-    let text = String(value % 1_000_000)
-    return String(repeating: "0", count: 6 - text.count) + text
-}
 
 /// The JSON fields of a link's security.
 func securityFields(_ security: LinkSecurity) -> [String: JSONValue] {
