@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "BLEHost", targets: ["BLEHost"]),
         .library(name: "BLE", targets: ["BLE"]),
         .library(name: "BLEBeacons", targets: ["BLEBeacons"]),
+        .library(name: "BLEProfiles", targets: ["BLEProfiles"]),
         .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
         .library(name: "CoreBluetoothCompat", targets: ["CoreBluetoothCompat"]),
         .executable(name: "ble", targets: ["ble"]),
@@ -60,6 +61,11 @@ let package = Package(
             swiftSettings: strict),
         // Beacons: iBeacon, AltBeacon and Eddystone frames, advertising them, ranging and region monitoring.
         .target(name: "BLEBeacons", dependencies: ["BLEWire", "BLE"], swiftSettings: strict),
+        // Device data: typed SIG services and vendor devices (client and simulated server sides), framing, byte helpers.
+        .target(
+            name: "BLEProfiles",
+            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLEWire"],
+            swiftSettings: strict),
         // CoreBluetooth's delegate API (names, types, semantics) over the BLE module's async API.
         .target(
             name: "CoreBluetoothCompat",
@@ -97,6 +103,10 @@ let package = Package(
         .testTarget(
             name: "BLEBeaconsTests",
             dependencies: ["BLEBeacons", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "BLEProfilesTests",
+            dependencies: ["BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",
