@@ -6,8 +6,8 @@ public struct PeripheralRequest: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {
         /// A write to a characteristic value or descriptor.
         case write(characteristic: BluetoothUUID?, handle: AttributeHandle, value: [UInt8], withResponse: Bool)
-        /// A central subscribed to (or unsubscribed from) a characteristic.
-        case subscription(characteristic: BluetoothUUID?, notify: Bool, indicate: Bool)
+        /// A central subscribed to (or unsubscribed from) a characteristic, whose value handle is `handle`.
+        case subscription(characteristic: BluetoothUUID?, handle: AttributeHandle, notify: Bool, indicate: Bool)
         /// A central exchanged MTUs: the link's ATT_MTU is now this.
         case mtuChanged(Int)
     }
@@ -93,6 +93,15 @@ public final class PeripheralManager: Sendable {
             throw GATTError(.att(.attributeNotFound, handle: 0), "no service \(uuid) is published")
         }
         try await engine.removeService(at: service.start)
+    }
+
+    /// Removes the published service whose declaration is at `handle` (as ``add(_:)`` returned it), for a database
+    /// where a service type appears more than once; centrals subscribed to Service Changed are told.
+    public func removeService(startingAt handle: AttributeHandle) async throws {
+        guard await engine.database.services.contains(where: { $0.start == handle }) else {
+            throw GATTError(.att(.attributeNotFound, handle: handle), "no service starts at handle \(handle)")
+        }
+        try await engine.removeService(at: handle)
     }
 
     /// Reads and writes of characteristics published with `source: .application`, each attributed to the central that
@@ -197,7 +206,7 @@ public final class PeripheralManager: Sendable {
                                                                                                 withResponse: withResponse)))
                     case .subscriptionChanged(let valueHandle, let notify, let indicate):
                         continuation.yield(PeripheralRequest(central: e.connection, kind: .subscription(
-                            characteristic: database.attribute(valueHandle)?.type, notify: notify, indicate: indicate)))
+                            characteristic: database.attribute(valueHandle)?.type, handle: valueHandle, notify: notify, indicate: indicate)))
                     case .mtuChanged(let mtu):
                         continuation.yield(PeripheralRequest(central: e.connection, kind: .mtuChanged(mtu)))
                     case .indicationConfirmed:
@@ -220,6 +229,18 @@ public final class PeripheralManager: Sendable {
             throw GATTError(.att(.attributeNotFound, handle: 0), "no characteristic \(characteristic) is published")
         }
         return try await engine.updateValue(value, for: handle, onLinks: centrals.map { Set($0.map(\.handle)) })
+    }
+
+    /// Sets the value of the characteristic whose value handle is `valueHandle` and pushes it to the subscribed
+    /// centrals, or only to `centrals` among them: ``updateValue(_:for:in:onSubscribedCentrals:)`` for a database
+    /// where a characteristic UUID appears more than once. Throws when no characteristic value has that handle.
+    @discardableResult
+    public func updateValue(_ value: [UInt8], forValueHandle valueHandle: AttributeHandle,
+                            onSubscribedCentrals centrals: [HostConnection]? = nil) async throws -> [ConnectionHandle] {
+        guard case .characteristicValue = await engine.database.attribute(valueHandle)?.role else {
+            throw GATTError(.att(.attributeNotFound, handle: valueHandle), "no characteristic value has handle \(valueHandle)")
+        }
+        return try await engine.updateValue(value, for: valueHandle, onLinks: centrals.map { Set($0.map(\.handle)) })
     }
 
     /// Whether an update would go out to every central without waiting for controller buffers (like

@@ -111,7 +111,7 @@ public actor SamplePeripheral {
                     try? await manager.disconnect(link)
                 })
             }
-        case .subscription(let characteristic, let notify, let indicate):
+        case .subscription(let characteristic, _, let notify, let indicate):
             log?("subscription from handle \(link.handle) to \(characteristic?.description ?? "?"): notify \(notify) indicate \(indicate)",
                  ["event": "subscription", "connection": .integer(link.handle.rawValue), "characteristic": characteristic.map { .string($0.description) } ?? .null,
                   "notify": .bool(notify), "indicate": .bool(indicate)])

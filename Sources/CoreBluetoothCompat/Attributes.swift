@@ -12,27 +12,27 @@ public class CBAttribute: NSObject, @unchecked Sendable {
     }
 }
 
-/// A service of a remote peripheral, as CoreBluetooth's `CBService`.
-public final class CBService: CBAttribute, @unchecked Sendable {
-    private struct State {
+/// A service of a remote peripheral, as CoreBluetooth's `CBService` (a published one is a ``CBMutableService``).
+public class CBService: CBAttribute, @unchecked Sendable {
+    struct State {
         weak var peripheral: CBPeripheral?
         var characteristics: [CBCharacteristic]?
         var includedServices: [CBService]?
+        var gatt: GATTService
     }
 
-    private let protected: Locked<State>
-    /// The service as the BLE module discovered it (its handles).
-    let gatt: GATTService
+    let protected: Locked<State>
+    /// The service as the BLE module discovered it, or as it was published (its handles).
+    var gatt: GATTService { protected.withLock { $0.gatt } }
 
-    init(peripheral: CBPeripheral, gatt: GATTService) {
-        var state = State()
+    init(peripheral: CBPeripheral?, gatt: GATTService) {
+        var state = State(gatt: gatt)
         state.peripheral = peripheral
         protected = Locked(state)
-        self.gatt = gatt
         super.init(uuid: CBUUID(gatt.uuid))
     }
 
-    /// The peripheral the service belongs to (`nil` once that object is gone).
+    /// The peripheral the service belongs to (`nil` once that object is gone, and for a published service).
     public var peripheral: CBPeripheral? { protected.withLock { $0.peripheral } }
     /// Whether it is a primary service.
     public var isPrimary: Bool { gatt.isPrimary }
@@ -45,7 +45,7 @@ public final class CBService: CBAttribute, @unchecked Sendable {
     /// The UUID string and handle range.
     public override var description: String { "CBService \(uuid.uuidString) \(gatt.range)" }
 
-    func setIncludedServices(_ services: [CBService]) { protected.withLock { $0.includedServices = services } }
+    func setIncludedServices(_ services: [CBService]?) { protected.withLock { $0.includedServices = services } }
 
     /// Adds discovered characteristics, keeping the objects of those found before.
     func merge(_ found: [GATTCharacteristic]) {
@@ -60,30 +60,31 @@ public final class CBService: CBAttribute, @unchecked Sendable {
     }
 }
 
-/// A characteristic of a remote peripheral's service, as CoreBluetooth's `CBCharacteristic`.
-public final class CBCharacteristic: CBAttribute, @unchecked Sendable {
-    private struct State {
+/// A characteristic of a remote peripheral's service, as CoreBluetooth's `CBCharacteristic` (a published one is a
+/// ``CBMutableCharacteristic``).
+public class CBCharacteristic: CBAttribute, @unchecked Sendable {
+    struct State {
         weak var service: CBService?
         var value: Data?
         var isNotifying = false
         var descriptors: [CBDescriptor]?
         var subscribed = false
         var forwarder: Task<Void, Never>?
+        var gatt: GATTCharacteristic
     }
 
-    private let protected: Locked<State>
-    /// The characteristic as the BLE module discovered it (its handles).
-    let gatt: GATTCharacteristic
+    let protected: Locked<State>
+    /// The characteristic as the BLE module discovered it, or as it was published (its handles).
+    var gatt: GATTCharacteristic { protected.withLock { $0.gatt } }
 
-    init(service: CBService, gatt: GATTCharacteristic) {
-        var state = State()
+    init(service: CBService?, gatt: GATTCharacteristic) {
+        var state = State(gatt: gatt)
         state.service = service
         protected = Locked(state)
-        self.gatt = gatt
         super.init(uuid: CBUUID(gatt.uuid))
     }
 
-    /// The service it belongs to (`nil` once that object is gone).
+    /// The service it belongs to (`nil` once that object is gone, and for a published characteristic not added yet).
     public var service: CBService? { protected.withLock { $0.service } }
     /// Its properties, from its declaration, with CoreBluetooth's bit values.
     public var properties: CBCharacteristicProperties { CBCharacteristicProperties(gatt.properties) }
@@ -99,7 +100,7 @@ public final class CBCharacteristic: CBAttribute, @unchecked Sendable {
         "CBCharacteristic \(uuid.uuidString) properties 0x\(String(properties.rawValue, radix: 16)) handle \(gatt.valueHandle)"
     }
 
-    func setValue(_ value: Data) { protected.withLock { $0.value = value } }
+    func setValue(_ value: Data?) { protected.withLock { $0.value = value } }
 
     /// Marks the characteristic subscribed; `false` when it already was.
     func claimSubscription() -> Bool {
@@ -152,22 +153,23 @@ public final class CBCharacteristic: CBAttribute, @unchecked Sendable {
     }
 }
 
-/// A descriptor of a remote characteristic, as CoreBluetooth's `CBDescriptor`.
-public final class CBDescriptor: CBAttribute, @unchecked Sendable {
-    private struct State {
+/// A descriptor of a remote characteristic, as CoreBluetooth's `CBDescriptor` (a published one is a
+/// ``CBMutableDescriptor``).
+public class CBDescriptor: CBAttribute, @unchecked Sendable {
+    struct State {
         weak var characteristic: CBCharacteristic?
         var value: [UInt8]?
+        var gatt: GATTDescriptor
     }
 
-    private let protected: Locked<State>
-    /// The descriptor as the BLE module discovered it (its handle).
-    let gatt: GATTDescriptor
+    let protected: Locked<State>
+    /// The descriptor as the BLE module discovered it, or as it was published (its handle).
+    var gatt: GATTDescriptor { protected.withLock { $0.gatt } }
 
-    init(characteristic: CBCharacteristic, gatt: GATTDescriptor) {
-        var state = State()
+    init(characteristic: CBCharacteristic?, gatt: GATTDescriptor) {
+        var state = State(gatt: gatt)
         state.characteristic = characteristic
         protected = Locked(state)
-        self.gatt = gatt
         super.init(uuid: CBUUID(gatt.uuid))
     }
 

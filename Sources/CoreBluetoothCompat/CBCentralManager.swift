@@ -42,10 +42,10 @@ extension CBCentralManagerDelegate {
 /// happened, one at a time, and never from inside a call the application makes: every method returns at once and its
 /// outcome comes later as a callback.
 ///
-/// The controller is the one `setController(_:)` named, else the one the environment variable `SWIFT_BLE_HCI`
+/// The controller is the one `CBManager.setController(_:)` named, else the one the environment variable `SWIFT_BLE_HCI`
 /// names (the syntax of `ble --hci`: `virtual`, `hciN`, `tcp:HOST:PORT`, `serial:…`), else the process's embedded
 /// simulated world (`EmbeddedWorld` of the BLE module) with its sample devices. Each manager opens a controller of its own.
-public final class CBCentralManager: NSObject, @unchecked Sendable {
+public final class CBCentralManager: CBManager, @unchecked Sendable {
     private struct State {
         weak var delegate: (any CBCentralManagerDelegate)?
         var state: CBManagerState = .unknown
@@ -67,32 +67,6 @@ public final class CBCentralManager: NSObject, @unchecked Sendable {
     /// Connection attempts, one at a time (the controller initiates one connection at a time).
     let connections = OrderedOperations()
 
-    private static let configuredController = Locked<HCITransportSpec?>(nil)
-
-    /// Names the controller that managers created from now on open, as `SWIFT_BLE_HCI` does (and instead of it);
-    /// `nil` goes back to the environment variable, or the embedded world when it is unset.
-    public static func setController(_ specification: HCITransportSpec?) {
-        configuredController.withLock { $0 = specification }
-    }
-
-    /// Names the controller that managers created from now on open, in `ble --hci` syntax (`virtual`, `hci0`,
-    /// `tcp:127.0.0.1:9100`, `serial:/dev/ttyACM0`...). Throws when the text names no controller.
-    public static func setController(_ specification: String) throws {
-        setController(try HCITransportSpec(parsing: specification))
-    }
-
-    /// The controller a new manager opens: `setController(_:)`'s, else `SWIFT_BLE_HCI`'s, else the embedded world.
-    /// A `SWIFT_BLE_HCI` that does not parse gives a manager whose state is `unsupported`.
-    static func controller() -> Result<HCITransportSpec, TransportError> {
-        if let configured = configuredController.withLock({ $0 }) { return .success(configured) }
-        guard let text = ProcessInfo.processInfo.environment["SWIFT_BLE_HCI"], !text.isEmpty else { return .success(.virtual) }
-        do {
-            return .success(try HCITransportSpec(parsing: text))
-        } catch {
-            return .failure(TransportError(.openFailed, "SWIFT_BLE_HCI=\(text): \(error)"))
-        }
-    }
-
     /// Creates a central manager and opens its controller; ``CBCentralManagerDelegate/centralManagerDidUpdateState(_:)``
     /// follows with the state it reached.
     ///
@@ -105,12 +79,7 @@ public final class CBCentralManager: NSObject, @unchecked Sendable {
     public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         delegateQueue = makeDelegateQueue("CoreBluetoothCompat.CBCentralManager", target: queue)
         let controller = Self.controller()
-        central = Task {
-            switch controller {
-            case .success(let spec): return await Central(spec)
-            case .failure(let error): return Central(host: HCIHost(unavailable: error))
-            }
-        }
+        central = Task { Central(host: await CBManager.openHost(controller)) }
         super.init()
         protected.withLock { $0.delegate = delegate }
         let opening = central
@@ -146,7 +115,7 @@ public final class CBCentralManager: NSObject, @unchecked Sendable {
     }
 
     /// The adapter's state, as last reported to the delegate (`unknown` until the controller is up).
-    public var state: CBManagerState { protected.withLock { $0.state } }
+    public override var state: CBManagerState { protected.withLock { $0.state } }
 
     /// Whether a scan is running: `true` from ``scanForPeripherals(withServices:options:)`` until ``stopScan()``.
     public var isScanning: Bool { protected.withLock { $0.isScanning } }

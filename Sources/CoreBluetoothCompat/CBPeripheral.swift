@@ -32,6 +32,12 @@ public protocol CBPeripheralDelegate: AnyObject {
     /// The peripheral's database changed (a Service Changed indication): `invalidatedServices` were removed from
     /// ``CBPeripheral/services``; discover them again to see what is there now.
     func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService])
+    /// The peripheral's advertised name changed.
+    func peripheralDidUpdateName(_ peripheral: CBPeripheral)
+    /// ``CBPeripheral/canSendWriteWithoutResponse`` was `false` and is `true` again.
+    func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral)
+    /// A channel asked for with ``CBPeripheral/openL2CAPChannel(_:)`` is open, or could not be (`error`).
+    func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?)
 }
 
 extension CBPeripheralDelegate {
@@ -57,6 +63,12 @@ extension CBPeripheralDelegate {
     public func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService]) {}
+    /// Does nothing.
+    public func peripheralDidUpdateName(_ peripheral: CBPeripheral) {}
+    /// Does nothing.
+    public func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral) {}
+    /// Does nothing.
+    public func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?) {}
 }
 
 /// A remote peripheral, as CoreBluetooth's `CBPeripheral`: one object per device for its manager's lifetime, the
@@ -64,7 +76,7 @@ extension CBPeripheralDelegate {
 ///
 /// Its methods return at once; each outcome comes as a ``CBPeripheralDelegate`` callback on the manager's queue.
 /// Operations run one after another, in the order they were called (so writes with response are answered in order).
-public final class CBPeripheral: NSObject, @unchecked Sendable {
+public final class CBPeripheral: CBPeer, @unchecked Sendable {
     private struct State {
         weak var delegate: (any CBPeripheralDelegate)?
         weak var manager: CBCentralManager?
@@ -77,21 +89,20 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
         var cancelRequested = false
         var services: [CBService]?
         var maximumWriteWithoutResponse = 20
+        /// Writes without response queued and not yet handed to the controller.
+        var pendingWritesWithoutResponse = 0
+        /// A write without response was made while ``canSendWriteWithoutResponse`` was `false`.
+        var owesReadiness = false
     }
+
+    /// How many writes without response may wait for the controller before ``canSendWriteWithoutResponse`` turns
+    /// `false`.
+    public static let writeWithoutResponseQueueCapacity = 8
 
     private let protected: Locked<State>
     private let operations = OrderedOperations()
     /// The device's address.
     let address: LEAddress
-
-    /// An identifier derived from the device's address, the same in every run: `53424C45-0000-800T-8000-AAAAAAAAAAAA`,
-    /// where `T` is the address type (0 public, 1 random, 2 public identity, 3 random identity) and the last group is
-    /// the address, most significant byte first ("SBLE" in ASCII, then an RFC 9562 version 8 layout).
-    ///
-    /// Unlike iOS, which gives each device a random identifier per phone, two programs on Linux see the same
-    /// identifier for a device; a device with a resolvable private address gets a new identifier when its address
-    /// changes, unless it is resolved to its identity address.
-    public let identifier: UUID
 
     init(manager: CBCentralManager, address: LEAddress, name: String?) {
         self.address = address
@@ -99,26 +110,10 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
         state.manager = manager
         state.name = name
         protected = Locked(state)
-        identifier = Self.identifier(for: address)
-        super.init()
+        super.init(identifier: CBPeer.identifier(for: address))
     }
 
     deinit { operations.finish() }
-
-    /// The identifier ``identifier`` documents.
-    static func identifier(for address: LEAddress) -> UUID {
-        let a = address.address.bytes
-        let t = address.type.rawValue & 0x0F
-        return UUID(uuid: (0x53, 0x42, 0x4C, 0x45, 0x00, 0x00, 0x80, t, 0x80, 0x00, a[0], a[1], a[2], a[3], a[4], a[5]))
-    }
-
-    /// The address an identifier of the form ``identifier`` documents holds, or `nil` for another identifier.
-    static func address(from identifier: UUID) -> LEAddress? {
-        let u = identifier.uuid
-        guard [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.8, u.9] == [0x53, 0x42, 0x4C, 0x45, 0x00, 0x00, 0x80, 0x80, 0x00], u.7 <= 3,
-              let address = BluetoothAddress(bigEndian: [u.10, u.11, u.12, u.13, u.14, u.15]) else { return nil }
-        return LEAddress(address, type: LEAddressType(rawValue: u.7))
-    }
 
     /// The object the events go to (held weakly).
     public var delegate: (any CBPeripheralDelegate)? {
@@ -138,7 +133,21 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
     /// The identifier's string (the address appears in its last group).
     public override var description: String { "CBPeripheral \(identifier.uuidString) \(name ?? "(no name)") \(state)" }
 
-    func advertisedName(_ name: String) { protected.withLock { $0.name = name } }
+    func advertisedName(_ name: String) {
+        let changed = protected.withLock { state in
+            defer { state.name = name }
+            return state.name != nil && state.name != name
+        }
+        if changed { manager?.deliver { _ in self.delegate?.peripheralDidUpdateName(self) } }
+    }
+
+    /// Whether a write without response would go out without waiting: `false` while
+    /// ``writeWithoutResponseQueueCapacity`` such writes wait for the controller's buffers. Writing anyway is safe
+    /// (the write is queued, never dropped); ``CBPeripheralDelegate/peripheralIsReady(toSendWriteWithoutResponse:)``
+    /// follows when it turns `true` again.
+    public var canSendWriteWithoutResponse: Bool {
+        protected.withLock { $0.state == .connected && $0.pendingWritesWithoutResponse < Self.writeWithoutResponseQueueCapacity }
+    }
 
     private var manager: CBCentralManager? { protected.withLock { $0.manager } }
 
@@ -357,8 +366,23 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
         let gatt = characteristic.gatt
         let bytes = [UInt8](data)
         let writeType = type.writeType
+        if type == .withoutResponse {
+            protected.withLock { state in
+                if state.pendingWritesWithoutResponse >= Self.writeWithoutResponseQueueCapacity { state.owesReadiness = true }
+                state.pendingWritesWithoutResponse += 1
+            }
+        }
         run({ try await $0.writeValue(bytes, for: gatt, type: writeType) }) { peripheral, result in
-            guard type == .withResponse else { return }
+            guard type == .withResponse else {
+                let ready = peripheral.protected.withLock { state in
+                    state.pendingWritesWithoutResponse -= 1
+                    guard state.owesReadiness, state.pendingWritesWithoutResponse < Self.writeWithoutResponseQueueCapacity else { return false }
+                    state.owesReadiness = false
+                    return true
+                }
+                if ready { peripheral.delegate?.peripheralIsReady(toSendWriteWithoutResponse: peripheral) }
+                return
+            }
             peripheral.delegate?.peripheral(peripheral, didWriteValueFor: characteristic, error: result.error)
         }
     }
@@ -420,6 +444,17 @@ public final class CBPeripheral: NSObject, @unchecked Sendable {
             guard characteristic.isNotifying else { return }
             characteristic.setValue(Data(value))
             self.delegate?.peripheral(self, didUpdateValueFor: characteristic, error: nil)
+        }
+    }
+
+    /// Opens an LE credit based L2CAP channel to the peripheral's `PSM` (one it published, or a SIG-assigned one);
+    /// then ``CBPeripheralDelegate/peripheral(_:didOpen:error:)``. A PSM that needs encryption makes the central pair
+    /// first.
+    public func openL2CAPChannel(_ PSM: CBL2CAPPSM) {
+        let queue = manager?.delegateQueue ?? .main
+        run({ try await $0.openL2CAPChannel(L2CAPSPSM(rawValue: PSM)) }) { peripheral, result in
+            let channel = (try? result.get()).map { CBL2CAPChannel($0, peer: peripheral, psm: PSM, deliveringOn: queue) }
+            peripheral.delegate?.peripheral(peripheral, didOpen: channel, error: result.error)
         }
     }
 

@@ -76,6 +76,14 @@ public struct CBCharacteristicProperties: OptionSet, Sendable, Hashable {
     }
 }
 
+extension GATTCharacteristicProperties {
+    /// The declaration's properties byte of CoreBluetooth properties (the encryption bits 0x100 and 0x200 are not
+    /// declared: they only ask for encryption).
+    init(_ properties: CBCharacteristicProperties) {
+        self.init(rawValue: UInt8(truncatingIfNeeded: properties.rawValue & 0xFF))
+    }
+}
+
 /// How a characteristic value is written, with CoreBluetooth's raw values.
 public enum CBCharacteristicWriteType: Int, Sendable {
     /// A Write Request (prepared writes for values longer than ATT_MTU − 3), answered by the

@@ -143,8 +143,8 @@ import Testing
             collector.cancel()
             return await collector.value
         }
-        #expect(seen == [.subscription(characteristic: Self.value, notify: true, indicate: false),
-                         .subscription(characteristic: Self.value, notify: false, indicate: false)])
+        #expect(seen == [.subscription(characteristic: Self.value, handle: characteristic.valueHandle, notify: true, indicate: false),
+                         .subscription(characteristic: Self.value, handle: characteristic.valueHandle, notify: false, indicate: false)])
     }
 
     @Test func virtualJoinsTheEmbeddedWorldWithItsSampleDevices() async throws {

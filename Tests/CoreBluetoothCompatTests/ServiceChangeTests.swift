@@ -110,7 +110,7 @@ extension TutorialCentralTests {
         var lines: [String] = []
         if let first = await iterator.next() { lines.append(first) }
         for await request in requests {
-            if case .subscription(let characteristic, _, let indicate) = request.kind, characteristic == BluetoothUUID(0x2A05), indicate { break }
+            if case .subscription(let characteristic, _, _, let indicate) = request.kind, characteristic == BluetoothUUID(0x2A05), indicate { break }
         }
         try await manager.remove(removed)
         while let line = await iterator.next() { lines.append(line) }

@@ -1,0 +1,73 @@
+import BLE
+import Foundation
+
+/// Whether the application may use Bluetooth, with CoreBluetooth's raw values.
+public enum CBManagerAuthorization: Int, Sendable {
+    /// The user has not decided yet.
+    case notDetermined = 0
+    /// Bluetooth use is restricted on this device.
+    case restricted = 1
+    /// The user denied Bluetooth use.
+    case denied = 2
+    /// The application may use Bluetooth.
+    case allowedAlways = 3
+}
+
+/// The common base of ``CBCentralManager`` and ``CBPeripheralManager``, as CoreBluetooth's `CBManager`.
+public class CBManager: NSObject, @unchecked Sendable {
+    /// The adapter's state, as last reported to the delegate (`unknown` until the controller is up).
+    public var state: CBManagerState { .unknown }
+
+    /// Whether the application may use Bluetooth: always allowed on Linux, where there is no per-application
+    /// permission (access to a controller is the operating system's business: a manager whose controller cannot be
+    /// opened for lack of rights reports the state ``CBManagerState/unauthorized``).
+    public class var authorization: CBManagerAuthorization { .allowedAlways }
+
+    /// The same as the class's ``authorization`` (the instance property of iOS 13).
+    @available(*, deprecated, message: "use CBManager.authorization")
+    public var authorization: CBManagerAuthorization { Self.authorization }
+
+    /// The controller a new manager opens: `setController(_:)`'s, else `SWIFT_BLE_HCI`'s, else the
+    /// embedded world. A `SWIFT_BLE_HCI` that does not parse gives a manager whose state is `unsupported`.
+    static func controller() -> Result<HCITransportSpec, TransportError> {
+        if let configured = configuredController.withLock({ $0 }) { return .success(configured) }
+        guard let text = ProcessInfo.processInfo.environment["SWIFT_BLE_HCI"], !text.isEmpty else { return .success(.virtual) }
+        do {
+            return .success(try HCITransportSpec(parsing: text))
+        } catch {
+            return .failure(TransportError(.openFailed, "SWIFT_BLE_HCI=\(text): \(error)"))
+        }
+    }
+
+    private static let configuredController = Locked<HCITransportSpec?>(nil)
+
+    /// Names the controller that managers (central and peripheral) created from now on open, as `SWIFT_BLE_HCI`
+    /// does (and instead of it); `nil` goes back to the environment variable, or the embedded world when it is unset.
+    public static func setController(_ specification: HCITransportSpec?) {
+        configuredController.withLock { $0 = specification }
+    }
+
+    /// Names the controller that managers created from now on open, in `ble --hci` syntax (`virtual`, `hci0`,
+    /// `tcp:127.0.0.1:9100`, `serial:/dev/ttyACM0`...). Throws when the text names no controller.
+    public static func setController(_ specification: String) throws {
+        setController(try HCITransportSpec(parsing: specification))
+    }
+
+    /// Opens the controller `choice` names (``controller()``'s answer when the manager was created), powered on; a
+    /// controller that cannot be opened gives a host whose state says why (unsupported, or unauthorized without the
+    /// rights).
+    static func openHost(_ choice: Result<HCITransportSpec, TransportError>) async -> HCIHost {
+        switch choice {
+        case .failure(let error):
+            return HCIHost(unavailable: error)
+        case .success(let spec):
+            do {
+                return try await HCIHost.open(spec)
+            } catch let error as TransportError {
+                return HCIHost(unavailable: error)
+            } catch {
+                return HCIHost(unavailable: TransportError(.openFailed, "\(error)"))
+            }
+        }
+    }
+}
