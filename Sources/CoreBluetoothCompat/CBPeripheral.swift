@@ -91,8 +91,6 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         var maximumWriteWithoutResponse = 20
         /// Writes without response queued and not yet handed to the controller.
         var pendingWritesWithoutResponse = 0
-        /// A write without response was made while ``canSendWriteWithoutResponse`` was `false`.
-        var owesReadiness = false
     }
 
     /// How many writes without response may wait for the controller before ``canSendWriteWithoutResponse`` turns
@@ -366,19 +364,14 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         let gatt = characteristic.gatt
         let bytes = [UInt8](data)
         let writeType = type.writeType
-        if type == .withoutResponse {
-            protected.withLock { state in
-                if state.pendingWritesWithoutResponse >= Self.writeWithoutResponseQueueCapacity { state.owesReadiness = true }
-                state.pendingWritesWithoutResponse += 1
-            }
-        }
+        if type == .withoutResponse { protected.withLock { $0.pendingWritesWithoutResponse += 1 } }
         run({ try await $0.writeValue(bytes, for: gatt, type: writeType) }) { peripheral, result in
             guard type == .withResponse else {
+                // Ready again when the queue leaves its capacity (whether or not a write was tried while full).
                 let ready = peripheral.protected.withLock { state in
+                    let wasFull = state.pendingWritesWithoutResponse >= Self.writeWithoutResponseQueueCapacity
                     state.pendingWritesWithoutResponse -= 1
-                    guard state.owesReadiness, state.pendingWritesWithoutResponse < Self.writeWithoutResponseQueueCapacity else { return false }
-                    state.owesReadiness = false
-                    return true
+                    return wasFull && state.pendingWritesWithoutResponse < Self.writeWithoutResponseQueueCapacity
                 }
                 if ready { peripheral.delegate?.peripheralIsReady(toSendWriteWithoutResponse: peripheral) }
                 return
