@@ -181,6 +181,10 @@ public struct FrameReassembler: Sendable {
     }
 
     private mutating func extract(into results: inout [Result<[UInt8], FramingError>], skipped: inout Int) {
+        // Works from `head` and drops the consumed bytes once at the end: one copy per pass, however many frames,
+        // errors or skipped bytes the pass goes through.
+        var head = 0
+        defer { buffer.removeFirst(head) }
         func report(_ error: FramingError, _ results: inout [Result<[UInt8], FramingError>], _ skipped: inout Int) {
             if skipped > 0 { results.append(.failure(.skippedBytes(count: skipped))) }
             skipped = 0
@@ -190,43 +194,42 @@ public struct FrameReassembler: Sendable {
         while true {
             let marker = framing.startMarker
             if !marker.isEmpty {
-                let start = markerCandidate()
-                if start > 0 {
-                    if !recovering { skipped += start }
-                    buffer.removeFirst(start)
-                }
-                guard buffer.count >= marker.count else { return }
+                let start = markerCandidate(from: head)
+                if !recovering { skipped += start - head }
+                head = start
+                guard buffer.count - head >= marker.count else { return }
             }
-            guard let size = framing.declaredFrameSize(header: buffer) else { return }
+            guard let size = framing.declaredFrameSize(header: buffer[head...]) else { return }
             if size > framing.maximumFrameSize {
                 report(.oversizeFrame(size: size, maximum: framing.maximumFrameSize), &results, &skipped)
-                buffer.removeFirst()
+                head += 1
                 continue
             }
             if size < framing.headerSize {
                 report(.undersizeFrame(size: size, minimum: framing.headerSize), &results, &skipped)
-                buffer.removeFirst()
+                head += 1
                 continue
             }
-            guard buffer.count >= size else { return }
-            let frame = Array(buffer[0..<size])
+            guard buffer.count - head >= size else { return }
+            let frame = Array(buffer[head..<(head + size)])
             if let error = validate?(frame) {
                 report(error, &results, &skipped)
-                buffer.removeFirst()
+                head += 1
                 continue
             }
             if skipped > 0 { results.append(.failure(.skippedBytes(count: skipped))) }
             skipped = 0
             results.append(.success(frame))
-            buffer.removeFirst(size)
+            head += size
             recovering = false
         }
     }
 
-    /// The first index where the start marker begins, or where a part of it runs to the end of the buffer.
-    private func markerCandidate() -> Int {
+    /// The first index from `head` on where the start marker begins, or where a part of it runs to the end of the
+    /// buffer (the buffer's end when there is none).
+    private func markerCandidate(from head: Int) -> Int {
         let marker = framing.startMarker
-        var start = 0
+        var start = head
         while start < buffer.count {
             let length = min(marker.count, buffer.count - start)
             if buffer[start..<(start + length)].elementsEqual(marker.prefix(length)) { return start }

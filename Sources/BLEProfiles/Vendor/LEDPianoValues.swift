@@ -16,7 +16,7 @@ public enum LEDPiano {
     public static let malformedFrameError = ATTErrorCode.valueNotAllowed
 }
 
-/// MIDI 1.0 Detailed Specification, 4.2 (Channel Voice Messages): the note messages the piano notifies, 3 bytes
+/// MIDI 1.0 Detailed Specification, Channel Voice Messages (Note On, Note Off): the note messages the piano notifies, 3 bytes
 /// each: `9n kk vv` note-on, `8n kk vv` note-off (n the channel 0–15, kk the note 0–127, vv the velocity 0–127). A
 /// note-on with velocity 0 means note-off and decodes as ``noteOff(channel:note:velocity:)`` with velocity 0.
 public enum MIDIMessage: Sendable, Hashable {
@@ -74,8 +74,8 @@ public enum MIDIMessage: Sendable, Hashable {
     }
 }
 
-/// The LED piano's LED frame (characteristic 0xFFE3), given by the device: `F0 3D 3D <key> <mode> F7`, a
-/// vendor System Exclusive message (MIDI 1.0, 4.3.1), key 0x00...0x72. The mode values are this module's choice:
+/// The tutorials' LED piano, LED frame (characteristic 0xFFE3), given by the device: `F0 3D 3D <key> <mode> F7`, a
+/// vendor System Exclusive message (MIDI 1.0 Detailed Specification, System Exclusive), key 0x00...0x72. The mode values are this module's choice:
 /// see ``Mode``.
 public struct PianoLEDFrame: WireCodable, Hashable {
     /// What the key's LED does (this module's choice of values).

@@ -195,3 +195,17 @@ import Testing
         #expect(exact.highWaterMark == 32)
     }
 }
+
+@Suite struct FrameReassemblerResetTests {
+    @Test func resetForgetsAPartialFrame() throws {
+        let framing = try LengthPrefixedFramingTests.framing()
+        let frames = try LengthPrefixedFramingTests.frames()
+        var reassembler = FrameReassembler(framing: framing)
+        #expect(reassembler.append(frames[0].prefix(4)) == [])
+        #expect(reassembler.bufferedCount == 4)
+        reassembler.reset()
+        #expect(reassembler.bufferedCount == 0)
+        // The rest of the forgotten frame is garbage now; the next frame comes out.
+        #expect(reassembler.append(frames[0].dropFirst(4) + frames[1]) == [.failure(.skippedBytes(count: frames[0].count - 4)), .success(frames[1])])
+    }
+}

@@ -14,7 +14,7 @@ import Testing
         let client = HealthScaleClient(peripheral: try await rig.connect())
 
         let events = try await client.readings()
-        let received = try await within {
+        let received = try await within(.seconds(15)) {
             var received: [HealthScaleClient.Event] = []
             for try await event in events {
                 received.append(event)
@@ -69,7 +69,7 @@ import Testing
             try second.frame.encoded(),
         ]
         for value in notifications { try await rig.manager.updateValue(value, for: HealthScale.stream) }
-        let received = try await within {
+        let received = try await within(.seconds(15)) {
             var received: [HealthScaleClient.Event] = []
             for try await event in events {
                 received.append(event)
