@@ -39,8 +39,17 @@ import Testing
         try await client.vibrate()
         try await client.vibrate(.shake)
         try await client.stopVibrating()
-        try await eventually { await band.alerts.count == 3 }
-        #expect(await band.alerts == [.high, .shake, .stop])
+        // A value that is neither an alert level nor SHAKE is ignored.
+        let remote = client.peripheral
+        let alertService = try #require(try await remote.discoverServices([FitnessBand.immediateAlertService]).first)
+        let alertLevel = try #require(try await remote.discoverCharacteristics([FitnessBand.alertLevel], for: alertService).first)
+        try await remote.writeValue([0x07], for: alertLevel, type: .withoutResponse)
+        try await client.vibrate(.mild)
+        try await eventually { await band.alerts.count == 4 }
+        #expect(await band.alerts == [.high, .shake, .stop, .mild])
+        #expect(await band.isVibrating)
+        try await client.stopVibrating()
+        try await eventually { await band.alerts.count == 5 }
         #expect(await band.isVibrating == false)
         await band.stop()
         withExtendedLifetime((rig, events)) {}

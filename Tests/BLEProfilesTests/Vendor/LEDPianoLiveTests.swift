@@ -63,4 +63,34 @@ import Testing
         await piano.stop()
         withExtendedLifetime((rig, keys)) {}
     }
+
+    /// A piano that notifies something other than note messages: the key stream throws a typed error.
+    @Test func aNonNoteNotificationEndsTheKeyStreamWithATypedError() async throws {
+        let rig = try await LiveRig.make(name: "Odd Piano")
+        defer { rig.air.shutdown() }
+        try await rig.manager.add(GATTServiceDefinition(uuid: LEDPiano.keyService, characteristics: [
+            GATTCharacteristicDefinition(uuid: LEDPiano.keyEvents, properties: .notify, permissions: []),
+        ]))
+        let requests = await rig.manager.requests()
+        try await rig.manager.startAdvertising(name: "Odd Piano", serviceUUIDs: [LEDPiano.keyService])
+        let client = LEDPianoClient(peripheral: try await rig.connect())
+        let keys = try await client.keyEvents()
+        try await within {
+            for await request in requests { if case .subscription(LEDPiano.keyEvents, true, _) = request.kind { return } }
+        }
+        try await rig.manager.updateValue([0x90, 60, 100], for: LEDPiano.keyEvents)
+        try await rig.manager.updateValue([0xB0, 7, 100], for: LEDPiano.keyEvents)   // a control change
+        let outcome = try await within { () -> ([MIDIMessage], WireError?) in
+            var messages: [MIDIMessage] = []
+            do {
+                for try await message in keys { messages.append(message) }
+                return (messages, nil)
+            } catch let error as WireError {
+                return (messages, error)
+            }
+        }
+        #expect(outcome.0 == [.noteOn(channel: 0, note: 60, velocity: 100)])
+        #expect(outcome.1?.code == .unknownType)
+        withExtendedLifetime((rig, keys)) {}
+    }
 }
