@@ -1,4 +1,4 @@
-/// The tutorials' health devices, frame layout: the frame of the health devices (scales and the like) that stream over a notify characteristic.
+/// The tutorials' health devices: the frame that scales and similar devices stream over a notify characteristic.
 ///
 /// Given by the device: the payload length is big-endian at bytes 3–4 of the header, and the whole frame is the
 /// payload plus 7 bytes. The other bytes are this module's choice (the tutorials do not define them):

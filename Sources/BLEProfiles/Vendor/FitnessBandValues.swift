@@ -189,7 +189,8 @@ public struct FitnessBandBattery: WireCodable, Hashable {
     }
 }
 
-/// Immediate Alert Service 1.0, 3.1 (the Alert Level characteristic): what the band is asked to do, including the ASCII `SHAKE` command the tutorials' band also accepts.
+/// Immediate Alert Service 1.0, 3.1 (the Alert Level characteristic): what the band is asked to do, including the
+/// ASCII `SHAKE` command the tutorials' band also accepts.
 public enum FitnessBandAlert: Sendable, Hashable {
     /// Alert Level 0x00, No Alert: stop vibrating.
     case stop

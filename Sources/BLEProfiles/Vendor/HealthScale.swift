@@ -7,8 +7,8 @@ public enum HealthScale {
     public static let stream = BluetoothUUID("7D2E0002-5C3A-4B8E-9F41-5357424C4553") ?? 0
 }
 
-/// This module's health scale reading layout (the tutorials leave it open): the payload of a ``HealthFrame`` of device type ``deviceType`` and command ``command``
-/// (this module's layout), 8 bytes little-endian:
+/// This module's health scale reading layout (the tutorials leave it open): the payload of a ``HealthFrame`` of
+/// device type ``deviceType`` and command ``command``, 8 bytes little-endian:
 ///
 /// | Bytes | Field                                           |
 /// |-------|-------------------------------------------------|

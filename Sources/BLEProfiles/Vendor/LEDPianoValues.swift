@@ -74,7 +74,7 @@ public enum MIDIMessage: Sendable, Hashable {
     }
 }
 
-/// The tutorials' LED piano, LED frame (characteristic 0xFFE3), given by the device: `F0 3D 3D <key> <mode> F7`, a
+/// The tutorials' LED piano: the LED frame (characteristic 0xFFE3), given by the device: `F0 3D 3D <key> <mode> F7`, a
 /// vendor System Exclusive message (MIDI 1.0 Detailed Specification, System Exclusive), key 0x00...0x72. The mode values are this module's choice:
 /// see ``Mode``.
 public struct PianoLEDFrame: WireCodable, Hashable {
