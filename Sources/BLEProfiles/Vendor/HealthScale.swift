@@ -168,7 +168,7 @@ public actor SimulatedHealthScale {
         try await manager.startAdvertising(name: name, serviceUUIDs: [HealthScale.service], restartAfterConnection: true)
         tasks.append(Task { [weak self] in
             for await request in requests {
-                if case .subscription(HealthScale.stream, let notify, _) = request.kind { await self?.subscription(request.central.handle, notify) }
+                if case .subscription(HealthScale.stream, _, let notify, _) = request.kind { await self?.subscription(request.central.handle, notify) }
             }
         })
         tasks.append(Task { [weak self] in

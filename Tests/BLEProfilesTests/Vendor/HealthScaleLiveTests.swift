@@ -54,7 +54,7 @@ import Testing
         let client = HealthScaleClient(peripheral: try await rig.connect())
         let events = try await client.readings()
         try await within {
-            for await request in requests { if case .subscription(HealthScale.stream, true, _) = request.kind { return } }
+            for await request in requests { if case .subscription(HealthScale.stream, _, true, _) = request.kind { return } }
         }
         let first = HealthScaleReading(sequence: 1, weightGrams: 70_000, impedanceOhms: 480)
         let second = HealthScaleReading(sequence: 2, weightGrams: 70_100, impedanceOhms: 0)

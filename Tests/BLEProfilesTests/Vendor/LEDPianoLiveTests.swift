@@ -76,7 +76,7 @@ import Testing
         let client = LEDPianoClient(peripheral: try await rig.connect())
         let keys = try await client.keyEvents()
         try await within {
-            for await request in requests { if case .subscription(LEDPiano.keyEvents, true, _) = request.kind { return } }
+            for await request in requests { if case .subscription(LEDPiano.keyEvents, _, true, _) = request.kind { return } }
         }
         try await rig.manager.updateValue([0x90, 60, 100], for: LEDPiano.keyEvents)
         try await rig.manager.updateValue([0xB0, 7, 100], for: LEDPiano.keyEvents)   // a control change
