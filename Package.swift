@@ -69,7 +69,7 @@ let package = Package(
         // CoreBluetooth's delegate API (names, types, semantics) over the BLE module's async API.
         .target(
             name: "CoreBluetoothCompat",
-            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEWire"],
+            dependencies: ["BLE", "BLEHost", "BLEProfiles", "BLEProtocols", "BLETransport", "BLEWire"],
             swiftSettings: strict),
         .executableTarget(
             name: "ble",
@@ -79,6 +79,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The classic CoreBluetooth demo apps, written as the tutorials write them (Swift 6 without ExistentialAny,
+        // as iOS code is); `swift run band-demo` & co. run them on the embedded simulated world.
+        .executableTarget(name: "band-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/band-demo",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
         // Benchmarks: `swift run -c release ble-bench` (figures are never asserted in tests).
         .executableTarget(
             name: "BLEBenchmarks",
@@ -107,6 +111,11 @@ let package = Package(
         .testTarget(
             name: "BLEProfilesTests",
             dependencies: ["BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "ExamplesTests",
+            // The demo executables are dependencies so that they are built before the tests run them.
+            dependencies: ["band-demo", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",

@@ -1,4 +1,5 @@
 import BLE
+import BLEProfiles
 import Foundation
 
 /// Whether the application may use Bluetooth, with CoreBluetooth's raw values.
@@ -62,6 +63,8 @@ public class CBManager: NSObject, @unchecked Sendable {
             return HCIHost(unavailable: error)
         case .success(let spec):
             do {
+                // The embedded world has the tutorials' devices too (band, piano, scale), started once.
+                if spec == .virtual { try await EmbeddedDevices.start() }
                 return try await HCIHost.open(spec)
             } catch let error as TransportError {
                 return HCIHost(unavailable: error)
