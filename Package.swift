@@ -83,6 +83,10 @@ let package = Package(
         // as iOS code is); `swift run band-demo` & co. run them on the embedded simulated world.
         .executableTarget(name: "band-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/band-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "piano-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/piano-demo",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "scale-demo", dependencies: ["CoreBluetoothCompat", "BLEProfiles"], path: "Examples/scale-demo",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
         // Benchmarks: `swift run -c release ble-bench` (figures are never asserted in tests).
         .executableTarget(
             name: "BLEBenchmarks",
@@ -115,7 +119,7 @@ let package = Package(
         .testTarget(
             name: "ExamplesTests",
             // The demo executables are dependencies so that they are built before the tests run them.
-            dependencies: ["band-demo", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            dependencies: ["band-demo", "piano-demo", "scale-demo", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",
