@@ -108,8 +108,8 @@ func standardPowerOfTen(_ n: Int) -> Double {
     return result
 }
 
-/// What an IEEE-11073 SFLOAT or FLOAT holds: a finite number or one of the special values. ISO/IEEE 11073-20601
-/// (as the GATT Specification Supplement uses it for medfloat16 and medfloat32).
+/// ISO/IEEE 11073-20601, as the GATT Specification Supplement uses it for medfloat16 and medfloat32: what an SFLOAT
+/// or FLOAT holds, a finite number or one of the special values.
 public enum MedicalFloatCategory: Sendable, Hashable {
     /// A number: mantissa × 10^exponent.
     case finite
