@@ -146,3 +146,32 @@ import Testing
         withExtendedLifetime(link) {}
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct ScaleLiveTests {
+    @Test func weightAndBodyCompositionIndications() async throws {
+        let link = try await StandardLink.start { manager in
+            let scale = await SimulatedWeightScale(manager: manager, seed: 4)
+            try await scale.start(tick: .milliseconds(30))
+            return scale
+        }
+        defer { link.air.shutdown() }
+        let weightClient = try await WeightScaleClient(peripheral: link.remote)
+        let compositionClient = try await BodyCompositionClient(peripheral: link.remote)
+        #expect(try await weightClient.readFeature() == SimulatedWeightScale.weightFeatures)
+        #expect(try await compositionClient.readFeature() == SimulatedWeightScale.compositionFeatures)
+        let compositionStream = try await compositionClient.measurements()
+        let weighings = try await standardCollect(2, from: try await weightClient.measurements())
+        let compositions = try await standardCollect(2, from: compositionStream)
+        for weighing in weighings {
+            #expect((65...80).contains(weighing.weight ?? 0))
+            #expect(weighing.userID == 1 && weighing.timestamp != nil)
+            #expect(abs((weighing.bmi ?? 0) - (weighing.weight ?? 0) / (1.78 * 1.78)) < 0.06)
+        }
+        let sentWeighings = await link.simulator.weighings
+        let sentCompositions = await link.simulator.compositions
+        #expect(weighings.allSatisfy { sentWeighings.contains($0) })
+        #expect(compositions.allSatisfy { sentCompositions.contains($0) && (17...19).contains($0.bodyFat) })
+        await link.simulator.stop()
+        withExtendedLifetime(link) {}
+    }
+}
