@@ -6,12 +6,18 @@ public enum StandardServiceError: Error, Sendable, Hashable, CustomStringConvert
     case characteristicNotFound(BluetoothUUID)
     /// A control point answered with something other than what the procedure expects (bytes as received).
     case unexpectedResponse([UInt8])
+    /// A Record Access Control Point procedure ended with this response code.
+    case recordAccessFailed(RACPResponseCode)
+    /// No response came in time.
+    case timedOut
 
     public var description: String {
         switch self {
         case .serviceNotFound(let uuid): "the peripheral has no service \(uuid)"
         case .characteristicNotFound(let uuid): "the service has no characteristic \(uuid)"
         case .unexpectedResponse(let bytes): "unexpected control point response \(bytes.hexString())"
+        case .recordAccessFailed(let code): "record access failed: \(code)"
+        case .timedOut: "no response in time"
         }
     }
 }
