@@ -34,7 +34,9 @@ public struct BatteryLevel: Sendable, Hashable, Comparable, WireCodable, CustomS
     /// Appends the byte.
     public func encode(into writer: inout ByteWriter) { writer.write(percent) }
 
+    /// Orders levels by percentage.
     public static func < (lhs: BatteryLevel, rhs: BatteryLevel) -> Bool { lhs.percent < rhs.percent }
+    /// The level as `42 %`.
     public var description: String { "\(percent) %" }
 }
 

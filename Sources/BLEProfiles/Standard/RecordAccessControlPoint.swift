@@ -18,6 +18,7 @@ public struct RACPOpCode: RawRepresentable, Sendable, Hashable, CustomStringConv
     /// Response code (6), server to client.
     public static let responseCode = RACPOpCode(rawValue: 6)
 
+    /// The op code's or response code's name.
     public var description: String {
         switch self {
         case .reportStoredRecords: "report stored records"
@@ -78,6 +79,7 @@ public struct RACPResponseCode: RawRepresentable, Sendable, Hashable, Error, Cus
     /// Operand not supported (9).
     public static let operandNotSupported = RACPResponseCode(rawValue: 9)
 
+    /// The op code's or response code's name.
     public var description: String {
         switch self {
         case .success: "success"

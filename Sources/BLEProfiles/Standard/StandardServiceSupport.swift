@@ -11,6 +11,7 @@ public enum StandardServiceError: Error, Sendable, Hashable, CustomStringConvert
     /// No response came in time.
     case timedOut
 
+    /// What went wrong, in words.
     public var description: String {
         switch self {
         case .serviceNotFound(let uuid): "the peripheral has no service \(uuid)"
