@@ -492,8 +492,9 @@ actor StandardGlucoseCollector {
 /// A simulated glucose meter (Glucose and Device Information services) holding stored records served through the
 /// Record Access Control Point (``RACPStateMachine``): it starts with `initialRecords` records, one every four
 /// hours, every third with a context, concentrations around 105 mg/dL varied deterministically; each tick one more
-/// measurement is taken and stored. Records of a report are notified to the client that asked, each confirmed by
-/// the link before the next, then the response is indicated.
+/// measurement is taken and stored. The records of a report are notified to the client that asked (a context right
+/// after its measurement), then the response is indicated; a record that cannot be delivered (the client did not
+/// enable the measurement's notifications, or left) ends the report with Procedure Not Completed.
 public actor SimulatedGlucoseMeter {
     /// The name it advertises unless told otherwise.
     public static let defaultName = "SwiftBLE Glucose"
@@ -512,6 +513,9 @@ public actor SimulatedGlucoseMeter {
     var generator: StandardSeededGenerator
     var indicating: Set<ConnectionHandle> = []
     var tasks: [Task<Void, Never>] = []
+    var reporter: Task<Void, Never>?
+    /// Which report the running reporter sends (an aborted report's reporter must not take the next one's records).
+    var reportGeneration = 0
 
     /// A meter on `manager` with `initialRecords` stored records; `seed` fixes its variation. Call ``start(tick:)``.
     public init(manager: PeripheralManager, name: String = SimulatedGlucoseMeter.defaultName, initialRecords: Int = 12, seed: UInt64 = 1) async {
@@ -579,20 +583,23 @@ public actor SimulatedGlucoseMeter {
             _ = try? await manager.updateValue(response.encoded, for: GlucoseService.recordAccessControlPoint, onSubscribedCentrals: [central])
         case .reportStarted:
             await request.accept()
-            tasks.append(Task { [weak self] in await self?.report(to: central) })
+            reporter?.cancel()
+            reportGeneration += 1
+            let generation = reportGeneration
+            reporter = Task { [weak self] in await self?.report(to: central, generation: generation) }
         }
     }
 
     /// Sends the report's records, then its response.
-    func report(to central: HostConnection) async {
-        while let step = machine.nextReportStep() {
+    func report(to central: HostConnection, generation: Int) async {
+        while generation == reportGeneration, let step = machine.nextReportStep() {
             switch step {
             case .send(let record):
                 let reached = try? await manager.updateValue(record.measurement.encoded, for: GlucoseService.measurement, onSubscribedCentrals: [central])
                 if let context = record.context {
                     _ = try? await manager.updateValue(context.encoded, for: GlucoseService.measurementContext, onSubscribedCentrals: [central])
                 }
-                if reached?.isEmpty ?? true, let response = machine.interruptReport() {
+                if reached?.isEmpty ?? true, generation == reportGeneration, let response = machine.interruptReport() {
                     _ = try? await manager.updateValue(response.encoded, for: GlucoseService.recordAccessControlPoint, onSubscribedCentrals: [central])
                     return
                 }
@@ -607,6 +614,8 @@ public actor SimulatedGlucoseMeter {
     public func stop() async {
         for task in tasks { task.cancel() }
         tasks = []
+        reporter?.cancel()
+        reporter = nil
         await standardUnpublish([GlucoseService.uuid, DeviceInformationService.uuid], on: manager)
     }
 }

@@ -28,6 +28,46 @@ import Testing
         withExtendedLifetime(link) {}
     }
 
+    @Test func aMalformedNotificationEndsTheStreamWithItsError() async throws {
+        let link = try await StandardLink.start { manager in
+            try await manager.add(BatteryService.definition(level: try BatteryLevel(bytes: [50])))
+            try await manager.startAdvertising(name: "Broken battery")
+            return manager
+        }
+        defer { link.air.shutdown() }
+        let client = try await BatteryServiceClient(peripheral: link.remote)
+        #expect(try await client.readLevel().percent == 50)
+        let levels = try await client.levels()
+        let outcome = Task {
+            var seen: [UInt8] = []
+            do {
+                for try await level in levels { seen.append(level.percent) }
+                return (seen, WireError.Code?.none)
+            } catch let error as WireError {
+                return (seen, error.code)
+            } catch {
+                return (seen, WireError.Code?.none)
+            }
+        }
+        // A valid level, then 101 %: the stream yields the first and ends with the second's error.
+        let manager = link.simulator
+        var delivered = false
+        for _ in 0..<50 where !delivered {
+            delivered = !(try await manager.updateValue([42], for: BatteryService.batteryLevel)).isEmpty
+            if !delivered { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(delivered)
+        try await manager.updateValue([101], for: BatteryService.batteryLevel)
+        let (seen, code) = try await withStandardTimeout { await outcome.value }
+        #expect(seen == [42])
+        #expect(code == .invalidValue)
+        await #expect(throws: WireError.self) {
+            try await manager.updateValue([0xFF], for: BatteryService.batteryLevel)
+            _ = try await client.readLevel()
+        }
+        withExtendedLifetime(link) {}
+    }
+
     @Test func missingDeviceInformationCharacteristicsAreNil() async throws {
         let link = try await StandardLink.start { manager in
             try await manager.add(DeviceInformationService.definition(DeviceInformation(manufacturerName: "ACME", firmwareRevision: "9.9")))

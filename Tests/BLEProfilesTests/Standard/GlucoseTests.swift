@@ -345,7 +345,28 @@ import Testing
         #expect(response == .response(request: .abortOperation, code: .success))
         #expect(await link.simulator.machine.isProcedureInProgress == false)
         #expect(try await client.numberOfRecords() == 400)
+        // The aborted report's records do not leak into the next report.
+        #expect(try await client.records(.sequenceNumbers(10...12)).map(\.sequenceNumber) == [10, 11, 12])
         await link.simulator.stop()
         withExtendedLifetime((link, notified, responses)) {}
+    }
+
+    @Test func aReportWhoseRecordsCannotBeDeliveredIsNotCompleted() async throws {
+        let link = try await Self.start(records: 3)
+        defer { link.air.shutdown() }
+        let service = try #require(try await link.remote.discoverServices([GlucoseService.uuid]).first)
+        let racp = try #require(try await link.remote.discoverCharacteristics([GlucoseService.recordAccessControlPoint], for: service).first)
+        // Indications of the control point enabled, notifications of the measurement not.
+        let responses = try await link.remote.notifications(for: racp)
+        try await link.remote.writeValue(RACPRequest.report(.all).encoded, for: racp, type: .withResponse)
+        let response = try await withStandardTimeout {
+            for await value in responses { return try RACPResponse(bytes: value) }
+            return RACPResponse.numberOfRecords(0)
+        }
+        #expect(response == .response(request: .reportStoredRecords, code: .procedureNotCompleted))
+        #expect(await link.simulator.machine.isProcedureInProgress == false)
+        #expect(await link.simulator.records.count == 3)
+        await link.simulator.stop()
+        withExtendedLifetime((link, responses)) {}
     }
 }
