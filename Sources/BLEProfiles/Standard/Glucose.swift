@@ -395,6 +395,7 @@ public struct GlucoseClient: Sendable {
         ]
         defer { for listener in listeners { listener.cancel() } }
         let response = try await perform(.report(filter))
+        if response == .response(request: .abortOperation, code: .success) { throw StandardServiceError.aborted }
         guard case .response(.reportStoredRecords, let code) = response else { throw StandardServiceError.unexpectedResponse(response.encoded) }
         guard code == .success else {
             if code == .noRecordsFound { return [] }
@@ -437,15 +438,16 @@ public struct GlucoseClient: Sendable {
     }
 
     /// Writes `request` to the control point (with its indications enabled) and returns the response the meter
-    /// indicates (the first one, when several procedures overlap). ATT errors (0x80 procedure already in progress,
-    /// 0x81 CCCD improperly configured) are thrown as `GATTError`.
+    /// indicates for it: the first Response Code naming the request's op code (or the Number of Stored Records
+    /// Response of a count); a report aborted meanwhile returns the abort's Success. ATT errors (0x80 procedure
+    /// already in progress, 0x81 CCCD improperly configured) are thrown as `GATTError`.
     public func perform(_ request: RACPRequest) async throws -> RACPResponse {
         let responses = try await service.updates(GlucoseService.recordAccessControlPoint, RACPResponse.standardDecode)
         try await service.write(request.encoded, to: GlucoseService.recordAccessControlPoint)
         let timeout = timeout
         return try await withThrowingTaskGroup(of: RACPResponse?.self) { group in
             group.addTask {
-                for try await response in responses { return response }
+                for try await response in responses where Self.answers(response, request) { return response }
                 return nil
             }
             group.addTask {
@@ -455,6 +457,17 @@ public struct GlucoseClient: Sendable {
             defer { group.cancelAll() }
             guard let first = try await group.next(), let response = first else { throw StandardServiceError.timedOut }
             return response
+        }
+    }
+}
+
+extension GlucoseClient {
+    /// Whether `response` ends the procedure `request` started.
+    static func answers(_ response: RACPResponse, _ request: RACPRequest) -> Bool {
+        switch response {
+        case .numberOfRecords: return request.opCode == .reportNumberOfStoredRecords
+        case .response(let opCode, let code):
+            return opCode == request.opCode || (request.opCode == .reportStoredRecords && opCode == .abortOperation && code == .success)
         }
     }
 }

@@ -10,6 +10,8 @@ public enum StandardServiceError: Error, Sendable, Hashable, CustomStringConvert
     case recordAccessFailed(RACPResponseCode)
     /// No response came in time.
     case timedOut
+    /// The procedure was aborted (a Record Access Control Point report stopped by Abort Operation).
+    case aborted
 
     /// What went wrong, in words.
     public var description: String {
@@ -19,6 +21,7 @@ public enum StandardServiceError: Error, Sendable, Hashable, CustomStringConvert
         case .unexpectedResponse(let bytes): "unexpected control point response \(bytes.hexString())"
         case .recordAccessFailed(let code): "record access failed: \(code)"
         case .timedOut: "no response in time"
+        case .aborted: "aborted"
         }
     }
 }

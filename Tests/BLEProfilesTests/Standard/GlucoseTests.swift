@@ -351,6 +351,26 @@ import Testing
         withExtendedLifetime((link, notified, responses)) {}
     }
 
+    @Test func aClientReportAbortedByTheSameClientThrowsAborted() async throws {
+        let link = try await Self.start(records: 400)
+        defer { link.air.shutdown() }
+        let client = try await GlucoseClient(peripheral: link.remote)
+        #expect(try await client.numberOfRecords() == 400)
+        let report = Task { try await client.records(.all) }
+        // Wait until the meter is sending, then abort.
+        var reporting = false
+        for _ in 0..<200 where !reporting {
+            reporting = await link.simulator.machine.isProcedureInProgress
+            if !reporting { try await Task.sleep(for: .milliseconds(2)) }
+        }
+        #expect(reporting)
+        try await client.abort()
+        await #expect(throws: StandardServiceError.aborted) { _ = try await withStandardTimeout { try await report.value } }
+        #expect(try await client.records(.last).map(\.sequenceNumber) == [400])
+        await link.simulator.stop()
+        withExtendedLifetime(link) {}
+    }
+
     @Test func aReportWhoseRecordsCannotBeDeliveredIsNotCompleted() async throws {
         let link = try await Self.start(records: 3)
         defer { link.air.shutdown() }
