@@ -121,24 +121,24 @@ public struct HeartRateMeasurement: Sendable, Hashable, WireCodable {
     var format: ValueFormat { beatsPerMinute > 0xFF ? .uint16 : valueFormat }
 
     /// Appends the measurement with every RR interval.
-    public func encode(into writer: inout ByteWriter) { encode(into: &writer, maximumLength: Int.max) }
-
-    /// The measurement in at most `maximumLength` bytes (ATT_MTU − 3 for a notification): the RR intervals that do
-    /// not fit are left out (the most recent ones kept, as the spec asks).
-    public func encoded(maximumLength: Int) -> [UInt8] {
-        var writer = ByteWriter()
-        encode(into: &writer, maximumLength: maximumLength)
-        return writer.bytes
-    }
-
-    func encode(into writer: inout ByteWriter, maximumLength: Int) {
+    public func encode(into writer: inout ByteWriter) {
         writer.write(flags)
         if format == .uint16 { writer.write(beatsPerMinute) } else { writer.write(UInt8(truncatingIfNeeded: beatsPerMinute)) }
         if let energyExpended { writer.write(energyExpended) }
-        if let rrIntervals {
-            let room = max(0, (maximumLength - writer.count) / 2)
-            for interval in rrIntervals.suffix(room) { writer.write(interval) }
-        }
+        for interval in rrIntervals ?? [] { writer.write(interval) }
+    }
+
+    /// Splits the measurement for a notification of at most `maximumLength` bytes (ATT_MTU − 3): the measurement
+    /// with the oldest RR intervals that fit, and the intervals left over, which the Heart Rate Service sends in the
+    /// next measurement. A measurement without intervals, or whose intervals all fit, is returned whole.
+    public func split(maximumLength: Int) -> (measurement: HeartRateMeasurement, leftOver: [UInt16]) {
+        guard let rrIntervals else { return (self, []) }
+        let fixed = 1 + (format == .uint16 ? 2 : 1) + (energyExpended != nil ? 2 : 0)
+        let room = max(0, (maximumLength - fixed) / 2)
+        guard rrIntervals.count > room else { return (self, []) }
+        var first = self
+        first.rrIntervals = Array(rrIntervals.prefix(room))
+        return (first, Array(rrIntervals.dropFirst(room)))
     }
 }
 
@@ -224,6 +224,7 @@ public actor SimulatedHeartRateMonitor {
     var generator: StandardSeededGenerator
     var energy = 0.0
     var beatPhase = 0.0
+    var leftOverIntervals: [UInt16] = []
     var tasks: [Task<Void, Never>] = []
 
     /// A monitor on `manager`; `seed` fixes its variation. Call ``start(tick:)``.
@@ -259,14 +260,18 @@ public actor SimulatedHeartRateMonitor {
 
     /// One second of the wearer's time: the next rate, energy and beats, notified.
     func step() async -> Bool {
-        let measurement = nextMeasurement()
-        sent.append(measurement)
+        var measurement = nextMeasurement()
+        // Intervals that did not fit last time go first; the ones that do not fit now wait for the next measurement
+        // (at the smallest ATT_MTU of the connected centrals).
+        measurement.rrIntervals = leftOverIntervals + (measurement.rrIntervals ?? [])
+        var length = Int.max
+        let centrals = await manager.connectedCentrals
+        for central in centrals { length = min(length, await manager.maximumUpdateValueLength(for: central)) }
+        let (fitting, leftOver) = measurement.split(maximumLength: length)
+        leftOverIntervals = Array(leftOver.suffix(64))
+        sent.append(fitting)
         if sent.count > 64 { sent.removeFirst(sent.count - 64) }
-        for central in await manager.connectedCentrals {
-            let length = await manager.maximumUpdateValueLength(for: central)
-            _ = try? await manager.updateValue(measurement.encoded(maximumLength: length), for: HeartRateService.measurement,
-                                               onSubscribedCentrals: [central])
-        }
+        if !centrals.isEmpty { _ = try? await manager.updateValue(fitting.encoded, for: HeartRateService.measurement) }
         return true
     }
 

@@ -94,12 +94,19 @@ import Testing
         #expect(standardThrows(HeartRateMeasurement.self, [0x00, 0x48, 0x00], .trailingBytes))
     }
 
-    @Test func intervalsThatDoNotFitAreLeftOutOldestFirst() throws {
+    @Test func intervalsThatDoNotFitAreLeftForTheNextMeasurement() throws {
         let measurement = HeartRateMeasurement(beatsPerMinute: 72, energyExpended: 10, rrIntervals: Array(1...10))
-        let bytes = measurement.encoded(maximumLength: 20)
-        #expect(bytes.count == 20)
-        #expect(try HeartRateMeasurement(bytes: bytes).rrIntervals == Array(3...10))
-        #expect(measurement.encoded(maximumLength: 512).count == 24)
+        #expect(measurement.encoded.count == 24)
+        // 20 bytes (ATT_MTU 23): flags, rate and energy take 4, eight intervals the rest; the oldest go first.
+        let (first, leftOver) = measurement.split(maximumLength: 20)
+        #expect(first.encoded.count == 20)
+        #expect(try HeartRateMeasurement(bytes: first.encoded).rrIntervals == Array(1...8))
+        #expect(leftOver == [9, 10])
+        // Without energy and with a one-byte rate, nine fit.
+        #expect(HeartRateMeasurement(beatsPerMinute: 72, rrIntervals: Array(1...12)).split(maximumLength: 20).leftOver == [10, 11, 12])
+        // Everything fits, or there are no intervals: whole.
+        #expect(measurement.split(maximumLength: 244) == (measurement, []))
+        #expect(HeartRateMeasurement(beatsPerMinute: 72).split(maximumLength: 2) == (HeartRateMeasurement(beatsPerMinute: 72), []))
     }
 
     @Test func bodySensorLocation() throws {
