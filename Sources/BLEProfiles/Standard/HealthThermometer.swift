@@ -10,13 +10,29 @@ public enum HealthThermometerService {
     /// Intermediate Temperature (0x2A1E), notify.
     public static let intermediateTemperature = BluetoothUUID(0x2A1E)
 
-    /// The service: measurement (indicate), temperature type (read) and intermediate temperature (notify).
-    public static func definition(type: TemperatureType) -> GATTServiceDefinition {
-        GATTServiceDefinition(uuid: uuid, characteristics: [
+    /// Measurement Interval (0x2A21), read and write: seconds between periodic measurements, 0 for none.
+    public static let measurementInterval = BluetoothUUID(0x2A21)
+    /// Valid Range descriptor (0x2906) of the measurement interval: the lowest and highest values a write may set.
+    public static let validRange = BluetoothUUID(0x2906)
+
+    /// The service: measurement (indicate), temperature type (read) and intermediate temperature (notify); with
+    /// `intervalRange`, a measurement interval (read, write) answered by the application, with a Valid Range
+    /// descriptor.
+    public static func definition(type: TemperatureType, intervalRange: ClosedRange<UInt16>? = nil) -> GATTServiceDefinition {
+        var characteristics = [
             GATTCharacteristicDefinition(uuid: temperatureMeasurement, properties: .indicate, permissions: []),
             GATTCharacteristicDefinition(uuid: temperatureType, properties: .read, value: [type.rawValue]),
             GATTCharacteristicDefinition(uuid: intermediateTemperature, properties: .notify, permissions: []),
-        ])
+        ]
+        if let intervalRange {
+            var range = ByteWriter()
+            range.write(intervalRange.lowerBound)
+            range.write(intervalRange.upperBound)
+            characteristics.append(GATTCharacteristicDefinition(
+                uuid: measurementInterval, properties: [.read, .write], permissions: [.readable, .writeable],
+                descriptors: [GATTDescriptorDefinition(uuid: validRange, value: range.bytes)], source: .application))
+        }
+        return GATTServiceDefinition(uuid: uuid, characteristics: characteristics)
     }
 }
 
@@ -132,11 +148,29 @@ public struct HealthThermometerClient: Sendable {
     public func readTemperatureType() async throws -> TemperatureType {
         try await service.read(HealthThermometerService.temperatureType, TemperatureType.standardDecode)
     }
+
+    /// Reads the seconds between periodic measurements (0: none).
+    public func readMeasurementInterval() async throws -> UInt16 {
+        try await service.read(HealthThermometerService.measurementInterval) { bytes throws(WireError) in
+            var reader = ByteReader(bytes)
+            let seconds = try reader.readUInt16("Measurement Interval")
+            try reader.expectEnd("Measurement Interval")
+            return seconds
+        }
+    }
+
+    /// Sets the seconds between periodic measurements (0: none); a value outside the thermometer's valid range is
+    /// refused with ATT error 0xFF (Out of Range), thrown as a `GATTError`.
+    public func setMeasurementInterval(_ seconds: UInt16) async throws {
+        try await service.write([UInt8(truncatingIfNeeded: seconds), UInt8(truncatingIfNeeded: seconds >> 8)],
+                                to: HealthThermometerService.measurementInterval)
+    }
 }
 
 /// A simulated ear thermometer (Health Thermometer and Device Information services): every tick it notifies an
 /// intermediate temperature and, each third tick, indicates a final measurement (°C, time stamped, type tympanum)
-/// around 36.8 °C, varied deterministically; its clock advances 20 seconds a tick.
+/// around 36.8 °C, varied deterministically. Its measurement interval (60 s at first, writable within
+/// ``intervalRange``, refused with Out of Range beyond) spans three ticks: the clock advances a third of it a tick.
 public actor SimulatedThermometer {
     /// The name it advertises unless told otherwise.
     public static let defaultName = "SwiftBLE Thermometer"
@@ -148,9 +182,14 @@ public actor SimulatedThermometer {
     public private(set) var clock = DateTime(year: 2026, month: 1, day: 1, hours: 8)
     /// The final measurements indicated so far, latest last.
     public private(set) var measurements: [TemperatureMeasurement] = []
+    /// The seconds between final measurements (0: no periodic measurements, only intermediate temperatures).
+    public private(set) var measurementInterval: UInt16 = 60
+    /// The measurement intervals a client may set.
+    public static let intervalRange: ClosedRange<UInt16> = 3...3600
     var generator: StandardSeededGenerator
     var ticks = 0
     var ticker: Task<Void, Never>?
+    var listener: Task<Void, Never>?
 
     /// A thermometer on `manager`; `seed` fixes its variation. Call ``start(tick:)``.
     public init(manager: PeripheralManager, name: String = SimulatedThermometer.defaultName, seed: UInt64 = 1) async {
@@ -162,16 +201,39 @@ public actor SimulatedThermometer {
     /// Publishes the services, advertises and measures every `tick`.
     public func start(tick: Duration = .seconds(1)) async throws {
         guard ticker == nil else { return }
-        try await standardPublish([HealthThermometerService.definition(type: .tympanum), DeviceInformationService.definition(.simulated(model: "THERMO-1"))],
-                                  on: manager, name: name)
+        let requests = await manager.attributeRequests()
+        try await standardPublish([HealthThermometerService.definition(type: .tympanum, intervalRange: Self.intervalRange),
+                                   DeviceInformationService.definition(.simulated(model: "THERMO-1"))], on: manager, name: name)
+        listener = Task { [weak self] in
+            for await request in requests { await self?.answer(request) }
+        }
         ticker = standardTicker(every: tick) { [weak self] in await self?.step() ?? false }
+    }
+
+    /// The measurement interval: read, or written within ``intervalRange``.
+    func answer(_ request: AttributeRequest) async {
+        guard request.characteristic == HealthThermometerService.measurementInterval else { return await request.refuse(.requestNotSupported) }
+        switch request.kind {
+        case .read(let offset):
+            let value = [UInt8(truncatingIfNeeded: measurementInterval), UInt8(truncatingIfNeeded: measurementInterval >> 8)]
+            guard offset <= value.count else { return await request.refuse(.invalidOffset) }
+            await request.respond(with: Array(value[offset...]))
+        case .write(let value, _):
+            guard value.count == 2 else { return await request.refuse(.invalidAttributeValueLength) }
+            let seconds = UInt16(value[0]) | UInt16(value[1]) << 8
+            guard seconds == 0 || Self.intervalRange.contains(seconds) else { return await request.refuse(.outOfRange) }
+            measurementInterval = seconds
+            await request.accept()
+        case .preparedWrites:
+            await request.refuse(.requestNotSupported)
+        }
     }
 
     func step() async -> Bool {
         ticks += 1
-        clock = clock.adding(seconds: 20)
+        clock = clock.adding(seconds: Int(max(measurementInterval, 3) / 3))
         let final = 36.8 + Double(Int(generator.next() % 9) - 4) / 10
-        if ticks % 3 == 0 {
+        if ticks % 3 == 0, measurementInterval != 0 {
             let measurement = TemperatureMeasurement(temperature: MedFloat(final, fractionDigits: 2), timestamp: clock, temperatureType: .tympanum)
             measurements.append(measurement)
             _ = try? await manager.updateValue(measurement.encoded, for: HealthThermometerService.temperatureMeasurement)
@@ -186,6 +248,8 @@ public actor SimulatedThermometer {
     public func stop() async {
         ticker?.cancel()
         ticker = nil
+        listener?.cancel()
+        listener = nil
         await standardUnpublish([HealthThermometerService.uuid, DeviceInformationService.uuid], on: manager)
     }
 }

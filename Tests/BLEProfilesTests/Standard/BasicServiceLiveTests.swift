@@ -154,6 +154,23 @@ import Testing
         #expect(measurements.allSatisfy { sent.contains($0) })
         let rising = try await standardCollect(2, from: intermediate)
         #expect(rising.allSatisfy { $0.timestamp == nil && (34.0...37.6).contains($0.celsius) })
+        // The measurement interval: 60 s, settable within 3...3600 s, and the time stamps follow it.
+        #expect(try await client.readMeasurementInterval() == 60)
+        for refused: UInt16 in [1, 3601] {
+            await #expect(throws: GATTError.self) { try await client.setMeasurementInterval(refused) }
+            do {
+                try await client.setMeasurementInterval(refused)
+            } catch let error as GATTError {
+                guard case .att(let code, _) = error.kind else { throw error }
+                #expect(code == .outOfRange)
+            }
+        }
+        try await client.setMeasurementInterval(120)
+        #expect(try await client.readMeasurementInterval() == 120)
+        #expect(await link.simulator.measurementInterval == 120)
+        let slower = try await standardCollect(3, from: try await client.measurements()).compactMap(\.timestamp)
+        #expect(slower.count == 3)
+        #expect(slower.count == 3 && slower[2].adding(seconds: -120) == slower[1])
         await link.simulator.stop()
         withExtendedLifetime(link) {}
     }
