@@ -7,14 +7,17 @@ public enum CurrentTimeService {
     public static let currentTime = BluetoothUUID(0x2A2B)
     /// Local Time Information (0x2A0F): read.
     public static let localTimeInformation = BluetoothUUID(0x2A0F)
+    /// Reference Time Information (0x2A14): read.
+    public static let referenceTimeInformation = BluetoothUUID(0x2A14)
 
     /// The service: Current Time answered by the application (reads computed from its clock, writes checked), Local
-    /// Time Information stored.
+    /// Time Information stored, and Reference Time Information answered by the application.
     public static func definition(localTime: LocalTimeInformation) -> GATTServiceDefinition {
         GATTServiceDefinition(uuid: uuid, characteristics: [
             GATTCharacteristicDefinition(uuid: currentTime, properties: [.read, .notify, .write], permissions: [.readable, .writeable],
                                          source: .application),
             GATTCharacteristicDefinition(uuid: localTimeInformation, properties: .read, value: localTime.encoded),
+            GATTCharacteristicDefinition(uuid: referenceTimeInformation, properties: .read, source: .application),
         ])
     }
 }
@@ -150,6 +153,67 @@ public struct LocalTimeInformation: Sendable, Hashable, WireCodable {
     }
 }
 
+/// Current Time Service 1.1, 3.3 (Reference Time Information, 0x2A14): where the time came from, how accurate it is
+/// and how long ago it was last set from the reference, 4 bytes. Reserved values are kept as sent.
+public struct ReferenceTimeInformation: Sendable, Hashable, WireCodable {
+    /// The kind of reference.
+    public struct Source: RawRepresentable, Sendable, Hashable {
+        /// The byte.
+        public var rawValue: UInt8
+        /// A source from its byte.
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// Unknown (0).
+        public static let unknown = Source(rawValue: 0)
+        /// Network Time Protocol (1).
+        public static let networkTimeProtocol = Source(rawValue: 1)
+        /// GPS (2).
+        public static let gps = Source(rawValue: 2)
+        /// A radio time signal (3).
+        public static let radioTimeSignal = Source(rawValue: 3)
+        /// Set by hand (4).
+        public static let manual = Source(rawValue: 4)
+        /// An atomic clock (5).
+        public static let atomicClock = Source(rawValue: 5)
+        /// A cellular network (6).
+        public static let cellularNetwork = Source(rawValue: 6)
+    }
+    /// The kind of reference.
+    public var source: Source
+    /// The drift since the last update in steps of 1/8 s (254: more than 31.625 s, 255: unknown).
+    public var accuracy: UInt8
+    /// Whole days since the last update (255: 255 days or more).
+    public var daysSinceUpdate: UInt8
+    /// Hours since the last update beyond the days, 0...23 (255 when the days are 255).
+    public var hoursSinceUpdate: UInt8
+
+    /// Creates reference time information from its fields.
+    public init(source: Source, accuracy: UInt8, daysSinceUpdate: UInt8 = 0, hoursSinceUpdate: UInt8 = 0) {
+        self.source = source
+        self.accuracy = accuracy
+        self.daysSinceUpdate = daysSinceUpdate
+        self.hoursSinceUpdate = hoursSinceUpdate
+    }
+
+    /// The drift in seconds, or `nil` when out of range or unknown.
+    public var accuracySeconds: Double? { accuracy < 254 ? Double(accuracy) / 8 : nil }
+
+    /// Decodes the 4 bytes.
+    public init(from reader: inout ByteReader) throws(WireError) {
+        source = Source(rawValue: try reader.readUInt8("Reference Time Information source"))
+        accuracy = try reader.readUInt8("Reference Time Information accuracy")
+        daysSinceUpdate = try reader.readUInt8("Reference Time Information days since update")
+        hoursSinceUpdate = try reader.readUInt8("Reference Time Information hours since update")
+    }
+
+    /// Appends the 4 bytes.
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(source.rawValue)
+        writer.write(accuracy)
+        writer.write(daysSinceUpdate)
+        writer.write(hoursSinceUpdate)
+    }
+}
+
 /// A Current Time Service client on a connected peripheral.
 public struct CurrentTimeClient: Sendable {
     let service: StandardDiscoveredService
@@ -175,6 +239,12 @@ public struct CurrentTimeClient: Sendable {
         try await service.write(time.encoded, to: CurrentTimeService.currentTime)
     }
 
+    /// Reads the reference time information (``StandardServiceError/characteristicNotFound(_:)`` when the device
+    /// does not publish it).
+    public func readReferenceTimeInformation() async throws -> ReferenceTimeInformation {
+        try await service.read(CurrentTimeService.referenceTimeInformation, ReferenceTimeInformation.standardDecode)
+    }
+
     /// Reads the local time information.
     public func readLocalTimeInformation() async throws -> LocalTimeInformation {
         try await service.read(CurrentTimeService.localTimeInformation, LocalTimeInformation.standardDecode)
@@ -182,9 +252,10 @@ public struct CurrentTimeClient: Sendable {
 }
 
 /// A simulated clock (Current Time and Device Information services, UTC+1 standard time): each tick is one second of
-/// its time; it drifts a little and every tenth tick corrects itself from an "external reference", notifying the
-/// new time. Writes set its time by hand (refused with Value Not Allowed when malformed) and are notified to the other
-/// subscribed centrals.
+/// its time; it gains a second every fourth tick and every tenth tick corrects itself from its NTP reference,
+/// notifying the new time (its Reference Time Information tells the drift since, in 1/8 s). Writes set its time by
+/// hand (refused with Value Not Allowed when malformed; the reference then says "manual") and are notified to the
+/// other subscribed centrals.
 public actor SimulatedClock {
     /// The name it advertises unless told otherwise.
     public static let defaultName = "SwiftBLE Clock"
@@ -198,6 +269,16 @@ public actor SimulatedClock {
     public private(set) var now: CurrentTime
     var ticks = 0
     var drift = 0
+    var ticksSinceUpdate = 0
+    var source = ReferenceTimeInformation.Source.networkTimeProtocol
+
+    /// What its Reference Time Information says now.
+    public var reference: ReferenceTimeInformation {
+        let hours = ticksSinceUpdate / 3600
+        let days = hours / 24
+        return ReferenceTimeInformation(source: source, accuracy: UInt8(min(253, drift * 8)), daysSinceUpdate: UInt8(min(255, days)),
+                                        hoursSinceUpdate: days >= 255 ? 255 : UInt8(hours % 24))
+    }
     var ticker: Task<Void, Never>?
     var listener: Task<Void, Never>?
 
@@ -227,15 +308,23 @@ public actor SimulatedClock {
         let gained = ticks % 4 == 0 ? 1 : 0
         drift += gained
         now = CurrentTime(dateTime: now.dateTime.adding(seconds: 1 + gained), adjustReason: now.adjustReason)
+        ticksSinceUpdate += 1
         if ticks % 10 == 0 {
             now = CurrentTime(dateTime: now.dateTime.adding(seconds: -drift), adjustReason: .externalReferenceTimeUpdate)
             drift = 0
+            ticksSinceUpdate = 0
+            source = .networkTimeProtocol
             _ = try? await manager.updateValue(now.encoded, for: CurrentTimeService.currentTime)
         }
         return true
     }
 
     func answer(_ request: AttributeRequest) async {
+        if request.characteristic == CurrentTimeService.referenceTimeInformation, case .read(let offset) = request.kind {
+            let value = reference.encoded
+            guard offset <= value.count else { return await request.refuse(.invalidOffset) }
+            return await request.respond(with: Array(value[offset...]))
+        }
         guard request.characteristic == CurrentTimeService.currentTime else { return await request.refuse(.requestNotSupported) }
         switch request.kind {
         case .read(let offset):
@@ -247,6 +336,8 @@ public actor SimulatedClock {
             guard let time = try? CurrentTime(bytes: value) else { return await request.refuse(.valueNotAllowed) }
             now = CurrentTime(dateTime: time.dateTime, fractions256: time.fractions256, adjustReason: .manualTimeUpdate)
             drift = 0
+            ticksSinceUpdate = 0
+            source = .manual
             await request.accept()
             let others = await manager.connectedCentrals.filter { $0.handle != request.central.handle }
             if !others.isEmpty { _ = try? await manager.updateValue(now.encoded, for: CurrentTimeService.currentTime, onSubscribedCentrals: others) }

@@ -27,6 +27,16 @@ import Testing
         #expect(DateTime(year: 0, month: 1, day: 1).dayOfWeek == .unknown)
     }
 
+    @Test func referenceTimeInformation() throws {
+        let reference = ReferenceTimeInformation(source: .gps, accuracy: 12, daysSinceUpdate: 3, hoursSinceUpdate: 5)
+        #expect(reference.encoded == [0x02, 0x0C, 0x03, 0x05])
+        #expect(try ReferenceTimeInformation(bytes: [0x02, 0x0C, 0x03, 0x05]) == reference)
+        #expect(reference.accuracySeconds == 1.5)
+        #expect(try ReferenceTimeInformation(bytes: [0x09, 0xFE, 0xFF, 0xFF]).accuracySeconds == nil)
+        #expect(try ReferenceTimeInformation(bytes: [0x09, 0xFE, 0xFF, 0xFF]).source.rawValue == 9)
+        #expect(standardThrows(ReferenceTimeInformation.self, [0x02, 0x0C, 0x03], .truncated))
+    }
+
     @Test func localTimeInformation() throws {
         let paris = LocalTimeInformation(utcOffsetMinutes: 60)
         #expect(paris.encoded == [0x04, 0x00])
@@ -60,6 +70,9 @@ import Testing
         #expect(updates[1].dateTime.adding(seconds: -10) == updates[0].dateTime)
         let later = try await client.readCurrentTime()
         #expect(later.dateTime.description > first.dateTime.description)
+        let reference = try await client.readReferenceTimeInformation()
+        #expect(reference.source == .networkTimeProtocol && reference.daysSinceUpdate == 0 && reference.hoursSinceUpdate == 0)
+        #expect(reference.accuracy % 8 == 0 && reference.accuracy <= 24)
         // Set by hand.
         let set = CurrentTime(dateTime: DateTime(year: 2030, month: 6, day: 15, hours: 12, minutes: 30))
         try await client.setCurrentTime(set)
