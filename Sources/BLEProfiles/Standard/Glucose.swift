@@ -579,7 +579,7 @@ public actor SimulatedGlucoseMeter {
 
     /// Who enabled indications of the control point.
     func track(_ change: PeripheralRequest) {
-        guard case .subscription(let characteristic, _, let indicate) = change.kind, characteristic == GlucoseService.recordAccessControlPoint else { return }
+        guard case .subscription(let characteristic, _, _, let indicate) = change.kind, characteristic == GlucoseService.recordAccessControlPoint else { return }
         if indicate { indicating.insert(change.central.handle) } else { indicating.remove(change.central.handle) }
     }
 
