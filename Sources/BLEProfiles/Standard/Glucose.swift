@@ -401,14 +401,7 @@ public struct GlucoseClient: Sendable {
             if code == .noRecordsFound { return [] }
             throw StandardServiceError.recordAccessFailed(code)
         }
-        // Let the last notifications catch up with the indication.
-        var seen = await collector.received
-        while true {
-            try await Task.sleep(for: settle)
-            let now = await collector.received
-            if now == seen { break }
-            seen = now
-        }
+        try await waitUntilQuiet(collector)
         return try await collector.records()
     }
 
@@ -430,11 +423,29 @@ public struct GlucoseClient: Sendable {
         }
     }
 
-    /// Aborts the report in progress.
+    /// Aborts the report in progress; returns once the records the meter sent before stopping have arrived (so the
+    /// next report does not see them).
     public func abort() async throws {
+        let collector = StandardGlucoseCollector()
+        let measurements = try await service.rawUpdates(GlucoseService.measurement)
+        let listener = Task { for await value in measurements { await collector.measurement(value) } }
+        defer { listener.cancel() }
         let response = try await perform(.abort)
         guard case .response(.abortOperation, let code) = response else { throw StandardServiceError.unexpectedResponse(response.encoded) }
         guard code == .success else { throw StandardServiceError.recordAccessFailed(code) }
+        try await waitUntilQuiet(collector)
+    }
+
+    /// Waits until `collector` has received nothing for ``settle``: the notifications sent before an indication
+    /// reach their streams a moment after it.
+    func waitUntilQuiet(_ collector: StandardGlucoseCollector) async throws {
+        var seen = await collector.received
+        while true {
+            try await Task.sleep(for: settle)
+            let now = await collector.received
+            if now == seen { return }
+            seen = now
+        }
     }
 
     /// Writes `request` to the control point (with its indications enabled) and returns the response the meter
@@ -530,10 +541,16 @@ public actor SimulatedGlucoseMeter {
     /// Which report the running reporter sends (an aborted report's reporter must not take the next one's records).
     var reportGeneration = 0
 
-    /// A meter on `manager` with `initialRecords` stored records; `seed` fixes its variation. Call ``start(tick:)``.
-    public init(manager: PeripheralManager, name: String = SimulatedGlucoseMeter.defaultName, initialRecords: Int = 12, seed: UInt64 = 1) async {
+    /// The pause after each record of a report (a slow meter; zero sends them back to back).
+    public let recordSpacing: Duration
+
+    /// A meter on `manager` with `initialRecords` stored records, pausing `recordSpacing` after each reported record;
+    /// `seed` fixes its variation. Call ``start(tick:)``.
+    public init(manager: PeripheralManager, name: String = SimulatedGlucoseMeter.defaultName, initialRecords: Int = 12,
+                recordSpacing: Duration = .zero, seed: UInt64 = 1) async {
         self.manager = manager
         self.name = name
+        self.recordSpacing = recordSpacing
         generator = StandardSeededGenerator(seed: seed)
         machine = RACPStateMachine()
         for _ in 0..<max(0, initialRecords) { takeMeasurement() }
@@ -593,6 +610,8 @@ public actor SimulatedGlucoseMeter {
             await request.refuse(error)
         case .respond(let response):
             await request.accept()
+            // An abort's response follows the record the reporter was sending when it came.
+            if case .response(.abortOperation, _) = response { await reporter?.value }
             _ = try? await manager.updateValue(response.encoded, for: GlucoseService.recordAccessControlPoint, onSubscribedCentrals: [central])
         case .reportStarted:
             await request.accept()
@@ -616,6 +635,7 @@ public actor SimulatedGlucoseMeter {
                     _ = try? await manager.updateValue(response.encoded, for: GlucoseService.recordAccessControlPoint, onSubscribedCentrals: [central])
                     return
                 }
+                if recordSpacing > .zero { try? await Task.sleep(for: recordSpacing) }
             case .finish(let response):
                 _ = try? await manager.updateValue(response.encoded, for: GlucoseService.recordAccessControlPoint, onSubscribedCentrals: [central])
                 return

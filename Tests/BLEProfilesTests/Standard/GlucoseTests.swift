@@ -270,9 +270,9 @@ import Testing
 
 /// The glucose client against the simulated meter through the whole stack.
 @Suite(.timeLimit(.minutes(1))) struct GlucoseLiveTests {
-    static func start(records: Int) async throws -> StandardLink<SimulatedGlucoseMeter> {
+    static func start(records: Int, spacing: Duration = .zero) async throws -> StandardLink<SimulatedGlucoseMeter> {
         try await StandardLink.start { manager in
-            let meter = await SimulatedGlucoseMeter(manager: manager, initialRecords: records, seed: 11)
+            let meter = await SimulatedGlucoseMeter(manager: manager, initialRecords: records, recordSpacing: spacing, seed: 11)
             // No new measurement during the test.
             try await meter.start(tick: .seconds(600))
             return meter
@@ -317,7 +317,8 @@ import Testing
     }
 
     @Test func aWriteDuringAReportIsRefusedAndAbortStopsIt() async throws {
-        let link = try await Self.start(records: 400)
+        // A slow meter (2 s for the 400 records) so that the abort comes in time.
+        let link = try await Self.start(records: 400, spacing: .milliseconds(5))
         defer { link.air.shutdown() }
         let client = try await GlucoseClient(peripheral: link.remote)
         let service = try #require(try await link.remote.discoverServices([GlucoseService.uuid]).first)
@@ -352,7 +353,8 @@ import Testing
     }
 
     @Test func aClientReportAbortedByTheSameClientThrowsAborted() async throws {
-        let link = try await Self.start(records: 400)
+        // A slow meter (2 s for the 400 records) so that the abort comes in time.
+        let link = try await Self.start(records: 400, spacing: .milliseconds(5))
         defer { link.air.shutdown() }
         let client = try await GlucoseClient(peripheral: link.remote)
         #expect(try await client.numberOfRecords() == 400)
