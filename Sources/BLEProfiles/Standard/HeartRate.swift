@@ -228,7 +228,13 @@ public actor SimulatedHeartRateMonitor {
     var tasks: [Task<Void, Never>] = []
 
     /// A monitor on `manager`; `seed` fixes its variation. Call ``start(tick:)``.
-    public init(manager: PeripheralManager, name: String = SimulatedHeartRateMonitor.defaultName, seed: UInt64 = 1) async {
+    ///
+    /// The energy expended starts at `energyExpended` kJ (a session under way; about 0.13 kJ a second is added at
+    /// rest, as a resting adult spends).
+    public init(manager: PeripheralManager, name: String = SimulatedHeartRateMonitor.defaultName, energyExpended: UInt16 = 0,
+                seed: UInt64 = 1) async {
+        energy = Double(energyExpended)
+        self.energyExpended = energyExpended
         self.manager = manager
         self.name = name
         generator = StandardSeededGenerator(seed: seed)
