@@ -217,7 +217,7 @@ public actor SimulatedHeartRateMonitor {
     public private(set) var heartRate: Double = 72
     /// The energy expended since the last reset, in kilojoules.
     public private(set) var energyExpended: UInt16 = 0
-    /// The measurements notified so far, latest last (at most 64 kept).
+    /// The measurements taken so far (notified to the subscribed centrals), latest last; the last 256 are kept.
     public private(set) var sent: [HeartRateMeasurement] = []
     /// How many times the control point reset the energy expended.
     public private(set) var resets = 0
@@ -276,7 +276,7 @@ public actor SimulatedHeartRateMonitor {
         let (fitting, leftOver) = measurement.split(maximumLength: length)
         leftOverIntervals = Array(leftOver.suffix(64))
         sent.append(fitting)
-        if sent.count > 64 { sent.removeFirst(sent.count - 64) }
+        if sent.count > 256 { sent.removeFirst(sent.count - 256) }
         if !centrals.isEmpty { _ = try? await manager.updateValue(fitting.encoded, for: HeartRateService.measurement) }
         return true
     }
