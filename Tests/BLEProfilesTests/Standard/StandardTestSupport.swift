@@ -1,0 +1,75 @@
+import BLE
+import BLEProfiles
+import BLEVirtualController
+import Testing
+
+struct StandardTimedOut: Error {}
+
+/// `body`'s value, or ``StandardTimedOut`` after `seconds`.
+func withStandardTimeout<T: Sendable>(_ seconds: Double = 5, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw StandardTimedOut()
+        }
+        guard let first = try await group.next() else { throw StandardTimedOut() }
+        group.cancelAll()
+        return first
+    }
+}
+
+/// The first `count` values of `stream`, or ``StandardTimedOut``.
+func standardCollect<T: Sendable>(_ count: Int, from stream: AsyncThrowingStream<T, any Error>, seconds: Double = 5) async throws -> [T] {
+    try await withStandardTimeout(seconds) {
+        var values: [T] = []
+        for try await value in stream {
+            values.append(value)
+            if values.count == count { break }
+        }
+        return values
+    }
+}
+
+/// A simulator on a peripheral manager and a central connected to it, on an air of their own (real time).
+struct StandardLink<Simulator: Sendable>: Sendable {
+    let air: VirtualAir
+    let manager: PeripheralManager
+    let simulator: Simulator
+    let central: Central
+    let remote: RemotePeripheral
+
+    /// Starts a simulator made by `make` on a fresh air and connects a central to it.
+    static func start(_ make: @Sendable (PeripheralManager) async throws -> Simulator) async throws -> StandardLink {
+        let air = VirtualAir(clock: .realTime)
+        let controller = air.addController(.init())
+        let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: "standard")
+        let simulator = try await make(manager)
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let remote = try await central.connect(LEAddress(controller.address, type: .public), timeout: .seconds(5))
+        return StandardLink(air: air, manager: manager, simulator: simulator, central: central, remote: remote)
+    }
+}
+
+/// Bytes from a hex string with optional spaces ("0A 1B").
+func standardHex(_ text: String) -> [UInt8] {
+    let digits = text.filter { !$0.isWhitespace }
+    var bytes: [UInt8] = []
+    var index = digits.startIndex
+    while index < digits.endIndex {
+        let next = digits.index(index, offsetBy: 2, limitedBy: digits.endIndex) ?? digits.endIndex
+        if let byte = UInt8(digits[index..<next], radix: 16) { bytes.append(byte) }
+        index = next
+    }
+    return bytes
+}
+
+/// Whether decoding `bytes` as `T` throws a ``WireError`` with `code`.
+func standardThrows<T: WireCodable>(_ type: T.Type, _ bytes: [UInt8], _ code: WireError.Code) -> Bool {
+    do {
+        _ = try T(bytes: bytes)
+        return false
+    } catch {
+        return error.code == code
+    }
+}
