@@ -87,6 +87,12 @@ let package = Package(
                           swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "scale-demo", dependencies: ["CoreBluetoothCompat", "BLEProfiles"], path: "Examples/scale-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "battery-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/battery-demo",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "transfer-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/transfer-demo",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "chat-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/chat-demo",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
         // Benchmarks: `swift run -c release ble-bench` (figures are never asserted in tests).
         .executableTarget(
             name: "BLEBenchmarks",
@@ -119,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "ExamplesTests",
             // The demo executables are dependencies so that they are built before the tests run them.
-            dependencies: ["band-demo", "piano-demo", "scale-demo", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            dependencies: ["band-demo", "piano-demo", "scale-demo", "battery-demo", "transfer-demo", "chat-demo", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",

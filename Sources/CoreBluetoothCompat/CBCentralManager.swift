@@ -45,7 +45,7 @@ extension CBCentralManagerDelegate {
 /// The controller is the one `CBManager.setController(_:)` named, else the one the environment variable `SWIFT_BLE_HCI`
 /// names (the syntax of `ble --hci`: `virtual`, `hciN`, `tcp:HOST:PORT`, `serial:…`), else the process's embedded
 /// simulated world (`EmbeddedWorld` of the BLE module) with its sample devices and the tutorials' devices of
-/// `BLEProfiles` (`EmbeddedDevices`: "SwiftBLE Band", "SwiftBLE Piano", "SwiftBLE Scale"). Each manager opens a
+/// `BLEProfiles` (`EmbeddedDevices`: "SwiftBLE Band", "SwiftBLE Piano", "SwiftBLE Scale", "SwiftBLE Battery"). Each manager opens a
 /// controller of its own.
 public final class CBCentralManager: CBManager, @unchecked Sendable {
     private struct State {

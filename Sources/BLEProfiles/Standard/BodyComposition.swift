@@ -196,7 +196,7 @@ public struct BodyCompositionClient: Sendable {
 /// hour a tick.
 public actor SimulatedWeightScale {
     /// The name it advertises unless told otherwise.
-    public static let defaultName = "SwiftBLE Scale"
+    public static let defaultName = "SwiftBLE Weight"
     /// The weight scale features it publishes (time stamp, several users, BMI, 0.005 kg and 0.001 m resolutions).
     public static let weightFeatures: WeightScaleFeature = {
         var features: WeightScaleFeature = [.timeStamp, .multipleUsers, .bmi]

@@ -1,5 +1,6 @@
 /// The profile simulators of the embedded simulated world: the fitness band ("SwiftBLE Band"), the LED piano
-/// ("SwiftBLE Piano") and the streaming health scale ("SwiftBLE Scale"), each on a controller of its own on the
+/// ("SwiftBLE Piano"), the streaming health scale ("SwiftBLE Scale") and a battery-powered device with Battery and
+/// Device Information services ("SwiftBLE Battery"), each on a controller of its own on the
 /// process's `EmbeddedWorld`, beside its sample devices. The CoreBluetooth compatibility module starts them when a
 /// manager joins the embedded world, so that the tutorials' demo apps find their devices there.
 public enum EmbeddedDevices {
@@ -11,6 +12,8 @@ public enum EmbeddedDevices {
         public let piano: SimulatedLEDPiano
         /// The streaming health scale.
         public let scale: SimulatedHealthScale
+        /// The battery-powered device.
+        public let battery: SimulatedBattery
     }
 
     /// Starts the simulators on the process's embedded world, once; later calls return the same ones.
@@ -30,7 +33,9 @@ public enum EmbeddedDevices {
         try await piano.start()
         let scale = await SimulatedHealthScale(manager: try await manager(5, SimulatedHealthScale.defaultName))
         try await scale.start()
-        return Running(band: band, piano: piano, scale: scale)
+        let battery = await SimulatedBattery(manager: try await manager(6, SimulatedBattery.defaultName), level: 80)
+        try await battery.start(tick: .milliseconds(500))
+        return Running(band: band, piano: piano, scale: scale, battery: battery)
     }
 
     /// Starts the simulators once, whoever asks first.

@@ -1,0 +1,108 @@
+// battery-demo: the battery-level app of the CoreBluetooth tutorials — scan for devices with the Battery (180F) or
+// Device Information (180A) service, connect to the one with the wanted local name, read the manufacturer name,
+// read the battery level and follow its notifications.
+//
+//     swift run battery-demo [--name NAME] [--updates N]   ("SwiftBLE Battery" and 4 notifications by default)
+import CoreBluetoothCompat
+import Foundation
+
+/// Prints a line at once, even when standard output is a pipe (as when a test runs the demo).
+func say(_ line: String) {
+    print(line)
+    fflush(nil)
+}
+
+final class BatteryMonitor: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate {
+    let batteryServiceUUID = CBUUID(string: "180F")
+    let deviceInformationUUID = CBUUID(string: "180A")
+    let batteryLevelUUID = CBUUID(string: "2A19")
+    let manufacturerNameUUID = CBUUID(string: "2A29")
+
+    var centralManager: CBCentralManager!
+    var device: CBPeripheral?
+    var notifications = 0
+    var finishing = false
+    let wantedName: String
+    let wantedUpdates: Int
+
+    init(name: String, updates: Int) {
+        wantedName = name
+        wantedUpdates = updates
+        super.init()
+        centralManager = CBCentralManager(delegate: self, queue: nil)
+    }
+
+    func centralManagerDidUpdateState(_ central: CBCentralManager) {
+        guard central.state == .poweredOn else { return }
+        say("scanning for \(wantedName)")
+        central.scanForPeripherals(withServices: [batteryServiceUUID, deviceInformationUUID], options: nil)
+    }
+
+    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
+                        advertisementData: [String: Any], rssi RSSI: NSNumber) {
+        guard device == nil, advertisementData[CBAdvertisementDataLocalNameKey] as? String == wantedName else { return }
+        device = peripheral
+        central.stopScan()
+        central.connect(peripheral, options: nil)
+    }
+
+    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+        say("connected to \(peripheral.name ?? wantedName)")
+        peripheral.delegate = self
+        peripheral.discoverServices([batteryServiceUUID, deviceInformationUUID])
+    }
+
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: Error?) {
+        say("disconnected")
+        exit(finishing ? 0 : 1)
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: Error?) {
+        for service in peripheral.services ?? [] {
+            peripheral.discoverCharacteristics([batteryLevelUUID, manufacturerNameUUID], for: service)
+        }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: Error?) {
+        for characteristic in service.characteristics ?? [] {
+            peripheral.readValue(for: characteristic)
+            if characteristic.uuid == batteryLevelUUID, characteristic.properties.contains(.notify) {
+                peripheral.setNotifyValue(true, for: characteristic)
+            }
+        }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: Error?) {
+        guard let value = characteristic.value else { return }
+        switch characteristic.uuid {
+        case manufacturerNameUUID:
+            say("manufacturer \(String(decoding: value, as: UTF8.self))")
+        case batteryLevelUUID:
+            let level = value.first.map(Int.init) ?? -1
+            if characteristic.isNotifying {
+                notifications += 1
+                say("battery level \(level)% (notification \(notifications))")
+            } else {
+                say("battery level \(level)%")
+            }
+            if notifications >= wantedUpdates, !finishing {
+                finishing = true
+                centralManager.cancelPeripheralConnection(peripheral)
+            }
+        default:
+            break
+        }
+    }
+}
+
+func option(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    return arguments.firstIndex(of: name).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+}
+
+let monitor = BatteryMonitor(name: option("--name") ?? "SwiftBLE Battery", updates: option("--updates").flatMap(Int.init) ?? 4)
+DispatchQueue.main.asyncAfter(deadline: .now() + 60) {
+    say("timed out")
+    exit(1)
+}
+dispatchMain()
