@@ -61,7 +61,7 @@ func readmeBothRoles() async throws {
     }
     try await server.startAdvertising(name: "Ticker", serviceUUIDs: [0xFFE0])
     let client = await Central(.virtual)
-    for try await device in try await client.scan(services: [0xFFE0], timeout: .seconds(5)) {
+    for try await device in try await client.scan(services: [0xFFE0], timeout: .seconds(5)) where device.name == "Ticker" {
         let ticker = try await client.connect(device)
         let service = try await ticker.discoverServices([0xFFE0])[0]
         let tick = try await ticker.discoverCharacteristics([0xFFE1], for: service)[0]
