@@ -2,7 +2,8 @@
 // Device Information (180A) service, connect to the one with the wanted local name, read the manufacturer name,
 // read the battery level and follow its notifications.
 //
-//     swift run battery-demo [--name NAME] [--updates N]   ("SwiftBLE Battery" and 4 notifications by default)
+//     swift run battery-demo [--name NAME] [--updates N]   ("SwiftBLE Battery" and 4 notifications by default;
+//                                                          0 reads the level once and stops)
 import CoreBluetoothCompat
 import Foundation
 
@@ -21,6 +22,8 @@ final class BatteryMonitor: NSObject, CBCentralManagerDelegate, CBPeripheralDele
     var centralManager: CBCentralManager!
     var device: CBPeripheral?
     var notifications = 0
+    var manufacturer: String?
+    var hasInformationService = false
     var finishing = false
     let wantedName: String
     let wantedUpdates: Int
@@ -58,6 +61,7 @@ final class BatteryMonitor: NSObject, CBCentralManagerDelegate, CBPeripheralDele
     }
 
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: Error?) {
+        hasInformationService = peripheral.services?.contains { $0.uuid == deviceInformationUUID } ?? false
         for service in peripheral.services ?? [] {
             peripheral.discoverCharacteristics([batteryLevelUUID, manufacturerNameUUID], for: service)
         }
@@ -76,7 +80,8 @@ final class BatteryMonitor: NSObject, CBCentralManagerDelegate, CBPeripheralDele
         guard let value = characteristic.value else { return }
         switch characteristic.uuid {
         case manufacturerNameUUID:
-            say("manufacturer \(String(decoding: value, as: UTF8.self))")
+            manufacturer = String(decoding: value, as: UTF8.self)
+            say("manufacturer \(manufacturer ?? "")")
         case batteryLevelUUID:
             let level = value.first.map(Int.init) ?? -1
             if characteristic.isNotifying {
@@ -85,12 +90,13 @@ final class BatteryMonitor: NSObject, CBCentralManagerDelegate, CBPeripheralDele
             } else {
                 say("battery level \(level)%")
             }
-            if notifications >= wantedUpdates, !finishing {
-                finishing = true
-                centralManager.cancelPeripheralConnection(peripheral)
-            }
         default:
             break
+        }
+        // Done once the manufacturer is known (when the device has the service) and enough levels were notified.
+        if notifications >= wantedUpdates, manufacturer != nil || !hasInformationService, !finishing {
+            finishing = true
+            centralManager.cancelPeripheralConnection(peripheral)
         }
     }
 }

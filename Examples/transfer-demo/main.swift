@@ -5,6 +5,8 @@
 // sent it (a "who am I" characteristic tells each central the identifier the peripheral sees it as).
 //
 //     swift run transfer-demo [--file PATH] [--centrals N]
+//     swift run transfer-demo --peripheral-only [--name NAME] [--file PATH] [--centrals N]
+//         (only the peripheral, for centrals elsewhere: it exits once N of them have written back)
 import CoreBluetoothCompat
 import Foundation
 
@@ -17,7 +19,13 @@ func say(_ line: String) {
 let transferServiceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")
 let transferCharacteristicUUID = CBUUID(string: "08590F7E-DB05-467E-8757-72F6FAEB13D4")
 let whoAmIUUID = CBUUID(string: "08590F7E-DB05-467E-8757-72F6FAEB13D5")
-let peripheralName = "Transfer \(ProcessInfo.processInfo.processIdentifier)"
+func option(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    return arguments.firstIndex(of: name).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+}
+
+let peripheralName = option("--name") ?? "Transfer \(ProcessInfo.processInfo.processIdentifier)"
+let peripheralOnly = CommandLine.arguments.contains("--peripheral-only")
 
 final class TransferPeripheral: NSObject, CBPeripheralManagerDelegate {
     var peripheralManager: CBPeripheralManager!
@@ -27,6 +35,9 @@ final class TransferPeripheral: NSObject, CBPeripheralManagerDelegate {
     var sendIndex: [UUID: Int] = [:]
     var sentEOM: Set<UUID> = []
     var refusals = 0
+    var replies = 0
+    /// Called with the number of replies so far, after each.
+    var replied: (Int) -> Void = { _ in }
 
     init(data: Data) {
         dataToSend = data
@@ -83,6 +94,8 @@ final class TransferPeripheral: NSObject, CBPeripheralManagerDelegate {
             say("peripheral: \(request.central.identifier.uuidString) wrote \"\(String(decoding: request.value ?? Data(), as: UTF8.self))\"")
         }
         if let first = requests.first { peripheral.respond(to: first, withResult: .success) }
+        replies += 1
+        replied(replies)
     }
 
     /// Sends each subscribed central its next chunks until updateValue says the queue is full.
@@ -182,11 +195,6 @@ final class TransferCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDel
     }
 }
 
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    return arguments.firstIndex(of: name).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
-}
-
 let file: Data
 if let path = option("--file") {
     guard let contents = FileManager.default.contents(atPath: path) else {
@@ -205,7 +213,15 @@ final class Progress {
 }
 let progress = Progress()
 let peripheral = TransferPeripheral(data: file)
-let centrals = (0..<centralCount).map { index in
+if peripheralOnly {
+    peripheral.replied = { count in
+        guard count == centralCount else { return }
+        say("done")
+        // Let the last answer go out before the controller closes.
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.5) { exit(0) }
+    }
+}
+let centrals = (peripheralOnly ? 0 : centralCount) > 0 ? (0..<centralCount).map { index in
     TransferCentral(label: String(UnicodeScalar(UInt8(65 + index))), expected: file) {
         progress.finished += 1
         if progress.finished == centralCount {
@@ -213,7 +229,7 @@ let centrals = (0..<centralCount).map { index in
             exit(0)
         }
     }
-}
+} : []
 DispatchQueue.main.asyncAfter(deadline: .now() + 60) {
     say("timed out")
     exit(1)
