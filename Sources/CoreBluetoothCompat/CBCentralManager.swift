@@ -4,7 +4,8 @@ import Foundation
 /// What a central manager tells its delegate, as CoreBluetooth's `CBCentralManagerDelegate`.
 ///
 /// ``centralManagerDidUpdateState(_:)`` is required; the other methods have default implementations that do
-/// nothing, so a delegate implements those it needs, as with CoreBluetooth's optional methods.
+/// nothing, so a delegate implements those it needs, as with CoreBluetooth's optional methods. A method whose
+/// signature nearly matches one of them would never be called: see ``CBDelegateDiagnostics``.
 public protocol CBCentralManagerDelegate: AnyObject {
     /// The manager's ``CBCentralManager/state`` changed. Scan and connect once it is `poweredOn`.
     func centralManagerDidUpdateState(_ central: CBCentralManager)
@@ -22,11 +23,15 @@ public protocol CBCentralManagerDelegate: AnyObject {
 }
 
 extension CBCentralManagerDelegate {
-    /// Does nothing.
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
     public func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
-                               advertisementData: [String: Any], rssi RSSI: NSNumber) {}
-    /// Does nothing.
-    public func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {}
+                               advertisementData: [String: Any], rssi RSSI: NSNumber) {
+        CBDelegateDiagnostics.unhandled("centralManager(_:didDiscover:advertisementData:rssi:)", of: self, protocol: "CBCentralManagerDelegate", asked: "scanForPeripherals(withServices:options:)")
+    }
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+        CBDelegateDiagnostics.unhandled("centralManager(_:didConnect:)", of: self, protocol: "CBCentralManagerDelegate", asked: "connect(_:options:)")
+    }
     /// Does nothing.
     public func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: (any Error)?) {}
     /// Does nothing.

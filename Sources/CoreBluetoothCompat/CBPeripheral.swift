@@ -2,7 +2,8 @@ import BLE
 import Foundation
 
 /// What a peripheral tells its delegate, as CoreBluetooth's `CBPeripheralDelegate`. Every method has a default
-/// implementation that does nothing: a delegate implements those it needs.
+/// implementation that does nothing: a delegate implements those it needs (a near miss of one is caught as
+/// ``CBDelegateDiagnostics`` describes).
 ///
 /// An `error` is a ``CBATTError`` when the peripheral answered with an ATT error (its code is the ATT code), a
 /// ``CBError`` otherwise (``CBError/Code/notConnected`` for a call made while the peripheral is not connected,
@@ -41,34 +42,50 @@ public protocol CBPeripheralDelegate: AnyObject {
 }
 
 extension CBPeripheralDelegate {
-    /// Does nothing.
-    public func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {}
-    /// Does nothing.
-    public func peripheral(_ peripheral: CBPeripheral, didDiscoverIncludedServicesFor service: CBService, error: (any Error)?) {}
-    /// Does nothing.
-    public func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {}
-    /// Does nothing.
-    public func peripheral(_ peripheral: CBPeripheral, didDiscoverDescriptorsFor characteristic: CBCharacteristic, error: (any Error)?) {}
-    /// Does nothing.
-    public func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {}
-    /// Does nothing.
-    public func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: (any Error)?) {}
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
+        CBDelegateDiagnostics.unhandled("peripheral(_:didDiscoverServices:)", of: self, protocol: "CBPeripheralDelegate", asked: "discoverServices(_:)")
+    }
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheral(_ peripheral: CBPeripheral, didDiscoverIncludedServicesFor service: CBService, error: (any Error)?) {
+        CBDelegateDiagnostics.unhandled("peripheral(_:didDiscoverIncludedServicesFor:error:)", of: self, protocol: "CBPeripheralDelegate", asked: "discoverIncludedServices(_:for:)")
+    }
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheral(_ peripheral: CBPeripheral, didDiscoverCharacteristicsFor service: CBService, error: (any Error)?) {
+        CBDelegateDiagnostics.unhandled("peripheral(_:didDiscoverCharacteristicsFor:error:)", of: self, protocol: "CBPeripheralDelegate", asked: "discoverCharacteristics(_:for:)")
+    }
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheral(_ peripheral: CBPeripheral, didDiscoverDescriptorsFor characteristic: CBCharacteristic, error: (any Error)?) {
+        CBDelegateDiagnostics.unhandled("peripheral(_:didDiscoverDescriptorsFor:error:)", of: self, protocol: "CBPeripheralDelegate", asked: "discoverDescriptors(for:)")
+    }
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
+        CBDelegateDiagnostics.unhandled("peripheral(_:didUpdateValueFor:error:)", of: self, protocol: "CBPeripheralDelegate", asked: "readValue(for:) or setNotifyValue(_:for:)")
+    }
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor descriptor: CBDescriptor, error: (any Error)?) {
+        CBDelegateDiagnostics.unhandled("peripheral(_:didUpdateValueFor:error:) (descriptor)", of: self, protocol: "CBPeripheralDelegate", asked: "readValue(for:) of a descriptor")
+    }
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: (any Error)?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {}
-    /// Does nothing.
-    public func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {}
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
+        CBDelegateDiagnostics.unhandled("peripheral(_:didReadRSSI:error:)", of: self, protocol: "CBPeripheralDelegate", asked: "readRSSI()")
+    }
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService]) {}
     /// Does nothing.
     public func peripheralDidUpdateName(_ peripheral: CBPeripheral) {}
     /// Does nothing.
     public func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral) {}
-    /// Does nothing.
-    public func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?) {}
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?) {
+        CBDelegateDiagnostics.unhandled("peripheral(_:didOpen:error:)", of: self, protocol: "CBPeripheralDelegate", asked: "openL2CAPChannel(_:)")
+    }
 }
 
 /// A remote peripheral, as CoreBluetooth's `CBPeripheral`: one object per device for its manager's lifetime, the

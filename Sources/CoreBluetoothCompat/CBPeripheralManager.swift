@@ -32,9 +32,8 @@ public let CBPeripheralManagerOptionRestoreIdentifierKey = "kCBRestoreIdentifier
 ///
 /// ``peripheralManagerDidUpdateState(_:)`` is required; the other methods have default implementations that do
 /// nothing, as CoreBluetooth's optional methods. A method whose signature nearly matches one of them (a typo in a
-/// label or type) would silently never be called: the Swift compiler warns about such near misses in the type or
-/// extension that declares the conformance ("instance method … nearly matches defaulted requirement …"), so declare
-/// the conformance and the methods together and keep that warning on.
+/// label or type) would never be called: see ``CBDelegateDiagnostics`` for the compile-time warning and the run-time
+/// report that catch it.
 public protocol CBPeripheralManagerDelegate: AnyObject {
     /// The manager's ``CBPeripheralManager/state`` changed. Publish services and advertise once it is `poweredOn`.
     func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager)
@@ -80,17 +79,25 @@ extension CBPeripheralManagerDelegate {
     /// Answers the read with Request Not Supported (a delegate that publishes `nil`-valued characteristics implements
     /// this method).
     public func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
+        CBDelegateDiagnostics.unhandled("peripheralManager(_:didReceiveRead:)", of: self, protocol: "CBPeripheralManagerDelegate",
+                                        asked: "a read of a characteristic published with a nil value")
         peripheral.respond(to: request, withResult: .requestNotSupported)
     }
     /// Answers the writes with Request Not Supported (a delegate that publishes writable characteristics implements
     /// this method).
     public func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
+        CBDelegateDiagnostics.unhandled("peripheralManager(_:didReceiveWrite:)", of: self, protocol: "CBPeripheralManagerDelegate",
+                                        asked: "a write of a characteristic published with a nil value")
         if let first = requests.first { peripheral.respond(to: first, withResult: .requestNotSupported) }
     }
-    /// Does nothing.
-    public func peripheralManagerIsReady(toUpdateSubscribers peripheral: CBPeripheralManager) {}
-    /// Does nothing.
-    public func peripheralManager(_ peripheral: CBPeripheralManager, didPublishL2CAPChannel PSM: CBL2CAPPSM, error: (any Error)?) {}
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheralManagerIsReady(toUpdateSubscribers peripheral: CBPeripheralManager) {
+        CBDelegateDiagnostics.unhandled("peripheralManagerIsReady(toUpdateSubscribers:)", of: self, protocol: "CBPeripheralManagerDelegate", asked: "updateValue(_:for:onSubscribedCentrals:) returning false")
+    }
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func peripheralManager(_ peripheral: CBPeripheralManager, didPublishL2CAPChannel PSM: CBL2CAPPSM, error: (any Error)?) {
+        CBDelegateDiagnostics.unhandled("peripheralManager(_:didPublishL2CAPChannel:error:)", of: self, protocol: "CBPeripheralManagerDelegate", asked: "publishL2CAPChannel(withEncryption:)")
+    }
     /// Does nothing.
     public func peripheralManager(_ peripheral: CBPeripheralManager, didUnpublishL2CAPChannel PSM: CBL2CAPPSM, error: (any Error)?) {}
     /// Does nothing.
