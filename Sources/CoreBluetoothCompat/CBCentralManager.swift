@@ -86,7 +86,8 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         delegateQueue = makeDelegateQueue("CoreBluetoothCompat.CBCentralManager", target: queue)
         let controller = Self.controller()
-        central = Task { Central(host: await CBManager.openHost(controller)) }
+        let security = Self.security()
+        central = Task { Central(host: await CBManager.openHost(controller, security: security)) }
         super.init()
         protected.withLock { $0.delegate = delegate }
         let opening = central

@@ -54,18 +54,41 @@ public class CBManager: NSObject, @unchecked Sendable {
         setController(try HCITransportSpec(parsing: specification))
     }
 
+    private static let configuredSecurity = Locked<(configuration: SecurityConfiguration, agent: (any PairingAgent)?)?>(nil)
+
+    /// How managers created from now on pair, encrypt and bond — the I/O capabilities they declare, whether they
+    /// bond and where the bonds are kept — and who answers the pairing questions (consent, a passkey to show or to
+    /// type, a number to compare): on iOS the system's pairing dialog, here a ``PairingAgent`` of the application
+    /// (`nil`: the automatic agent, which consents and has no display or keyboard). A peripheral that refuses a
+    /// request for lack of security makes a central pair (or encrypt with its bond) and repeat it, as iOS does.
+    public static func setSecurity(_ configuration: SecurityConfiguration, pairingAgent: (any PairingAgent)? = nil) {
+        configuredSecurity.withLock { $0 = (configuration, pairingAgent) }
+    }
+
+    /// The security a new manager uses: ``setSecurity(_:pairingAgent:)``'s, else the defaults (Just Works, bonds in
+    /// memory for the embedded world and in the default bond file otherwise).
+    static func security() -> (configuration: SecurityConfiguration, agent: (any PairingAgent)?)? {
+        configuredSecurity.withLock { $0 }
+    }
+
     /// Opens the controller `choice` names (``controller()``'s answer when the manager was created), powered on; a
     /// controller that cannot be opened gives a host whose state says why (unsupported, or unauthorized without the
     /// rights).
-    static func openHost(_ choice: Result<HCITransportSpec, TransportError>) async -> HCIHost {
+    static func openHost(_ choice: Result<HCITransportSpec, TransportError>,
+                         security: (configuration: SecurityConfiguration, agent: (any PairingAgent)?)?) async -> HCIHost {
         switch choice {
         case .failure(let error):
             return HCIHost(unavailable: error)
         case .success(let spec):
             do {
-                // The embedded world has the tutorials' devices too (band, piano, scale), started once.
+                // The embedded world has the tutorials' devices too (band, piano, scale, battery), started once.
                 if spec == .virtual { try await EmbeddedDevices.start() }
-                return try await HCIHost.open(spec)
+                guard let security else { return try await HCIHost.open(spec) }
+                var configuration = HCIHost.Configuration()
+                configuration.security = security.configuration
+                let host = try await HCIHost.open(spec, configuration: configuration)
+                if let agent = security.agent { await host.setPairingAgent(agent) }
+                return host
             } catch let error as TransportError {
                 return HCIHost(unavailable: error)
             } catch {

@@ -154,7 +154,8 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
     public init(delegate: (any CBPeripheralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         delegateQueue = makeDelegateQueue("CoreBluetoothCompat.CBPeripheralManager", target: queue)
         let controller = Self.controller()
-        manager = Task { await PeripheralManager(host: await CBManager.openHost(controller)) }
+        let security = Self.security()
+        manager = Task { await PeripheralManager(host: await CBManager.openHost(controller, security: security)) }
         super.init()
         protected.withLock { $0.delegate = delegate }
         let opening = manager
