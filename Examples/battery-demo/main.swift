@@ -7,10 +7,10 @@
 import CoreBluetoothCompat
 import Foundation
 
-/// Prints a line at once, even when standard output is a pipe (as when a test runs the demo).
+/// Prints a line at once, even when standard output is a pipe (as when a test runs the demo). A plain write: stdio's
+/// `fflush(nil)` would wait for the lock of standard input, which a thread blocked in `readLine()` holds.
 func say(_ line: String) {
-    print(line)
-    fflush(nil)
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
 final class BatteryMonitor: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate {

@@ -10,10 +10,10 @@
 import CoreBluetoothCompat
 import Foundation
 
-/// Prints a line at once, even when standard output is a pipe (as when a test runs the demo).
+/// Prints a line at once, even when standard output is a pipe (as when a test runs the demo). A plain write: stdio's
+/// `fflush(nil)` would wait for the lock of standard input, which a thread blocked in `readLine()` holds.
 func say(_ line: String) {
-    print(line)
-    fflush(nil)
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
 let transferServiceUUID = CBUUID(string: "E20A39F4-73F5-4BC4-A12F-17D1AD07A961")

@@ -50,8 +50,9 @@ extension CBCentralManagerDelegate {
 /// The controller is the one `CBManager.setController(_:)` named, else the one the environment variable `SWIFT_BLE_HCI`
 /// names (the syntax of `ble --hci`: `virtual`, `hciN`, `tcp:HOST:PORT`, `serial:…`), else the process's embedded
 /// simulated world (`EmbeddedWorld` of the BLE module) with its sample devices and the tutorials' devices of
-/// `BLEProfiles` (`EmbeddedDevices`: "SwiftBLE Band", "SwiftBLE Piano", "SwiftBLE Scale", "SwiftBLE Battery"). Each manager opens a
-/// controller of its own.
+/// `BLEProfiles` (`EmbeddedDevices`: "SwiftBLE Band", "SwiftBLE Piano", "SwiftBLE Scale", "SwiftBLE Battery"). On the
+/// embedded world each manager opens a controller of its own; a real controller or TCP port is opened once per
+/// process and shared by its managers.
 public final class CBCentralManager: CBManager, @unchecked Sendable {
     private struct State {
         weak var delegate: (any CBCentralManagerDelegate)?
@@ -69,6 +70,8 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     let delegateQueue: DispatchQueue
     /// The stack's central, once its controller is open.
     let central: Task<Central, Never>
+    /// The controller chosen at creation.
+    let controllerChoice: Result<HCITransportSpec, TransportError>
     /// The central's operations, in the order the application asked for them.
     let operations = OrderedOperations()
     /// Connection attempts, one at a time (the controller initiates one connection at a time).
@@ -86,6 +89,7 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         delegateQueue = makeDelegateQueue("CoreBluetoothCompat.CBCentralManager", target: queue)
         let controller = Self.controller()
+        controllerChoice = controller
         let security = Self.security()
         central = Task { Central(host: await CBManager.openHost(controller, security: security)) }
         super.init()
@@ -113,7 +117,8 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         operations.finish()
         connections.finish()
         let opening = central
-        Task { await opening.value.powerOff() }
+        let choice = controllerChoice
+        Task { await CBManager.closeHost(opening.value.host, choice: choice) }
     }
 
     /// The object the events go to (held weakly).

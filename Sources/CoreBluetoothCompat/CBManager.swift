@@ -71,6 +71,26 @@ public class CBManager: NSObject, @unchecked Sendable {
         configuredSecurity.withLock { $0 }
     }
 
+    private static func open(_ spec: HCITransportSpec, security: (configuration: SecurityConfiguration, agent: (any PairingAgent)?)?)
+        async throws -> HCIHost {
+        guard let security else { return try await HCIHost.open(spec) }
+        var configuration = HCIHost.Configuration()
+        configuration.security = security.configuration
+        let host = try await HCIHost.open(spec, configuration: configuration)
+        if let agent = security.agent { await host.setPairingAgent(agent) }
+        return host
+    }
+
+    /// Lets go of a host ``openHost(_:security:)`` gave: powers it off, unless other managers of the process still
+    /// share it.
+    static func closeHost(_ host: HCIHost, choice: Result<HCITransportSpec, TransportError>) async {
+        if case .success(let spec) = choice, spec != .virtual {
+            await SharedHosts.shared.release(spec, host: host)
+        } else {
+            await host.powerOff()
+        }
+    }
+
     /// Opens the controller `choice` names (``controller()``'s answer when the manager was created), powered on; a
     /// controller that cannot be opened gives a host whose state says why (unsupported, or unauthorized without the
     /// rights).
@@ -81,19 +101,57 @@ public class CBManager: NSObject, @unchecked Sendable {
             return HCIHost(unavailable: error)
         case .success(let spec):
             do {
-                // The embedded world has the tutorials' devices too (band, piano, scale, battery), started once.
-                if spec == .virtual { try await EmbeddedDevices.start() }
-                guard let security else { return try await HCIHost.open(spec) }
-                var configuration = HCIHost.Configuration()
-                configuration.security = security.configuration
-                let host = try await HCIHost.open(spec, configuration: configuration)
-                if let agent = security.agent { await host.setPairingAgent(agent) }
-                return host
+                if spec == .virtual {
+                    // The embedded world has the tutorials' devices too (band, piano, scale, battery), started once.
+                    try await EmbeddedDevices.start()
+                    return try await open(spec, security: security)
+                }
+                // A real controller (or a TCP port) is opened once per process: the managers share its host, as
+                // an iOS app's managers share the radio.
+                return try await SharedHosts.shared.acquire(spec) { try await open(spec, security: security) }
             } catch let error as TransportError {
                 return HCIHost(unavailable: error)
             } catch {
                 return HCIHost(unavailable: TransportError(.openFailed, "\(error)"))
             }
         }
+    }
+}
+
+/// The hosts of the real controllers (and TCP ports) this process opened, shared by its managers: a controller can
+/// be opened once (a user channel is exclusive; a TCP controller serves one host at a time).
+actor SharedHosts {
+    static let shared = SharedHosts()
+    private var hosts: [HCITransportSpec: (opening: Task<HCIHost, any Error>, users: Int)] = [:]
+
+    /// The host of `spec`, opened by `open` unless another manager holds it already (the first manager's security
+    /// configuration applies to all).
+    func acquire(_ spec: HCITransportSpec, open: @escaping @Sendable () async throws -> HCIHost) async throws -> HCIHost {
+        if let entry = hosts[spec] {
+            hosts[spec] = (entry.opening, entry.users + 1)
+            return try await entry.opening.value
+        }
+        let opening = Task { try await open() }
+        hosts[spec] = (opening, 1)
+        do {
+            return try await opening.value
+        } catch {
+            hosts[spec] = nil
+            throw error
+        }
+    }
+
+    /// One manager less on `spec`'s host; the last one powers it off.
+    func release(_ spec: HCITransportSpec, host: HCIHost) async {
+        guard let entry = hosts[spec] else {
+            await host.powerOff()
+            return
+        }
+        if entry.users > 1 {
+            hosts[spec] = (entry.opening, entry.users - 1)
+            return
+        }
+        hosts[spec] = nil
+        await host.powerOff()
     }
 }

@@ -112,7 +112,8 @@ extension CBPeripheralManagerDelegate {
 /// ``CBCentral`` that sent it; several centrals may be connected at once (advertising goes on while they are).
 ///
 /// The controller is chosen as for ``CBCentralManager`` (`CBManager.setController(_:)`, else `SWIFT_BLE_HCI`, else
-/// the embedded simulated world); each manager opens a controller of its own.
+/// the embedded simulated world); on the embedded world each manager has a controller of its own, on a real
+/// controller or TCP port the process's managers share one host.
 public final class CBPeripheralManager: CBManager, @unchecked Sendable {
     private struct State {
         weak var delegate: (any CBPeripheralManagerDelegate)?
@@ -140,6 +141,8 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
     let delegateQueue: DispatchQueue
     /// The stack's peripheral manager, once its controller is open.
     let manager: Task<PeripheralManager, Never>
+    /// The controller chosen at creation.
+    let controllerChoice: Result<HCITransportSpec, TransportError>
     /// The manager's operations, in the order the application asked for them.
     private let operations = OrderedOperations()
 
@@ -154,6 +157,7 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
     public init(delegate: (any CBPeripheralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         delegateQueue = makeDelegateQueue("CoreBluetoothCompat.CBPeripheralManager", target: queue)
         let controller = Self.controller()
+        controllerChoice = controller
         let security = Self.security()
         manager = Task { await PeripheralManager(host: await CBManager.openHost(controller, security: security)) }
         super.init()
@@ -206,7 +210,8 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         for task in tasks { task.cancel() }
         operations.finish()
         let opening = manager
-        Task { await opening.value.powerOff() }
+        let choice = controllerChoice
+        Task { await CBManager.closeHost(opening.value.host, choice: choice) }
     }
 
     /// The object the events go to (held weakly).

@@ -8,23 +8,35 @@ import Testing
 /// `SWIFT_BLE_HCI=tcp:127.0.0.1:PORT` joins it, beside devices the test runs and controls.
 final class DemoAir: Sendable {
     let air = VirtualAir(clock: .realTime)
-    let server: H4TCPServer
-    private let accepting: Task<Void, Never>
+    let servers: [H4TCPServer]
+    private let accepting: [Task<Void, Never>]
+    private let accepted = AcceptCounter()
 
-    init() throws {
-        let server = try H4TCPServer(host: "127.0.0.1", port: 0)
-        self.server = server
+    /// An air with `ports` TCP-served controllers (each serves one host connection at a time).
+    init(ports: Int = 1) throws {
+        servers = try (0..<ports).map { _ in try H4TCPServer(host: "127.0.0.1", port: 0) }
         let air = air
-        accepting = Task {
-            for await client in server.connections {
-                let controller = air.addController(.init(position: Position(x: 0)))
-                Task { await controller.attach(client) }
-            }
+        var tasks: [Task<Void, Never>] = []
+        for (index, server) in servers.enumerated() {
+            tasks.append(Task { [accepted] in
+                for await client in server.connections {
+                    accepted.count.withLock { $0 += 1 }
+                    let controller = air.addController(.init(position: Position(x: Double(index) * 0.5)))
+                    Task { await controller.attach(client) }
+                }
+            })
         }
+        accepting = tasks
     }
 
-    /// The `SWIFT_BLE_HCI` value of the served controller.
-    var specification: String { "tcp:127.0.0.1:\(server.port)" }
+    /// The host connections the servers accepted so far.
+    var connectionsAccepted: Int { accepted.count.withLock { $0 } }
+
+    /// The `SWIFT_BLE_HCI` value of the first served controller.
+    var specification: String { specification(0) }
+
+    /// The `SWIFT_BLE_HCI` value of served controller `index`.
+    func specification(_ index: Int) -> String { "tcp:127.0.0.1:\(servers[index].port)" }
 
     /// A peripheral manager on a new controller of this air.
     func peripheralManager(named name: String, at x: Double) async throws -> PeripheralManager {
@@ -32,8 +44,8 @@ final class DemoAir: Sendable {
     }
 
     func shutdown() {
-        accepting.cancel()
-        server.close()
+        for task in accepting { task.cancel() }
+        for server in servers { server.close() }
         air.shutdown()
     }
 }
@@ -41,12 +53,13 @@ final class DemoAir: Sendable {
 /// A demo executable running as a child process, its standard output read line by line.
 final class DemoProcess: Sendable {
     private let process: Process
+    private let input: FileHandle?
     private let lines = Mutex<(buffered: [String], waiter: (id: Int, continuation: CheckedContinuation<String?, Never>)?, ended: Bool, next: Int)>(([], nil, false, 0))
     private let all = Mutex<[String]>([])
 
     /// Starts `name` (built next to the test bundle) with `arguments`, on the controller `hci` names (`nil`: the
     /// embedded world).
-    init(_ name: String, arguments: [String] = [], hci: String?) throws {
+    init(_ name: String, arguments: [String] = [], hci: String?, withInput: Bool = false) throws {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         process = Process()
         process.executableURL = directory.appendingPathComponent(name)
@@ -57,6 +70,14 @@ final class DemoProcess: Sendable {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.standardError
+        if withInput {
+            let stdin = Pipe()
+            process.standardInput = stdin
+            input = stdin.fileHandleForWriting
+        } else {
+            process.standardInput = FileHandle.nullDevice
+            input = nil
+        }
         try process.run()
         let handle = pipe.fileHandleForReading
         Thread.detachNewThread { [weak self] in
@@ -106,6 +127,16 @@ final class DemoProcess: Sendable {
         waiter?.resume(returning: nil)
     }
 
+    /// Writes a line to the process's standard input (started `withInput`).
+    func type(_ line: String) {
+        input?.write(Data((line + "\n").utf8))
+    }
+
+    /// Closes the process's standard input.
+    func endInput() {
+        try? input?.close()
+    }
+
     /// The next line of output, or `nil` at the end of the output or after `timeout`.
     func nextLine(timeout: Duration = .seconds(20)) async -> String? {
         await withCheckedContinuation { continuation in
@@ -151,4 +182,9 @@ final class DemoProcess: Sendable {
         while await nextLine(timeout: .milliseconds(500)) != nil {}
         return (process.isRunning ? -1 : process.terminationStatus, all.withLock { $0 })
     }
+}
+
+/// The number of host connections a ``DemoAir`` accepted.
+final class AcceptCounter: Sendable {
+    let count = Mutex(0)
 }

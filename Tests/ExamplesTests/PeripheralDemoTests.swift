@@ -37,6 +37,27 @@ import Testing
                            "Bob> then goodbye", "Alice> goodbye", "conversation over"])
     }
 
+    /// Two chat-demo processes, one peer each, on two TCP-served controllers: each process's central and peripheral
+    /// managers share one connection to its controller, and the lines typed on each side reach the other.
+    @Test func chatDemoPeersInTwoProcessesTalkThroughTypedLines() async throws {
+        let air = try DemoAir(ports: 2)
+        defer { air.shutdown() }
+        let alice = try DemoProcess("chat-demo", arguments: ["--name", "Alice", "--peer", "Bob"], hci: air.specification(0), withInput: true)
+        let bob = try DemoProcess("chat-demo", arguments: ["--name", "Bob", "--peer", "Alice"], hci: air.specification(1), withInput: true)
+        #expect(await alice.waitFor { $0 == "[Alice] connected to Bob; type a line and press return" } != nil)
+        #expect(await bob.waitFor { $0 == "[Bob] connected to Alice; type a line and press return" } != nil)
+        alice.type("hello from the first terminal")
+        #expect(await bob.waitFor { $0.hasPrefix("Alice> ") } == "Alice> hello from the first terminal")
+        bob.type("and back from the second")
+        #expect(await alice.waitFor { $0.hasPrefix("Bob> ") } == "Bob> and back from the second")
+        // One host connection per process: its two managers share it.
+        #expect(air.connectionsAccepted == 2)
+        alice.endInput()
+        bob.endInput()
+        #expect(await alice.finish().status == 0)
+        #expect(await bob.finish().status == 0)
+    }
+
     /// The battery demo finds the battery device by its services and name, reads the manufacturer and follows the
     /// level's notifications.
     @Test func batteryDemoReadsTheManufacturerAndFollowsTheLevel() async throws {
