@@ -172,6 +172,13 @@ public final class Central: Sendable {
         return peripheral
     }
 
+    /// Abandons a ``connect(_:name:timeout:)`` to `address` still in progress (its call throws `CancellationError`);
+    /// returns whether one was. An attempt to another device is left alone.
+    @discardableResult
+    public func cancelConnectionAttempt(to address: LEAddress) async -> Bool {
+        await host.cancelConnectionAttempt(to: address)
+    }
+
     /// Disconnects a peripheral (no automatic reconnection follows).
     public func disconnect(_ peripheral: RemotePeripheral) async throws {
         // Told before the command goes out: the link-loss watcher must not take this disconnection for a loss, whatever

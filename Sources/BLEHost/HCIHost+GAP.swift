@@ -122,10 +122,13 @@ extension HCIHost {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
         guard !initiating else { throw HostError(.connectionInProgress, "another connection attempt is in progress") }
         initiating = true
+        initiatingPeer = peer
         earlyConnection = nil
         connectionTimedOut = false
+        connectionAbandoned = false
         defer {
             initiating = false
+            initiatingPeer = nil
             initiatingAddress = nil
             earlyConnection = nil
         }
@@ -143,6 +146,10 @@ extension HCIHost {
         // A fast controller's LE Connection Complete can be handled before this call resumes from the Command Status:
         // it is then waiting in earlyConnection.
         if let early = earlyConnection { return try early.get() }
+        if connectionAbandoned {
+            // Abandoned while LE Create Connection was being sent: cancel it as soon as the call waits.
+            Task { [weak self] in await self?.cancelConnection() }
+        }
         let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)
             guard !Task.isCancelled else { return }
@@ -160,6 +167,19 @@ extension HCIHost {
         } else if initiating {
             earlyConnection = outcome
         }
+    }
+
+    /// Abandons the connection attempt to `peer` in progress (LE Create Connection Cancel): its ``connect(to:timeout:supervisionTimeout:)``
+    /// call throws `CancellationError`. Returns whether an attempt to `peer` was pending; an attempt to another
+    /// device is left alone. If the link comes up before the controller cancels, it is kept: the connect call
+    /// returns it, and the caller decides (as after any successful connect).
+    @discardableResult
+    public func cancelConnectionAttempt(to peer: LEAddress) async -> Bool {
+        guard initiating, initiatingPeer == peer else { return false }
+        connectionAbandoned = true
+        guard pendingConnection != nil else { return true }
+        await cancelConnection()
+        return true
     }
 
     private func cancelConnection() async {
@@ -254,7 +274,9 @@ extension HCIHost {
         if role == .peripheral { advertisingEnabled = false }
         guard status == .success else {
             if role == .central {
-                if connectionTimedOut && status == .unknownConnectionIdentifier {
+                if connectionAbandoned && status == .unknownConnectionIdentifier {
+                    completeInitiation(.failure(CancellationError()))
+                } else if connectionTimedOut && status == .unknownConnectionIdentifier {
                     completeInitiation(.failure(HostError(.connectionTimedOut, "the connection attempt timed out and was cancelled")))
                 } else {
                     completeInitiation(.failure(HostError(.connectionFailed(status), "connection failed: \(status)")))

@@ -82,6 +82,10 @@ public actor HCIHost {
     /// The outcome of LE Create Connection when it came before the connect call waited for it.
     var earlyConnection: Result<HostConnection, any Error>?
     var connectionTimedOut = false
+    /// The application abandoned the attempt in progress (``cancelConnectionAttempt(to:)``).
+    var connectionAbandoned = false
+    /// The peer of the connection attempt in progress.
+    var initiatingPeer: LEAddress?
     var reader: Task<Void, Never>?
     /// The GATT engine of this host's links, while someone holds it (see ``gattEngine()``).
     weak var sharedEngine: GATTEngine?

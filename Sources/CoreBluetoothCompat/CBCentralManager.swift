@@ -328,9 +328,17 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
 
     /// Disconnects a peripheral, or abandons a connection attempt still pending.
     /// ``CBCentralManagerDelegate/centralManager(_:didDisconnectPeripheral:error:)`` follows with a `nil` error for a
-    /// connected peripheral. An abandoned attempt is reported by no callback (the link is dropped if it comes up).
+    /// connected peripheral. An abandoned attempt is reported by no callback: the controller's attempt is cancelled
+    /// (LE Create Connection Cancel), or, if it has not started, never made; a link that comes up anyway is dropped.
     public func cancelPeripheralConnection(_ peripheral: CBPeripheral) {
-        guard let remote = peripheral.beginDisconnecting() else { return }
+        let wasConnecting = peripheral.state == .connecting
+        guard let remote = peripheral.beginDisconnecting() else {
+            guard wasConnecting else { return }
+            let opening = central
+            let address = peripheral.address
+            operations.submit { await opening.value.cancelConnectionAttempt(to: address) }
+            return
+        }
         let opening = central
         operations.submit {
             let central = await opening.value

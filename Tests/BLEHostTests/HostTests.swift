@@ -96,6 +96,25 @@ import Testing
         _ = try await connect(central, peripheral, peripheralAddress: pc.address)
     }
 
+    /// An attempt abandoned by the application is cancelled at the controller at once (not at its timeout); an
+    /// attempt to another device is not touched; the controller is free again afterwards.
+    @Test func anAbandonedConnectionAttemptIsCancelledAtOnce() async throws {
+        let world = World()
+        let (central, _) = try await world.host()
+        let nobody = LEAddress(BluetoothAddress(0xC0FF_EE00_0002), type: .random)
+        let someoneElse = LEAddress(BluetoothAddress(0xC0FF_EE00_0003), type: .random)
+        let started = ContinuousClock.now
+        let attempt = Task { try await central.connect(to: nobody, timeout: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await central.cancelConnectionAttempt(to: someoneElse) == false)
+        #expect(await central.cancelConnectionAttempt(to: nobody))
+        await #expect(throws: CancellationError.self) { _ = try await attempt.value }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(await central.cancelConnectionAttempt(to: nobody) == false)
+        let (peripheral, pc) = try await world.host(at: 1)
+        _ = try await connect(central, peripheral, peripheralAddress: pc.address)
+    }
+
     @Test func signalingAnswersUnknownAndMalformedCommands() async throws {
         let world = World()
         let (peripheral, pc) = try await world.host()

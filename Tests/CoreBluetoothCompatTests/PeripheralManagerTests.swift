@@ -307,3 +307,67 @@ final class LineQueue: Sendable {
         }
     }
 }
+
+/// A central that connects to a device nobody advertises, abandons the attempt, then connects to the lab device.
+final class AbandoningCentral: NSObject, CBCentralManagerDelegate {
+    var manager: CBCentralManager!
+    let log: AsyncStream<String>.Continuation
+    var lab: CBPeripheral?
+    var ghost: CBPeripheral?
+
+    init(queue: DispatchQueue, log: AsyncStream<String>.Continuation) {
+        self.log = log
+        super.init()
+        manager = CBCentralManager(delegate: self, queue: queue)
+    }
+
+    func centralManagerDidUpdateState(_ central: CBCentralManager) {
+        guard central.state == .poweredOn else { return }
+        // An identifier of ours names an address: a device that never advertises.
+        let ghost = central.retrievePeripherals(withIdentifiers: [UUID(uuidString: "53424C45-0000-8001-8000-C0FFEE000009")!])[0]
+        self.ghost = ghost
+        central.connect(ghost)
+        log.yield("ghost \(ghost.state.rawValue)")
+        central.cancelPeripheralConnection(ghost)
+        log.yield("ghost \(ghost.state.rawValue)")
+        central.scanForPeripherals(withServices: [CBUUID(string: "180D")])
+    }
+
+    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
+        guard lab == nil, peripheral.name == "SwiftBLELab" else { return }
+        lab = peripheral
+        central.stopScan()
+        central.connect(peripheral)
+    }
+
+    func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+        log.yield("connected \(peripheral.name ?? "?")")
+        central.cancelPeripheralConnection(peripheral)
+    }
+
+    func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: Error?) {
+        log.yield("failed \(peripheral === ghost ? "ghost" : "lab")")
+    }
+
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: Error?) {
+        log.yield("disconnected \(peripheral === ghost ? "ghost" : "lab") \(error == nil)")
+    }
+}
+
+@Suite struct PendingConnectionTests {
+    /// Cancelling a pending connection is reported by no callback and frees the controller at once: the next
+    /// connection does not wait for the abandoned attempt's 30-second timeout.
+    @Test func cancellingAPendingConnectionFreesTheControllerAtOnce() async throws {
+        let (stream, log) = AsyncStream.makeStream(of: String.self)
+        let lines = LineQueue(stream)
+        let started = ContinuousClock.now
+        let central = AbandoningCentral(queue: DispatchQueue(label: "abandoning central"), log: log)
+        #expect(await lines.next() == "ghost 1")
+        #expect(await lines.next() == "ghost 0")
+        #expect(await lines.next() == "connected SwiftBLELab")
+        #expect(await lines.next() == "disconnected lab true")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(await lines.next(timeout: .milliseconds(300)) == nil)
+        withExtendedLifetime(central) {}
+    }
+}
