@@ -34,7 +34,7 @@ final class TypoScanner: NSObject, CBCentralManagerDelegate {
         let lines = LineQueue(stream)
         let scanner = TypoScanner(queue: DispatchQueue(label: "typo scanner"), log: log)
         // The sample devices advertise several times a second: wait for the report, then a little more.
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(25)
         while reports.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         try await Task.sleep(for: .milliseconds(500))
         scanner.manager.stopScan()
