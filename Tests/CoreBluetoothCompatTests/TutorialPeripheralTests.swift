@@ -27,7 +27,7 @@ final class TransferPeripheral: NSObject, CBPeripheralManagerDelegate {
     let name: String
     let log: AsyncStream<String>.Continuation
 
-    init(text: String, name: String, queue: DispatchQueue, log: AsyncStream<String>.Continuation) {
+    init(text: String, name: String, queue: DispatchQueue?, log: AsyncStream<String>.Continuation) {
         dataToSend = Data(text.utf8)
         self.name = name
         self.log = log
@@ -50,7 +50,7 @@ final class TransferPeripheral: NSObject, CBPeripheralManagerDelegate {
     }
 
     func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
-        log.yield("peripheral state \(peripheral.state.rawValue)")
+        log.yield("peripheral state \(peripheral.state.rawValue) main thread \(Thread.isMainThread)")
         guard peripheral.state == .poweredOn else { return }
         setupPeripheral()
     }
@@ -273,10 +273,13 @@ struct Unchecked<Value>: @unchecked Sendable {
         let (peripheralLines, peripheralLog) = AsyncStream.makeStream(of: String.self)
         let (centralLines, centralLog) = AsyncStream.makeStream(of: String.self)
         let name = "Transfer \(UInt16.random(in: 1000...9999))"
-        let peripheral = TransferPeripheral(text: Self.text, name: name, queue: queue, log: peripheralLog)
+        // The peripheral delivers on the main queue (`queue: nil`), as an iOS app's does; the centrals on a queue of
+        // their own.
+        let peripheral = TransferPeripheral(text: Self.text, name: name, queue: nil, log: peripheralLog)
         let started = await Self.collect(peripheralLines) { $0.contains { $0.hasPrefix("advertising") } }
         #expect(started.contains("added E20A39F4-73F5-4BC4-A12F-17D1AD07A961 error none"))
         #expect(started.contains("advertising true error none"))
+        #expect(started.first?.hasPrefix("peripheral state 5") == true)
         let first = TransferCentral(reply: "thanks from A", peripheralName: name, queue: queue, log: centralLog)
         let second = TransferCentral(reply: "thanks from B", peripheralName: name, queue: queue, log: centralLog)
         let lines = await Self.collect(centralLines) { lines in lines.filter { $0 == "notifying false" }.count == 2 }
@@ -289,12 +292,12 @@ struct Unchecked<Value>: @unchecked Sendable {
         #expect(lines.filter { $0.hasPrefix("count ") && $0.hasSuffix(" subscribed") }.count == 2)
         // Each central's writes are recorded under its own identifier.
         let box = Unchecked(peripheral)
-        let writes = await withCheckedContinuation { continuation in queue.async { continuation.resume(returning: box.value.writes) } }
+        let writes = await withCheckedContinuation { continuation in DispatchQueue.main.async { continuation.resume(returning: box.value.writes) } }
         #expect(writes.count == 2)
         #expect(Set(writes.values.map { $0.first ?? "" }) == ["thanks from A", "thanks from B"])
         #expect(writes.values.allSatisfy { $0.last == "refuse me" })
         let (reads, subscribed) = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: (box.value.reads, box.value.subscribed.count)) }
+            DispatchQueue.main.async { continuation.resume(returning: (box.value.reads, box.value.subscribed.count)) }
         }
         #expect(reads == 2)
         #expect(subscribed == 0)
