@@ -99,7 +99,10 @@ public struct CharacteristicDiscovery: GATTProcedure {
             // a value takes the range's last handle).
             let more = try walk.advance(past: found.suffix(r.entries.count).map { ($0.declarationHandle, $0.valueHandle) },
                                         "characteristic discovery")
-            return more ? .request(nextRequest) : .finished(result())
+            // A declaration is followed immediately by its value (Core 5.4, Vol 3, Part G, 3.3.2), so one more needs
+            // two handles: when only the range's last handle is left (the last value's descriptor, if anything), no
+            // declaration fits and the walk is over without asking.
+            return more && walk.start < walk.end ? .request(nextRequest) : .finished(result())
         default:
             throw GATTError(.malformedResponse, "characteristic discovery: \(response.opcode)")
         }
