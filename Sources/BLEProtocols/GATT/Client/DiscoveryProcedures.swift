@@ -50,8 +50,9 @@ public struct PrimaryServiceDiscovery: GATTProcedure {
 }
 
 /// Characteristic discovery within a service (Read By Type of Characteristic declarations), optionally keeping only
-/// one UUID. Each characteristic ends where the next declaration starts, the last at the range's end.
-/// Core 5.4, Vol 3, Part G, 4.6.1 and 4.6.2.
+/// one UUID. Each characteristic ends where the next declaration starts, the last at the range's end. The walk ends
+/// on Attribute Not Found, or without asking when the last value leaves at most one handle of the range (a
+/// declaration needs two). Core 5.4, Vol 3, Part G, 4.6.1 and 4.6.2.
 public struct CharacteristicDiscovery: GATTProcedure {
     private var walk: HandleWalk
     private let uuid: BluetoothUUID?
