@@ -101,6 +101,16 @@ public final class RemotePeripheral: Sendable, Identifiable {
         return all.filter { uuids.contains($0.uuid) }
     }
 
+    /// Discovers everything at once: every primary service with its characteristics and, unless `descriptors` is
+    /// false, their descriptors. It takes far fewer round trips than discovering service by service (the
+    /// characteristics of all services in one walk over the handles, the descriptors only where a characteristic
+    /// leaves room for them, those of several characteristics per request) and gives the same services,
+    /// characteristics and descriptors; use ``discoverServices(_:)`` and ``discoverCharacteristics(_:for:)`` when
+    /// only some are wanted.
+    public func discoverAll(descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
+        try await engine.discoverDatabase(await link.handle, descriptors: descriptors)
+    }
+
     /// Discovers a characteristic's descriptors.
     public func discoverDescriptors(for characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
         try await engine.discoverDescriptors(await link.handle, of: characteristic)

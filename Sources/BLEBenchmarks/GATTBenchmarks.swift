@@ -62,8 +62,12 @@ enum GATTBenchmarks {
         }
     }
 
-    /// Discovers everything on a device serving `database` and returns the ATT requests it took.
-    static func discoveryRoundTrips(_ database: GATTDatabase) async throws -> (requests: Int, services: Int, characteristics: Int, descriptors: Int) {
+    /// Discovers everything on a device serving `database` and returns the ATT requests it took: service by service
+    /// (services, each one's characteristics, each characteristic's descriptors, as CoreBluetooth-style callers do)
+    /// when `whole` is false, with ``GATTEngine/discoverDatabase(_:descriptors:)`` when it is true. With `exchangeMTU`
+    /// false the link stays at the default ATT_MTU of 23.
+    static func discoveryRoundTrips(_ database: GATTDatabase, whole: Bool = false, exchangeMTU: Bool = true) async throws
+        -> (requests: Int, services: Int, characteristics: Int, descriptors: Int) {
         let air = VirtualAir(clock: .realTime)
         defer { air.shutdown() }
         let peripheral = HCIHost(transport: air.addController(.init()).makeHostTransport())
@@ -77,14 +81,22 @@ enum GATTBenchmarks {
         let link = try await central.connect(to: address)
         let client = GATTEngine(host: central)
         await client.start()
-        _ = try await client.exchangeMTU(link.handle)
+        if exchangeMTU { _ = try await client.exchangeMTU(link.handle) }
         let before = await client.requestCount
         var characteristics = 0, descriptors = 0
-        let services = try await client.discoverPrimaryServices(link.handle)
-        for service in services {
-            let found = try await client.discoverCharacteristics(link.handle, of: service)
-            characteristics += found.count
-            for c in found { descriptors += try await client.discoverDescriptors(link.handle, of: c).count }
+        let services: [GATTService]
+        if whole {
+            let found = try await client.discoverDatabase(link.handle)
+            services = found.map(\.service)
+            characteristics = found.reduce(0) { $0 + $1.characteristics.count }
+            descriptors = found.reduce(0) { $0 + $1.characteristics.reduce(0) { $0 + $1.descriptors.count } }
+        } else {
+            services = try await client.discoverPrimaryServices(link.handle)
+            for service in services {
+                let found = try await client.discoverCharacteristics(link.handle, of: service)
+                characteristics += found.count
+                for c in found { descriptors += try await client.discoverDescriptors(link.handle, of: c).count }
+            }
         }
         let requests = await client.requestCount - before
         await central.powerOff()

@@ -118,10 +118,16 @@ try await GATTBenchmarks.run()
 print("== LE credit based channel (MPS 247, 16 credits returned as SDUs are consumed)")
 try await L2CAPBenchmarks.run()
 
-print("== ATT round trips for a full discovery (services, characteristics, descriptors), MTU 247")
+print("== ATT round trips for a full discovery (services, characteristics, descriptors) of the lab device (ble serve --device lab)")
 let demoDevice = SampleDevice.lab.database(name: SampleDevice.lab.defaultName)
-let discovery = try await GATTBenchmarks.discoveryRoundTrips(demoDevice)
-print("  the demo device (ble serve --device lab): \(discovery.services) services, \(discovery.characteristics) characteristics, \(discovery.descriptors) descriptors in \(discovery.requests) ATT round trips")
+for exchange in [true, false] {
+    for whole in [false, true] {
+        let discovery = try await GATTBenchmarks.discoveryRoundTrips(demoDevice, whole: whole, exchangeMTU: exchange)
+        let how = whole ? "whole database (discoverDatabase)" : "service by service"
+        print("  MTU \(exchange ? "247" : " 23"), \(how.padding(toLength: 34, withPad: " ", startingAt: 0)): \(discovery.services) services, "
+              + "\(discovery.characteristics) characteristics, \(discovery.descriptors) descriptors in \(discovery.requests) ATT round trips")
+    }
+}
 
 print("== Pairing between two hosts on the in-process virtual controller (HCIHost.pair: Pairing Request to the last key)")
 try await PairingBenchmarks.run()

@@ -36,6 +36,14 @@ extension GATTEngine {
         try await run(DescriptorDiscovery(of: characteristic), on: handle)
     }
 
+    /// Discovers every primary service, its characteristics and (unless `descriptors` is false) their descriptors in
+    /// as few round trips as the Core Specification allows: the characteristics of all services in one walk, the
+    /// descriptors only where a characteristic leaves room for them, several gaps per request (``DatabaseDiscovery``).
+    /// The result equals discovering each service and characteristic separately.
+    public func discoverDatabase(_ handle: ConnectionHandle, descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
+        try await run(DatabaseDiscovery(descriptors: descriptors), on: handle)
+    }
+
     /// Discovers the services a service includes. Core 5.4, Vol 3, Part G, 4.5.1.
     public func discoverIncludedServices(_ handle: ConnectionHandle, of service: GATTService) async throws -> [GATTService] {
         try await run(IncludedServiceDiscovery(of: service), on: handle)

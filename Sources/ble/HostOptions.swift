@@ -141,15 +141,10 @@ struct ClientSession: Sendable {
     mutating func discover() async throws {
         let peripheral = peripheral
         tree = try await during("discovering the services of \(target)") {
-            var tree: [(service: GATTService, characteristics: [(GATTCharacteristic, [GATTDescriptor])])] = []
-            for service in try await peripheral.discoverServices() {
-                var characteristics: [(GATTCharacteristic, [GATTDescriptor])] = []
-                for c in try await peripheral.discoverCharacteristics(for: service) {
-                    characteristics.append((c, try await peripheral.discoverDescriptors(for: c)))
-                }
-                tree.append((service, characteristics))
+            // The whole database at once: the same tree as service by service, in far fewer round trips.
+            try await peripheral.discoverAll().map { entry in
+                (service: entry.service, characteristics: entry.characteristics.map { ($0.characteristic, $0.descriptors) })
             }
-            return tree
         }
     }
 

@@ -62,6 +62,31 @@ import Testing
         #expect(try await remote.discoverServices().contains { $0.uuid == .battery })
     }
 
+    /// `discoverAll` finds what per-service discovery finds (the secondary service's characteristic, inside the
+    /// whole walk's range, is left out), with its extended properties descriptor, and in fewer requests.
+    @Test func discoverAllMatchesPerServiceDiscovery() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, _, remote) = try await setUp(air)
+        defer { withExtendedLifetime(manager) {} }
+        let all = try await remote.discoverAll()
+        let services = try await remote.discoverServices()
+        #expect(all.map(\.service) == services)
+        for (entry, service) in zip(all, services) {
+            let characteristics = try await remote.discoverCharacteristics(for: service)
+            #expect(entry.characteristics.map(\.characteristic) == characteristics)
+            for (item, characteristic) in zip(entry.characteristics, characteristics) {
+                #expect(item.descriptors == (try await remote.discoverDescriptors(for: characteristic)))
+            }
+        }
+        let outer = try #require(all.first { $0.service.uuid == Self.outer })
+        #expect(outer.characteristics.map(\.characteristic.uuid) == [Self.reliable, 0x2A29])
+        #expect(outer.characteristics.first?.descriptors.map(\.uuid) == [0x2900])
+        #expect(!all.contains { $0.characteristics.contains { $0.characteristic.uuid == 0x2A19 } })
+        let bare = try await remote.discoverAll(descriptors: false)
+        #expect(bare.flatMap(\.characteristics).allSatisfy { $0.descriptors.isEmpty })
+    }
+
     @Test func advertisingRestartsAfterConnectionsAndCarriesTXPower() async throws {
         let air = VirtualAir(clock: .realTime)
         defer { air.shutdown() }

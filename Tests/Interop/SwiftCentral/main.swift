@@ -183,6 +183,20 @@ for service in services {
     }
 }
 result("services", services.count)
+// The whole-database discovery (characteristics of all services in one walk, descriptors several gaps per request)
+// must find the same tree as the per-service one above.
+let whole = await step("discover the whole database") { try await peripheral.discoverAll() }
+var perService: [GATTDiscoveredService] = []
+for service in services {
+    var entries: [GATTDiscoveredCharacteristic] = []
+    let found = await step("rediscover characteristics of \(service.uuid)") { try await peripheral.discoverCharacteristics(for: service) }
+    for c in found {
+        let descriptors = await step("rediscover descriptors of \(c.uuid)") { try await peripheral.discoverDescriptors(for: c) }
+        entries.append(GATTDiscoveredCharacteristic(characteristic: c, descriptors: descriptors))
+    }
+    perService.append(GATTDiscoveredService(service: service, characteristics: entries))
+}
+check(whole == perService, "whole-database discovery differs from per-service discovery: \(whole) vs \(perService)")
 func characteristic(_ uuid: BluetoothUUID) -> GATTCharacteristic {
     guard let c = characteristics[uuid] else { fail("no characteristic \(uuid) discovered") }
     return c

@@ -50,8 +50,9 @@ public struct PrimaryServiceDiscovery: GATTProcedure {
 }
 
 /// Characteristic discovery within a service (Read By Type of Characteristic declarations), optionally keeping only
-/// one UUID. Each characteristic ends where the next declaration starts, the last at the range's end.
-/// Core 5.4, Vol 3, Part G, 4.6.1 and 4.6.2.
+/// one UUID. Each characteristic ends where the next declaration starts, the last at the range's end. The walk ends
+/// on Attribute Not Found, or without asking when the last value leaves at most one handle of the range (a
+/// declaration needs two). Core 5.4, Vol 3, Part G, 4.6.1 and 4.6.2.
 public struct CharacteristicDiscovery: GATTProcedure {
     private var walk: HandleWalk
     private let uuid: BluetoothUUID?
@@ -99,7 +100,10 @@ public struct CharacteristicDiscovery: GATTProcedure {
             // a value takes the range's last handle).
             let more = try walk.advance(past: found.suffix(r.entries.count).map { ($0.declarationHandle, $0.valueHandle) },
                                         "characteristic discovery")
-            return more ? .request(nextRequest) : .finished(result())
+            // A declaration is followed immediately by its value (Core 5.4, Vol 3, Part G, 3.3.2), so one more needs
+            // two handles: when only the range's last handle is left (the last value's descriptor, if anything), no
+            // declaration fits and the walk is over without asking.
+            return more && walk.start < walk.end ? .request(nextRequest) : .finished(result())
         default:
             throw GATTError(.malformedResponse, "characteristic discovery: \(response.opcode)")
         }
