@@ -336,6 +336,9 @@ public enum ATTServer {
     }
 
     static func prepareWrite(_ r: ATTPrepareWriteRequest, _ c: inout ATTServerConnection, _ db: GATTDatabase) -> ATTPDU {
+        // The response echoes the part value, and no PDU may exceed ATT_MTU: a part value is at most ATT_MTU - 5
+        // octets (Core 5.4, Vol 3, Part F, 3.4.6.1-2); a longer request is malformed.
+        guard 5 + r.value.count <= c.mtu else { return fail(.prepareWriteRequest, 0, .invalidPDU) }
         guard r.handle != 0, let a = db.attribute(r.handle) else { return fail(.prepareWriteRequest, r.handle, .invalidHandle) }
         if let failure = accessError(a, write: true, c) { return fail(.prepareWriteRequest, r.handle, failure) }
         guard c.prepareQueue.count < c.prepareQueueLimit else { return fail(.prepareWriteRequest, r.handle, .prepareQueueFull) }

@@ -219,4 +219,37 @@ import Testing
         }
         #expect(answered > 5000)
     }
+
+    /// Found by Fuzz/FuzzATTServer: a 37-byte Prepare Write Request on a link whose ATT_MTU is 23 was answered with a
+    /// 37-byte Prepare Write Response (its value echoed), beyond the MTU. A part value longer than ATT_MTU - 5 now
+    /// gets Invalid PDU and nothing is queued.
+    @Test func preparedWritesLongerThanTheMTUGetInvalidPDU() {
+        var db = ATTServerTests().database()
+        var connection = ATTServerConnection()
+        connection.isEncrypted = true
+        connection.isAuthenticated = true
+        connection.isSecureConnections = true
+        // The fuzzer's request: Prepare Write Request, handle 0x000D, offset 0, 32 bytes of value.
+        let request = [UInt8](hex: "16 0d 00 00 00 44 90 00 02 18 01 0d 00 00 00 00 00 00 08 16 0d 00 00 00 44 90 00 02 18 01 0d 0c 05 00 00 03 00"
+            .filter { $0 != " " }) ?? []
+        #expect(request.count == 37)
+        let out = ATTServer.handle(request, connection: &connection, database: &db)
+        #expect(out.response.flatMap { try? ATTPDU(bytes: $0) }
+                == .errorResponse(.init(requestOpcode: .prepareWriteRequest, handle: 0, error: .invalidPDU)))
+        // Nothing was queued: executing the queue writes nothing.
+        let executed = ATTServer.handle([0x18, 0x01], connection: &connection, database: &db)
+        #expect(executed.response == [0x19])
+        #expect(executed.events.isEmpty)
+        // The same request to the writable value, once the MTU allows it, is queued and echoed.
+        connection.negotiated(mtu: 64)
+        let accepted = ATTServer.handle([0x16, 0x10, 0x00] + request.dropFirst(3), connection: &connection, database: &db)
+        #expect(accepted.response?.count == 37)
+        #expect(accepted.response?.first == ATTOpcode.prepareWriteResponse.rawValue)
+        // The largest part value at MTU 23 is 18 octets.
+        connection.negotiated(mtu: 23)
+        #expect(ATTServer.handle([0x16, 0x10, 0x00, 0x20, 0x00] + Array(repeating: 0x41, count: 18), connection: &connection, database: &db)
+                .response?.count == 23)
+        #expect(ATTServer.handle([0x16, 0x10, 0x00, 0x32, 0x00] + Array(repeating: 0x41, count: 19), connection: &connection, database: &db)
+                .response == [0x01, 0x16, 0x00, 0x00, 0x04])
+    }
 }
