@@ -72,6 +72,11 @@ public final class PeripheralManager: Sendable {
         await self.init(host: host, deviceName: deviceName)
     }
 
+    /// Changes the GAP Device Name it serves (Generic Access, 0x2A00) to centrals reading it from now on. The
+    /// advertised name is what ``startAdvertising(name:serviceUUIDs:manufacturerData:txPowerLevel:restartAfterConnection:)``
+    /// was given; advertise again to change that too.
+    public func setDeviceName(_ name: String) async { await engine.setDeviceName(name) }
+
     /// The address this peripheral advertises with (`nil` before the controller is up).
     public var address: LEAddress? { get async { await host.ownAddress } }
 

@@ -117,6 +117,20 @@ import Testing
         #expect(await ended.next() == nil)
     }
 
+    /// The GAP Device Name can change after the manager is created: a central reads the new one.
+    @Test func theDeviceNameCanChange() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let (manager, pc) = try await peripheral(air)
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        let gap = try #require(try await remote.discoverServices([0x1800]).first)
+        let name = try #require(try await remote.discoverCharacteristics([0x2A00], for: gap).first)
+        #expect(try await remote.readValue(for: name) == Array("Complete".utf8))
+        await manager.setDeviceName("Renamed")
+        #expect(try await remote.readValue(for: name) == Array("Renamed".utf8))
+    }
+
     /// A subscribed central that drops its link is reported unsubscribed, once.
     @Test func aDroppedCentralIsReportedUnsubscribedOnce() async throws {
         let air = VirtualAir(clock: .realTime)
