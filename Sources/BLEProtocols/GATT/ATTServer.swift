@@ -26,6 +26,21 @@ public struct ATTServerConnection: Sendable {
     /// Most prepared writes queued at once; more answer Prepare Queue Full.
     public var prepareQueueLimit = 64
     var prepareQueue: [ATTPrepareWriteRequest] = []
+    /// The client's Client Supported Features (bit 0 robust caching, bit 1 EATT, bit 2 multiple handle value
+    /// notifications): what it wrote, bits it may never clear. Core 5.4, Vol 3, Part G, 7.2.
+    public internal(set) var clientSupportedFeatures: UInt8 = 0
+    /// Whether the client enabled robust caching (the server then tells it, with Database Out Of Sync, when the
+    /// database changed under it). Core 5.4, Vol 3, Part G, 2.5.2.1.
+    public var robustCaching: Bool { clientSupportedFeatures & 0x01 != 0 }
+    /// Whether the client knows the database as it is. It becomes change-unaware when the database changes
+    /// (``databaseChanged()``) and change-aware again when it confirms a Service Changed indication, or sends a
+    /// request after reading the Database Hash or after being answered Database Out Of Sync. Only a client with
+    /// ``robustCaching`` is refused for it. Core 5.4, Vol 3, Part G, 2.5.2.1.
+    public internal(set) var isChangeAware = true
+    /// Database Out Of Sync was sent since the client became change-unaware.
+    var outOfSyncSent = false
+    /// The client read the Database Hash since it became change-unaware.
+    var readHashWhileUnaware = false
 
     /// A new client: default MTU, no subscriptions.
     public init() {}
@@ -36,6 +51,28 @@ public struct ATTServerConnection: Sendable {
     /// Sets a client's CCCD bits for a characteristic (to carry a subscription across a database change).
     public mutating func setClientConfiguration(_ bits: UInt16, for valueHandle: AttributeHandle) {
         clientConfigurations[valueHandle] = bits == 0 ? nil : bits
+    }
+
+    /// The database changed under this client: it is change-unaware until it catches up.
+    public mutating func databaseChanged() {
+        isChangeAware = false
+        outOfSyncSent = false
+        readHashWhileUnaware = false
+    }
+
+    /// The client confirmed a Service Changed indication (or caught up otherwise): it is change-aware.
+    public mutating func becameChangeAware() {
+        isChangeAware = true
+        outOfSyncSent = false
+        readHashWhileUnaware = false
+    }
+
+    /// Restores what a bonded client set on an earlier connection: its Client Supported Features and whether it
+    /// knows the database (Core 5.4, Vol 3, Part G, 2.5.2.1 and 7.2: both persist for clients with a trusted
+    /// relationship).
+    public mutating func restore(clientSupportedFeatures: UInt8, isChangeAware: Bool) {
+        self.clientSupportedFeatures = clientSupportedFeatures
+        if isChangeAware { becameChangeAware() } else { databaseChanged() }
     }
 
     /// Whether the client subscribed to notifications (or indications) of `valueHandle`.
@@ -104,6 +141,7 @@ public enum ATTServer {
             guard opcode.isRequest else { return Output(response: nil, events: []) }
             return output(fail(opcode, 0, .invalidPDU))
         }
+        if connection.robustCaching, !connection.isChangeAware, let refusal = changeUnawareGate(pdu, &connection) { return refusal }
         var events: [ATTServerEvent] = []
         let response: ATTPDU?
         switch pdu {
@@ -164,6 +202,45 @@ public enum ATTServer {
         return Output(response: response?.encoded, events: events)
     }
 
+    /// What a change-unaware client with robust caching gets instead of service (Core 5.4, Vol 3, Part G, 2.5.2.1):
+    /// `nil` to serve the PDU. A request after the client read the Database Hash or was answered Database Out Of
+    /// Sync makes it change-aware and is served; commands are ignored; requests at attribute handles (reads, writes,
+    /// prepared writes and their execution) and Read By Type of other types than include or characteristic
+    /// declarations over less than the whole handle range are answered Database Out Of Sync. Discovery and the read
+    /// of the Database Hash over the whole range are served.
+    static func changeUnawareGate(_ pdu: ATTPDU, _ c: inout ATTServerConnection) -> Output? {
+        let opcode = pdu.opcode
+        if opcode.isCommand { return Output(response: nil, events: []) }
+        guard opcode.isRequest else { return nil }
+        if c.outOfSyncSent || c.readHashWhileUnaware {
+            c.becameChangeAware()
+            return nil
+        }
+        let handle: AttributeHandle?
+        switch pdu {
+        case .readRequest(let r): handle = r.handle
+        case .readBlobRequest(let r): handle = r.handle
+        case .readMultipleRequest(let r): handle = r.handles.first ?? 0
+        case .readMultipleVariableRequest(let r): handle = r.handles.first ?? 0
+        case .writeRequest(let r): handle = r.handle
+        case .prepareWriteRequest(let r): handle = r.handle
+        case .executeWriteRequest: handle = 0
+        case .readByTypeRequest(let r):
+            let discovery = r.type == BluetoothUUID(0x2802) || r.type == BluetoothUUID(0x2803)
+            let whole = r.range.start == 0x0001 && r.range.end == 0xFFFF
+            if discovery || whole {
+                if r.type == BluetoothUUID(0x2B2A) { c.readHashWhileUnaware = true }
+                handle = nil
+            } else {
+                handle = r.range.start
+            }
+        default: handle = nil
+        }
+        guard let handle else { return nil }
+        c.outOfSyncSent = true
+        return output(fail(opcode, handle, .databaseOutOfSync))
+    }
+
     static func fail(_ opcode: ATTOpcode, _ handle: AttributeHandle, _ code: ATTErrorCode) -> ATTPDU {
         .errorResponse(.init(requestOpcode: opcode, handle: handle, error: code))
     }
@@ -193,6 +270,7 @@ public enum ATTServer {
             let bits = c.clientConfigurations[valueHandle] ?? 0
             return [UInt8(truncatingIfNeeded: bits), UInt8(bits >> 8)]
         }
+        if a.type == BluetoothUUID(0x2B29), case .characteristicValue = a.role { return [c.clientSupportedFeatures] }
         return a.value
     }
 
@@ -317,6 +395,9 @@ public enum ATTServer {
     static func write(_ handle: AttributeHandle, _ value: [UInt8], withResponse: Bool, _ c: inout ATTServerConnection,
                       _ db: inout GATTDatabase, _ events: inout [ATTServerEvent]) -> ATTErrorCode? {
         guard handle != 0, let a = db.attribute(handle) else { return .invalidHandle }
+        if a.type == BluetoothUUID(0x2B29), case .characteristicValue = a.role {
+            return writeClientSupportedFeatures(a, value, &c)
+        }
         guard case .clientConfiguration(let valueHandle, let properties) = a.role else {
             if let failure = writeError(a, value, withResponse: withResponse, c) { return failure }
             db.setValue(value, for: handle)
@@ -332,6 +413,24 @@ public enum ATTServer {
         }
         c.setClientConfiguration(bits, for: valueHandle)
         events.append(.subscriptionChanged(valueHandle: valueHandle, notify: bits & 1 != 0, indicate: bits & 2 != 0))
+        return nil
+    }
+
+    /// The features this server knows a client can support: robust caching, EATT, multiple handle value
+    /// notifications. Core 5.4, Vol 3, Part G, 7.2.
+    static let knownClientFeatures: UInt8 = 0x07
+
+    /// A write of Client Supported Features: one octet per client, known bits only, and a bit once set is never
+    /// cleared (Value Not Allowed). Enabling robust caching makes the client change-aware. Core 5.4, Vol 3, Part G, 7.2.
+    static func writeClientSupportedFeatures(_ a: GATTAttribute, _ value: [UInt8], _ c: inout ATTServerConnection) -> ATTErrorCode? {
+        if let failure = accessError(a, write: true, c) { return failure }
+        guard value.count == 1 else { return .invalidAttributeValueLength }
+        let bits = value[0] & knownClientFeatures
+        guard bits & c.clientSupportedFeatures == c.clientSupportedFeatures else { return .valueNotAllowed }
+        let enablesCaching = bits & 0x01 != 0 && !c.robustCaching
+        c.clientSupportedFeatures = bits
+        if enablesCaching { c.becameChangeAware() }
+        // The GATT service's own state: nothing for the application to hear about.
         return nil
     }
 

@@ -158,6 +158,18 @@ public struct GATTAttribute: Sendable, Hashable {
     public var role: Role
     /// Who answers reads and writes of it.
     public var source: GATTValueSource = .stored
+
+    /// Creates an attribute from its fields (a database lays its attributes out itself: this is for computing
+    /// hashes of other layouts and for tests).
+    public init(handle: AttributeHandle, type: BluetoothUUID, value: [UInt8], permissions: GATTPermissions, role: Role,
+                source: GATTValueSource = .stored) {
+        self.handle = handle
+        self.type = type
+        self.value = value
+        self.permissions = permissions
+        self.role = role
+        self.source = source
+    }
 }
 
 /// A service an include declaration points to.
@@ -173,16 +185,36 @@ public struct GATTDatabase: Sendable {
     /// The attributes, sorted by handle.
     public private(set) var attributes: [GATTAttribute] = []
 
+    /// The Database Hash of the attributes as they are now: 16 octets, least significant first (as the Database
+    /// Hash characteristic serves it). It changes when the database's structure does (services added or removed),
+    /// never when a characteristic value does. Core 5.4, Vol 3, Part G, 7.3.
+    public private(set) var hash: [UInt8] = Array(repeating: 0, count: 16)
+
+    /// Recomputes ``hash`` after a change of structure and serves it from the Database Hash characteristic.
+    private mutating func refreshHash() {
+        hash = Self.hash(of: attributes)
+        if let i = attributes.firstIndex(where: { $0.type == BluetoothUUID(0x2B2A) }) { attributes[i].value = hash }
+    }
+
     /// Builds a database: Generic Access (device name, appearance), Generic Attribute (Service Changed with its
-    /// CCCD), then `services` in order.
-    public init(deviceName: String = "swift-ble", appearance: UInt16 = 0, services: [GATTServiceDefinition]) {
+    /// CCCD and, with `caching`, Client Supported Features and Database Hash: Core 5.4, Vol 3, Part G, 7), then
+    /// `services` in order. Without `caching` the server behaves as one built before Core 5.1 (clients can only
+    /// rely on Service Changed).
+    public init(deviceName: String = "swift-ble", appearance: UInt16 = 0, services: [GATTServiceDefinition], caching: Bool = true) {
         let gap = GATTServiceDefinition(uuid: 0x1800, characteristics: [
             GATTCharacteristicDefinition(uuid: 0x2A00, properties: .read, value: Array(deviceName.utf8)),
             GATTCharacteristicDefinition(uuid: 0x2A01, properties: .read, value: [UInt8(truncatingIfNeeded: appearance), UInt8(appearance >> 8)]),
         ])
-        let gatt = GATTServiceDefinition(uuid: 0x1801, characteristics: [
+        var gattCharacteristics = [
             GATTCharacteristicDefinition(uuid: 0x2A05, properties: .indicate, permissions: [], value: [0x01, 0x00, 0xFF, 0xFF]),
-        ])
+        ]
+        if caching {
+            gattCharacteristics += [
+                GATTCharacteristicDefinition(uuid: 0x2B29, properties: [.read, .write], permissions: [.readable, .writeable], value: [0x00]),
+                GATTCharacteristicDefinition(uuid: 0x2B2A, properties: .read, value: Array(repeating: 0, count: 16)),
+            ]
+        }
+        let gatt = GATTServiceDefinition(uuid: 0x1801, characteristics: gattCharacteristics)
         let all = [gap, gatt] + services
         // Service start handles are needed for includes: lay services out first.
         var starts: [UInt16] = []
@@ -206,6 +238,7 @@ public struct GATTDatabase: Sendable {
                                 includes: includes)
         }
         attributes = list
+        refreshHash()
     }
 
     /// The handles a service takes: its declaration, includes, characteristic declarations and values, CCCDs and
@@ -279,6 +312,7 @@ public struct GATTDatabase: Sendable {
         }
         let range = AttributeHandle(rawValue: UInt16(start))...AttributeHandle(rawValue: UInt16(start + count - 1))
         attributes += Self.layout(service, at: range.lowerBound, end: range.upperBound, includes: includes)
+        refreshHash()
         return range
     }
 
@@ -288,6 +322,7 @@ public struct GATTDatabase: Sendable {
         guard let service = services.first(where: { $0.start == start }),
               service.uuid != BluetoothUUID(0x1800), service.uuid != BluetoothUUID(0x1801) else { return nil }
         attributes.removeAll { $0.handle >= service.start && $0.handle <= service.end }
+        refreshHash()
         return service.start...service.end
     }
 
@@ -317,6 +352,37 @@ public struct GATTDatabase: Sendable {
     public mutating func setValue(_ value: [UInt8], for handle: AttributeHandle) {
         guard let i = index(of: handle) else { return }
         attributes[i].value = value
+        // Values of declarations and Extended Properties enter the hash; characteristic values do not.
+        if let type = attributes[i].type.uint16, Self.hashedWithValue.contains(type) { refreshHash() }
+    }
+
+    /// The attribute types whose handle, type and value enter the Database Hash, and those whose handle and type do.
+    /// Core 5.4, Vol 3, Part G, 7.3.1.
+    static let hashedWithValue: Set<UInt16> = [0x2800, 0x2801, 0x2802, 0x2803, 0x2900]
+    static let hashedWithoutValue: Set<UInt16> = [0x2901, 0x2902, 0x2903, 0x2904, 0x2905]
+
+    /// The message the Database Hash is computed over: for each attribute in handle order that is a service,
+    /// include or characteristic declaration or a Characteristic Extended Properties descriptor, its handle, type and
+    /// value; for each user description, client or server configuration, presentation or aggregate format
+    /// descriptor, its handle and type. Core 5.4, Vol 3, Part G, 7.3.1.
+    public static func hashMessage(of attributes: some Sequence<GATTAttribute>) -> [UInt8] {
+        var writer = ByteWriter()
+        for a in attributes {
+            guard let type = a.type.uint16 else { continue }
+            let withValue = hashedWithValue.contains(type)
+            guard withValue || hashedWithoutValue.contains(type) else { continue }
+            writer.write(a.handle)
+            writer.write(type)
+            if withValue { writer.write(a.value) }
+        }
+        return writer.bytes
+    }
+
+    /// The Database Hash of `attributes`: AES-CMAC with an all-zero key over ``hashMessage(of:)``, least
+    /// significant octet first. Core 5.4, Vol 3, Part G, 7.3.1.
+    public static func hash(of attributes: some Sequence<GATTAttribute>) -> [UInt8] {
+        let mac = (try? SMPCrypto.aesCMAC(key: Array(repeating: 0, count: 16), hashMessage(of: attributes))) ?? Array(repeating: 0, count: 16)
+        return mac.reversed()
     }
 
     /// The value handle of the first characteristic of type `uuid` (in service `service`, if given).

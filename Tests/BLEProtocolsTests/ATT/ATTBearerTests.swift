@@ -9,7 +9,7 @@ import Testing
         GATTServiceDefinition(uuid: 0x180F, characteristics: [
             GATTCharacteristicDefinition(uuid: 0x2A19, properties: [.read, .notify, .indicate], value: [87]),
         ]),
-    ])
+    ], caching: false)
 
     /// Two bearers and a server database, with the actions' effects recorded.
     struct Pair {

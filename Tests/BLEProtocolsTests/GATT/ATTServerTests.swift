@@ -6,7 +6,8 @@ import Testing
     static let custom = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF0") ?? 0
     static let writable = BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF1") ?? 0
 
-    /// GAP 0x0001–0x0005, GATT 0x0006–0x0009, Battery 0x000A–0x000D (decl, value 0x000C, CCCD 0x000D),
+    /// A server built without GATT caching (no Client Supported Features, no Database Hash): GAP 0x0001–0x0005,
+    /// GATT 0x0006–0x0009, Battery 0x000A–0x000D (decl, value 0x000C, CCCD 0x000D),
     /// custom 0x000E–0x0013 (writable: declaration 0x000F, value 0x0010, user description 0x0011; secret:
     /// declaration 0x0012, value 0x0013).
     func database() -> GATTDatabase {
@@ -20,7 +21,7 @@ import Testing
                 GATTCharacteristicDefinition(uuid: 0x2A29, properties: .read, permissions: [.readable, .readEncryptionRequired],
                                              value: Array("secret".utf8)),
             ]),
-        ])
+        ], caching: false)
     }
 
     struct Server {
