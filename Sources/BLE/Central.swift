@@ -197,4 +197,12 @@ public final class Central: Sendable {
 
     /// The GATT engine of this central's links (shared with a peripheral manager on the same host).
     func engine() async -> GATTEngine { await host.gattEngine() }
+
+    /// Keeps the databases ``RemotePeripheral/discoverAll(descriptors:)`` finds in `cache` (in memory, or in a file:
+    /// `GATTCache(fileURL:)`), so that discovering an unchanged device again costs one round trip: reading its
+    /// Database Hash. A device whose hash changed, that indicates Service Changed or answers Database Out Of Sync is
+    /// discovered again. Pass `nil` to stop caching. Core 5.4, Vol 3, Part G, 2.5.2.
+    public func useGATTCache(_ cache: GATTCache?) async {
+        await engine().setCache(cache)
+    }
 }

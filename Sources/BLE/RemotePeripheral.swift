@@ -106,7 +106,8 @@ public final class RemotePeripheral: Sendable, Identifiable {
     /// characteristics of all services in one walk over the handles, the descriptors only where a characteristic
     /// leaves room for them, those of several characteristics per request) and gives the same services,
     /// characteristics and descriptors; use ``discoverServices(_:)`` and ``discoverCharacteristics(_:for:)`` when
-    /// only some are wanted.
+    /// only some are wanted. With a cache (``Central/useGATTCache(_:)``), an unchanged device known from before is
+    /// ready after one round trip.
     public func discoverAll(descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
         try await engine.discoverDatabase(await link.handle, descriptors: descriptors)
     }

@@ -40,8 +40,84 @@ extension GATTEngine {
     /// as few round trips as the Core Specification allows: the characteristics of all services in one walk, the
     /// descriptors only where a characteristic leaves room for them, several gaps per request (``DatabaseDiscovery``).
     /// The result equals discovering each service and characteristic separately.
+    ///
+    /// With a ``cache`` (``setCache(_:)``), the peer's Database Hash is read first (one Read By Type over the whole
+    /// range): when it equals the cached entry's, the cached database is the answer, one round trip in all. Otherwise
+    /// the database is discovered and cached with the hash. Either way, when the peer has Client Supported Features,
+    /// this client enables robust caching there, so that the peer answers Database Out Of Sync if its database
+    /// changes during the connection (after a fresh discovery before returning; after a cached one in the background,
+    /// as the next request). Core 5.4, Vol 3, Part G, 2.5.2.
     public func discoverDatabase(_ handle: ConnectionHandle, descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
-        try await run(DatabaseDiscovery(descriptors: descriptors), on: handle)
+        let start = requestCount
+        guard let cache else {
+            let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: handle)
+            lastDiscovery = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
+            return services
+        }
+        let link = try await link(handle)
+        guard let connection = links[link]?.connection else { throw GATTError(.disconnected, "the link went down") }
+        let peer = await host.security(of: connection)?.peerIdentity ?? connection.peer
+        let hash = try await readDatabaseHash(handle)
+        if let hash, let entry = cache.entry(for: peer), entry.hash == hash, entry.hasDescriptors || !descriptors {
+            adopt(entry.services, of: peer, on: link)
+            lastDiscovery = GATTDiscoveryReport(requests: requestCount - start, fromCache: true)
+            if let features = robustCachingTarget(entry.services, on: link) {
+                links[link]?.enabledRobustCaching = true
+                Task { try? await self.write(handle, attribute: features, value: [0x01]) }
+            }
+            return descriptors ? entry.services : entry.services.map { service in
+                GATTDiscoveredService(service: service.service, characteristics: service.characteristics.map {
+                    GATTDiscoveredCharacteristic(characteristic: $0.characteristic, descriptors: [])
+                })
+            }
+        }
+        let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: handle)
+        if let hash {
+            cache.store(GATTCache.Entry(hash: hash, services: services, hasDescriptors: descriptors), for: peer)
+            adopt(services, of: peer, on: link)
+        } else {
+            cache.remove(peer)
+        }
+        if let features = robustCachingTarget(services, on: link) {
+            links[link]?.enabledRobustCaching = true
+            try? await write(handle, attribute: features, value: [0x01])
+        }
+        lastDiscovery = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
+        return services
+    }
+
+    /// Uses `cache` for ``discoverDatabase(_:descriptors:)`` from now on (`nil`: no cache).
+    public func setCache(_ cache: GATTCache?) { self.cache = cache }
+
+    /// The peer's Database Hash (Read Using Characteristic UUID over the whole range), `nil` when it has none.
+    public func readDatabaseHash(_ handle: ConnectionHandle) async throws -> [UInt8]? {
+        do {
+            return try await read(handle, byType: 0x2B2A).first { $0.value.count == 16 }?.value
+        } catch let error as GATTError {
+            if case .att = error.kind { return nil }
+            throw error
+        }
+    }
+
+    /// Remembers which cache entry describes the link's peer, and its Service Changed handle.
+    private func adopt(_ services: [GATTDiscoveredService], of peer: LEAddress, on link: LinkID) {
+        links[link]?.cachedPeer = peer
+        links[link]?.peerServiceChanged = services.first { $0.service.uuid == BluetoothUUID(0x1801) }?
+            .characteristics.first { $0.characteristic.uuid == BluetoothUUID(0x2A05) }?.characteristic.valueHandle
+    }
+
+    /// The peer's Client Supported Features value handle, when robust caching is still to be enabled on this link.
+    private func robustCachingTarget(_ services: [GATTDiscoveredService], on link: LinkID) -> AttributeHandle? {
+        guard links[link]?.enabledRobustCaching == false else { return nil }
+        return services.first { $0.service.uuid == BluetoothUUID(0x1801) }?.characteristics
+            .first { $0.characteristic.uuid == BluetoothUUID(0x2B29) && $0.characteristic.properties.contains(.write) }?.characteristic.valueHandle
+    }
+
+    /// Drops the cache entry of the link's peer: its database changed.
+    func forgetCachedDatabase(of link: LinkID) {
+        guard let peer = links[link]?.cachedPeer else { return }
+        cache?.remove(peer)
+        links[link]?.cachedPeer = nil
     }
 
     /// Discovers the services a service includes. Core 5.4, Vol 3, Part G, 4.5.1.

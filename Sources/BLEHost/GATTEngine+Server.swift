@@ -122,14 +122,22 @@ extension GATTEngine {
         await announceServiceChange(range)
     }
 
-    /// Indicates Service Changed with `range` to every client that subscribed to it.
+    /// Makes every client change-unaware (connected ones and bonded ones away) and indicates Service Changed with
+    /// `range` to every client that subscribed to it; a client that confirms is change-aware again. Core 5.4, Vol 3,
+    /// Part G, 2.5.2.1 and 7.1.
     private func announceServiceChange(_ range: ClosedRange<AttributeHandle>) async {
+        for link in links.keys { links[link]?.server.databaseChanged() }
+        for peer in retainedClients.keys { retainedClients[peer]?.isChangeAware = false }
         guard let serviceChanged = database.valueHandle(of: 0x2A05) else { return }
         var writer = ByteWriter()
         writer.write(range.lowerBound)
         writer.write(range.upperBound)
         let value = writer.bytes
-        _ = try? await updateValue(value, for: serviceChanged)
+        let confirmed = (try? await updateValue(value, for: serviceChanged)) ?? []
+        for handle in confirmed {
+            guard let link = linkOfHandle[handle], links[link]?.server.isSubscribed(serviceChanged, indications: true) == true else { continue }
+            links[link]?.server.becameChangeAware()
+        }
     }
 
     /// Replaces the served database (for example after services were added). Connected clients keep their MTU and
@@ -149,12 +157,11 @@ extension GATTEngine {
             fresh.keySize = old.keySize
             fresh.hasLongTermKey = old.hasLongTermKey
             fresh.minimumKeySize = old.minimumKeySize
+            fresh.restore(clientSupportedFeatures: old.clientSupportedFeatures, isChangeAware: old.isChangeAware)
             if let sc = serviceChanged, let bits = old.clientConfigurations[sc] { fresh.setClientConfiguration(bits, for: sc) }
             links[link]?.server = fresh
         }
-        if let sc = serviceChanged {
-            _ = try? await updateValue([0x01, 0x00, 0xFF, 0xFF], for: sc)
-        }
+        await announceServiceChange(0x0001...0xFFFF)
     }
 
     /// Changes a value in the local database and notifies (or indicates, when that is what a client subscribed to)
@@ -167,7 +174,13 @@ extension GATTEngine {
     @discardableResult
     public func updateValue(_ value: [UInt8], for valueHandle: AttributeHandle, onLinks only: Set<ConnectionHandle>? = nil) async throws -> [ConnectionHandle] {
         let targets = links.values.filter { only?.contains($0.connection.handle) ?? true }.sorted { $0.connection.handle < $1.connection.handle }
-        let subscribed = targets.filter { $0.server.isSubscribed(valueHandle) || $0.server.isSubscribed(valueHandle, indications: true) }
+        // A change-unaware client with robust caching gets nothing but Service Changed until it catches up (its
+        // handles may mean something else to it). Core 5.4, Vol 3, Part G, 2.5.2.1.
+        let isServiceChanged = database.attribute(valueHandle)?.type == BluetoothUUID(0x2A05)
+        let subscribed = targets.filter {
+            ($0.server.isSubscribed(valueHandle) || $0.server.isSubscribed(valueHandle, indications: true))
+                && (isServiceChanged || !$0.server.robustCaching || $0.server.isChangeAware)
+        }
         if let small = subscribed.first(where: { value.count > ATT.maximumNotificationValueLength(mtu: $0.server.mtu) }) {
             throw GATTError(.invalidValueLength, "\(value.count) bytes do not fit a notification at ATT_MTU \(small.server.mtu) (at most \(ATT.maximumNotificationValueLength(mtu: small.server.mtu)))")
         }

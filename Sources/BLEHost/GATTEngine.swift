@@ -23,6 +23,20 @@ public actor GATTEngine {
         var exchangedMTU = false
         /// The link is being detached (its disconnection event and the end of its ATT channel both detach it).
         var detaching = false
+        /// The peer's identity when it is bonded: what its robust-caching state is kept under between connections.
+        var bondedPeer: LEAddress?
+        /// As a client: the key of the peer's entry in the ``GATTCache`` and its Service Changed value handle.
+        var cachedPeer: LEAddress?
+        var peerServiceChanged: AttributeHandle?
+        /// As a client: robust caching was enabled on the peer (Client Supported Features written) on this link.
+        var enabledRobustCaching = false
+    }
+
+    /// A bonded client's Client Supported Features and change awareness, kept between its connections (Core 5.4,
+    /// Vol 3, Part G, 2.5.2.1 and 7.2), for as long as this engine lives.
+    struct RetainedClient {
+        var features: UInt8
+        var isChangeAware: Bool
     }
 
     /// A request the application answers, with the server's state for completing it.
@@ -72,6 +86,13 @@ public actor GATTEngine {
     var commands: [UInt64: (link: LinkID, pending: ApplicationPending)] = [:]
     var nextSubscriber = 0
     var watcher: Task<Void, Never>?
+    /// How the last ``discoverDatabase(_:descriptors:)`` went: its requests (round trips) before the result was
+    /// ready, and whether the cache answered. Requests of other callers meanwhile are counted too.
+    public internal(set) var lastDiscovery: GATTDiscoveryReport?
+    /// The client's cache of peers' databases (``discoverDatabase(_:descriptors:)``), if any.
+    public internal(set) var cache: GATTCache?
+    /// Bonded clients' robust-caching state, by identity address.
+    var retainedClients: [LEAddress: RetainedClient] = [:]
     /// ATT requests this engine has sent as a client (round trips), over all links.
     public private(set) var requestCount = 0
 
@@ -130,6 +151,9 @@ public actor GATTEngine {
             publishServerEvent(.subscriptionChanged(valueHandle: valueHandle, notify: false, indicate: false), on: link)
         }
         let actions = state.bearer.close(GATTError(.disconnected, "the link went down"))
+        if let peer = state.bondedPeer, state.server.clientSupportedFeatures != 0 {
+            retainedClients[peer] = RetainedClient(features: state.server.clientSupportedFeatures, isChangeAware: state.server.isChangeAware)
+        }
         links[link] = state
         await perform(actions, on: link)
         guard let state = links.removeValue(forKey: link) else { return }
@@ -147,6 +171,14 @@ public actor GATTEngine {
         links[link]?.server.isSecureConnections = security.level?.secureConnections == true
         links[link]?.server.keySize = security.level?.keySize ?? 0
         links[link]?.server.hasLongTermKey = security.isBonded
+        // A bonded client finds its Client Supported Features and change awareness as it left them.
+        if security.isBonded, security.isEncrypted, let state = links[link], state.bondedPeer == nil {
+            let peer = security.peerIdentity ?? state.connection.peer
+            links[link]?.bondedPeer = peer
+            if let retained = retainedClients[peer], state.server.clientSupportedFeatures == 0 {
+                links[link]?.server.restore(clientSupportedFeatures: retained.features, isChangeAware: retained.isChangeAware)
+            }
+        }
     }
 
     /// Asks the host for a link's security now; returns whether it differed from what this engine knew.
@@ -203,6 +235,8 @@ public actor GATTEngine {
                     earlyConfirmations[key] = result
                 }
             case .notification(let handle, let value), .indication(let handle, let value):
+                // Service Changed from a peer whose database is cached: the cache no longer describes it.
+                if handle == links[link]?.peerServiceChanged { forgetCachedDatabase(of: link) }
                 for s in links[link]?.subscribers[handle]?.values ?? [:].values { s.yield(value) }
             case .serve(let bytes):
                 await serve(bytes, on: link)
@@ -241,6 +275,8 @@ public actor GATTEngine {
             do {
                 return try await runOnce(procedure, on: link)
             } catch let error as GATTError {
+                // Robust caching: the server's database changed under this client, whose cache is stale.
+                if case .att(.databaseOutOfSync, _) = error.kind { forgetCachedDatabase(of: link) }
                 guard attempts < 2, case .att(let code, _) = error.kind,
                       [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code),
                       let connection = links[link]?.connection, await host.pairsOnDemand,
@@ -320,5 +356,18 @@ extension HCIHost {
         sharedEngine = engine
         await engine.start()
         return engine
+    }
+}
+
+/// How a whole-database discovery went (``GATTEngine/lastDiscovery``).
+public struct GATTDiscoveryReport: Sendable, Hashable {
+    /// ATT requests sent before the result was ready (each a round trip).
+    public var requests: Int
+    /// Whether the cached database was the answer (the peer's Database Hash matched).
+    public var fromCache: Bool
+    /// Creates a report.
+    public init(requests: Int, fromCache: Bool) {
+        self.requests = requests
+        self.fromCache = fromCache
     }
 }
