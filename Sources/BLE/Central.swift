@@ -203,6 +203,6 @@ public final class Central: Sendable {
     /// Database Hash. A device whose hash changed, that indicates Service Changed or answers Database Out Of Sync is
     /// discovered again. Pass `nil` to stop caching. Core 5.4, Vol 3, Part G, 2.5.2.
     public func useGATTCache(_ cache: GATTCache?) async {
-        await engine().setCache(cache)
+        await host.setSharedGATTCache(cache)
     }
 }

@@ -112,6 +112,12 @@ public final class RemotePeripheral: Sendable, Identifiable {
         try await engine.discoverDatabase(await link.handle, descriptors: descriptors)
     }
 
+    /// ``discoverAll(descriptors:)`` with how it went: the ATT round trips before the result was ready and whether
+    /// the GATT cache answered (what `ble explore` reports).
+    public func discoverAllReporting(descriptors: Bool = true) async throws -> (services: [GATTDiscoveredService], report: GATTDiscoveryReport) {
+        try await engine.discoverDatabaseReporting(await link.handle, descriptors: descriptors)
+    }
+
     /// Discovers a characteristic's descriptors.
     public func discoverDescriptors(for characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
         try await engine.discoverDescriptors(await link.handle, of: characteristic)

@@ -48,11 +48,19 @@ extension GATTEngine {
     /// changes during the connection (after a fresh discovery before returning; after a cached one in the background,
     /// as the next request). Core 5.4, Vol 3, Part G, 2.5.2.
     public func discoverDatabase(_ handle: ConnectionHandle, descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
+        try await discoverDatabaseReporting(handle, descriptors: descriptors).services
+    }
+
+    /// ``discoverDatabase(_:descriptors:)`` with how it went: the round trips before the result was ready, and
+    /// whether the cache answered.
+    public func discoverDatabaseReporting(_ handle: ConnectionHandle, descriptors: Bool = true) async throws
+        -> (services: [GATTDiscoveredService], report: GATTDiscoveryReport) {
         let start = requestCount
         guard let cache else {
             let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: handle)
-            lastDiscovery = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
-            return services
+            let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
+            lastDiscovery = report
+            return (services, report)
         }
         let link = try await link(handle)
         guard let connection = links[link]?.connection else { throw GATTError(.disconnected, "the link went down") }
@@ -60,16 +68,17 @@ extension GATTEngine {
         let hash = try await readDatabaseHash(handle)
         if let hash, let entry = cache.entry(for: peer), entry.hash == hash, entry.hasDescriptors || !descriptors {
             adopt(entry.services, of: peer, on: link)
-            lastDiscovery = GATTDiscoveryReport(requests: requestCount - start, fromCache: true)
+            let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: true)
+            lastDiscovery = report
             if let features = robustCachingTarget(entry.services, on: link) {
                 links[link]?.enabledRobustCaching = true
                 Task { try? await self.write(handle, attribute: features, value: [0x01]) }
             }
-            return descriptors ? entry.services : entry.services.map { service in
+            return (descriptors ? entry.services : entry.services.map { service in
                 GATTDiscoveredService(service: service.service, characteristics: service.characteristics.map {
                     GATTDiscoveredCharacteristic(characteristic: $0.characteristic, descriptors: [])
                 })
-            }
+            }, report)
         }
         let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: handle)
         if let hash {
@@ -82,8 +91,9 @@ extension GATTEngine {
             links[link]?.enabledRobustCaching = true
             try? await write(handle, attribute: features, value: [0x01])
         }
-        lastDiscovery = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
-        return services
+        let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
+        lastDiscovery = report
+        return (services, report)
     }
 
     /// Uses `cache` for ``discoverDatabase(_:descriptors:)`` from now on (`nil`: no cache).

@@ -89,6 +89,8 @@ public actor HCIHost {
     var reader: Task<Void, Never>?
     /// The GATT engine of this host's links, while someone holds it (see ``gattEngine()``).
     weak var sharedEngine: GATTEngine?
+    /// The GATT cache the shared engine uses (kept here: the engine itself lives only while it has users).
+    var sharedGATTCache: GATTCache?
     /// The user's part in pairing.
     var pairingAgent: any PairingAgent = AutomaticPairingAgent()
     /// Whether GATT client procedures refused for security pair and run again (see ``setPairsOnDemand(_:)``).

@@ -126,6 +126,10 @@ struct Explore: AsyncParsableCommand {
             let mtu = await peripheral.mtu
             let peer = peripheral.id.address.description
             emit(json, "connected to \(peer), ATT MTU \(mtu)", ["event": "connected", "peer": .string(peer), "mtu": .int(mtu)])
+            if let report = session.discovery {
+                emit(json, "discovered in \(report.requests) round trip\(report.requests == 1 ? "" : "s")\(report.fromCache ? " (from the GATT cache: the Database Hash is unchanged)" : "")",
+                     ["event": "discovered", "round_trips": .int(report.requests), "from_cache": .bool(report.fromCache)])
+            }
             for (service, characteristics) in session.tree {
                 emit(json, "service \(named(service.uuid))handles 0x\(hex4(service.startHandle))–0x\(hex4(service.endHandle))",
                      ["kind": "service", "uuid": .string(service.uuid.description), "start": .integer(service.startHandle), "end": .integer(service.endHandle)])

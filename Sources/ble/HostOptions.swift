@@ -70,6 +70,10 @@ struct TargetOptions: ParsableArguments {
     @Option(help: "Seconds to look for the device, and to connect to it.")
     var timeout: Double = 10
 
+    @Option(name: .customLong("gatt-cache"),
+            help: "A file to keep discovered databases in: a device whose Database Hash is unchanged is then ready after one round trip.")
+    var gattCache: String?
+
     func validate() throws {
         guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
     }
@@ -107,6 +111,8 @@ struct ClientSession: Sendable {
     let peripheral: RemotePeripheral
     let target: String
     var tree: [(service: GATTService, characteristics: [(GATTCharacteristic, [GATTDescriptor])])] = []
+    /// How the discovery went (round trips, whether the GATT cache answered).
+    var discovery: GATTDiscoveryReport?
 
     /// Opens the controller, finds and connects to `target` (exchanging MTUs), discovers the whole tree when asked,
     /// and runs `body`; then disconnects and powers off, whether `body` succeeded or threw.
@@ -118,6 +124,7 @@ struct ClientSession: Sendable {
         return try await options.withCentral(security: security?.configuration(for: spec) ?? SecurityConfiguration()) { central in
             if let security { await central.setPairingAgent(security.agent(json: options.json)) }
             await central.setPairsOnDemand(pairsOnDemand)
+            if let path = target.gattCache { await central.useGATTCache(GATTCache(fileURL: URL(fileURLWithPath: path))) }
             let printer = await printPairingEvents(central, json: options.json)
             defer { printer.cancel() }
             let device = try await findTarget(target.target, central: central, timeout: target.duration)
@@ -140,11 +147,13 @@ struct ClientSession: Sendable {
     /// Discovers every service, characteristic and descriptor.
     mutating func discover() async throws {
         let peripheral = peripheral
-        tree = try await during("discovering the services of \(target)") {
+        let found = try await during("discovering the services of \(target)") {
             // The whole database at once: the same tree as service by service, in far fewer round trips.
-            try await peripheral.discoverAll().map { entry in
-                (service: entry.service, characteristics: entry.characteristics.map { ($0.characteristic, $0.descriptors) })
-            }
+            try await peripheral.discoverAllReporting()
+        }
+        discovery = found.report
+        tree = found.services.map { entry in
+            (service: entry.service, characteristics: entry.characteristics.map { ($0.characteristic, $0.descriptors) })
         }
     }
 
