@@ -283,6 +283,10 @@ scenario_lab_session() {
         if [ "$controllers" = ble ]; then expect "$c" disconnect_reason 0x16 || ok=0
         else expect "$c" disconnect_reason 0x13 || ok=0; fi
         expect "$c" reconnected 1 || ok=0
+        # GATT caching (Core 5.4, Vol 3, Part G, 7.3): our central's cached reconnection takes one round trip (the
+        # Database Hash read), against either server's hash; Bumble's central recomputes our server's hash itself.
+        if [ "$who_central" = ble ]; then expect "$c" cached_discovery_round_trips 1 || ok=0
+        else expect "$c" database_hash ok || ok=0; fi
         expect "$c" reconnect_read ok || ok=0
         expect "$c" peer_disconnect_reason 0x13 || ok=0
         expect "$c" reconnected_after_peer_disconnect 1 || ok=0

@@ -112,6 +112,8 @@ do {
 result("powered_on", 1)
 // The session checks that the protected value is refused on an unencrypted link (pairing has scenarios of its own).
 await central.setPairsOnDemand(false)
+// Discovered databases are cached under the peer's address and validated by its Database Hash on reconnection.
+await central.useGATTCache(GATTCache())
 let eventLog = await central.connectionEvents()
 _ = Task {
     for await event in eventLog {
@@ -185,7 +187,8 @@ for service in services {
 result("services", services.count)
 // The whole-database discovery (characteristics of all services in one walk, descriptors several gaps per request)
 // must find the same tree as the per-service one above.
-let whole = await step("discover the whole database") { try await peripheral.discoverAll() }
+let (whole, firstDiscovery) = await step("discover the whole database") { try await peripheral.discoverAllReporting() }
+check(!firstDiscovery.fromCache, "the first discovery came from an empty cache")
 var perService: [GATTDiscoveredService] = []
 for service in services {
     var entries: [GATTDiscoveredCharacteristic] = []
@@ -310,6 +313,10 @@ let policy = ReconnectPolicy(maximumAttempts: 10, initialDelay: .milliseconds(20
 let again = await step("reconnect", 15) { try await central.connect(matched.address, name: target, timeout: .seconds(10), reconnect: policy) }
 result("reconnected", 1)
 _ = await step("exchange MTU again") { try await again.exchangeMTU() }
+// The database is unchanged: reading its hash is the whole discovery.
+let (cachedTree, cachedDiscovery) = await step("discover the whole database again") { try await again.discoverAllReporting() }
+check(cachedTree == whole, "the cached database differs from the discovered one")
+result("cached_discovery_round_trips", cachedDiscovery.fromCache ? cachedDiscovery.requests : -1)
 let persisted = await step("read after reconnecting") { try await again.readValue(for: writable) }
 check(persisted == withoutResponse, "after reconnecting, \(customWritable) reads \(persisted.hexString())")
 result("reconnect_read", "ok")

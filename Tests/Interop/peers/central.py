@@ -17,7 +17,9 @@ and exits 1. Exits 0 after 'RESULT done=1'.
 """
 import argparse, asyncio, logging, struct, time
 
+from bumble import att, crypto, gatt
 from bumble.att import ATT_Error
+from bumble.profiles import gatt_service
 from bumble.core import AdvertisingData, UUID
 from bumble.device import Device, DeviceConfiguration, Peer
 from bumble.gatt import Characteristic
@@ -141,6 +143,8 @@ async def main():
                         print(f'TREE descriptor {d.handle} {uuid_key(d.type)}', flush=True)
         result('services', len(services))
         log('services:', services)
+        if args.full:
+            await check_database_hash(peer)
 
         reads = 0
         for service in peer.services:
@@ -208,6 +212,30 @@ async def main():
         if args.full:
             await reconnections(device, target)
         result('done', 1)
+
+
+async def check_database_hash(peer):
+    """Reads the peer's Database Hash and computes it again from every attribute Find Information lists and the values
+    of the declarations, with Bumble's own Generic Attribute service code and AES-CMAC (Core 5.4, Vol 3, Part G,
+    7.3.1): 'database_hash ok' when they agree."""
+    found = peer.get_characteristics_by_uuid(gatt.GATT_DATABASE_HASH_CHARACTERISTIC)
+    if not found:
+        result('database_hash', 'absent')
+        return
+    served = bytes(await step('read the Database Hash', found[0].read_value()))
+    rebuilt = []
+    for proxy in await step('discover every attribute', peer.gatt_client.discover_attributes()):
+        value = b''
+        if proxy.type in (gatt.GATT_PRIMARY_SERVICE_ATTRIBUTE_TYPE, gatt.GATT_SECONDARY_SERVICE_ATTRIBUTE_TYPE,
+                          gatt.GATT_INCLUDE_ATTRIBUTE_TYPE, gatt.GATT_CHARACTERISTIC_ATTRIBUTE_TYPE,
+                          gatt.GATT_CHARACTERISTIC_EXTENDED_PROPERTIES_DESCRIPTOR):
+            value = bytes(await step(f'read attribute {proxy.handle}', peer.gatt_client.read_value(proxy.handle)))
+        attribute = att.Attribute(proxy.type, att.Attribute.Permissions.READABLE, value)
+        attribute.handle = proxy.handle
+        rebuilt.append(attribute)
+    message = b''.join(gatt_service.GenericAttributeProfileService.get_attribute_data(a) for a in rebuilt)
+    computed = crypto.aes_cmac(m=message, k=bytes(16))[::-1]
+    result('database_hash', 'ok' if served == computed else f'served-{served.hex()}-computed-{computed.hex()}')
 
 
 def only(peer, uuid):
