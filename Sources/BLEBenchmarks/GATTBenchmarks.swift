@@ -104,4 +104,39 @@ enum GATTBenchmarks {
         withExtendedLifetime(server) {}
         return (requests, services.count, characteristics, descriptors)
     }
+
+    /// A client with a ``GATTCache`` discovers a device serving `database`, disconnects, reconnects and discovers
+    /// again: the two discoveries' round trips and times (MTU 247 exchanged first, not counted).
+    static func cachedDiscovery(_ database: GATTDatabase) async throws
+        -> (fresh: GATTDiscoveryReport, freshTime: Duration, cached: GATTDiscoveryReport, cachedTime: Duration) {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let peripheral = HCIHost(transport: air.addController(.init()).makeHostTransport())
+        let central = HCIHost(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        try await peripheral.powerOn()
+        try await central.powerOn()
+        let server = GATTEngine(host: peripheral, database: database)
+        await server.start()
+        let client = GATTEngine(host: central)
+        await client.start()
+        await client.setCache(GATTCache())
+        guard let address = await peripheral.ownAddress else { throw CancellationError() }
+        var reports: [(GATTDiscoveryReport, Duration)] = []
+        for _ in 0..<2 {
+            try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "bench")))
+            let link = try await central.connect(to: address)
+            _ = try await client.exchangeMTU(link.handle)
+            let clock = ContinuousClock()
+            let start = clock.now
+            let (_, report) = try await client.discoverDatabaseReporting(link.handle)
+            reports.append((report, clock.now - start))
+            let events = await central.events()
+            try await central.disconnect(link)
+            for await event in events { if case .disconnected = event { break } }
+        }
+        await central.powerOff()
+        await peripheral.powerOff()
+        withExtendedLifetime(server) {}
+        return (reports[0].0, reports[0].1, reports[1].0, reports[1].1)
+    }
 }

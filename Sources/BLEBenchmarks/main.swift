@@ -129,5 +129,13 @@ for exchange in [true, false] {
     }
 }
 
+print("== GATT caching: discovering the lab device with a GATTCache, then again after reconnecting (MTU 247)")
+let caching = try await GATTBenchmarks.cachedDiscovery(demoDevice)
+print("  fresh (Database Hash read + discovery + robust caching enabled): \(caching.fresh.requests) ATT round trips, "
+      + "\(caching.freshTime.formatted(.units(allowed: [.milliseconds], fractionalPart: .show(length: 2)))) in process")
+print("  cached reconnection (Database Hash unchanged): \(caching.cached.requests) ATT round trip\(caching.cached.requests == 1 ? "" : "s")"
+      + "\(caching.cached.fromCache ? "" : " (NOT from the cache)"), "
+      + "\(caching.cachedTime.formatted(.units(allowed: [.milliseconds], fractionalPart: .show(length: 2)))) in process")
+
 print("== Pairing between two hosts on the in-process virtual controller (HCIHost.pair: Pairing Request to the last key)")
 try await PairingBenchmarks.run()
