@@ -168,3 +168,50 @@ import Testing
         #expect(cache.peers.isEmpty)
     }
 }
+
+/// A bonded client's robust-caching state survives its disconnections. Core 5.4, Vol 3, Part G, 2.5.2.1 and 7.2.
+extension PairingTests {
+    /// Reads the peer's Client Supported Features until `done` accepts the outcome (the peripheral's engine hears of
+    /// the encryption shortly after the central does), at most a second.
+    func readFeatures(_ s: Pair, _ handle: AttributeHandle, until done: (Result<[UInt8], GATTError>) -> Bool) async throws
+        -> Result<[UInt8], GATTError> {
+        var outcome: Result<[UInt8], GATTError> = .failure(GATTError(.timeout, "not read"))
+        for _ in 0..<100 {
+            do {
+                outcome = .success(try await s.client.read(s.c.handle, attribute: handle))
+            } catch let error as GATTError {
+                outcome = .failure(error)
+            }
+            if done(outcome) { return outcome }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return outcome
+    }
+
+    @Test func aBondedClientKeepsItsFeaturesAndLearnsOfAChangeWhileAway() async throws {
+        var s = try await setUp()
+        _ = try await s.central.pair(s.c)
+        let gatt = try #require(try await s.client.discoverPrimaryServices(s.c.handle, uuid: 0x1801).first)
+        let features = try #require(try await s.client.discoverCharacteristics(s.c.handle, of: gatt, uuid: 0x2B29).first?.valueHandle)
+        try await s.client.write(s.c.handle, attribute: features, value: [0x01])
+
+        // Back, encrypted with the bond: robust caching is still on.
+        try await s.reconnect()
+        _ = try await s.central.pair(s.c)
+        let kept = try await readFeatures(s, features) { (try? $0.get()) == [0x01] }
+        #expect((try? kept.get()) == [0x01])
+
+        // The database changes while the client is away: back, it is change-unaware, told so once, then served.
+        let events = await s.peripheral.events()
+        try await s.central.disconnect(s.c)
+        _ = try await next(events) { if case .disconnected = $0 { true } else { nil } }
+        try await s.server.addService(GATTServiceDefinition(uuid: 0x180A, characteristics: [
+            GATTCharacteristicDefinition(uuid: 0x2A29, properties: .read, value: Array("Maker".utf8)),
+        ]))
+        (s.c, s.p) = try await connect(s.central, s.peripheral, peripheralAddress: s.peripheralAddress)
+        _ = try await s.central.pair(s.c)
+        let refused = try await readFeatures(s, features) { if case .failure = $0 { true } else { false } }
+        #expect(refused == .failure(GATTError(.att(.databaseOutOfSync, handle: features), "")))
+        #expect(try await s.client.read(s.c.handle, attribute: features) == [0x01])
+    }
+}
