@@ -24,14 +24,14 @@ public final class VirtualAir: Sendable {
 
     /// The clock mode.
     public let clock: Clock
-    let world: Mutex<World>
+    let world: Locked<World>
     let driver = RealTimeDriver()
     private let origin = ContinuousClock.now
 
     /// Creates an air with a seeded generator (advertising delays, LE Rand, RSSI noise) and a radio model.
     public init(clock: Clock = .manual, seed: UInt64 = 0x5EED, radio: RadioModel = RadioModel()) {
         self.clock = clock
-        world = Mutex(World(seed: seed, radio: radio))
+        world = Locked(World(seed: seed, radio: radio))
         if clock == .realTime {
             // The thread holds the air weakly: dropping the last reference to the air stops it.
             let driver = driver

@@ -5,7 +5,7 @@ import Synchronization
 final class HostSink: Sendable {
     enum Mode: Sendable { case stream, buffer }
     let mode: Mode
-    let buffer = Mutex<[HCIPacket]>([])
+    let buffer = Locked<[HCIPacket]>([])
     let stream: AsyncStream<HCIPacket>
     let continuation: AsyncStream<HCIPacket>.Continuation
 
