@@ -178,6 +178,51 @@ extension World {
     /// Moves one host packet across the link, re-fragmenting it to the receiver's buffer size, and returns the
     /// sender's buffer with Number Of Completed Packets. Out of reach, the packet waits in the sender's buffer.
     mutating func transmitACL(link id: Int, from sender: Int, _ packet: HCIACLPacket) {
+        guard var link = links[id], link.side(of: sender) != nil, let receiver = link.peer(of: sender) else { return }
+        guard receiver.active, !link.supervisionArmed, canHear(sender, receiver.controller) else {
+            link.stalled.append((sender, packet))
+            links[id] = link
+            return
+        }
+        // Faults: the attempts that fail before one gets through, each a connection event later. Packets already in
+        // transit from this sender go first.
+        let pair = [min(sender, receiver.controller), max(sender, receiver.controller)]
+        var retries = 0
+        if var state = faults[pair] {
+            let p = state.faults.successProbability
+            let attempts = max(1, Int(link.supervisionTimeoutNanos / max(1, link.intervalNanos)))
+            while retries < attempts, !(p > 0 && Double(state.rng.next() >> 11) / Double(1 << 53) < p) { retries += 1 }
+            faults[pair] = state
+            if retries == attempts {
+                // Nothing got through within the supervision timeout: the link is lost.
+                retransmissions += retries
+                linksLostToFaults += 1
+                link.stalled.append((sender, packet))
+                link.lostToFaults = true
+                if !link.supervisionArmed {
+                    link.supervisionArmed = true
+                    link.supervisionGeneration &+= 1
+                    queue.schedule(.supervision(link: id, generation: link.supervisionGeneration), at: now + link.supervisionTimeoutNanos)
+                }
+                links[id] = link
+                return
+            }
+        }
+        if retries > 0 || link.inTransit.contains(where: { $0.0 == sender }) {
+            retransmissions += retries
+            let at = max(now, link.busyUntil[sender] ?? 0) + UInt64(retries) * link.intervalNanos
+            link.busyUntil[sender] = at
+            link.inTransit.append((sender, packet))
+            links[id] = link
+            queue.schedule(.deliverACL(link: id, sender: sender), at: at)
+            return
+        }
+        deliverACL(link: id, from: sender, packet)
+    }
+
+    /// Hands a packet that got across the link to the receiver's host, re-fragmented to its buffer size, and returns
+    /// the sender's buffer with Number Of Completed Packets (the packet was acknowledged).
+    mutating func deliverACL(link id: Int, from sender: Int, _ packet: HCIACLPacket) {
         guard var link = links[id], let senderSide = link.side(of: sender), let receiver = link.peer(of: sender) else { return }
         guard receiver.active, !link.supervisionArmed, canHear(sender, receiver.controller) else {
             link.stalled.append((sender, packet))

@@ -83,6 +83,19 @@ public final class VirtualAir: Sendable {
     /// ACL packets hosts sent for unknown connection handles (dropped).
     public var droppedACLPacketCount: Int { world.withLock { $0.droppedACLPackets } }
 
+    /// Sets the faults of every link between `a` and `b`, now and later (`nil`: none). See ``LinkFaults``.
+    public func setFaults(_ faults: LinkFaults?, between a: VirtualController, _ b: VirtualController) {
+        mutate { w in
+            w.faults[[min(a.id, b.id), max(a.id, b.id)]] = faults.map { FaultState(faults: $0, rng: SplitMix64(seed: $0.seed)) }
+        }
+    }
+
+    /// Transmission attempts the link layer repeated because of ``LinkFaults``.
+    public var retransmissionCount: Int { world.withLock { $0.retransmissions } }
+
+    /// Links lost because of ``LinkFaults`` (every attempt failed until the supervision timeout).
+    public var linksLostToFaultsCount: Int { world.withLock { $0.linksLostToFaults } }
+
     /// Moves simulated time forward by `duration`, running every event due in that span in order, and returns
     /// with the clock at exactly `now + duration`. Only the manual clock is driven this way; on a real-time air the
     /// call does nothing (wall time drives it).

@@ -128,6 +128,12 @@ struct Link {
     var peripheralTxOctets: UInt16 = 27
     /// ACL packets accepted from a host while the peer was out of reach: (sending controller, packet).
     var stalled: [(Int, HCIACLPacket)] = []
+    /// ACL packets being retransmitted by the link layer (``LinkFaults``), in order: (sending controller, packet).
+    var inTransit: [(Int, HCIACLPacket)] = []
+    /// When each sender's last packet in transit gets through (packets leave in order).
+    var busyUntil: [Int: UInt64] = [:]
+    /// The link failed for faults (every attempt lost until the supervision timeout): it is not revived.
+    var lostToFaults = false
 
     func side(of controller: Int) -> Side? {
         if central.controller == controller { return central }
@@ -151,6 +157,37 @@ enum WorldEvent: Sendable {
     case supervision(link: Int, generation: UInt64)
     /// Connection update.
     case connectionUpdate(link: Int, interval: UInt16, latency: UInt16, timeout: UInt16)
+    /// The link layer got a retransmitted packet through.
+    case deliverACL(link: Int, sender: Int)
+}
+
+/// Faults on the links between two controllers, per transmission attempt, each deterministic from its seed: a packet
+/// lost or received with a CRC error is not acknowledged, and the link layer sends it again at the next connection
+/// event, so the host sees latency, never loss, and packets keep their order. When every attempt fails until the
+/// supervision timeout runs out, the link is lost (Connection Timeout, 0x08). Core 5.4, Vol 6, Part B, 4.5.9.
+public struct LinkFaults: Sendable, Hashable {
+    /// Probability that a transmission is not received at all (0…1).
+    public var packetLoss: Double
+    /// Probability that a received transmission fails its CRC (0…1).
+    public var crcErrors: Double
+    /// The seed of the faults' own generator.
+    public var seed: UInt64
+
+    /// Creates a fault model.
+    public init(packetLoss: Double = 0, crcErrors: Double = 0, seed: UInt64 = 1) {
+        self.packetLoss = packetLoss
+        self.crcErrors = crcErrors
+        self.seed = seed
+    }
+
+    /// Probability that one attempt gets through.
+    var successProbability: Double { (1 - min(1, max(0, packetLoss))) * (1 - min(1, max(0, crcErrors))) }
+}
+
+/// The faults of a controller pair, with their generator.
+struct FaultState {
+    var faults: LinkFaults
+    var rng: SplitMix64
 }
 
 /// Everything on the simulated air, mutated only under `VirtualAir`'s lock.
@@ -167,6 +204,12 @@ struct World {
     var lastToken: UInt64 = 0
     /// ACL packets a host sent for a handle its controller does not know.
     var droppedACLPackets = 0
+    /// Faults by controller pair (the lower id first).
+    var faults: [[Int]: FaultState] = [:]
+    /// Transmission attempts that failed and were repeated (``LinkFaults``).
+    var retransmissions = 0
+    /// Links lost because every attempt failed.
+    var linksLostToFaults = 0
 
     init(seed: UInt64, radio: RadioModel) {
         rng = SplitMix64(seed: seed)
@@ -273,11 +316,12 @@ struct World {
             return
         }
         // Packets this side's host had in the controller's buffers are flushed with the link.
-        let flushed = link.stalled.filter { $0.0 == controller }.count
+        let flushed = link.stalled.filter { $0.0 == controller }.count + link.inTransit.filter { $0.0 == controller }.count
         link.stalled.removeAll { $0.0 == controller }
+        link.inTransit.removeAll { $0.0 == controller }
         controllers[controller]?.aclInFlight -= flushed
         if !link.central.active && !link.peripheral.active {
-            for (sender, _) in link.stalled { controllers[sender]?.aclInFlight -= 1 }
+            for (sender, _) in link.stalled + link.inTransit { controllers[sender]?.aclInFlight -= 1 }
             links[id] = nil
         } else {
             links[id] = link
@@ -293,6 +337,7 @@ struct World {
             if link.central.controller == controller { link.central.active = false }
             if link.peripheral.controller == controller { link.peripheral.active = false }
             link.stalled.removeAll { $0.0 == controller }
+            link.inTransit.removeAll { $0.0 == controller }
             link.pendingEncryption = nil
             links[id] = link.central.active || link.peripheral.active ? link : nil
         }
@@ -311,7 +356,7 @@ struct World {
                 link.supervisionGeneration &+= 1
                 queue.schedule(.supervision(link: id, generation: link.supervisionGeneration), at: now + link.supervisionTimeoutNanos)
                 links[id] = link
-            } else if reachable, link.supervisionArmed {
+            } else if reachable, link.supervisionArmed, !link.lostToFaults {
                 link.supervisionArmed = false
                 link.supervisionGeneration &+= 1
                 let stalled = link.stalled
@@ -348,6 +393,11 @@ struct World {
                                                                          peripheralLatency: latency,
                                                                          supervisionTimeout: timeout).packet)
             }
+        case .deliverACL(let id, let sender):
+            guard var link = links[id], let i = link.inTransit.firstIndex(where: { $0.0 == sender }) else { return }
+            let (_, packet) = link.inTransit.remove(at: i)
+            links[id] = link
+            deliverACL(link: id, from: sender, packet)
         }
     }
 }
