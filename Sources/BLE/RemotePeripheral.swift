@@ -151,14 +151,23 @@ public final class RemotePeripheral: Sendable, Identifiable {
     /// Several streams of one characteristic each get every value (the peripheral is subscribed once). With a
     /// reconnection policy the subscription survives a lost link: it is restored after reconnecting and the same
     /// streams go on.
-    public func notifications(for characteristic: GATTCharacteristic) async throws -> AsyncStream<[UInt8]> {
+    ///
+    /// A stream keeps at most `bufferingLimit` values its consumer has not taken yet: a consumer that falls further
+    /// behind loses the oldest ones (notifications have no flow control, so the alternative would be memory without
+    /// bound); ``droppedNotificationCount`` counts them.
+    public func notifications(for characteristic: GATTCharacteristic, bufferingLimit: Int = 4096) async throws -> AsyncStream<[UInt8]> {
         let descriptors = try await discoverDescriptors(for: characteristic)
         guard let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {
             throw GATTError(.att(.requestNotSupported, handle: characteristic.valueHandle), "\(characteristic.uuid) cannot notify")
         }
         let indications = !characteristic.properties.contains(.notify) && characteristic.properties.contains(.indicate)
-        return try await link.subscribe(valueHandle: characteristic.valueHandle, cccd: cccd.handle, indications: indications, engine: engine)
+        return try await link.subscribe(valueHandle: characteristic.valueHandle, cccd: cccd.handle, indications: indications, engine: engine,
+                                        bufferingLimit: max(1, bufferingLimit))
     }
+
+    /// Values dropped because a stream's consumer fell more than its buffering limit behind
+    /// (``notifications(for:bufferingLimit:)``).
+    public var droppedNotificationCount: Int { get async { await link.droppedNotifications } }
 
     /// Stops notifications of a characteristic: every stream of it finishes.
     public func stopNotifications(for characteristic: GATTCharacteristic) async throws {
@@ -218,6 +227,8 @@ actor PeripheralLink {
     nonisolated let peer: LEAddress
     private(set) var state: PeripheralConnectionState = .connected
     var subscriptions: [AttributeHandle: Subscription] = [:]
+    /// Values dropped for consumers that fell behind their buffering limit.
+    var droppedNotifications = 0
     var linkSubscribers: [Int: AsyncStream<PeripheralLinkEvent>.Continuation] = [:]
     var stateSubscribers: [Int: AsyncStream<PeripheralConnectionState>.Continuation] = [:]
     var nextSubscriber = 0
@@ -265,8 +276,9 @@ actor PeripheralLink {
         for c in stateSubscribers.values { c.yield(new) }
     }
 
-    func subscribe(valueHandle: AttributeHandle, cccd: AttributeHandle, indications: Bool, engine: GATTEngine) async throws -> AsyncStream<[UInt8]> {
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+    func subscribe(valueHandle: AttributeHandle, cccd: AttributeHandle, indications: Bool, engine: GATTEngine,
+                   bufferingLimit: Int) async throws -> AsyncStream<[UInt8]> {
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(bufferingLimit))
         let id = makeID()
         continuation.onTermination = { [weak self] _ in Task { await self?.dropConsumer(id, valueHandle: valueHandle) } }
         if subscriptions[valueHandle] != nil {
@@ -300,7 +312,9 @@ actor PeripheralLink {
     }
 
     private func deliver(_ value: [UInt8], valueHandle: AttributeHandle) {
-        for c in subscriptions[valueHandle]?.consumers.values ?? [:].values { c.yield(value) }
+        for c in subscriptions[valueHandle]?.consumers.values ?? [:].values {
+            if case .dropped = c.yield(value) { droppedNotifications += 1 }
+        }
     }
 
     private func linkStreamEnded(_ valueHandle: AttributeHandle) {

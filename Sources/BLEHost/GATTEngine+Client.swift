@@ -173,10 +173,11 @@ extension GATTEngine {
 
     /// Subscribes to notifications (or indications) of a characteristic by writing its CCCD; the stream delivers
     /// the values and finishes when the link goes down. Several subscribers of one characteristic each get every
-    /// value.
+    /// value. A subscriber more than ``notificationBufferingLimit`` values behind loses the oldest
+    /// (``droppedNotificationCount``): notifications have no flow control, and memory stays bounded.
     public func subscribe(_ handle: ConnectionHandle, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
         let link = try await link(handle)
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(notificationBufferingLimit))
         let id = nextSubscriber
         nextSubscriber += 1
         links[link]?.subscribers[valueHandle, default: [:]][id] = continuation

@@ -86,6 +86,13 @@ public actor GATTEngine {
     var commands: [UInt64: (link: LinkID, pending: ApplicationPending)] = [:]
     var nextSubscriber = 0
     var watcher: Task<Void, Never>?
+    /// Values a subscriber (``subscribe(_:valueHandle:cccdHandle:indications:)``) holds at most before it loses the
+    /// oldest, for subscriptions made from now on.
+    public private(set) var notificationBufferingLimit = 4096
+    /// Sets ``notificationBufferingLimit`` (at least 1).
+    public func setNotificationBufferingLimit(_ limit: Int) { notificationBufferingLimit = max(1, limit) }
+    /// Values dropped because a subscriber fell more than ``notificationBufferingLimit`` behind.
+    public private(set) var droppedNotificationCount = 0
     /// How the last ``discoverDatabase(_:descriptors:)`` went: its requests (round trips) before the result was
     /// ready, and whether the cache answered. Requests of other callers meanwhile are counted too.
     public internal(set) var lastDiscovery: GATTDiscoveryReport?
@@ -237,7 +244,9 @@ public actor GATTEngine {
             case .notification(let handle, let value), .indication(let handle, let value):
                 // Service Changed from a peer whose database is cached: the cache no longer describes it.
                 if handle == links[link]?.peerServiceChanged { forgetCachedDatabase(of: link) }
-                for s in links[link]?.subscribers[handle]?.values ?? [:].values { s.yield(value) }
+                for s in links[link]?.subscribers[handle]?.values ?? [:].values {
+                    if case .dropped = s.yield(value) { droppedNotificationCount += 1 }
+                }
             case .serve(let bytes):
                 await serve(bytes, on: link)
             case .closeLink:
