@@ -103,10 +103,15 @@ public final class Central: Sendable {
     ///   - active: send scan requests (needed for scan responses).
     ///   - timeout: how long to scan; the stream then finishes and the scan stops (`nil`: until the stream is
     ///     cancelled or ``stopScan()`` is called).
+    ///   - trackingLimit: the most devices the scan remembers (for duplicates and scan responses); beyond it, those
+    ///     heard least recently are forgotten and reported again if heard again (``ScanTracker``).
+    ///   - bufferingLimit: the most discoveries the stream holds for a consumer that falls behind; older ones are
+    ///     dropped first.
     public func scan(services: [BluetoothUUID] = [], allowDuplicates: Bool = false, active: Bool = true,
-                     timeout: Duration? = nil) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
+                     timeout: Duration? = nil, trackingLimit: Int = 4096,
+                     bufferingLimit: Int = 1024) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
         let reports = try await host.scan(.init(active: active, filterDuplicates: false))
-        return AsyncThrowingStream { continuation in
+        return AsyncThrowingStream(bufferingPolicy: .bufferingNewest(max(1, bufferingLimit))) { continuation in
             let deadline = timeout.map { timeout in
                 Task {
                     try await Task.sleep(for: timeout)
@@ -114,23 +119,11 @@ public final class Central: Sendable {
                 }
             }
             let task = Task {
-                var advertisements: [BluetoothAddress: AdvertisingData] = [:]
-                var responses: [BluetoothAddress: AdvertisingData] = [:]
-                var connectable: [BluetoothAddress: Bool] = [:]
-                var reported: [BluetoothAddress: AdvertisingData] = [:]
+                var tracker = ScanTracker(limit: trackingLimit, allowDuplicates: allowDuplicates)
                 do {
                     for try await report in reports {
-                        let a = report.address.address
-                        if report.isScanResponse { responses[a] = report.data } else {
-                            advertisements[a] = report.data
-                            connectable[a] = report.isConnectable
-                        }
-                        let merged = (advertisements[a] ?? AdvertisingData()).merged(withScanResponse: responses[a] ?? AdvertisingData())
-                        let discovered = DiscoveredPeripheral(address: report.address, advertisementData: merged, rssi: report.rssi,
-                                                              isConnectable: connectable[a] ?? report.isConnectable)
+                        guard let discovered = tracker.receive(report) else { continue }
                         guard services.isEmpty || services.contains(where: discovered.serviceUUIDs.contains) else { continue }
-                        guard allowDuplicates || reported[a] != merged else { continue }
-                        reported[a] = merged
                         continuation.yield(discovered)
                     }
                     continuation.finish()

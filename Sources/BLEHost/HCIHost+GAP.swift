@@ -12,6 +12,8 @@ extension HCIHost {
         public var interval: UInt16 = 0x0060
         /// Scan window in 0.625 ms units.
         public var window: UInt16 = 0x0030
+        /// The most reports the stream holds for a consumer that falls behind (the oldest are dropped first).
+        public var bufferingLimit = 4096
         /// Creates scan options.
         public init(active: Bool = true, filterDuplicates: Bool = false) {
             self.active = active
@@ -32,7 +34,9 @@ extension HCIHost {
         try await prepareOwnAddress()
         _ = try await send(HCILESetScanParameters(scanType: options.active ? .active : .passive, interval: options.interval,
                                                   window: options.window, ownAddressType: ownAddressType))
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisementReport.self, throwing: (any Error).self)
+        // Bounded: a consumer that falls behind loses the oldest reports, never memory without bound.
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisementReport.self, throwing: (any Error).self,
+                                                                    bufferingPolicy: .bufferingNewest(options.bufferingLimit))
         scanContinuation = continuation
         scanGeneration += 1
         scanFiltersDuplicates = options.filterDuplicates

@@ -89,6 +89,17 @@ public struct AdvertisementReport: Sendable, Hashable {
     /// 1.3.2.2); `nil` otherwise (an identity address, an address no bond resolves, a device that is not bonded).
     public var identity: LEAddress?
 
+    /// Creates a report (a host makes them from LE Advertising Report events; this is for tests and replays).
+    public init(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, data: AdvertisingData, rawData: [UInt8],
+                identity: LEAddress? = nil) {
+        self.address = address
+        self.rssi = rssi
+        self.eventType = eventType
+        self.data = data
+        self.rawData = rawData
+        self.identity = identity
+    }
+
     /// Whether this report is a scan response.
     public var isScanResponse: Bool { eventType == .scanResponse }
     /// Whether a central may connect to the advertiser.

@@ -1,0 +1,61 @@
+/// What a scan remembers of the devices it hears: each one's advertising data, scan response and what was last
+/// reported, so that a device is reported once (and again when its merged data changes) and its scan response merges
+/// with its advertisement. At most ``limit`` devices are remembered: beyond that, those heard least recently are
+/// forgotten (a quarter of the table at a time), so a scan among any number of advertisers — or one address-rotating
+/// device that never repeats — uses bounded memory. A forgotten device heard again is reported again, as a new one.
+public struct ScanTracker: Sendable {
+    struct Entry: Sendable {
+        var advertisement: AdvertisingData?
+        var response: AdvertisingData?
+        var connectable: Bool
+        var reported: AdvertisingData?
+        var lastHeard: UInt64
+    }
+
+    /// The most devices remembered.
+    public let limit: Int
+    /// Whether every advertisement is reported (not only a device's first, or a change).
+    public let allowDuplicates: Bool
+    private var entries: [BluetoothAddress: Entry] = [:]
+    private var clock: UInt64 = 0
+    /// Devices forgotten to stay within ``limit``.
+    public private(set) var forgotten = 0
+
+    /// Creates a tracker remembering at most `limit` devices (at least 1).
+    public init(limit: Int = 4096, allowDuplicates: Bool = false) {
+        self.limit = max(1, limit)
+        self.allowDuplicates = allowDuplicates
+    }
+
+    /// The devices remembered now.
+    public var count: Int { entries.count }
+
+    /// Takes one advertising report and returns the device to report, if any: its advertisement merged with its
+    /// scan response, once per change unless duplicates are allowed.
+    public mutating func receive(_ report: AdvertisementReport) -> DiscoveredPeripheral? {
+        clock &+= 1
+        let address = report.address.address
+        var entry = entries[address] ?? Entry(connectable: report.isConnectable, lastHeard: clock)
+        if report.isScanResponse {
+            entry.response = report.data
+        } else {
+            entry.advertisement = report.data
+            entry.connectable = report.isConnectable
+        }
+        entry.lastHeard = clock
+        let merged = (entry.advertisement ?? AdvertisingData()).merged(withScanResponse: entry.response ?? AdvertisingData())
+        let changed = entry.reported != merged
+        entry.reported = merged
+        if entries.updateValue(entry, forKey: address) == nil, entries.count > limit { forgetLeastRecent() }
+        guard allowDuplicates || changed else { return nil }
+        return DiscoveredPeripheral(address: report.address, advertisementData: merged, rssi: report.rssi, isConnectable: entry.connectable)
+    }
+
+    /// Forgets the least recently heard quarter of the table (amortised: one sort per `limit / 4` new devices).
+    private mutating func forgetLeastRecent() {
+        let excess = entries.count - limit + max(1, limit / 4)
+        let oldest = entries.sorted { $0.value.lastHeard < $1.value.lastHeard }.prefix(excess)
+        for (address, _) in oldest { entries[address] = nil }
+        forgotten += oldest.count
+    }
+}
