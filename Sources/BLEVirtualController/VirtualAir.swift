@@ -133,13 +133,20 @@ public final class VirtualAir: Sendable {
         driver.stop()
     }
 
-    /// Runs `body` on the world at the current time (catching a real-time clock up first), then wakes the driver.
+    /// Runs `body` on the world at the current time (catching a real-time clock up first), then wakes the driver if
+    /// `body` scheduled an event earlier than any it had: the driver sleeps until the earliest event it knew of, so a
+    /// later one needs no wake-up (most host packets schedule nothing, and a wake-up per packet cost a thread switch).
     func mutate<T>(_ body: (inout World) -> T) -> T {
+        var wake = false
         let result = world.withLock { w -> T in
-            if clock == .realTime { runEvents(&w, notAfter: max(w.now, wallNanos)) }
-            return body(&w)
+            guard clock == .realTime else { return body(&w) }
+            runEvents(&w, notAfter: max(w.now, wallNanos))
+            let before = w.queue.nextTime
+            let result = body(&w)
+            if let after = w.queue.nextTime, before.map({ after < $0 }) ?? true { wake = true }
+            return result
         }
-        if clock == .realTime { driver.wake() }
+        if wake { driver.wake() }
         return result
     }
 

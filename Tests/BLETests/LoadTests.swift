@@ -60,7 +60,7 @@ import Testing
         let environment = ProcessInfo.processInfo.environment
         let count = Int(environment["SWIFT_BLE_SOAK_CENTRALS"] ?? "") ?? 32
         let rate = Double(environment["SWIFT_BLE_SOAK_RATE"] ?? "") ?? 100
-        let seconds = Double(environment["SWIFT_BLE_SOAK_SECONDS"] ?? "") ?? 2
+        let seconds = Double(environment["SWIFT_BLE_SOAK_SECONDS"] ?? "") ?? 1
         let writeInterval = Duration.milliseconds(100)
 
         let air = VirtualAir(clock: .realTime, seed: 32)
