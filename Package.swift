@@ -124,8 +124,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "ExamplesTests",
-            // The demo executables are dependencies so that they are built before the tests run them.
-            dependencies: ["band-demo", "piano-demo", "scale-demo", "battery-demo", "transfer-demo", "chat-demo", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            // The demo executables and the ble tool are dependencies so that they are built before the tests run them.
+            dependencies: ["band-demo", "piano-demo", "scale-demo", "battery-demo", "transfer-demo", "chat-demo", "ble", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",

@@ -272,7 +272,7 @@ struct RangeCommand: AsyncParsableCommand {
         var lines = [String(format: "beacons at %.0f s, nearest first", seconds(update.time)),
                      pad("IDENTIFIER", 58) + pad("RSSI", 6) + pad("SMOOTH", 8) + pad("DISTANCE", 10) + pad("±", 8) + pad("PROXIMITY", 11) + "LAST SEEN"]
         for b in update.beacons {
-            lines.append(pad(b.identifier.description, 58) + pad("\(b.rssi)", 6)
+            lines.append(pad(b.identifier.description.escapingControlCharacters, 58) + pad("\(b.rssi)", 6)
                          + pad(b.smoothedRSSI.map { String(format: "%.1f", $0) } ?? "-", 8)
                          + pad(b.distance.map { String(format: "%.2f m", $0) } ?? "-", 10)
                          + pad(b.accuracy.map { String(format: "%.2f m", $0) } ?? "-", 8)

@@ -72,7 +72,7 @@ struct GATTDemo: AsyncParsableCommand {
     /// The central's side: scan, connect, discover, read, write, subscribe, disconnect.
     func session(_ central: Central) async throws {
         let found = try await findTarget("SwiftBLELab", central: central, timeout: .seconds(10))
-        say("central   ", "found \(found.name ?? "?") at \(found.address.address), RSSI \(found.rssi) dBm, services \(found.serviceUUIDs.map(\.description))")
+        say("central   ", "found \(found.name?.escapingControlCharacters ?? "?") at \(found.address.address), RSSI \(found.rssi) dBm, services \(found.serviceUUIDs.map(\.description))")
         let peripheral = try await central.connect(found, timeout: .seconds(5))
         let connection = await peripheral.connection
         say("central   ", "connected: handle \(connection.handle), interval \(Double(connection.interval) * 1.25) ms")

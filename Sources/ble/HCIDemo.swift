@@ -57,7 +57,7 @@ struct HCIDemo: AsyncParsableCommand {
             }
         }
         guard let target = seen else { throw ValidationError("the central saw nothing") }
-        central.say("device: name \"\(advertisement.localName ?? "?")\", services \(try advertisement.serviceUUIDs().map(\.description)), manufacturer data \(try advertisement.manufacturerData().map { "\($0.companyID): \($0.data.hexString())" })")
+        central.say("device: name \"\(advertisement.localName?.escapingControlCharacters ?? "?")\", services \(try advertisement.serviceUUIDs().map(\.description)), manufacturer data \(try advertisement.manufacturerData().map { "\($0.companyID): \($0.data.hexString())" })")
         try central.command(HCILESetScanEnable(isEnabled: false))
 
         try central.command(HCILECreateConnection(peerAddressType: .public, peerAddress: target))

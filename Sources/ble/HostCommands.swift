@@ -98,7 +98,7 @@ struct Scan: AsyncParsableCommand {
             for try await device in results {
                 let uuids = device.serviceUUIDs.map(\.description)
                 let manufacturer = device.manufacturerData.map { "\($0.companyID):\($0.data.hexString())" }.joined(separator: ",")
-                emit(json, "\(device.address.address) \(device.address.type) RSSI \(device.rssi) dBm\(device.isConnectable ? " connectable" : "") \"\(device.name ?? "(no name)")\" services \(uuids)\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)")",
+                emit(json, "\(device.address.address) \(device.address.type) RSSI \(device.rssi) dBm\(device.isConnectable ? " connectable" : "") \(device.name.map { "\"\($0.escapingControlCharacters)\"" } ?? "(no name)") services \(uuids)\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)")",
                      ["address": .string(device.address.address.description), "addressType": .string("\(device.address.type)"),
                       "rssi": .integer(device.rssi), "name": device.name.map(JSONValue.string) ?? .null,
                       "services": .array(uuids.map(JSONValue.string)),
