@@ -92,6 +92,7 @@ extension World {
         fresh.position = old.position
         fresh.txPower = old.txPower
         controllers[id] = fresh
+        listenerCache = nil
         complete(id, HCIReset.self, .init())
     }
 

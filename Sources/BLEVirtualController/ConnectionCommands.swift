@@ -14,6 +14,7 @@ extension World {
             return status(id, HCILECreateConnection.opcode, .invalidCommandParameters)
         }
         controllers[id]?.pendingConnection = c
+        listenerCache = nil
         status(id, HCILECreateConnection.opcode, .success)
     }
 
@@ -24,6 +25,7 @@ extension World {
             return
         }
         controllers[id]?.pendingConnection = nil
+        listenerCache = nil
         complete(id, HCILECreateConnectionCancel.self, .init())
         // Core 5.4, Vol 4, Part E, 7.8.13: LE Connection Complete with Unknown Connection Identifier.
         emit(id, HCILEConnectionCompleteEvent(status: .unknownConnectionIdentifier, handle: 0, role: .central,

@@ -44,7 +44,7 @@ extension World {
         // Every listener in range hears the same PDU. Scanners report it; the first initiator (in controller order)
         // that hears it and wants this advertiser answers with CONNECT_IND, after which the advertiser stops.
         var initiator: (central: Int, request: HCILECreateConnection)?
-        for other in controllers.keys.sorted() where other != id {
+        for other in listeners() where other != id {
             guard let listener = controllers[other], !listener.removed,
                   listener.isScanning || listener.pendingConnection != nil else { continue }
             if type.isDirected {
@@ -135,6 +135,7 @@ extension World {
         p.advertisingGeneration = token()
         controllers[central] = c
         controllers[peripheral] = p
+        listenerCache = nil
         let id = nextLinkID
         nextLinkID += 1
         let link = Link(id: id, central: .init(controller: central, handle: centralHandle),

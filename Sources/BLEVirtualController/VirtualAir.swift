@@ -62,6 +62,7 @@ public final class VirtualAir: Sendable {
             var config = configuration
             if config.address == nil { config.address = BluetoothAddress(0x005B_0000_0000 | UInt64(id)) }
             w.controllers[id] = ControllerState(id: id, configuration: config, sink: sink)
+            w.listenerCache = nil
             let name = config.name ?? "controller \(id < 10 ? "0" : "")\(id)"
             return (id, config.address ?? .zero, name)
         }

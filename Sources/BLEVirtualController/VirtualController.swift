@@ -113,6 +113,7 @@ public final class VirtualController: Sendable {
             w.controllers[id]?.isAdvertising = false
             w.controllers[id]?.isScanning = false
             w.controllers[id]?.pendingConnection = nil
+            w.listenerCache = nil
             w.forgetLinks(of: id)
         }
         sink.continuation.finish()

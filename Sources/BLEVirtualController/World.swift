@@ -210,6 +210,17 @@ struct World {
     var retransmissions = 0
     /// Links lost because every attempt failed.
     var linksLostToFaults = 0
+    /// The controllers that listen (scan or initiate), in id order; `nil` when one may have started or stopped
+    /// listening (each advertising event would otherwise sort every controller on the air).
+    var listenerCache: [Int]?
+
+    /// The controllers that scan or initiate, in id order.
+    mutating func listeners() -> [Int] {
+        if let listenerCache { return listenerCache }
+        let ids = controllers.compactMap { id, c in !c.removed && (c.isScanning || c.pendingConnection != nil) ? id : nil }.sorted()
+        listenerCache = ids
+        return ids
+    }
 
     init(seed: UInt64, radio: RadioModel) {
         rng = SplitMix64(seed: seed)
