@@ -5,23 +5,45 @@
 /// value, so `180F` equals `0000180F-0000-1000-8000-00805F9B34FB`. On the wire UUIDs are little-endian; as text
 /// (and in ``bigEndianBytes``) they are big-endian, as CoreBluetooth's `CBUUID` prints them.
 public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The 128-bit value's most and least significant halves: two words, so that a UUID is made, compared and hashed
+    /// without allocating.
+    let high: UInt64
+    let low: UInt64
+
+    /// The Bluetooth Base UUID's low half and the fixed bits of its high half.
+    static let baseLow: UInt64 = 0x8000_0080_5F9B_34FB
+    static let baseHighBits: UInt64 = 0x0000_1000
+
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    private init(raw: [UInt8]) {
+        var h: UInt64 = 0, l: UInt64 = 0
+        for i in 0..<8 { h = h << 8 | UInt64(raw[i]) }
+        for i in 8..<16 { l = l << 8 | UInt64(raw[i]) }
+        self.init(high: h, low: l)
+    }
+
     /// The 128-bit value, big-endian (the order the text form is written in).
-    public let bigEndianBytes: [UInt8]
-
-    /// The Bluetooth Base UUID's last 12 bytes, big-endian.
-    static let baseSuffix: [UInt8] = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
-
-    private init(raw: [UInt8]) { bigEndianBytes = raw }
+    public var bigEndianBytes: [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<8 {
+            bytes[i] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(i)))
+            bytes[8 + i] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(i)))
+        }
+        return bytes
+    }
 
     /// Creates a UUID from its 16-bit shorthand.
     public init(_ value: UInt16) {
-        self.init(raw: [0, 0, UInt8(value >> 8), UInt8(truncatingIfNeeded: value)] + Self.baseSuffix)
+        self.init(high: UInt64(value) << 32 | Self.baseHighBits, low: Self.baseLow)
     }
 
     /// Creates a UUID from its 32-bit shorthand.
     public init(uint32 value: UInt32) {
-        self.init(raw: [UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16),
-                        UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)] + Self.baseSuffix)
+        self.init(high: UInt64(value) << 32 | Self.baseHighBits, low: Self.baseLow)
     }
 
     /// Creates a UUID from 16 big-endian bytes, or `nil` if `bytes` is not 16 bytes long.
@@ -30,12 +52,24 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
         self.init(raw: bytes)
     }
 
+    /// Creates a UUID from 16 little-endian bytes (the 128-bit wire form) at `offset` of `bytes`, which must hold them.
+    init(littleEndian128 bytes: some RandomAccessCollection<UInt8>, at offset: Int) {
+        var h: UInt64 = 0, l: UInt64 = 0
+        var i = bytes.index(bytes.startIndex, offsetBy: offset)
+        for k in 0..<16 {
+            let b = UInt64(bytes[i])
+            if k < 8 { l |= b << (8 * UInt64(k)) } else { h |= b << (8 * UInt64(k - 8)) }
+            i = bytes.index(after: i)
+        }
+        self.init(high: h, low: l)
+    }
+
     /// Decodes a UUID from its little-endian wire form of 2, 4 or 16 bytes.
     public init(littleEndian bytes: [UInt8]) throws(WireError) {
         switch bytes.count {
         case 2: self.init(UInt16(bytes[0]) | UInt16(bytes[1]) << 8)
         case 4: self.init(uint32: UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24)
-        case 16: self.init(raw: bytes.reversed())
+        case 16: self.init(littleEndian128: bytes, at: 0)
         default: throw WireError(.lengthMismatch, "UUID of \(bytes.count) byte(s); expected 2, 4 or 16")
         }
     }
@@ -68,18 +102,18 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
     }
 
     /// Whether the UUID is built on the Bluetooth Base UUID.
-    public var isBased: Bool { Array(bigEndianBytes[4...]) == Self.baseSuffix }
+    public var isBased: Bool { low == Self.baseLow && high & 0xFFFF_FFFF == Self.baseHighBits }
 
     /// The 16-bit shorthand, when the UUID has one.
     public var uint16: UInt16? {
-        guard isBased, bigEndianBytes[0] == 0, bigEndianBytes[1] == 0 else { return nil }
-        return UInt16(bigEndianBytes[2]) << 8 | UInt16(bigEndianBytes[3])
+        guard isBased, high >> 48 == 0 else { return nil }
+        return UInt16(truncatingIfNeeded: high >> 32)
     }
 
     /// The 32-bit shorthand, when the UUID has one (16-bit UUIDs have one too).
     public var uint32: UInt32? {
         guard isBased else { return nil }
-        return bigEndianBytes[0..<4].reduce(0) { $0 << 8 | UInt32($1) }
+        return UInt32(truncatingIfNeeded: high >> 32)
     }
 
     /// The shortest little-endian wire form allowed in ATT: 2 bytes for 16-bit UUIDs, else 16 bytes.
@@ -114,7 +148,7 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
     public var description: String { uuidString }
 
     public static func < (lhs: BluetoothUUID, rhs: BluetoothUUID) -> Bool {
-        lhs.bigEndianBytes.lexicographicallyPrecedes(rhs.bigEndianBytes)
+        (lhs.high, lhs.low) < (rhs.high, rhs.low)
     }
 }
 
