@@ -48,6 +48,53 @@ for (name, bytes) in payloads {
 print("  " + "mean over the set".padding(toLength: 26, withPad: " ", startingAt: 0) + "           "
       + String(format: "%8.1f ns/advertisement", totalNanos / Double(payloads.count)))
 
+// MARK: Advertising data: the corpus, in place and owned
+
+/// `Benchmarks/advertisements.txt` (run from the package root, as scripts/bench does).
+let corpus: [[UInt8]] = ((try? String(contentsOfFile: "Benchmarks/advertisements.txt", encoding: .utf8)) ?? "")
+    .split(separator: "\n").compactMap { line in
+        guard !line.hasPrefix("#"), let bar = line.firstIndex(of: "|") else { return nil }
+        return [UInt8](hex: line[line.index(after: bar)...].trimmingCharacters(in: .whitespaces)) ?? []
+    }
+
+/// Nanoseconds per advertisement over the corpus: `rounds` timings of `passes` passes, as (median, min, max).
+func corpusTimings(rounds: Int = 9, passes: Int = 2_000, _ body: ([UInt8]) -> Void) -> (Double, Double, Double) {
+    for bytes in corpus { body(bytes) }
+    let clock = ContinuousClock()
+    var samples: [Double] = []
+    for _ in 0..<rounds {
+        let elapsed = clock.measure { for _ in 0..<passes { for bytes in corpus { body(bytes) } } }
+        let (s, a) = elapsed.components
+        samples.append((Double(s) * 1e9 + Double(a) / 1e9) / Double(passes * corpus.count))
+    }
+    samples.sort()
+    return (samples[samples.count / 2], samples[0], samples[samples.count - 1])
+}
+
+if !corpus.isEmpty {
+    print("== Advertising data over the corpus (Benchmarks/advertisements.txt, \(corpus.count) advertisements): the fields "
+          + "bluetooth-data-tools returns (local name as a String, service UUIDs, service data, manufacturer data, TX power)")
+    let view = corpusTimings { bytes in
+        guard let ad = try? AdvertisingDataView(bytes) else { return }
+        blackHole(ad.localName)
+        if let uuids = try? ad.serviceUUIDs() { for uuid in uuids { blackHole(uuid) } }
+        if let data = try? ad.serviceData() { for entry in data { blackHole(entry) } }
+        if let data = try? ad.manufacturerData() { for entry in data { blackHole(entry) } }
+        blackHole(try? ad.txPowerLevel())
+    }
+    let model = corpusTimings { bytes in
+        guard let ad = try? AdvertisingData(bytes: bytes) else { return }
+        blackHole(ad.localName)
+        blackHole(try? ad.serviceUUIDs())
+        blackHole(try? ad.serviceData())
+        blackHole(try? ad.manufacturerData())
+        blackHole(try? ad.txPowerLevel())
+    }
+    print(String(format: "  AdvertisingDataView (in place)   median %7.1f ns/advertisement (spread %.1f–%.1f, 9 runs)", view.0, view.1, view.2))
+    print(String(format: "  AdvertisingData (owning model)   median %7.1f ns/advertisement (spread %.1f–%.1f, 9 runs)", model.0, model.1, model.2))
+    print(String(format: "OURS_AD_VIEW_NS=%.2f", view.0))
+}
+
 // MARK: Raw ACL throughput through the in-process virtual controller
 
 /// Connects two buffered controllers on a manual-clock air and returns them with their handles.
