@@ -7,6 +7,9 @@ public struct ScanTracker: Sendable {
     struct Entry: Sendable {
         var advertisement: AdvertisingData?
         var response: AdvertisingData?
+        /// The raw bytes of the last advertisement and scan response, to recognise a repeat without decoding.
+        var advertisementBytes: [UInt8]?
+        var responseBytes: [UInt8]?
         var connectable: Bool
         var reported: AdvertisingData?
         var lastHeard: UInt64
@@ -36,9 +39,20 @@ public struct ScanTracker: Sendable {
         clock &+= 1
         let address = report.address.address
         var entry = entries[address] ?? Entry(connectable: report.isConnectable, lastHeard: clock)
+        // A repeat of what this device sent last (most reports of a scan): nothing to merge or compare.
+        let repeated = report.isScanResponse ? entry.responseBytes == report.rawData
+            : entry.advertisementBytes == report.rawData && entry.connectable == report.isConnectable
+        if repeated, entry.reported != nil {
+            entry.lastHeard = clock
+            entries[address] = entry
+            guard allowDuplicates, let reported = entry.reported else { return nil }
+            return DiscoveredPeripheral(address: report.address, advertisementData: reported, rssi: report.rssi, isConnectable: entry.connectable)
+        }
         if report.isScanResponse {
+            entry.responseBytes = report.rawData
             entry.response = report.data
         } else {
+            entry.advertisementBytes = report.rawData
             entry.advertisement = report.data
             entry.connectable = report.isConnectable
         }
