@@ -21,33 +21,6 @@ func measure(iterations: Int, rounds: Int = 5, _ body: () -> Void) -> Double {
 
 @inline(never) func blackHole<T>(_ value: T) { withExtendedLifetime(value) {} }
 
-// MARK: Advertising data parsing
-
-let payloads: [(String, [UInt8])] = [
-    ("iBeacon", [UInt8](hex: "020106 1aff4c000215 e2c56db5dffb48d2b060d0f5a71096e0 0001 0002 c5") ?? []),
-    ("heart rate sensor", [UInt8](hex: "020106 05030d180f18 0d09 506f6c617220483130203132") ?? []),
-    ("128-bit service + name", [UInt8](hex: "020106 1107f0debc9a785634127856341278563412 0509 4c45444c") ?? []),
-    ("Eddystone URL", [UInt8](hex: "020106 0303aafe 1116aafe 10ee 03 676f6f676c65 07") ?? []),
-    ("manufacturer + TX power", [UInt8](hex: "020106 020a08 0bff5900 0102030405060708 0309 4142") ?? []),
-]
-
-print("== Advertising data parse (decode + name + service UUIDs + manufacturer data + service data)")
-var totalNanos = 0.0
-for (name, bytes) in payloads {
-    let ns = measure(iterations: 200_000) {
-        guard let ad = try? AdvertisingData(bytes: bytes) else { return }
-        blackHole(ad.localName)
-        blackHole(try? ad.serviceUUIDs())
-        blackHole(try? ad.manufacturerData())
-        blackHole(try? ad.serviceData())
-    }
-    totalNanos += ns
-    let label = name.padding(toLength: 26, withPad: " ", startingAt: 0)
-    print("  \(label) \(bytes.count) bytes  " + String(format: "%8.1f ns/advertisement", ns))
-}
-print("  " + "mean over the set".padding(toLength: 26, withPad: " ", startingAt: 0) + "           "
-      + String(format: "%8.1f ns/advertisement", totalNanos / Double(payloads.count)))
-
 // MARK: Advertising data: the corpus, in place and owned
 
 /// `Benchmarks/advertisements.txt` (run from the package root, as scripts/bench does).
@@ -94,6 +67,35 @@ if !corpus.isEmpty {
     print(String(format: "  AdvertisingData (owning model)   median %7.1f ns/advertisement (spread %.1f–%.1f, 9 runs)", model.0, model.1, model.2))
     print(String(format: "OURS_AD_VIEW_NS=%.2f", view.0))
 }
+// `BLEBenchmarks --only advertising`: stop after the corpus (for profiling the parsers).
+if CommandLine.arguments.contains("advertising") { exit(0) }
+
+// MARK: Advertising data parsing
+
+let payloads: [(String, [UInt8])] = [
+    ("iBeacon", [UInt8](hex: "020106 1aff4c000215 e2c56db5dffb48d2b060d0f5a71096e0 0001 0002 c5") ?? []),
+    ("heart rate sensor", [UInt8](hex: "020106 05030d180f18 0d09 506f6c617220483130203132") ?? []),
+    ("128-bit service + name", [UInt8](hex: "020106 1107f0debc9a785634127856341278563412 0509 4c45444c") ?? []),
+    ("Eddystone URL", [UInt8](hex: "020106 0303aafe 1116aafe 10ee 03 676f6f676c65 07") ?? []),
+    ("manufacturer + TX power", [UInt8](hex: "020106 020a08 0bff5900 0102030405060708 0309 4142") ?? []),
+]
+
+print("== Advertising data parse (decode + name + service UUIDs + manufacturer data + service data)")
+var totalNanos = 0.0
+for (name, bytes) in payloads {
+    let ns = measure(iterations: 200_000) {
+        guard let ad = try? AdvertisingData(bytes: bytes) else { return }
+        blackHole(ad.localName)
+        blackHole(try? ad.serviceUUIDs())
+        blackHole(try? ad.manufacturerData())
+        blackHole(try? ad.serviceData())
+    }
+    totalNanos += ns
+    let label = name.padding(toLength: 26, withPad: " ", startingAt: 0)
+    print("  \(label) \(bytes.count) bytes  " + String(format: "%8.1f ns/advertisement", ns))
+}
+print("  " + "mean over the set".padding(toLength: 26, withPad: " ", startingAt: 0) + "           "
+      + String(format: "%8.1f ns/advertisement", totalNanos / Double(payloads.count)))
 
 // MARK: Raw ACL throughput through the in-process virtual controller
 
