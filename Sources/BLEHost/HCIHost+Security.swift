@@ -263,7 +263,8 @@ extension HCIHost {
 
     /// A PDU from a link's SMP channel.
     func receiveSMP(_ payload: [UInt8], handle: ConnectionHandle) async {
-        guard var link = links[handle] else { return }
+        // An empty frame carries no command to answer: it is dropped, like empty frames on the other fixed channels.
+        guard !payload.isEmpty, var link = links[handle] else { return }
         let connection = link.connection
         // After the timeout nothing more is accepted on this link. Core 5.4, Vol 3, Part H, 3.4.
         guard !link.security.timedOut else { return }

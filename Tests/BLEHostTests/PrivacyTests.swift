@@ -37,11 +37,30 @@ import Testing
     }
 
     /// `central` connects to the address `report` shows; returns both sides' connections.
-    func connect(_ central: HCIHost, to peripheral: HCIHost, at address: LEAddress) async throws -> (HostConnection, HostConnection) {
+    func connect(_ central: HCIHost, to peripheral: HCIHost, at address: LEAddress,
+                 timeout: Duration = .seconds(5)) async throws -> (HostConnection, HostConnection) {
         let events = await peripheral.events()
-        let c = try await central.connect(to: address, timeout: .seconds(5))
+        let c = try await central.connect(to: address, timeout: timeout)
         let p = try await next(events) { if case .connected(let p) = $0 { p } else { nil } }
         return (c, p)
+    }
+
+    /// `central` scans for the privacy host and connects to the address it advertises. The address may rotate between
+    /// the report and the connection (on a busy machine the two can be most of a rotation interval apart): then the
+    /// attempt times out and the scan starts again, at most four times.
+    func scanAndConnect(_ central: HCIHost, to peripheral: HCIHost, accept: @escaping @Sendable (AdvertisementReport) -> Bool = { _ in true })
+        async throws -> (AdvertisementReport, HostConnection, HostConnection) {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let found = try await report(from: central, accept: accept)
+            do {
+                let (c, p) = try await connect(central, to: peripheral, at: found.address, timeout: .milliseconds(1500))
+                return (found, c, p)
+            } catch let error as HostError where attempt < 4 {
+                guard case .connectionTimedOut = error.kind else { throw error }
+            }
+        }
     }
 
     /// Disconnects `c` (from `central`) and waits until `peripheral` sees the link go down.
@@ -116,8 +135,7 @@ import Testing
         let (privateHost, _) = try await world.host(configuration: Self.configuration(privacy: true, interval: interval))
         let (peer, peerController) = try await world.host(at: 1)
         try await privateHost.startAdvertising(Self.advertisement)
-        let first = try await report(from: peer)
-        var (c, p) = try await connect(peer, to: privateHost, at: first.address)
+        var (first, c, p) = try await scanAndConnect(peer, to: privateHost)
         _ = try await peer.pair(c)
         let (identity, _) = try await identity(of: privateHost)
         try await disconnect(peer, c, from: privateHost)
@@ -125,10 +143,10 @@ import Testing
 
         // The privacy host as peripheral: a new address, which the peer resolves with the bond's IRK.
         try await privateHost.startAdvertising(Self.advertisement)
-        let second = try await report(from: peer)
+        let second: AdvertisementReport
+        (second, c, p) = try await scanAndConnect(peer, to: privateHost)
         #expect(second.address != first.address && second.address.kind == .randomResolvable)
         #expect(second.identity == identity)
-        (c, p) = try await connect(peer, to: privateHost, at: second.address)
         #expect(c.peer == second.address)
         #expect(await peer.security(of: c) == LinkSecurity(isBonded: true, peerIdentity: identity))
         var peerEvents = await peer.events()
