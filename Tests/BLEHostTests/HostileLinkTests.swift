@@ -169,3 +169,63 @@ import Testing
         try await rig.stillServed()
     }
 }
+
+/// LE credit based channels abused by the raw peer: the refusals the Core Specification names, and a channel whose
+/// peer breaks its rules disconnected (a K-frame larger than the MPS; credits pushed past 65,535). Core 5.4, Vol 3,
+/// Part A, 4.22–4.24 and 10.1.
+extension HostileLinkTests {
+    /// An LE Credit Based Connection Request.
+    static func request(_ id: UInt8, spsm: UInt16, scid: UInt16, mtu: UInt16 = 100, mps: UInt16 = 50, credits: UInt16 = 5) -> [UInt8] {
+        var w = ByteWriter()
+        for v in [spsm, scid, mtu, mps, credits] { w.write(v) }
+        return [0x14, id, 0x0A, 0x00] + w.bytes
+    }
+
+    /// The response to request `id`: its DCID and result.
+    func response(_ rig: Rig, _ id: UInt8) async throws -> (dcid: UInt16, result: UInt16)? {
+        let reply = try await rig.frames(within: 2, count: 1)
+        guard let r = reply.first?.1, r.count == 14, r[0] == 0x15, r[1] == id else { return nil }
+        return (UInt16(r[4]) | UInt16(r[5]) << 8, UInt16(r[12]) | UInt16(r[13]) << 8)
+    }
+
+    @Test func creditBasedChannelRequestsAreRefusedAsTheSpecificationSays() async throws {
+        let rig = try await Rig()
+        let incoming = try await rig.host.listen(spsm: L2CAPSPSM(rawValue: 0x0080))
+        defer { withExtendedLifetime(incoming) {} }
+        rig.send(Self.request(1, spsm: 0x00F1, scid: 0x0040), cid: 0x0005)
+        #expect(try await response(rig, 1)?.result == 0x0002)    // SPSM not supported
+        rig.send(Self.request(2, spsm: 0x0080, scid: 0x0020), cid: 0x0005)
+        #expect(try await response(rig, 2)?.result == 0x0009)    // Invalid Source CID
+        rig.send(Self.request(3, spsm: 0x0080, scid: 0x0041, mtu: 22), cid: 0x0005)
+        #expect(try await response(rig, 3)?.result == 0x000B)    // Unacceptable parameters (MTU below 23)
+        rig.send(Self.request(4, spsm: 0x0080, scid: 0x0040), cid: 0x0005)
+        let opened = try #require(try await response(rig, 4))
+        #expect(opened.result == 0x0000 && (0x0040...0x007F).contains(opened.dcid))
+        rig.send(Self.request(5, spsm: 0x0080, scid: 0x0040), cid: 0x0005)
+        #expect(try await response(rig, 5)?.result == 0x000A)    // Source CID already allocated
+        try await rig.stillServed()
+    }
+
+    /// A K-frame longer than the host's MPS, or credits past 65,535: the host disconnects that channel (and only it).
+    @Test(arguments: [false, true]) func aChannelWhosePeerBreaksTheRulesIsDisconnected(creditOverflow: Bool) async throws {
+        let rig = try await Rig()
+        let incoming = try await rig.host.listen(spsm: L2CAPSPSM(rawValue: 0x0080), parameters: L2CAPChannelParameters(mtu: 100, mps: 50))
+        defer { withExtendedLifetime(incoming) {} }
+        rig.send(Self.request(1, spsm: 0x0080, scid: 0x0040), cid: 0x0005)
+        let opened = try #require(try await response(rig, 1))
+        #expect(opened.result == 0x0000)
+        if creditOverflow {
+            // LE Flow Control Credit: 5 credits granted at connection, then 65,535 more.
+            rig.send([0x16, 0x02, 0x04, 0x00, 0x40, 0x00, 0xFF, 0xFF], cid: 0x0005)
+        } else {
+            // A first K-frame: SDU length 60, then 58 octets: 60 in all, over the host's MPS of 50.
+            rig.send([60, 0x00] + Array(repeating: 0xAB, count: 58), cid: opened.dcid)
+        }
+        // The host asks to disconnect the channel: Disconnection Request naming its CID and ours.
+        let reply = try await rig.frames(within: 2, count: 1)
+        let request = try #require(reply.first)
+        #expect(request.0 == 0x0005 && request.1.count == 8 && request.1[0] == 0x06)
+        #expect(Array(request.1[4...]) == [UInt8(truncatingIfNeeded: 0x0040), 0x00, UInt8(truncatingIfNeeded: opened.dcid), UInt8(opened.dcid >> 8)])
+        try await rig.stillServed()
+    }
+}
