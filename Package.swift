@@ -105,6 +105,13 @@ let package = Package(
             dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEWire"],
             path: "Tests/Interop/SwiftCentral",
             swiftSettings: strict),
+        // The fuzz targets of Fuzz/ (whose own package runs them under libFuzzer), compiled here for FuzzReplayTests.
+        .target(
+            name: "BLEFuzzHarness",
+            dependencies: ["BLEWire", "BLETransport", "BLEProtocols", "BLEHost"],
+            path: "Fuzz/Targets",
+            swiftSettings: strict),
+        .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire"], swiftSettings: strict),

@@ -10,19 +10,9 @@ let strict: [SwiftSetting] = [
 // libFuzzer supplies the input loop; each target's file only defines its entry point, so it is parsed as a library.
 let entry: [SwiftSetting] = strict + [.unsafeFlags(["-parse-as-library"])]
 
-/// One executable per fuzz target, all in Sources/<name>/<name>.swift.
-let targets: [(name: String, dependencies: [Target.Dependency])] = [
-    ("FuzzH4Deframer", [.product(name: "BLETransport", package: "swift-ble")]),
-    ("FuzzHCIEvent", []),
-    ("FuzzACLReassembly", [.product(name: "BLEProtocols", package: "swift-ble")]),
-    ("FuzzL2CAPSignaling", [.product(name: "BLEProtocols", package: "swift-ble")]),
-    ("FuzzATTPDU", []),
-    ("FuzzATTServer", [.product(name: "BLEProtocols", package: "swift-ble"), .product(name: "BLEHost", package: "swift-ble")]),
-    ("FuzzGATTClient", [.product(name: "BLEProtocols", package: "swift-ble"), .product(name: "BLEHost", package: "swift-ble")]),
-    ("FuzzSMPPDU", []),
-    ("FuzzSMPPairing", [.product(name: "BLEProtocols", package: "swift-ble")]),
-    ("FuzzAdvertisingData", []),
-]
+/// One libFuzzer executable per fuzz target, all in Sources/<name>/<name>.swift; the targets' code is in Targets/.
+let targets = ["FuzzH4Deframer", "FuzzHCIEvent", "FuzzACLReassembly", "FuzzL2CAPSignaling", "FuzzATTPDU", "FuzzATTServer",
+               "FuzzGATTClient", "FuzzSMPPDU", "FuzzSMPPairing", "FuzzAdvertisingData"]
 
 let package = Package(
     name: "swift-ble-fuzz",
@@ -30,11 +20,17 @@ let package = Package(
     dependencies: [.package(name: "swift-ble", path: "..")],
     targets: [
         .target(name: "CFuzz"),
-        .target(name: "FuzzKit", dependencies: ["CFuzz"], swiftSettings: strict),
-    ] + targets.map { target in
-        .executableTarget(
-            name: target.name,
-            dependencies: ["FuzzKit", .product(name: "BLEWire", package: "swift-ble")] + target.dependencies,
-            swiftSettings: entry)
+        // The targets themselves, shared with the main package (its BLEFuzzHarness module replays them in `swift test`).
+        .target(
+            name: "FuzzHarness",
+            dependencies: [
+                .product(name: "BLEWire", package: "swift-ble"), .product(name: "BLETransport", package: "swift-ble"),
+                .product(name: "BLEProtocols", package: "swift-ble"), .product(name: "BLEHost", package: "swift-ble"),
+            ],
+            path: "Targets",
+            swiftSettings: strict),
+        .target(name: "FuzzKit", dependencies: ["CFuzz", "FuzzHarness"], swiftSettings: strict),
+    ] + targets.map { name in
+        .executableTarget(name: name, dependencies: ["FuzzKit"], swiftSettings: entry)
     }
 )
