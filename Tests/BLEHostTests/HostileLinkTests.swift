@@ -19,15 +19,21 @@ import Testing
         let client: GATTEngine
         let otherLink: HostConnection
         let battery: AttributeHandle
+        /// A writable characteristic (value `01 02 03`), for prepared writes.
+        let writable: AttributeHandle
 
         init() async throws {
             let (host, hc) = try await world.host(aclSize: 251)
             self.host = host
             server = GATTEngine(host: host, database: GATTDatabase(services: [
                 GATTServiceDefinition(uuid: 0x180F, characteristics: [GATTCharacteristicDefinition(uuid: 0x2A19, properties: .read, value: [87])]),
+                GATTServiceDefinition(uuid: 0xFFF0, characteristics: [
+                    GATTCharacteristicDefinition(uuid: 0xFFF1, properties: [.read, .write], permissions: [.readable, .writeable], value: [1, 2, 3]),
+                ]),
             ]))
             await server.start()
             battery = try #require(await server.database.valueHandle(of: 0x2A19))
+            writable = try #require(await server.database.valueHandle(of: 0xFFF1))
             try await host.startAdvertising(.init(data: AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "Target")))
             raw = world.air.addController(.init(position: Position(x: 2), aclBufferSize: 251, aclBufferCount: 8), buffered: true)
             raw.receive(fromHost: .command(HCISetEventMask(mask: 0x3FFF_FFFF_FFFF_FFFF).packet))
