@@ -155,6 +155,42 @@ import Testing
         #expect(last.requests.count == 1)
     }
 
+    /// Discovery responses whose entry length is 0 or does not divide the data do not decode (Invalid PDU for the
+    /// procedure: malformed); a server paging one handle at a time cannot keep a walk going past 0xFFFF, and one that
+    /// pages back to a handle already seen is refused.
+    @Test func lengthsThatDoNotDivideAndEndlessPagesEndTheProcedure() throws {
+        for bytes: [UInt8] in [
+            [0x09, 0x00],                                                  // Read By Type Response, length 0
+            [0x09, 0x07, 0x02, 0x00, 0x02, 0x03, 0x00, 0x00, 0x2A, 0x01],  // 10 octets in entries of 7
+            [0x11, 0x00],                                                  // Read By Group Type Response, length 0
+            [0x11, 0x06, 0x01, 0x00, 0x05, 0x00, 0x0F, 0x18, 0x06],        // 7 octets in entries of 6
+            [0x05, 0x01, 0x01, 0x00, 0x00],                                // Find Information, 16-bit, 3 octets
+            [0x05, 0x03, 0x01, 0x00, 0x00, 0x28],                          // Find Information, unknown format
+            [0x07, 0x01, 0x00, 0x05],                                      // Find By Type Value, 3 octets
+        ] {
+            #expect(throws: WireError.self, "\(bytes)") { try ATTPDU(bytes: bytes) }
+        }
+        // One service per page, each one handle long: the walk ends at 0xFFFF, after exactly 0xFFFF pages.
+        var pages = 0
+        var walk = PrimaryServiceDiscovery()
+        let services = try walk.run { (request: ATTPDU) throws(GATTError) -> ATTPDU in
+            guard case .readByGroupTypeRequest(let r) = request else { throw GATTError(.malformedResponse, "unexpected \(request)") }
+            pages += 1
+            return .readByGroupTypeResponse(.init(entries: [.init(handle: r.range.start, endGroupHandle: r.range.start, value: [0x0F, 0x18])]))
+        }
+        #expect(pages == 0xFFFF && services.count == 0xFFFF)
+        // A page that repeats the previous one is refused at once.
+        var repeats = 0
+        var again = PrimaryServiceDiscovery()
+        #expect(throws: GATTError(.malformedResponse, "")) {
+            _ = try again.run { (_: ATTPDU) throws(GATTError) -> ATTPDU in
+                repeats += 1
+                return .readByGroupTypeResponse(.init(entries: [.init(handle: 1, endGroupHandle: 5, value: [0x0F, 0x18])]))
+            }
+        }
+        #expect(repeats == 2)
+    }
+
     @Test func readsLongerThan512BytesAreRefused() {
         // At MTU 517 a single Read Response may carry 516 bytes: more than an attribute value may hold.
         let script = Script([.readResponse(.init(value: Array(repeating: 1, count: 516)))])
