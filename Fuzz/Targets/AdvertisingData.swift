@@ -3,14 +3,18 @@ import BLEWire
 // Advertising data parsing, and every typed accessor on what parsed. Invariants: decode → encode → decode is the
 // same data; the accessors either return a value or throw a WireError; the in-place AdvertisingDataView accepts
 // exactly what the model accepts and answers as it does (name, flags, TX power, appearance, service UUIDs,
-// manufacturer data, service data).
+// manufacturer data, service data); the lenient parse (the valid prefix) is the strict one on well-formed data and
+// re-parses strictly otherwise.
 enum AdvertisingDataFuzz {
     static func run(_ bytes: [UInt8]) {
         let view = try? AdvertisingDataView(bytes)
+        let prefix = AdvertisingData(validPrefixOf: bytes)
         guard let data = try? AdvertisingData(bytes: bytes) else {
             invariant(view == nil, "the view accepts what the model refuses")
+            invariant((try? AdvertisingData(bytes: prefix.encoded)) == prefix, "the valid prefix does not re-parse")
             return
         }
+        invariant(prefix == data, "the valid prefix of well-formed data differs from it")
         if let view {
             invariant(view.model == data, "the view's model differs")
             invariant(view.localName == data.localName, "the view's name differs")

@@ -266,8 +266,9 @@ extension HCIHost {
 
     private func deliverReport(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, data: [UInt8]) {
         guard let scanContinuation else { return }
-        // Malformed advertising data from the air is reported as empty rather than dropped: the device exists.
-        let parsed = (try? AdvertisingData(bytes: data)) ?? AdvertisingData()
+        // Malformed advertising data from the air is reported with the structures before the fault rather than
+        // dropped: the device exists, and its flags or name may well be intact. `rawData` keeps every byte.
+        let parsed = (try? AdvertisingData(bytes: data)) ?? AdvertisingData(validPrefixOf: data)
         scanContinuation.yield(AdvertisementReport(address: address, rssi: rssi, eventType: eventType, data: parsed, rawData: data,
                                                    identity: resolvedIdentity(of: address)))
     }

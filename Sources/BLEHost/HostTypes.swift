@@ -80,7 +80,8 @@ public struct AdvertisementReport: Sendable, Hashable {
     public var rssi: Int8
     /// The PDU type.
     public var eventType: HCILEAdvertisingReportEventType
-    /// The advertising (or scan response) data.
+    /// The advertising (or scan response) data; when the bytes are malformed, the structures before the fault
+    /// (``AdvertisingData/init(validPrefixOf:)``).
     public var data: AdvertisingData
     /// The raw data bytes, as received.
     public var rawData: [UInt8]

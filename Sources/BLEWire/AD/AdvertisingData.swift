@@ -61,6 +61,18 @@ public struct AdvertisingData: Hashable, Sendable, WireCodable {
         structures = list
     }
 
+    /// The structures of `bytes` before the first malformed one (one running past the end, or too short for its
+    /// type octet), and none after it: what a scanner can still show of a device whose advertising data is partly
+    /// broken. A zero length octet ends the data, as in ``init(from:)``. Never fails.
+    public init(validPrefixOf bytes: [UInt8]) {
+        var reader = ByteReader(bytes)
+        var list: [ADStructure] = []
+        while let length = reader.peekUInt8(), length != 0, let structure = try? ADStructure(from: &reader) {
+            list.append(structure)
+        }
+        structures = list
+    }
+
     public func encode(into writer: inout ByteWriter) {
         for s in structures { s.encode(into: &writer) }
     }
