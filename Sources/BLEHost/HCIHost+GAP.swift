@@ -117,12 +117,14 @@ extension HCIHost {
     }
 
     /// Connects to `peer`. Throws ``HostError`` with `connectionTimedOut` when it does not complete within `timeout`
-    /// (the attempt is cancelled with LE Create Connection Cancel).
+    /// (the attempt is cancelled with LE Create Connection Cancel). `connectionInterval` is the range of connection
+    /// intervals acceptable, in 1.25 ms units (7.5 ms to 4 s: 0x0006…0x0C80); `supervisionTimeout` is in 10 ms units.
     ///
     /// With ``SecurityConfiguration/privacy`` on, this side initiates with its resolvable private address
     /// (``HostConnection/localAddress``). Core 5.4, Vol 3, Part C, 10.7.
     public func connect(to peer: LEAddress, timeout: Duration = .seconds(10),
-                        supervisionTimeout: UInt16 = 0x01F4) async throws -> HostConnection {
+                        supervisionTimeout: UInt16 = 0x01F4,
+                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> HostConnection {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
         guard !initiating else { throw HostError(.connectionInProgress, "another connection attempt is in progress") }
         initiating = true
@@ -141,6 +143,8 @@ extension HCIHost {
             try await prepareOwnAddress()
             initiatingAddress = onAirAddress
             _ = try await send(HCILECreateConnection(peerAddressType: peer.type, peerAddress: peer.address, ownAddressType: ownAddressType,
+                                                     connectionIntervalMin: connectionInterval.lowerBound,
+                                                     connectionIntervalMax: connectionInterval.upperBound,
                                                      supervisionTimeout: supervisionTimeout))
         } catch {
             unlockOwnAddress()
@@ -219,6 +223,40 @@ extension HCIHost {
                                                  maxLatency: latency, supervisionTimeout: supervisionTimeout))
     }
 
+    /// Asks the link layer to move a link to the PHYs preferred for each direction (LE Set PHY) and returns the link
+    /// once the PHY Update procedure ends (LE PHY Update Complete): each direction on the fastest PHY both sides
+    /// accept, or unchanged. Empty sets mean no preference. Either side may ask. Core 5.4, Vol 4, Part E, 7.8.49.
+    public func setPHY(_ handle: ConnectionHandle, transmit: LEPHYs, receive: LEPHYs) async throws -> HostConnection {
+        guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        let allPHYs: UInt8 = (transmit.isEmpty ? 0x01 : 0) | (receive.isEmpty ? 0x02 : 0)
+        return try await withCheckedThrowingContinuation { continuation in
+            links[handle]?.phyWaiters.append(continuation)
+            Task {
+                do {
+                    _ = try await self.send(HCILESetPHY(handle: handle, allPHYs: allPHYs, txPHYs: transmit, rxPHYs: receive))
+                } catch {
+                    self.failPHYWaiters(handle, error)
+                }
+            }
+        }
+    }
+
+    private func failPHYWaiters(_ handle: ConnectionHandle, _ error: any Error) {
+        guard let waiters = links[handle]?.phyWaiters else { return }
+        links[handle]?.phyWaiters = []
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+
+    /// Asks the link layer to send link-layer packets of up to `octets` payload octets (27…251) on a link (LE Set Data
+    /// Length); the link's ``HostConnection/maxTxOctets`` follows when the controller reports the change. Larger packets
+    /// carry the same data in fewer packets and less air time. Core 5.4, Vol 4, Part E, 7.8.33.
+    public func setDataLength(_ handle: ConnectionHandle, octets: UInt16 = 251) async throws {
+        let octets = min(251, max(27, octets))
+        // TX time for `octets` on LE Coded (S=8) is beyond the 0x4290 cap; the controller takes the cap.
+        let time = UInt16(min(0x4290, (Int(octets) + 14) * 8 * 8 + 336))
+        _ = try await send(HCILESetDataLength(handle: handle, txOctets: octets, txTime: max(0x0148, time)))
+    }
+
     /// The links up now.
     public var connections: [HostConnection] { links.values.map(\.connection).sorted { $0.handle < $1.handle } }
 
@@ -259,7 +297,30 @@ extension HCIHost {
             publish(.connectionUpdated(link.connection))
         case .longTermKeyRequest(let e):
             await longTermKeyRequested(handle: e.handle, ediv: e.encryptedDiversifier, rand: e.randomNumber)
-        case .readRemoteFeaturesComplete, .dataLengthChange, .unknown:
+        case .dataLengthChange(let e):
+            guard var link = links[e.handle] else { return }
+            link.connection.maxTxOctets = e.maxTxOctets
+            link.connection.maxRxOctets = e.maxRxOctets
+            links[e.handle] = link
+            publish(.connectionUpdated(link.connection))
+        case .phyUpdateComplete(let e):
+            guard var link = links[e.handle] else { return }
+            let waiters = link.phyWaiters
+            link.phyWaiters = []
+            if e.status == .success {
+                link.connection.txPHY = e.txPHY
+                link.connection.rxPHY = e.rxPHY
+            }
+            links[e.handle] = link
+            if e.status == .success { publish(.connectionUpdated(link.connection)) }
+            for waiter in waiters {
+                if e.status == .success {
+                    waiter.resume(returning: link.connection)
+                } else {
+                    waiter.resume(throwing: HostError(.commandFailed(HCILESetPHY.opcode, e.status), "PHY update failed: \(e.status)"))
+                }
+            }
+        case .readRemoteFeaturesComplete, .unknown:
             break
         }
     }

@@ -44,6 +44,8 @@ public actor HCIHost {
         var openOutcomes: [L2CAPChannelID: Result<L2CAPChannel, any Error>] = [:]
         /// Pairing and encryption on this link.
         var security = LinkSecurityState()
+        /// Callers of ``HCIHost/setPHY(_:transmit:receive:)`` waiting for LE PHY Update Complete.
+        var phyWaiters: [CheckedContinuation<HostConnection, any Error>] = []
     }
 
     let transport: any HCITransport
@@ -404,6 +406,7 @@ public actor HCIHost {
             await sendACL(released)
             if let link = links.removeValue(forKey: e.handle) {
                 for continuation in link.channels.values { continuation.finish() }
+                for waiter in link.phyWaiters { waiter.resume(throwing: HostError(.notConnected, "the link went down")) }
                 closeL2CAP(link)
                 closeSecurity(link)
                 publish(.disconnected(link.connection, reason: e.reason))
@@ -427,6 +430,7 @@ public actor HCIHost {
     private func recoverFromHardwareError() async {
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
+            for waiter in link.phyWaiters { waiter.resume(throwing: HostError(.notConnected, "the controller was reset")) }
             closeL2CAP(link)
             closeSecurity(link)
             publish(.disconnected(link.connection, reason: .hardwareFailure))
@@ -458,6 +462,7 @@ public actor HCIHost {
         forgetOwnAddressState()
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
+            for waiter in link.phyWaiters { waiter.resume(throwing: HostError(.notConnected, "the controller was reset")) }
             closeL2CAP(link)
             closeSecurity(link)
             publish(.disconnected(link.connection, reason: .connectionTimeout))

@@ -140,6 +140,14 @@ public struct HostConnection: Sendable, Hashable {
     public var latency: UInt16
     /// Supervision timeout in 10 ms units.
     public var supervisionTimeout: UInt16
+    /// The PHY this side transmits on (LE 1M until a PHY Update procedure changes it).
+    public var txPHY: LEPHY = .le1M
+    /// The PHY this side receives on.
+    public var rxPHY: LEPHY = .le1M
+    /// The most payload octets per link-layer packet this side sends (27 until a Data Length Update raises it).
+    public var maxTxOctets: UInt16 = 27
+    /// The most payload octets per link-layer packet the peer sends.
+    public var maxRxOctets: UInt16 = 27
 }
 
 /// Something that happened on the host, for its subscribers.
@@ -150,7 +158,8 @@ public enum HostEvent: Sendable, Hashable {
     case connected(HostConnection)
     /// Disconnected: the link that went down, and why.
     case disconnected(HostConnection, reason: HCIStatus)
-    /// Connection updated.
+    /// A link's parameters changed: its interval, latency or supervision timeout (Connection Update), its PHYs (PHY
+    /// Update) or its maximum data lengths (Data Length Update).
     case connectionUpdated(HostConnection)
     /// Encryption changed.
     case encryptionChanged(handle: ConnectionHandle, status: HCIStatus, enabled: Bool)

@@ -40,7 +40,9 @@ extension World {
         .leReadSuggestedDefaultDataLength: { $0.leReadSuggestedDataLength($1, $2) },
         .leWriteSuggestedDefaultDataLength: { $0.leWriteSuggestedDataLength($1, $2) },
         .leReadMaximumDataLength: { $0.leReadMaximumDataLength($1, $2) },
-        .leSetDefaultPHY: { w, id, p in w.simple(HCILESetDefaultPHY.self, id, p) { _, c in Self.defaultPHYStatus(c) } },
+        .leSetDefaultPHY: { $0.leSetDefaultPHY($1, $2) },
+        .leReadPHY: { $0.leReadPHY($1, $2) },
+        .leSetPHY: { $0.leSetPHY($1, $2) },
     ]
 
     /// The Supported_Commands mask: exactly the implemented commands.
@@ -53,7 +55,7 @@ extension World {
     /// LMP features: LE Supported (Controller) and BR/EDR Not Supported. Core 5.4, Vol 2, Part C, 3.3.
     static let lmpFeatures: UInt64 = 1 << 37 | 1 << 38
     /// The LE features this controller implements.
-    static let leFeatures: LEFeatures = [.encryption, .dataPacketLengthExtension]
+    static let leFeatures: LEFeatures = [.encryption, .dataPacketLengthExtension, .le2MPHY, .leCodedPHY]
 
     /// Handles one command packet from controller `id`'s host.
     mutating func command(_ id: Int, _ packet: HCICommandPacket) {
@@ -186,16 +188,5 @@ extension World {
     mutating func leRand(_ id: Int, _ packet: HCICommandPacket) {
         guard decode(HCILERand.self, id, packet) != nil else { return }
         complete(id, HCILERand.self, .init(randomNumber: rng.next()))
-    }
-
-    /// LE Set Default PHY: only LE 1M exists on this air. Core 5.4, Vol 4, Part E, 7.8.48: a preference for no PHY
-    /// in a direction the host did not leave open (ALL_PHYS bit clear) is invalid; a PHY bit the controller does not
-    /// support (2M, Coded, reserved) is Unsupported Feature or Parameter Value.
-    static func defaultPHYStatus(_ c: HCILESetDefaultPHY) -> HCIStatus {
-        guard c.allPHYs & ~0x03 == 0 else { return .invalidCommandParameters }
-        let txOpen = c.allPHYs & 0x01 != 0, rxOpen = c.allPHYs & 0x02 != 0
-        if (!txOpen && c.txPHYs == 0) || (!rxOpen && c.rxPHYs == 0) { return .invalidCommandParameters }
-        if (!txOpen && c.txPHYs & ~0x01 != 0) || (!rxOpen && c.rxPHYs & ~0x01 != 0) { return .unsupportedFeatureOrParameterValue }
-        return .success
     }
 }

@@ -99,6 +99,11 @@ extension World {
         guard previous != c.txOctets else { return }
         if isCentral { link.centralTxOctets = c.txOctets } else { link.peripheralTxOctets = c.txOctets }
         links[linkID] = link
+        dataLengthChanged(link)
+    }
+
+    /// Both hosts hear the link's new maximum data lengths (LE Data Length Change; times as on LE 1M).
+    mutating func dataLengthChanged(_ link: Link) {
         let time = { (octets: UInt16) in UInt16((Int(octets) + 14) * 8) }
         for side in [link.central, link.peripheral] where side.active {
             let tx = side.controller == link.central.controller ? link.centralTxOctets : link.peripheralTxOctets
@@ -106,6 +111,88 @@ extension World {
             emit(side.controller, HCILEDataLengthChangeEvent(handle: side.handle, maxTxOctets: tx, maxTxTime: time(tx),
                                                              maxRxOctets: rx, maxRxTime: time(rx)).packet)
         }
+    }
+
+    // MARK: PHY (Core 5.4, Vol 4, Part E, 7.8.47–7.8.49; Vol 6, Part B, 5.1.10)
+
+    mutating func leReadPHY(_ id: Int, _ packet: HCICommandPacket) {
+        guard let c = decode(HCILEReadPHY.self, id, packet) else { return }
+        guard let linkID = linkID(controller: id, handle: c.handle), let link = links[linkID] else {
+            complete(id, HCILEReadPHY.self, .init(status: .unknownConnectionIdentifier, handle: c.handle, txPHY: .le1M, rxPHY: .le1M))
+            return
+        }
+        let isCentral = link.central.controller == id
+        complete(id, HCILEReadPHY.self, .init(handle: c.handle, txPHY: isCentral ? link.centralPHY : link.peripheralPHY,
+                                              rxPHY: isCentral ? link.peripheralPHY : link.centralPHY))
+    }
+
+    mutating func leSetDefaultPHY(_ id: Int, _ packet: HCICommandPacket) {
+        guard let c = decode(HCILESetDefaultPHY.self, id, packet) else { return }
+        let status = Self.phyPreferenceStatus(allPHYs: c.allPHYs, tx: c.txPHYs, rx: c.rxPHYs)
+        if status == .success {
+            controllers[id]?.defaultTxPHYs = c.allPHYs & 0x01 != 0 ? Self.supportedPHYs : LEPHYs(rawValue: c.txPHYs)
+            controllers[id]?.defaultRxPHYs = c.allPHYs & 0x02 != 0 ? Self.supportedPHYs : LEPHYs(rawValue: c.rxPHYs)
+        }
+        emit(id, HCICommandCompleteEvent(opcode: HCILESetDefaultPHY.opcode, returnParameters: [status.rawValue]).packet)
+    }
+
+    mutating func leSetPHY(_ id: Int, _ packet: HCICommandPacket) {
+        guard let c = decode(HCILESetPHY.self, id, packet) else { return }
+        guard let linkID = linkID(controller: id, handle: c.handle), let link = links[linkID] else {
+            return status(id, HCILESetPHY.opcode, .unknownConnectionIdentifier)
+        }
+        let check = Self.phyPreferenceStatus(allPHYs: c.allPHYs, tx: c.txPHYs.rawValue, rx: c.rxPHYs.rawValue)
+        guard check == .success, c.phyOptions <= 2 else {
+            return status(id, HCILESetPHY.opcode, check == .success ? .invalidCommandParameters : check)
+        }
+        guard !link.phyUpdatePending else { return status(id, HCILESetPHY.opcode, .commandDisallowed) }
+        status(id, HCILESetPHY.opcode, .success)
+        links[linkID]?.phyUpdatePending = true
+        queue.schedule(.phyUpdate(link: linkID, requester: id,
+                                  transmit: c.allPHYs & 0x01 != 0 ? Self.supportedPHYs : c.txPHYs,
+                                  receive: c.allPHYs & 0x02 != 0 ? Self.supportedPHYs : c.rxPHYs),
+                       at: now + 6 * link.intervalNanos)
+    }
+
+    /// The PHY Update procedure's instant: each direction moves to the fastest PHY both sides accept for it (2M, then
+    /// 1M, then Coded), or stays. The requesting host always hears the outcome; the other only of a change.
+    mutating func phyUpdate(link id: Int, requester: Int, transmit: LEPHYs, receive: LEPHYs) {
+        guard var link = links[id], link.phyUpdatePending, let peerSide = link.peer(of: requester),
+              let peer = controllers[peerSide.controller] else { return }
+        link.phyUpdatePending = false
+        func pick(_ accepted: LEPHYs, current: LEPHY) -> LEPHY {
+            [LEPHY.le2M, .le1M, .leCoded].first { accepted.contains(LEPHYs($0)) } ?? current
+        }
+        let requesterIsCentral = link.central.controller == requester
+        let requesterTx = pick(transmit.intersection(peer.defaultRxPHYs), current: requesterIsCentral ? link.centralPHY : link.peripheralPHY)
+        let requesterRx = pick(receive.intersection(peer.defaultTxPHYs), current: requesterIsCentral ? link.peripheralPHY : link.centralPHY)
+        let before = (link.centralPHY, link.peripheralPHY)
+        if requesterIsCentral {
+            (link.centralPHY, link.peripheralPHY) = (requesterTx, requesterRx)
+        } else {
+            (link.centralPHY, link.peripheralPHY) = (requesterRx, requesterTx)
+        }
+        links[id] = link
+        let changed = before != (link.centralPHY, link.peripheralPHY)
+        for side in [link.central, link.peripheral] where side.active && (changed || side.controller == requester) {
+            let isCentral = side.controller == link.central.controller
+            emit(side.controller, HCILEPHYUpdateCompleteEvent(handle: side.handle, txPHY: isCentral ? link.centralPHY : link.peripheralPHY,
+                                                              rxPHY: isCentral ? link.peripheralPHY : link.centralPHY).packet)
+        }
+    }
+
+    /// The PHYs this controller supports: LE 1M, LE 2M and LE Coded.
+    static let supportedPHYs: LEPHYs = [.le1M, .le2M, .leCoded]
+
+    /// LE Set Default PHY / LE Set PHY preferences: a direction the host did not leave open (All_PHYs bit clear) needs
+    /// at least one PHY (Invalid HCI Command Parameters); only the three PHYs exist (Unsupported Feature or Parameter
+    /// Value). Core 5.4, Vol 4, Part E, 7.8.48–7.8.49.
+    static func phyPreferenceStatus(allPHYs: UInt8, tx: UInt8, rx: UInt8) -> HCIStatus {
+        guard allPHYs & ~0x03 == 0 else { return .invalidCommandParameters }
+        let txOpen = allPHYs & 0x01 != 0, rxOpen = allPHYs & 0x02 != 0
+        if (!txOpen && tx == 0) || (!rxOpen && rx == 0) { return .invalidCommandParameters }
+        if (!txOpen && tx & ~0x07 != 0) || (!rxOpen && rx & ~0x07 != 0) { return .unsupportedFeatureOrParameterValue }
+        return .success
     }
 
     mutating func leReadSuggestedDataLength(_ id: Int, _ packet: HCICommandPacket) {

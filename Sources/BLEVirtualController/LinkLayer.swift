@@ -138,10 +138,13 @@ extension World {
         listenerCache = nil
         let id = nextLinkID
         nextLinkID += 1
-        let link = Link(id: id, central: .init(controller: central, handle: centralHandle),
+        var link = Link(id: id, central: .init(controller: central, handle: centralHandle),
                         peripheral: .init(controller: peripheral, handle: peripheralHandle),
                         interval: request.connectionIntervalMax, latency: request.maxLatency,
                         timeout: request.supervisionTimeout)
+        // Each side starts with its suggested maximum TX octets (LE Write Suggested Default Data Length).
+        link.centralTxOctets = c.suggestedTxOctets
+        link.peripheralTxOctets = p.suggestedTxOctets
         links[id] = link
         emit(central, HCILEConnectionCompleteEvent(handle: centralHandle, role: .central,
                                                    peerAddressType: peripheralAddress.1, peerAddress: peripheralAddress.0,
@@ -151,6 +154,9 @@ extension World {
                                                       peerAddressType: centralAddress.1, peerAddress: centralAddress.0,
                                                       connectionInterval: link.interval, peripheralLatency: link.latency,
                                                       supervisionTimeout: link.timeout).packet)
+        // Suggested defaults above 27 octets: the controllers run the Data Length Update procedure at once.
+        if link.centralTxOctets != 27 || link.peripheralTxOctets != 27 { dataLengthChanged(link) }
+        startConnectionEvents(link: id)
     }
 
     // MARK: ACL
@@ -173,6 +179,12 @@ extension World {
             return
         }
         controllers[id]?.aclInFlight += 1
+        if airTime != nil, var link = links[linkID] {
+            // Under the air-time model the packet waits for the connection events.
+            link.air[link.central.controller == id ? 0 : 1].packets.append(packet)
+            links[linkID] = link
+            return
+        }
         transmitACL(link: linkID, from: id, packet)
     }
 

@@ -28,10 +28,13 @@ public final class VirtualAir: Sendable {
     let driver = RealTimeDriver()
     private let origin = ContinuousClock.now
 
-    /// Creates an air with a seeded generator (advertising delays, LE Rand, RSSI noise) and a radio model.
-    public init(clock: Clock = .manual, seed: UInt64 = 0x5EED, radio: RadioModel = RadioModel()) {
+    /// Creates an air with a seeded generator (advertising delays, LE Rand, RSSI noise), a radio model and, when
+    /// given, the air-time model for connections (``AirTimeModel``; without it packets cross links instantly).
+    public init(clock: Clock = .manual, seed: UInt64 = 0x5EED, radio: RadioModel = RadioModel(), airTime: AirTimeModel? = nil) {
         self.clock = clock
-        world = Locked(World(seed: seed, radio: radio))
+        var world = World(seed: seed, radio: radio)
+        world.airTime = airTime
+        self.world = Locked(world)
         if clock == .realTime {
             // The thread holds the air weakly: dropping the last reference to the air stops it.
             let driver = driver
@@ -79,6 +82,33 @@ public final class VirtualAir: Sendable {
     public var radio: RadioModel {
         get { world.withLock { $0.radio } }
         set { mutate { w in w.radio = newValue; w.reevaluateLinks() } }
+    }
+
+    /// The air-time model of connections (``AirTimeModel``), or `nil`: packets cross links the instant a controller
+    /// takes them. Turning it on starts connection events on the links already up; turning it off sends what their
+    /// controllers hold at once.
+    public var airTime: AirTimeModel? {
+        get { world.withLock { $0.airTime } }
+        set {
+            mutate { w in
+                let wasOn = w.airTime != nil
+                w.airTime = newValue
+                for id in w.links.keys.sorted() {
+                    if newValue != nil, !wasOn {
+                        w.startConnectionEvents(link: id)
+                    } else if newValue == nil, wasOn, var link = w.links[id] {
+                        let held = [(link.central.controller, link.air[0]), (link.peripheral.controller, link.air[1])]
+                        link.air = [AirQueue(), AirQueue()]
+                        link.airGeneration = w.token()
+                        w.links[id] = link
+                        for (sender, queue) in held {
+                            for _ in 0..<queue.unacknowledged { w.airAcknowledgeFlushed(link: id, sender: sender) }
+                            for packet in queue.packets { w.transmitACL(link: id, from: sender, packet) }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// ACL packets hosts sent for unknown connection handles (dropped).

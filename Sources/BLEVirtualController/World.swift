@@ -42,6 +42,9 @@ struct ControllerState {
     var aclInFlight = 0
     var suggestedTxOctets: UInt16 = 27
     var suggestedTxTime: UInt16 = 328
+    /// PHY preferences (LE Set Default PHY): every PHY until the host narrows them.
+    var defaultTxPHYs: LEPHYs = [.le1M, .le2M, .leCoded]
+    var defaultRxPHYs: LEPHYs = [.le1M, .le2M, .leCoded]
 
     // Advertising
     var advertisingParameters = HCILESetAdvertisingParameters()
@@ -134,6 +137,16 @@ struct Link {
     var busyUntil: [Int: UInt64] = [:]
     /// The link failed for faults (every attempt lost until the supervision timeout): it is not revived.
     var lostToFaults = false
+    /// The PHY of each direction: the central's transmissions, the peripheral's.
+    var centralPHY = LEPHY.le1M
+    var peripheralPHY = LEPHY.le1M
+    /// A PHY Update procedure waits for its instant.
+    var phyUpdatePending = false
+    /// Under the air-time model: the packets each side's controller holds (central's first), the generation of the
+    /// link's connection events, and when a packet last got through.
+    var air = [AirQueue(), AirQueue()]
+    var airGeneration: UInt64 = 0
+    var lastHeard: UInt64 = 0
 
     func side(of controller: Int) -> Side? {
         if central.controller == controller { return central }
@@ -159,6 +172,16 @@ enum WorldEvent: Sendable {
     case connectionUpdate(link: Int, interval: UInt16, latency: UInt16, timeout: UInt16)
     /// The link layer got a retransmitted packet through.
     case deliverACL(link: Int, sender: Int)
+    /// Air-time model: a connection event's anchor.
+    case connectionEvent(link: Int, generation: UInt64)
+    /// Air-time model: the next exchange of a connection event.
+    case airExchange(link: Int, generation: UInt64, nextAnchor: UInt64)
+    /// Air-time model: a PDU reached its receiver.
+    case airDeliver(link: Int, receiver: Int, data: [UInt8], starts: Bool)
+    /// Air-time model: the peer acknowledged the last part of one of the sender's host packets.
+    case airAcknowledge(link: Int, sender: Int)
+    /// A PHY Update procedure reaches its instant.
+    case phyUpdate(link: Int, requester: Int, transmit: LEPHYs, receive: LEPHYs)
 }
 
 /// Faults on the links between two controllers, per transmission attempt, each deterministic from its seed: a packet
@@ -198,6 +221,8 @@ struct World {
     var controllers: [Int: ControllerState] = [:]
     var links: [Int: Link] = [:]
     var queue = EventQueue<WorldEvent>()
+    /// The air-time model, when on (``VirtualAir/airTime``).
+    var airTime: AirTimeModel?
     var nextControllerID = 1
     var nextLinkID = 1
     /// Source of unique tokens that tie scheduled events to the state that scheduled them.
@@ -328,11 +353,16 @@ struct World {
         }
         // Packets this side's host had in the controller's buffers are flushed with the link.
         let flushed = link.stalled.filter { $0.0 == controller }.count + link.inTransit.filter { $0.0 == controller }.count
+            + flushAirQueue(&link, controller: controller)
         link.stalled.removeAll { $0.0 == controller }
         link.inTransit.removeAll { $0.0 == controller }
         controllers[controller]?.aclInFlight -= flushed
         if !link.central.active && !link.peripheral.active {
             for (sender, _) in link.stalled + link.inTransit { controllers[sender]?.aclInFlight -= 1 }
+            for side in [link.central, link.peripheral] {
+                let held = flushAirQueue(&link, controller: side.controller)
+                controllers[side.controller]?.aclInFlight -= held
+            }
             links[id] = nil
         } else {
             links[id] = link
@@ -349,6 +379,7 @@ struct World {
             if link.peripheral.controller == controller { link.peripheral.active = false }
             link.stalled.removeAll { $0.0 == controller }
             link.inTransit.removeAll { $0.0 == controller }
+            _ = flushAirQueue(&link, controller: controller)
             link.pendingEncryption = nil
             links[id] = link.central.active || link.peripheral.active ? link : nil
         }
@@ -409,6 +440,16 @@ struct World {
             let (_, packet) = link.inTransit.remove(at: i)
             links[id] = link
             deliverACL(link: id, from: sender, packet)
+        case .connectionEvent(let id, let generation):
+            connectionEvent(link: id, generation: generation)
+        case .airExchange(let id, let generation, let nextAnchor):
+            exchange(link: id, generation: generation, nextAnchor: nextAnchor)
+        case .airDeliver(let id, let receiver, let data, let starts):
+            airDeliver(link: id, receiver: receiver, data: data, starts: starts)
+        case .airAcknowledge(let id, let sender):
+            airAcknowledge(link: id, sender: sender)
+        case .phyUpdate(let id, let requester, let transmit, let receive):
+            phyUpdate(link: id, requester: requester, transmit: transmit, receive: receive)
         }
     }
 }

@@ -51,9 +51,10 @@ import Testing
         // A vendor command: Command Complete with 0x01.
         let vendor = try bench.send(a, HCICommandPacket(opcode: HCIOpcode(ogf: 0x3F, ocf: 0x0001), parameters: [1, 2]))
         #expect(vendor == [.commandComplete(.init(opcode: HCIOpcode(ogf: 0x3F, ocf: 0x0001), returnParameters: [0x01]))])
-        // LE Set PHY completes with Command Status: its Unknown HCI Command comes the same way.
-        let phy = try bench.send(a, HCICommandPacket(opcode: .leSetPHY, parameters: [0, 1, 1, 0, 0, 0, 0]))
-        #expect(phy == [.commandStatus(.init(status: .unknownCommand, opcode: .leSetPHY))])
+        // LE Extended Create Connection completes with Command Status: its Unknown HCI Command comes the same way.
+        let extended = HCIOpcode(ogf: 0x08, ocf: 0x0043)
+        let phy = try bench.send(a, HCICommandPacket(opcode: extended, parameters: [0, 1, 1, 0, 0, 0, 0]))
+        #expect(phy == [.commandStatus(.init(status: .unknownCommand, opcode: extended))])
     }
 
     @Test func malformedParametersGetInvalidParameters() throws {
@@ -162,9 +163,10 @@ import Testing
         try bench.expectSuccess(a, HCILESetDefaultPHY(allPHYs: 0x03, txPHYs: 0, rxPHYs: 0))  // no preference
         #expect(try bench.call(a, HCILESetDefaultPHY(allPHYs: 0x04)).status == .invalidCommandParameters)
         #expect(try bench.call(a, HCILESetDefaultPHY(allPHYs: 0, txPHYs: 0, rxPHYs: 1)).status == .invalidCommandParameters)
-        // LE 2M is not supported by this controller.
-        #expect(try bench.call(a, HCILESetDefaultPHY(allPHYs: 0, txPHYs: 0x03, rxPHYs: 1)).status == .unsupportedFeatureOrParameterValue)
-        #expect(!(try bench.call(a, HCILEReadLocalSupportedFeatures()).features.contains(.le2MPHY)))
+        // LE 1M, 2M and Coded are supported; a reserved PHY bit is not.
+        try bench.expectSuccess(a, HCILESetDefaultPHY(allPHYs: 0, txPHYs: 0x07, rxPHYs: 0x03))
+        #expect(try bench.call(a, HCILESetDefaultPHY(allPHYs: 0, txPHYs: 0x09, rxPHYs: 1)).status == .unsupportedFeatureOrParameterValue)
+        #expect(try bench.call(a, HCILEReadLocalSupportedFeatures()).features.isSuperset(of: [.le2MPHY, .leCodedPHY]))
     }
 
     @Test func acceptedHostSettings() throws {

@@ -6,8 +6,8 @@ import Testing
 struct Bench {
     let air: VirtualAir
 
-    init(seed: UInt64 = 7, radio: RadioModel = RadioModel()) {
-        air = VirtualAir(clock: .manual, seed: seed, radio: radio)
+    init(seed: UInt64 = 7, radio: RadioModel = RadioModel(), airTime: AirTimeModel? = nil) {
+        air = VirtualAir(clock: .manual, seed: seed, radio: radio, airTime: airTime)
     }
 
     /// Adds a buffered controller and enables every event (page 1 incl. LE Meta; all LE subevents).

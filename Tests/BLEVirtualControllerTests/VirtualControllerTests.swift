@@ -69,7 +69,7 @@ import Testing
                     [.commandStatus(.init(status: .unknownCommand, opcode: opcode))], "\(opcode)")
         }
         // … the others with Command Complete carrying only the status.
-        for opcode in [HCIOpcode.leReadPHY, .leClearFilterAcceptList, .readLocalName, HCIOpcode(ogf: 0x3F, ocf: 0x0123)] {
+        for opcode in [HCIOpcode(ogf: 0x08, ocf: 0x004B), .leClearFilterAcceptList, .readLocalName, HCIOpcode(ogf: 0x3F, ocf: 0x0123)] {
             #expect(try bench.send(a, HCICommandPacket(opcode: opcode)) ==
                     [.commandComplete(.init(opcode: opcode, returnParameters: [HCIStatus.unknownCommand.rawValue]))], "\(opcode)")
         }

@@ -75,6 +75,8 @@ public enum HCILEMetaEvent: Hashable, Sendable {
     case longTermKeyRequest(HCILELongTermKeyRequestEvent)
     /// Data length change.
     case dataLengthChange(HCILEDataLengthChangeEvent)
+    /// PHY update complete.
+    case phyUpdateComplete(HCILEPHYUpdateCompleteEvent)
     /// Unknown.
     case unknown(subevent: HCILESubeventCode, parameters: [UInt8])
 
@@ -92,6 +94,7 @@ public enum HCILEMetaEvent: Hashable, Sendable {
         case .readRemoteFeaturesComplete: self = .readRemoteFeaturesComplete(try .init(bytes: rest))
         case .longTermKeyRequest: self = .longTermKeyRequest(try .init(bytes: rest))
         case .dataLengthChange: self = .dataLengthChange(try .init(bytes: rest))
+        case .phyUpdateComplete: self = .phyUpdateComplete(try .init(bytes: rest))
         default: self = .unknown(subevent: subevent, parameters: rest)
         }
     }
@@ -107,6 +110,7 @@ public enum HCILEMetaEvent: Hashable, Sendable {
         case .readRemoteFeaturesComplete: .readRemoteFeaturesComplete
         case .longTermKeyRequest: .longTermKeyRequest
         case .dataLengthChange: .dataLengthChange
+        case .phyUpdateComplete: .phyUpdateComplete
         case .unknown(let subevent, _): subevent
         }
     }
@@ -122,6 +126,7 @@ public enum HCILEMetaEvent: Hashable, Sendable {
         case .readRemoteFeaturesComplete(let e): e.packet
         case .longTermKeyRequest(let e): e.packet
         case .dataLengthChange(let e): e.packet
+        case .phyUpdateComplete(let e): e.packet
         case .unknown(let subevent, let parameters): HCIEventPacket(code: .leMeta, parameters: [subevent.rawValue] + parameters)
         }
     }
