@@ -21,6 +21,13 @@ func measure(iterations: Int, rounds: Int = 5, _ body: () -> Void) -> Double {
 
 @inline(never) func blackHole<T>(_ value: T) { withExtendedLifetime(value) {} }
 
+// `BLEBenchmarks --only airtime`: only the air-time model's benchmark.
+if CommandLine.arguments.contains("airtime") {
+    print("== Two hosts on the virtual air with the air-time model (AirTimeModel)")
+    try await AirTimeBenchmarks.run()
+    exit(0)
+}
+
 // MARK: Advertising data: the corpus, in place and owned
 
 /// `Benchmarks/advertisements.txt` (run from the package root, as scripts/bench does).
@@ -188,3 +195,6 @@ print("  cached reconnection (Database Hash unchanged): \(caching.cached.request
 
 print("== Pairing between two hosts on the in-process virtual controller (HCIHost.pair: Pairing Request to the last key)")
 try await PairingBenchmarks.run()
+
+print("== Two hosts on the virtual air with the air-time model (AirTimeModel)")
+try await AirTimeBenchmarks.run()

@@ -213,8 +213,8 @@ public actor HCIHost {
         // Disconnection Complete, Encryption Change, Hardware Error, Data Buffer Overflow, Key Refresh, LE Meta.
         _ = try await send(HCISetEventMask(mask: 1 << 4 | 1 << 7 | 1 << 15 | 1 << 25 | 1 << 47 | 1 << 61))
         // Connection Complete, Advertising Report, Update Complete, Remote Features, LTK Request, Data Length Change,
-        // Enhanced Connection Complete, Extended Advertising Report.
-        _ = try await send(HCILESetEventMask(mask: 0x1F | 1 << 6 | 1 << 9 | 1 << 12))
+        // Enhanced Connection Complete, PHY Update Complete, Extended Advertising Report.
+        _ = try await send(HCILESetEventMask(mask: 0x1F | 1 << 6 | 1 << 9 | 1 << 11 | 1 << 12))
         var buffers = try await send(HCILEReadBufferSize())
         if buffers.leACLDataPacketLength == 0 || buffers.totalNumLEACLDataPackets == 0 {
             let shared = try await send(HCIReadBufferSize())

@@ -56,17 +56,29 @@ public struct AirTimeModel: Sendable, Hashable {
         }
     }
 
-    /// The exchanges one connection event of `interval` (1.25 ms units) holds when both sides have data to send:
-    /// `centralOctets`-octet packets from the central and `peripheralOctets`-octet ones back, each direction on its
-    /// PHY.
+    /// The exchanges one connection event of `interval` (1.25 ms units) holds when both sides keep sending:
+    /// `centralOctets`-octet packets from the central, `peripheralOctets`-octet ones back, each direction on its PHY.
+    /// The central starts another exchange only while its next packet and the longest packet the peripheral may send
+    /// (`peripheralMaximumOctets`, by default `peripheralOctets`) still end before the next anchor.
     public func exchangesPerEvent(interval: UInt16, centralOctets: Int, centralPHY: LEPHY, peripheralOctets: Int,
-                                  peripheralPHY: LEPHY, encrypted: Bool = false) -> Int {
-        let exchange = packetMicroseconds(payload: centralOctets, phy: centralPHY, encrypted: encrypted)
-            + packetMicroseconds(payload: peripheralOctets, phy: peripheralPHY, encrypted: encrypted)
+                                  peripheralPHY: LEPHY, peripheralMaximumOctets: Int? = nil, encrypted: Bool = false) -> Int {
+        let central = packetMicroseconds(payload: centralOctets, phy: centralPHY, encrypted: encrypted)
+        let exchange = central + packetMicroseconds(payload: peripheralOctets, phy: peripheralPHY, encrypted: encrypted)
             + 2 * Self.interFrameSpaceMicroseconds
+        let reserved = central + packetMicroseconds(payload: peripheralMaximumOctets ?? peripheralOctets, phy: peripheralPHY,
+                                                    encrypted: encrypted) + 2 * Self.interFrameSpaceMicroseconds
         let intervalMicroseconds = Int(interval) * 1250
-        // An exchange may start while a whole one (of the largest packets) still ends before the next anchor.
-        return max(1, (intervalMicroseconds - exchange) / exchange + 1)
+        guard intervalMicroseconds >= reserved else { return 1 }
+        return (intervalMicroseconds - reserved) / exchange + 1
+    }
+
+    /// Which way the data flows, for ``ceilingBitsPerSecond(octets:payloadPerPacket:phy:reversePHY:interval:encrypted:direction:)``.
+    public enum Direction: Sendable, Hashable {
+        /// Notifications: full packets from the peripheral, empty ones from the central.
+        case peripheralToCentral
+        /// Writes: full packets from the central; the peripheral answers with empty packets but may send up to its
+        /// maximum TX octets, which the central reserves time for.
+        case centralToPeripheral(peripheralMaximumOctets: Int)
     }
 
     /// The most payload per second one direction of a link can carry, in bits per second: full `octets`-octet packets
@@ -74,13 +86,21 @@ public struct AirTimeModel: Sendable, Hashable {
     /// that counts (for ATT notifications at MTU 247 over 251-octet packets: 244, the L2CAP and ATT headers apart).
     /// With `interval` nil: events that never end (the PHY's ceiling).
     public func ceilingBitsPerSecond(octets: Int, payloadPerPacket: Int, phy: LEPHY, reversePHY: LEPHY? = nil,
-                                     interval: UInt16? = nil, encrypted: Bool = false) -> Double {
+                                     interval: UInt16? = nil, encrypted: Bool = false,
+                                     direction: Direction = .peripheralToCentral) -> Double {
         let back = reversePHY ?? phy
         let exchange = packetMicroseconds(payload: octets, phy: phy, encrypted: encrypted)
             + packetMicroseconds(payload: 0, phy: back) + 2 * Self.interFrameSpaceMicroseconds
         guard let interval else { return Double(payloadPerPacket * 8) / (Double(exchange) / 1_000_000) }
-        let perEvent = exchangesPerEvent(interval: interval, centralOctets: octets, centralPHY: phy, peripheralOctets: 0,
-                                         peripheralPHY: back, encrypted: encrypted)
+        let perEvent: Int
+        switch direction {
+        case .peripheralToCentral:
+            perEvent = exchangesPerEvent(interval: interval, centralOctets: 0, centralPHY: back, peripheralOctets: octets,
+                                         peripheralPHY: phy, encrypted: encrypted)
+        case .centralToPeripheral(let peripheralMaximum):
+            perEvent = exchangesPerEvent(interval: interval, centralOctets: octets, centralPHY: phy, peripheralOctets: 0,
+                                         peripheralPHY: back, peripheralMaximumOctets: peripheralMaximum, encrypted: encrypted)
+        }
         return Double(perEvent * payloadPerPacket * 8) / (Double(interval) * 1250 / 1_000_000)
     }
 }
@@ -202,9 +222,11 @@ extension World {
             }
         }
         links[id] = link
-        let largest = UInt64(model.packetMicroseconds(payload: centralOctets, phy: link.centralPHY, encrypted: link.encrypted)
+        // Another exchange only if the central's next packet and the longest the peripheral may send end in time.
+        let centralNext = link.air[0].nextPart(octets: centralOctets)?.bytes.count ?? 0
+        let reserved = UInt64(model.packetMicroseconds(payload: centralNext, phy: link.centralPHY, encrypted: link.encrypted)
             + model.packetMicroseconds(payload: peripheralOctets, phy: link.peripheralPHY, encrypted: link.encrypted)) * 1000 + 2 * space
-        if moreFromCentral || moreFromPeripheral, end + largest <= nextAnchor {
+        if moreFromCentral || moreFromPeripheral, end + reserved <= nextAnchor {
             queue.schedule(.airExchange(link: id, generation: generation, nextAnchor: nextAnchor), at: end)
         }
     }

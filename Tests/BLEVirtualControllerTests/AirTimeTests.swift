@@ -78,6 +78,29 @@ import Testing
         #expect(bench.completedPackets(try bench.drain(peripheral)) == 8)
     }
 
+    /// Writes from the central: after each packet it reserves room for the longest the peripheral may send back, so
+    /// a peripheral allowed 251-octet packets leaves room for 4 exchanges per 7.5 ms event, one held at 27 for 5.
+    @Test(arguments: [(UInt16(251), 4), (UInt16(27), 5)])
+    func theCentralReservesRoomForThePeripheralsLongestPacket(peripheralOctets: UInt16, perEvent: Int) throws {
+        let bench = Bench(airTime: model)
+        let (central, peripheral, ch, ph) = try linked(bench)
+        try bench.expectSuccess(central, HCILESetPHY(handle: ch, txPHYs: .le2M, rxPHYs: .le2M))
+        try bench.expectSuccess(central, HCILESetDataLength(handle: ch, txOctets: 251, txTime: 2120))
+        if peripheralOctets != 27 { try bench.expectSuccess(peripheral, HCILESetDataLength(handle: ph, txOctets: peripheralOctets, txTime: 2120)) }
+        bench.advance(.milliseconds(100))
+        _ = try bench.drain(peripheral)
+        for _ in 0..<8 {
+            central.receive(fromHost: .acl(HCIACLPacket(handle: ch, boundary: .firstNonFlushable, data: [UInt8](repeating: 3, count: 251))))
+        }
+        let got = arrivals(bench, peripheral, count: 8)
+        let gaps = zip(got.dropFirst(), got).map { ($0.time - $1.time) / .microseconds(1) }
+        // Within an event 1,392 µs apart; the first gap longer than that ends the first event.
+        let firstEvent = (gaps.firstIndex { $0 > 1400 } ?? gaps.count) + 1
+        #expect(firstEvent == perEvent, "\(gaps)")
+        #expect(model.exchangesPerEvent(interval: 6, centralOctets: 251, centralPHY: .le2M, peripheralOctets: 0, peripheralPHY: .le2M,
+                                        peripheralMaximumOctets: Int(peripheralOctets)) == perEvent)
+    }
+
     @Test func anAcknowledgedOperationTakesTwoConnectionEvents() throws {
         let bench = Bench(airTime: model)
         let (central, peripheral, ch, ph) = try linked(bench)
