@@ -37,6 +37,9 @@ struct ControllerCommand: AsyncParsableCommand {
     @Option(help: "Directory for one btsnoop capture per client connection (controller's view).")
     var snoopDir: String?
 
+    @Flag(help: "Model air time on connections: connection events, PHYs, data length (see AirTimeModel); without it packets cross links at once.")
+    var airTime = false
+
     func run() async throws {
         let parsed = try endpoints.map { text -> (String, UInt16) in
             guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
@@ -52,7 +55,7 @@ struct ControllerCommand: AsyncParsableCommand {
                 throw ValidationError("--snoop-dir \(snoopDir): \(error)")
             }
         }
-        let air = VirtualAir(clock: .realTime, seed: seed, radio: RadioModel(noiseSigma: noise))
+        let air = VirtualAir(clock: .realTime, seed: seed, radio: RadioModel(noiseSigma: noise), airTime: airTime ? AirTimeModel() : nil)
         let servers = try parsed.map { try H4TCPServer(host: $0.0, port: $0.1) }
         FileHandle.standardOutput.write(("READY " + servers.map { String($0.port) }.joined(separator: " ") + "\n").data(using: .utf8) ?? Data())
         let snoopDir = snoopDir
