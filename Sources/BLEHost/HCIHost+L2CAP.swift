@@ -90,9 +90,13 @@ extension HCIHost {
         guard !aclPumping else { return }
         aclPumping = true
         defer { aclPumping = false }
-        while let packet = aclOutbox.popFirst() {
+        // Everything waiting goes in one call: a byte-stream transport writes it with one system call.
+        while !aclOutbox.isEmpty {
+            var batch: [HCIPacket] = []
+            batch.reserveCapacity(aclOutbox.count)
+            while let packet = aclOutbox.popFirst() { batch.append(.acl(packet)) }
             do {
-                try await transport.send(.acl(packet))
+                try await transport.send(batch)
             } catch {
                 aclOutbox.removeAll()
                 transportEnded(error)

@@ -164,6 +164,12 @@ public final class SnoopingTransport: HCITransport {
         try await inner.send(packet)
     }
 
+    /// Records each packet, then sends them together through the wrapped transport.
+    public func send(_ packets: [HCIPacket]) async throws {
+        for packet in packets { writer.write(packet, direction: role == .host ? .sent : .received) }
+        try await inner.send(packets)
+    }
+
     /// Closes the wrapped transport.
     public func close() async { await inner.close() }
 }

@@ -78,9 +78,28 @@ public final class FileDescriptorTransport: HCITransport {
         try sendNow(packet)
     }
 
+    /// Writes packets in order: on a byte stream all of them in one write (one system call for the fragments a host
+    /// releases together), on a datagram descriptor one write each.
+    public func send(_ packets: [HCIPacket]) async throws {
+        guard framing != .datagram, packets.count > 1 else {
+            for packet in packets { try sendNow(packet) }
+            return
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(packets.count * 32)
+        for packet in packets {
+            bytes.append(packet.type.rawValue)
+            bytes.append(contentsOf: packet.body)
+        }
+        try write(bytes)
+    }
+
     /// Sends synchronously (the write is short and the descriptor blocking).
     public func sendNow(_ packet: HCIPacket) throws {
-        let bytes = packet.h4Bytes
+        try write(packet.h4Bytes)
+    }
+
+    private func write(_ bytes: [UInt8]) throws {
         try writeLock.withLock { _ in
             if state.withLock({ $0.closed }) { throw TransportError(.closed, "\(label): transport closed") }
             var offset = 0

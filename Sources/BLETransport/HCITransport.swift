@@ -14,8 +14,18 @@ public protocol HCITransport: AnyObject, Sendable {
     /// Sends one packet to the other end. Throws ``TransportError`` once the transport is closed or broken.
     func send(_ packet: HCIPacket) async throws
 
+    /// Sends packets in order, as one write where the transport can (a byte stream takes them in one system call);
+    /// by default one single-packet `send` each.
+    func send(_ packets: [HCIPacket]) async throws
+
     /// Closes the transport; `incoming` finishes. Idempotent.
     func close() async
+}
+
+extension HCITransport {
+    public func send(_ packets: [HCIPacket]) async throws {
+        for packet in packets { try await send(packet) }
+    }
 }
 
 /// Why a transport failed.

@@ -11,6 +11,9 @@ import Glibc
         let (host, controller) = HCIPipe.makePair()
         for p in samplePackets { try await host.send(p) }
         #expect(try await collect(controller, samplePackets.count) == samplePackets)
+        // A transport without its own batch write sends a batch one packet at a time, in order.
+        try await host.send(Array(samplePackets.reversed()))
+        #expect(try await collect(controller, samplePackets.count) == samplePackets.reversed())
         try await controller.send(samplePackets[1])
         #expect(try await collect(host, 1) == [samplePackets[1]])
         await host.close()
@@ -29,6 +32,11 @@ import Glibc
         #expect(try await collect(accepted, samplePackets.count) == samplePackets)
         for p in samplePackets.reversed() { try await accepted.send(p) }
         #expect(try await collect(client, samplePackets.count) == samplePackets.reversed())
+        // A batch goes as one write and arrives whole, in order; so does a batch of one, and none.
+        try await client.send(samplePackets + samplePackets)
+        try await client.send([samplePackets[0]])
+        try await client.send([])
+        #expect(try await collect(accepted, 2 * samplePackets.count + 1) == samplePackets + samplePackets + [samplePackets[0]])
         // Closing the client ends the server side's stream.
         await client.close()
         let rest = try await withTimeout { () async throws -> Int in
