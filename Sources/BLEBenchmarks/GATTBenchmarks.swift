@@ -1,5 +1,6 @@
 import BLEHost
 import BLEProtocols
+import BLETransport
 import BLEVirtualController
 import BLEWire
 import Foundation
@@ -12,54 +13,88 @@ enum GATTBenchmarks {
     static func run() async throws {
         for (size, count) in [(27, 8), (251, 8)] {
             let air = VirtualAir(clock: .realTime)
-            let peripheral = HCIHost(transport: air.addController(.init(aclBufferSize: size, aclBufferCount: count)).makeHostTransport())
-            let central = HCIHost(transport: air.addController(.init(position: Position(x: 1), aclBufferSize: size, aclBufferCount: count)).makeHostTransport())
-            try await peripheral.powerOn()
-            try await central.powerOn()
-            let server = GATTEngine(host: peripheral, database: GATTDatabase(services: [
-                GATTServiceDefinition(uuid: 0xFFF0, characteristics: [GATTCharacteristicDefinition(uuid: notify, properties: [.notify])]),
-            ]))
-            await server.start()
-            try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "bench")))
-            guard let address = await peripheral.ownAddress else { return }
-            let link = try await central.connect(to: address)
-            let client = GATTEngine(host: central)
-            await client.start()
-            _ = try await client.exchangeMTU(link.handle)
-            guard let service = try await client.discoverPrimaryServices(link.handle, uuid: 0xFFF0).first,
-                  let characteristic = try await client.discoverCharacteristics(link.handle, of: service).first,
-                  let cccd = try await client.discoverDescriptors(link.handle, of: characteristic).first else { return }
-            let values = try await client.subscribe(link.handle, valueHandle: characteristic.valueHandle, cccdHandle: cccd.handle)
-            // The peripheral's link handle is its own; wait until its single link shows the subscription.
-            while true {
-                let handles = await peripheral.connections.map(\.handle)
-                var subscribed = false
-                for h in handles where await server.isSubscribed(h, valueHandle: characteristic.valueHandle) { subscribed = true }
-                if subscribed { break }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            let total = 5_000
-            let payload = [UInt8](repeating: 0x5A, count: 244)
-            let clock = ContinuousClock()
-            let start = clock.now
-            let receiver = Task { () -> Int in
-                var n = 0
-                for await _ in values {
-                    n += 1
-                    if n == total { break }
-                }
-                return n
-            }
-            for _ in 0..<total { _ = try await server.updateValue(payload, for: characteristic.valueHandle) }
-            let received = await receiver.value
-            let (s, a) = (clock.now - start).components
-            let seconds = Double(s) + Double(a) / 1e18
+            let peripheral = air.addController(.init(aclBufferSize: size, aclBufferCount: count)).makeHostTransport()
+            let central = air.addController(.init(position: Position(x: 1), aclBufferSize: size, aclBufferCount: count)).makeHostTransport()
+            guard let (received, seconds) = try await notificationRate(peripheral: peripheral, central: central, total: 5_000) else { return }
             print(String(format: "  controller buffers %3d x %d: %d notifications of 244 bytes in %.2f s: %8.0f notifications/s, %6.2f MB/s payload",
                          size, count, received, seconds, Double(received) / seconds, Double(received * 244) / seconds / 1e6))
-            await central.powerOff()
-            await peripheral.powerOff()
             air.shutdown()
         }
+    }
+
+    /// `BLEBenchmarks --only tcp HOST:PORT HOST:PORT`: the same between two hosts each reaching its controller over
+    /// H4/TCP (`ble controller --tcp …`, which scripts/bench starts; Bumble's hosts then use the same ports).
+    static func runOverTCP(_ endpoints: [String]) async throws {
+        let parsed = endpoints.compactMap { text -> (String, UInt16)? in
+            guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
+            return (String(text[..<colon]), port)
+        }
+        guard parsed.count == 2 else {
+            print("usage: BLEBenchmarks --only tcp HOST:PORT HOST:PORT")
+            return
+        }
+        var rates: [Double] = []
+        for _ in 0..<3 {
+            let peripheral = try TCPTransport.connect(host: parsed[0].0, port: parsed[0].1)
+            let central = try TCPTransport.connect(host: parsed[1].0, port: parsed[1].1)
+            guard let (received, seconds) = try await notificationRate(peripheral: peripheral, central: central, total: 5_000) else { return }
+            rates.append(Double(received) / seconds)
+            // The controller server replaces a controller when its next client connects; give it the moment.
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        rates.sort()
+        print(String(format: "  H4/TCP to `ble controller` (251-byte buffers): %8.0f notifications/s (median of 3 runs of 5,000; spread %.0f–%.0f)",
+                     rates[1], rates[0], rates[2]))
+        print(String(format: "OURS_TCP_NOTIFICATIONS=%.0f", rates[1]))
+    }
+
+    /// A peripheral host on `peripheral` notifying `total` 244-byte values to a central host on `central` (MTU 247):
+    /// how many arrived and in how many seconds.
+    static func notificationRate(peripheral peripheralTransport: any HCITransport, central centralTransport: any HCITransport,
+                                 total: Int) async throws -> (Int, Double)? {
+        let peripheral = HCIHost(transport: peripheralTransport)
+        let central = HCIHost(transport: centralTransport)
+        try await peripheral.powerOn()
+        try await central.powerOn()
+        let server = GATTEngine(host: peripheral, database: GATTDatabase(services: [
+            GATTServiceDefinition(uuid: 0xFFF0, characteristics: [GATTCharacteristicDefinition(uuid: notify, properties: [.notify])]),
+        ]))
+        await server.start()
+        try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "bench")))
+        guard let address = await peripheral.ownAddress else { return nil }
+        let link = try await central.connect(to: address)
+        let client = GATTEngine(host: central)
+        await client.start()
+        _ = try await client.exchangeMTU(link.handle)
+        guard let service = try await client.discoverPrimaryServices(link.handle, uuid: 0xFFF0).first,
+              let characteristic = try await client.discoverCharacteristics(link.handle, of: service).first,
+              let cccd = try await client.discoverDescriptors(link.handle, of: characteristic).first else { return nil }
+        let values = try await client.subscribe(link.handle, valueHandle: characteristic.valueHandle, cccdHandle: cccd.handle)
+        // The peripheral's link handle is its own; wait until its single link shows the subscription.
+        while true {
+            let handles = await peripheral.connections.map(\.handle)
+            var subscribed = false
+            for h in handles where await server.isSubscribed(h, valueHandle: characteristic.valueHandle) { subscribed = true }
+            if subscribed { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let payload = [UInt8](repeating: 0x5A, count: 244)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let receiver = Task { () -> Int in
+            var n = 0
+            for await _ in values {
+                n += 1
+                if n == total { break }
+            }
+            return n
+        }
+        for _ in 0..<total { _ = try await server.updateValue(payload, for: characteristic.valueHandle) }
+        let received = await receiver.value
+        let (s, a) = (clock.now - start).components
+        await central.powerOff()
+        await peripheral.powerOff()
+        return (received, Double(s) + Double(a) / 1e18)
     }
 
     /// Discovers everything on a device serving `database` and returns the ATT requests it took: service by service

@@ -21,6 +21,20 @@ func measure(iterations: Int, rounds: Int = 5, _ body: () -> Void) -> Double {
 
 @inline(never) func blackHole<T>(_ value: T) { withExtendedLifetime(value) {} }
 
+// `BLEBenchmarks --only tcp HOST:PORT HOST:PORT`: notifications between two hosts over H4/TCP.
+if let tcp = CommandLine.arguments.firstIndex(of: "tcp") {
+    print("== GATT notifications between two hosts over H4/TCP (MTU 247, 244-byte payloads)")
+    try await GATTBenchmarks.runOverTCP(Array(CommandLine.arguments[(tcp + 1)...]))
+    exit(0)
+}
+
+// `BLEBenchmarks --only memory`: one peripheral and 16 centrals in one process (run alone: a fresh process).
+if CommandLine.arguments.contains("memory") {
+    print("== Memory: one peripheral host and 16 central hosts on the in-process virtual controller")
+    try await MemoryBenchmarks.run()
+    exit(0)
+}
+
 // `BLEBenchmarks --only airtime`: only the air-time model's benchmark.
 if CommandLine.arguments.contains("airtime") {
     print("== Two hosts on the virtual air with the air-time model (AirTimeModel)")
