@@ -116,7 +116,7 @@ public final class VirtualController: Sendable {
             w.listenerCache = nil
             w.forgetLinks(of: id)
         }
-        sink.continuation.finish()
+        sink.finish()
     }
 
     /// Sends a Hardware Error event to the host (fault injection).
@@ -157,17 +157,26 @@ final class VirtualHostTransport: HCITransport {
     let controller: VirtualController
     let closed = Atomic<Bool>(false)
     let incoming: AsyncThrowingStream<HCIPacket, any Error>
-    private let pump: Task<Void, Never>
+    private let pump: Task<Void, Never>?
 
     init(controller: VirtualController) {
         self.controller = controller
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
         incoming = stream
-        // The pump holds the stream, not the controller, so an abandoned transport does not keep the air alive.
-        let output = controller.toHost
-        pump = Task {
-            for await packet in output { continuation.yield(packet) }
-            continuation.finish()
+        if controller.sink.mode == .stream {
+            // Packets for the host go straight into this transport's stream (no relay task). A controller sends
+            // nothing before its host's first command, so nothing waits in its own stream yet.
+            controller.sink.direct.withLock { direct in
+                direct = continuation
+            }
+            pump = nil
+        } else {
+            // The pump holds the stream, not the controller, so an abandoned transport does not keep the air alive.
+            let output = controller.toHost
+            pump = Task {
+                for await packet in output { continuation.yield(packet) }
+                continuation.finish()
+            }
         }
     }
 

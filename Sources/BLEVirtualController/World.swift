@@ -8,6 +8,9 @@ final class HostSink: Sendable {
     let buffer = Locked<[HCIPacket]>([])
     let stream: AsyncStream<HCIPacket>
     let continuation: AsyncStream<HCIPacket>.Continuation
+    /// The in-process host transport's own stream, when one took the packets over: they go straight to it rather
+    /// than through ``stream`` and a relay task (one task hop less per packet).
+    let direct = Locked<AsyncThrowingStream<HCIPacket, any Error>.Continuation?>(nil)
 
     init(mode: Mode) {
         self.mode = mode
@@ -16,9 +19,20 @@ final class HostSink: Sendable {
 
     func deliver(_ packet: HCIPacket) {
         switch mode {
-        case .stream: continuation.yield(packet)
+        case .stream:
+            if let direct = direct.withLock({ $0 }) {
+                direct.yield(packet)
+            } else {
+                continuation.yield(packet)
+            }
         case .buffer: buffer.withLock { $0.append(packet) }
         }
+    }
+
+    /// The controller is gone: every stream finishes.
+    func finish() {
+        continuation.finish()
+        direct.withLock { $0 }?.finish()
     }
 }
 
