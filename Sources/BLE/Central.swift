@@ -150,14 +150,18 @@ public final class Central: Sendable {
     /// With a `reconnect` policy, a lost link is reconnected automatically and subscriptions are restored. Like iOS,
     /// the central exchanges MTUs right after connecting unless `exchangeMTU` is false.
     public func connect(_ peripheral: DiscoveredPeripheral, timeout: Duration = .seconds(10),
-                        reconnect: ReconnectPolicy? = nil, exchangeMTU: Bool = true) async throws -> RemotePeripheral {
-        try await connect(peripheral.address, name: peripheral.name, timeout: timeout, reconnect: reconnect, exchangeMTU: exchangeMTU)
+                        reconnect: ReconnectPolicy? = nil, exchangeMTU: Bool = true,
+                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> RemotePeripheral {
+        try await connect(peripheral.address, name: peripheral.name, timeout: timeout, reconnect: reconnect, exchangeMTU: exchangeMTU,
+                          connectionInterval: connectionInterval)
     }
 
-    /// Connects to an address.
+    /// Connects to an address. `connectionInterval` is the range of connection intervals acceptable, in 1.25 ms units
+    /// (7.5 ms to 4 s; by default 30 to 50 ms).
     public func connect(_ address: LEAddress, name: String? = nil, timeout: Duration = .seconds(10),
-                        reconnect: ReconnectPolicy? = nil, exchangeMTU: Bool = true) async throws -> RemotePeripheral {
-        let connection = try await host.connect(to: address, timeout: timeout)
+                        reconnect: ReconnectPolicy? = nil, exchangeMTU: Bool = true,
+                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> RemotePeripheral {
+        let connection = try await host.connect(to: address, timeout: timeout, connectionInterval: connectionInterval)
         let engine = await engine()
         let peripheral = RemotePeripheral(central: self, engine: engine, connection: connection, name: name)
         await peripheral.link.startWatching(peripheral, policy: reconnect)

@@ -200,6 +200,21 @@ public final class RemotePeripheral: Sendable, Identifiable {
     public func readRSSI() async throws -> Int8 {
         try await central.host.send(HCIReadRSSI(handle: await link.handle)).rssi
     }
+
+    /// Asks the link layer to move the link to the PHYs preferred for each direction (empty: no preference), as
+    /// Android's `setPreferredPhy` does, and returns the link's PHYs once the PHY Update procedure ended: each direction
+    /// on the fastest PHY both sides accept (LE 2M, LE 1M, LE Coded), or unchanged.
+    @discardableResult
+    public func setPreferredPHY(transmit: LEPHYs, receive: LEPHYs) async throws -> (transmit: LEPHY, receive: LEPHY) {
+        let updated = try await central.host.setPHY(await link.handle, transmit: transmit, receive: receive)
+        return (updated.txPHY, updated.rxPHY)
+    }
+
+    /// Asks the link layer for link-layer packets of up to `octets` payload octets (27…251; Data Length Extension):
+    /// long values then cross in fewer packets. ``connection``'s `maxTxOctets` follows once the controller agrees.
+    public func setDataLength(_ octets: UInt16 = 251) async throws {
+        try await central.host.setDataLength(await link.handle, octets: octets)
+    }
 }
 
 /// A peripheral's connection state, as a central sees it (like `CBPeripheralState`).
@@ -336,11 +351,22 @@ actor PeripheralLink {
         let events = await peripheral.central.host.events()
         watcher = Task { [weak self, weak peripheral] in
             for await event in events {
-                guard let self, let peripheral, case .disconnected(let lost, let reason) = event else { continue }
-                guard lost.link == (await self.connection).link else { continue }
-                await self.linkLost(reason, peripheral: peripheral)
+                guard let self, let peripheral else { continue }
+                switch event {
+                case .connectionUpdated(let updated) where updated.link == (await self.connection).link:
+                    // Interval, PHYs, data lengths: the link's current parameters.
+                    await self.updated(updated)
+                case .disconnected(let lost, let reason) where lost.link == (await self.connection).link:
+                    await self.linkLost(reason, peripheral: peripheral)
+                default:
+                    continue
+                }
             }
         }
+    }
+
+    func updated(_ connection: HostConnection) {
+        self.connection = connection
     }
 
     func disconnectRequested() {
