@@ -193,34 +193,11 @@ extension World {
         let centralThrough = attemptSucceeds(link)
         let peripheralThrough = attemptSucceeds(link)
         if centralThrough || peripheralThrough { link.lastHeard = now }
-        var moreFromCentral = !link.air[0].packets.isEmpty
-        var moreFromPeripheral = !link.air[1].packets.isEmpty
-        if let part = fromCentral {
-            moreFromCentral = link.air[0].hasMore(afterSending: centralThrough ? part.bytes.count : 0)
-            if centralThrough {
-                queue.schedule(.airDeliver(link: id, receiver: link.peripheral.controller, data: Array(part.bytes), starts: part.starts),
-                               at: centralArrives)
-                // The peripheral's packet acknowledges it.
-                if link.air[0].sent(part.bytes.count) {
-                    queue.schedule(.airAcknowledge(link: id, sender: link.central.controller), at: peripheralArrives)
-                }
-            } else {
-                retransmissions += 1
-            }
-        }
-        if let part = fromPeripheral {
-            moreFromPeripheral = link.air[1].hasMore(afterSending: peripheralThrough ? part.bytes.count : 0)
-            if peripheralThrough {
-                queue.schedule(.airDeliver(link: id, receiver: link.central.controller, data: Array(part.bytes), starts: part.starts),
-                               at: peripheralArrives)
-                // The central's next packet acknowledges it.
-                if link.air[1].sent(part.bytes.count) {
-                    queue.schedule(.airAcknowledge(link: id, sender: link.peripheral.controller), at: end)
-                }
-            } else {
-                retransmissions += 1
-            }
-        }
+        // The central's packet is acknowledged by the peripheral's reply; the peripheral's by the central's next packet.
+        let moreFromCentral = transmit(fromCentral, on: &link, id: id, direction: 0, through: centralThrough,
+                                       arrives: centralArrives, acknowledged: peripheralArrives)
+        let moreFromPeripheral = transmit(fromPeripheral, on: &link, id: id, direction: 1, through: peripheralThrough,
+                                          arrives: peripheralArrives, acknowledged: end)
         links[id] = link
         // Another exchange only if the central's next packet and the longest the peripheral may send end in time.
         let centralNext = link.air[0].nextPart(octets: centralOctets)?.bytes.count ?? 0
@@ -229,6 +206,26 @@ extension World {
         if moreFromCentral || moreFromPeripheral, end + reserved <= nextAnchor {
             queue.schedule(.airExchange(link: id, generation: generation, nextAnchor: nextAnchor), at: end)
         }
+    }
+
+    /// One side's packet of an exchange (`direction` 0: the central's): delivered when its last bit `arrives` if it got
+    /// `through`, its host packet's buffer returned when `acknowledged` once sent whole; a packet that did not get
+    /// through stays first in line. Returns whether that side has more to send (its MD bit).
+    mutating func transmit(_ part: (bytes: ArraySlice<UInt8>, starts: Bool, ends: Bool)?, on link: inout Link, id: Int,
+                           direction: Int, through: Bool, arrives: UInt64, acknowledged: UInt64) -> Bool {
+        guard let part else { return !link.air[direction].packets.isEmpty }
+        let more = link.air[direction].hasMore(afterSending: through ? part.bytes.count : 0)
+        guard through else {
+            retransmissions += 1
+            return more
+        }
+        let (sender, receiver) = direction == 0 ? (link.central.controller, link.peripheral.controller)
+                                                : (link.peripheral.controller, link.central.controller)
+        queue.schedule(.airDeliver(link: id, receiver: receiver, data: Array(part.bytes), starts: part.starts), at: arrives)
+        if link.air[direction].sent(part.bytes.count) {
+            queue.schedule(.airAcknowledge(link: id, sender: sender), at: acknowledged)
+        }
+        return more
     }
 
     /// Whether one packet on `link` gets through its ``LinkFaults`` (always, without faults).

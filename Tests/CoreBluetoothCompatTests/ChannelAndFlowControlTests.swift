@@ -170,7 +170,7 @@ final class ChannelCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDele
         #expect(published.hasPrefix("published "))
         let psm = try #require(CBL2CAPPSM(published.dropFirst("published ".count)))
         #expect((0x80...0xFF).contains(psm))
-        let central = ChannelCentral(psm: psm, name: name, queue: queue, log: centralLog)
+        let central = queue.sync { ChannelCentral(psm: psm, name: name, queue: queue, log: centralLog) }   // made on its queue, as callbacks could otherwise come first
         #expect(await centralLines.next() == "can send true")
         // Within one callback nothing completes, so the queue's capacity is where writing must stop.
         #expect(await centralLines.next() == "sent \(ChannelCentral.writeCount) blocked at \(CBPeripheral.writeWithoutResponseQueueCapacity) ready true")

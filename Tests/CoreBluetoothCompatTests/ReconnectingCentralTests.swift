@@ -115,7 +115,7 @@ extension TutorialCentralTests {
     func reconnect() async throws {
         let queue = DispatchQueue(label: "reconnecting central")
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
-        let central = ReconnectingCentral(queue: queue, log: continuation)
+        let central = queue.sync { ReconnectingCentral(queue: queue, log: continuation) }   // made on its queue, as callbacks could otherwise come first
         let timeout = Task {
             try await Task.sleep(for: .seconds(30))
             continuation.yield("timed out")

@@ -273,15 +273,17 @@ struct Unchecked<Value>: @unchecked Sendable {
         let (peripheralLines, peripheralLog) = AsyncStream.makeStream(of: String.self)
         let (centralLines, centralLog) = AsyncStream.makeStream(of: String.self)
         let name = "Transfer \(UInt16.random(in: 1000...9999))"
-        // The peripheral delivers on the main queue (`queue: nil`), as an iOS app's does; the centrals on a queue of
-        // their own.
-        let peripheral = TransferPeripheral(text: Self.text, name: name, queue: nil, log: peripheralLog)
+        // The peripheral delivers on the main queue (`queue: nil`), as an iOS app's does, and is made there as an app
+        // makes it (made on another thread, its first callback could run on main before `peripheralManager` is set:
+        // a slow sanitizer run did that); the centrals on a queue of their own.
+        let peripheral = DispatchQueue.main.sync { TransferPeripheral(text: Self.text, name: name, queue: nil, log: peripheralLog) }
         let started = await Self.collect(peripheralLines) { $0.contains { $0.hasPrefix("advertising") } }
         #expect(started.contains("added E20A39F4-73F5-4BC4-A12F-17D1AD07A961 error none"))
         #expect(started.contains("advertising true error none"))
         #expect(started.first?.hasPrefix("peripheral state 5") == true)
-        let first = TransferCentral(reply: "thanks from A", peripheralName: name, queue: queue, log: centralLog)
-        let second = TransferCentral(reply: "thanks from B", peripheralName: name, queue: queue, log: centralLog)
+        // Made on their queue, so that no callback can come before the object holds its manager.
+        let first = queue.sync { TransferCentral(reply: "thanks from A", peripheralName: name, queue: queue, log: centralLog) }
+        let second = queue.sync { TransferCentral(reply: "thanks from B", peripheralName: name, queue: queue, log: centralLog) }
         let lines = await Self.collect(centralLines) { lines in lines.filter { $0 == "notifying false" }.count == 2 }
         withExtendedLifetime((peripheral, first, second)) {}
         #expect(lines.filter { $0 == "received \(Self.text.utf8.count) bytes" }.count == 2, "\(lines)")
