@@ -27,7 +27,7 @@ public struct H4Deframer: Sendable {
         while start < buffer.count {
             let type = HCIPacketType(rawValue: buffer[start])
             guard let headerLength = type.headerLength else {
-                out.append(.failure(WireError(.unknownType, "H4: unknown packet indicator 0x\([buffer[start]].hexString()); skipping one byte")))
+                out.append(.failure(Self.unknownIndicator[Int(buffer[start])]))
                 start += 1
                 continue
             }
@@ -57,6 +57,11 @@ public struct H4Deframer: Sendable {
             start = 0
         }
         return out
+    }
+
+    /// The error for each unknown indicator octet, made once: a burst of line noise costs no formatting per octet.
+    private static let unknownIndicator: [WireError] = (0...255).map { (octet: Int) in
+        WireError(.unknownType, "H4: unknown packet indicator 0x\([UInt8(octet)].hexString()); skipping one byte")
     }
 
     /// Discards any partial packet.
