@@ -139,9 +139,14 @@ public final class VirtualController: Sendable {
                     for try await packet in transport.incoming { receive(fromHost: packet) }
                 } catch {}
             }
+            // Packets for the host are written in batches: whatever gathered while the last write went out goes in
+            // one call (one system call on a socket).
+            let wakes = sink.startBatching()
             group.addTask { [self] in
-                for await packet in toHost {
-                    do { try await transport.send(packet) } catch { break }
+                for await _ in wakes {
+                    let batch = sink.takeBatch()
+                    guard !batch.isEmpty else { continue }
+                    do { try await transport.send(batch) } catch { break }
                 }
             }
             await group.next()

@@ -11,6 +11,9 @@ final class HostSink: Sendable {
     /// The in-process host transport's own stream, when one took the packets over: they go straight to it rather
     /// than through ``stream`` and a relay task (one task hop less per packet).
     let direct = Locked<AsyncThrowingStream<HCIPacket, any Error>.Continuation?>(nil)
+    /// A transport attached with ``VirtualController/attach(_:)``: packets gather here and its writer, woken once per
+    /// batch, takes them all at once (one write for many packets on a byte stream).
+    let batched = Locked<(pending: [HCIPacket], wake: AsyncStream<Void>.Continuation)?>(nil)
 
     init(mode: Mode) {
         self.mode = mode
@@ -22,10 +25,33 @@ final class HostSink: Sendable {
         case .stream:
             if let direct = direct.withLock({ $0 }) {
                 direct.yield(packet)
-            } else {
-                continuation.yield(packet)
+                return
+            }
+            let wake = batched.withLock { state -> AsyncStream<Void>.Continuation?? in
+                guard state != nil else { return .none }
+                state?.pending.append(packet)
+                return .some(state?.pending.count == 1 ? state?.wake : nil)
+            }
+            switch wake {
+            case .none: continuation.yield(packet)
+            case .some(let wake): wake?.yield()
             }
         case .buffer: buffer.withLock { $0.append(packet) }
+        }
+    }
+
+    /// Starts gathering packets for a batching writer; returns its wake-ups.
+    func startBatching() -> AsyncStream<Void> {
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        batched.withLock { $0 = ([], wake) }
+        return wakes
+    }
+
+    /// The packets gathered since the last call.
+    func takeBatch() -> [HCIPacket] {
+        batched.withLock { state in
+            defer { state?.pending.removeAll(keepingCapacity: true) }
+            return state?.pending ?? []
         }
     }
 
@@ -33,6 +59,7 @@ final class HostSink: Sendable {
     func finish() {
         continuation.finish()
         direct.withLock { $0 }?.finish()
+        batched.withLock { $0 }?.wake.finish()
     }
 }
 
