@@ -229,22 +229,24 @@ extension HCIHost {
     public func setPHY(_ handle: ConnectionHandle, transmit: LEPHYs, receive: LEPHYs) async throws -> HostConnection {
         guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         let allPHYs: UInt8 = (transmit.isEmpty ? 0x01 : 0) | (receive.isEmpty ? 0x02 : 0)
+        lastPHYWaiter += 1
+        let id = lastPHYWaiter
+        // The waiter is in place before the command goes out: the update may complete right after its Command Status.
         return try await withCheckedThrowingContinuation { continuation in
-            links[handle]?.phyWaiters.append(continuation)
+            links[handle]?.phyWaiters[id] = continuation
             Task {
                 do {
                     _ = try await self.send(HCILESetPHY(handle: handle, allPHYs: allPHYs, txPHYs: transmit, rxPHYs: receive))
                 } catch {
-                    self.failPHYWaiters(handle, error)
+                    self.failPHYWaiter(id, on: handle, error)
                 }
             }
         }
     }
 
-    private func failPHYWaiters(_ handle: ConnectionHandle, _ error: any Error) {
-        guard let waiters = links[handle]?.phyWaiters else { return }
-        links[handle]?.phyWaiters = []
-        for waiter in waiters { waiter.resume(throwing: error) }
+    /// LE Set PHY was refused: that call fails, the others waiting on the link go on waiting.
+    private func failPHYWaiter(_ id: Int, on handle: ConnectionHandle, _ error: any Error) {
+        links[handle]?.phyWaiters.removeValue(forKey: id)?.resume(throwing: error)
     }
 
     /// Asks the link layer to send link-layer packets of up to `octets` payload octets (27…251) on a link (LE Set Data
@@ -305,8 +307,8 @@ extension HCIHost {
             publish(.connectionUpdated(link.connection))
         case .phyUpdateComplete(let e):
             guard var link = links[e.handle] else { return }
-            let waiters = link.phyWaiters
-            link.phyWaiters = []
+            let waiters = link.phyWaiters.values
+            link.phyWaiters = [:]
             if e.status == .success {
                 link.connection.txPHY = e.txPHY
                 link.connection.rxPHY = e.rxPHY

@@ -45,7 +45,7 @@ public actor HCIHost {
         /// Pairing and encryption on this link.
         var security = LinkSecurityState()
         /// Callers of ``HCIHost/setPHY(_:transmit:receive:)`` waiting for LE PHY Update Complete.
-        var phyWaiters: [CheckedContinuation<HostConnection, any Error>] = []
+        var phyWaiters: [Int: CheckedContinuation<HostConnection, any Error>] = [:]
     }
 
     let transport: any HCITransport
@@ -139,6 +139,8 @@ public actor HCIHost {
     /// Advertising, scanning and connection starts and address changes go one at a time.
     var ownAddressBusy = false
     var ownAddressWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The last identifier given to a ``setPHY(_:transmit:receive:)`` call waiting on its link.
+    var lastPHYWaiter = 0
     /// The identity behind each resolvable private address seen in advertising reports (`nil`: no bond resolves it).
     var resolvedIdentities: [LEAddress: ResolvedIdentity] = [:]
     /// The controller's ACL buffers (after bring-up).
@@ -406,7 +408,7 @@ public actor HCIHost {
             await sendACL(released)
             if let link = links.removeValue(forKey: e.handle) {
                 for continuation in link.channels.values { continuation.finish() }
-                for waiter in link.phyWaiters { waiter.resume(throwing: HostError(.notConnected, "the link went down")) }
+                for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, "the link went down")) }
                 closeL2CAP(link)
                 closeSecurity(link)
                 publish(.disconnected(link.connection, reason: e.reason))
@@ -430,7 +432,7 @@ public actor HCIHost {
     private func recoverFromHardwareError() async {
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
-            for waiter in link.phyWaiters { waiter.resume(throwing: HostError(.notConnected, "the controller was reset")) }
+            for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, "the controller was reset")) }
             closeL2CAP(link)
             closeSecurity(link)
             publish(.disconnected(link.connection, reason: .hardwareFailure))
@@ -462,7 +464,7 @@ public actor HCIHost {
         forgetOwnAddressState()
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
-            for waiter in link.phyWaiters { waiter.resume(throwing: HostError(.notConnected, "the controller was reset")) }
+            for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, "the controller was reset")) }
             closeL2CAP(link)
             closeSecurity(link)
             publish(.disconnected(link.connection, reason: .connectionTimeout))

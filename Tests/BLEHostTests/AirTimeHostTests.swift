@@ -79,4 +79,19 @@ import Testing
         await central.powerOff()
         await peripheral.powerOff()
     }
+
+    /// A PHY the controller does not have: LE Set PHY is refused and that call fails; the link's PHYs stay.
+    @Test func aRefusedPHYUpdateFailsItsCall() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host()
+        let (central, _) = try await world.host(at: 1)
+        try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "phy")))
+        let link = try await central.connect(to: LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        await #expect(throws: HostError.self) {
+            try await central.setPHY(link.handle, transmit: LEPHYs(rawValue: 0x08), receive: .le2M)
+        }
+        let updated = try await central.setPHY(link.handle, transmit: .le2M, receive: .le2M)
+        #expect(updated.txPHY == .le2M && updated.rxPHY == .le2M)
+        withExtendedLifetime(peripheral) {}
+    }
 }
