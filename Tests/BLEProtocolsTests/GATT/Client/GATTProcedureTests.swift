@@ -100,6 +100,19 @@ import Testing
         .init(handle: handle, value: [0x02, UInt8(truncatingIfNeeded: value), UInt8(value >> 8), UInt8(truncatingIfNeeded: uuid), UInt8(uuid >> 8)])
     }
 
+    /// Include declarations come in handle order, but the services they reference may lie anywhere in the database:
+    /// their ranges need not rise (the GATT client fuzz target's input, which an ordering check wrongly refused).
+    @Test func includedServicesMayReferenceServicesInAnyOrder() throws {
+        let script = Script([.readByTypeResponse(.init(entries: [
+            .init(handle: 0x0907, value: [0x09, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]),   // 0xFF09…0xFFFF, service 0xFFFF
+            .init(handle: 0xFFFF, value: [0x0D, 0x00, 0x01, 0x0F, 0x30, 0x03]),   // 0x000D…0x0F01, service 0x0330
+        ]))])
+        var discovery = IncludedServiceDiscovery(of: GATTService(uuid: 0x1800, isPrimary: true, startHandle: 1, endHandle: 0xFFFF))
+        let included = try discovery.run(script.answer)
+        #expect(included.map(\.startHandle) == [0xFF09, 0x000D] && included.map(\.endHandle) == [0xFFFF, 0x0F01])
+        #expect(script.requests.count == 1, "the declaration at 0xFFFF ends the walk")
+    }
+
     /// A characteristic whose value handle is 0xFFFF has no room for descriptors: nothing to ask, no overflow.
     @Test func aValueHandleAt0xFFFFEndsTheWalk() throws {
         let script = Script([.readByTypeResponse(.init(entries: [Self.declaration(0xFFFE, value: 0xFFFF)]))])
