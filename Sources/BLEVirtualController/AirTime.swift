@@ -114,12 +114,12 @@ struct AirQueue {
     /// Packets sent whole whose acknowledgement has not arrived yet (their buffers are still the controller's).
     var unacknowledged = 0
 
-    /// The next PDU's payload (at most `octets`), whether it starts a host packet that starts an L2CAP PDU, and
-    /// whether it ends its host packet; `nil` when there is nothing to send.
-    func nextPart(octets: Int) -> (bytes: ArraySlice<UInt8>, starts: Bool, ends: Bool)? {
+    /// The next PDU's payload (at most `octets`) and whether it starts a host packet that starts an L2CAP PDU; `nil`
+    /// when there is nothing to send.
+    func nextPart(octets: Int) -> (bytes: ArraySlice<UInt8>, starts: Bool)? {
         guard let head = packets.first else { return nil }
         let end = min(head.data.count, offset + max(1, octets))
-        return (head.data[offset..<end], offset == 0 && head.boundary.isStart, end == head.data.count)
+        return (head.data[offset..<end], offset == 0 && head.boundary.isStart)
     }
 
     /// Whether anything is left once the next `octets`-octet part is sent.
@@ -211,7 +211,7 @@ extension World {
     /// One side's packet of an exchange (`direction` 0: the central's): delivered when its last bit `arrives` if it got
     /// `through`, its host packet's buffer returned when `acknowledged` once sent whole; a packet that did not get
     /// through stays first in line. Returns whether that side has more to send (its MD bit).
-    mutating func transmit(_ part: (bytes: ArraySlice<UInt8>, starts: Bool, ends: Bool)?, on link: inout Link, id: Int,
+    mutating func transmit(_ part: (bytes: ArraySlice<UInt8>, starts: Bool)?, on link: inout Link, id: Int,
                            direction: Int, through: Bool, arrives: UInt64, acknowledged: UInt64) -> Bool {
         guard let part else { return !link.air[direction].packets.isEmpty }
         let more = link.air[direction].hasMore(afterSending: through ? part.bytes.count : 0)
