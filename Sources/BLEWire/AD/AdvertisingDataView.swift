@@ -38,51 +38,79 @@ public struct AdvertisingDataView: Sendable {
         @usableFromInline var uuidList: Int16 = -1
         @usableFromInline var serviceData: Int16 = -1
         @usableFromInline var manufacturer: Int16 = -1
+        /// How many UUIDs the service UUID lists hold (255 for 255 or more): with one or none, nothing is listed twice.
+        @usableFromInline var uuidCount: UInt8 = 0
+        /// Which kinds of structure are malformed (``badUUIDList``, ``badServiceData``, ``badManufacturerData``).
+        @usableFromInline var problems: UInt8 = 0
+        @usableFromInline static var badUUIDList: UInt8 { 1 }
+        @usableFromInline static var badServiceData: UInt8 { 2 }
+        @usableFromInline static var badManufacturerData: UInt8 { 4 }
         @usableFromInline init() {}
         /// Every kind "at 0": accessors then walk from the start (for data too long for 16-bit offsets).
-        static var walkEverything: Firsts {
-            var f = Firsts()
-            (f.flags, f.completeName, f.shortName, f.txPower, f.appearance, f.uuidList, f.serviceData, f.manufacturer) = (0, 0, 0, 0, 0, 0, 0, 0)
-            return f
+        @usableFromInline mutating func walkEverything() {
+            (flags, completeName, shortName, txPower, appearance) = (0, 0, 0, 0, 0)
+            if uuidList >= 0 { uuidList = 0 }
+            if serviceData >= 0 { serviceData = 0 }
+            if manufacturer >= 0 { manufacturer = 0 }
         }
     }
 
     /// Checks the chain of structures: each length octet is followed by at least that many bytes; a zero length
     /// octet ends the significant part (the rest is padding). Throws ``WireError`` `.truncated` for a structure that
     /// runs past the end, as ``AdvertisingData`` does.
+    ///
+    /// This one pass also notes where each field a scanner asks about starts and whether the service UUID lists,
+    /// service data and manufacturer data are well formed, so that the accessors neither walk to validate nor
+    /// allocate.
     public init(_ bytes: [UInt8]) throws(WireError) {
-        var i = 0
-        var end = bytes.count
         var firsts = Firsts()
-        while i < bytes.count {
-            let length = Int(bytes[i])
-            if length == 0 {
-                end = i
-                break
+        let (end, overrun) = bytes.withUnsafeBufferPointer { p -> (Int, Int) in
+            var i = 0
+            let count = p.count
+            var uuids = 0
+            while i < count {
+                let length = Int(p[i])
+                if length == 0 { return (i, -1) }
+                guard count - i - 1 >= length else { return (i, length) }
+                let at = Int16(truncatingIfNeeded: i)
+                let type = p[i + 1]
+                switch type {
+                case 0x01: if firsts.flags < 0 { firsts.flags = at }
+                case 0x09: if firsts.completeName < 0 { firsts.completeName = at }
+                case 0x08: if firsts.shortName < 0 { firsts.shortName = at }
+                case 0x0A: if firsts.txPower < 0 { firsts.txPower = at }
+                case 0x19: if firsts.appearance < 0 { firsts.appearance = at }
+                case 0x02...0x07:
+                    if firsts.uuidList < 0 { firsts.uuidList = at }
+                    // 0x02/0x03: 2 octets, 0x04/0x05: 4, 0x06/0x07: 16.
+                    let width = type < 0x04 ? 2 : type < 0x06 ? 4 : 16
+                    let (n, rest) = (length - 1).quotientAndRemainder(dividingBy: width)
+                    if rest != 0 { firsts.problems |= Firsts.badUUIDList }
+                    uuids += n
+                case 0x16, 0x20, 0x21:
+                    if firsts.serviceData < 0 { firsts.serviceData = at }
+                    if length - 1 < (type == 0x16 ? 2 : type == 0x20 ? 4 : 16) { firsts.problems |= Firsts.badServiceData }
+                case 0xFF:
+                    if firsts.manufacturer < 0 { firsts.manufacturer = at }
+                    if length < 3 { firsts.problems |= Firsts.badManufacturerData }
+                default: break
+                }
+                i += 1 + length
             }
-            guard bytes.count - i - 1 >= length else {
-                throw WireError(.truncated, "AD structure of length \(length) runs past the end (\(bytes.count - i - 1) byte(s) left)")
-            }
-            let at = Int16(truncatingIfNeeded: i)
-            switch bytes[i + 1] {
-            case 0x01: if firsts.flags < 0 { firsts.flags = at }
-            case 0x09: if firsts.completeName < 0 { firsts.completeName = at }
-            case 0x08: if firsts.shortName < 0 { firsts.shortName = at }
-            case 0x0A: if firsts.txPower < 0 { firsts.txPower = at }
-            case 0x19: if firsts.appearance < 0 { firsts.appearance = at }
-            case 0x02...0x07: if firsts.uuidList < 0 { firsts.uuidList = at }
-            case 0x16, 0x20, 0x21: if firsts.serviceData < 0 { firsts.serviceData = at }
-            case 0xFF: if firsts.manufacturer < 0 { firsts.manufacturer = at }
-            default: break
-            }
-            i += 1 + length
+            firsts.uuidCount = UInt8(min(uuids, 255))
+            return (count, -1)
         }
+        if overrun >= 0 { throw Self.overrunError(length: overrun, left: bytes.count - end - 1) }
         // Offsets are kept in 16 bits: data longer than that (far beyond the 1,650 bytes of extended advertising)
         // is read by walking instead.
-        if bytes.count > Int(Int16.max) { firsts = Firsts.walkEverything }
+        if bytes.count > Int(Int16.max) { firsts.walkEverything() }
         self.bytes = bytes
         self.end = end
         self.firsts = firsts
+    }
+
+    @usableFromInline static func overrunError(length: Int, left: Int) -> WireError {
+        WireError(.truncated, "AD structure of length \(length) runs past the end (\(left) byte(s) left)")
     }
 
     /// The structures, in order, as a sequence that reads them from the bytes.
@@ -161,7 +189,11 @@ public struct AdvertisingDataView: Sendable {
     }
 
     /// The local name (invalid UTF-8 repaired), as ``AdvertisingData/localName``.
-    @inlinable public var localName: String? { localNameBytes.map { String(decoding: $0, as: UTF8.self) } }
+    @inlinable public var localName: String? {
+        let range = payload(from: firsts.completeName, type: 0x09) ?? payload(from: firsts.shortName, type: 0x08)
+        guard let range else { return nil }
+        return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+    }
 
     /// The TX power level in dBm.
     @inlinable public func txPowerLevel() throws(WireError) -> Int8? {
@@ -175,17 +207,19 @@ public struct AdvertisingDataView: Sendable {
 
     /// The advertised service UUIDs (16-, 32- and 128-bit lists, complete or not) in order, each once, read as they
     /// are iterated. Throws when a list's length is not a multiple of its UUID width.
-    @inlinable public func serviceUUIDs() throws(WireError) -> ServiceUUIDs {
-        guard firsts.uuidList >= 0 else { return ServiceUUIDs(view: self, start: end) }
-        var i = Int(firsts.uuidList)
-        while i < end {
-            let length = Int(bytes[i])
-            if let width = ADType(rawValue: bytes[i + 1]).serviceListWidth, (length - 1) % width != 0 {
-                throw WireError(.lengthMismatch, "\(ADType(rawValue: bytes[i + 1])) list of \(length - 1) byte(s) is not a multiple of \(width)")
+    @inlinable @inline(__always) public func serviceUUIDs() throws(WireError) -> ServiceUUIDs {
+        if firsts.problems & Firsts.badUUIDList != 0 { throw uuidListError() }
+        return ServiceUUIDs(view: self, start: firsts.uuidList >= 0 ? Int(firsts.uuidList) : end)
+    }
+
+    /// The error for the first malformed service UUID list.
+    @usableFromInline func uuidListError() -> WireError {
+        for s in structures {
+            if let width = s.type.serviceListWidth, s.payload.count % width != 0 {
+                return WireError(.lengthMismatch, "\(s.type) list of \(s.payload.count) byte(s) is not a multiple of \(width)")
             }
-            i += 1 + length
         }
-        return ServiceUUIDs(view: self, start: Int(firsts.uuidList))
+        return WireError(.lengthMismatch, "malformed service UUID list")
     }
 
     /// The service UUIDs of an ``AdvertisingDataView``, each once, in the order first listed.
@@ -219,7 +253,7 @@ public struct AdvertisingDataView: Sendable {
                         let uuid = view.uuid(at: at, width: width)
                         let here = at
                         at += width
-                        if !view.lists(uuid, before: here) { return uuid }
+                        if view.firsts.uuidCount < 2 || !view.lists(uuid, before: here) { return uuid }
                         continue
                     }
                     guard following < view.end else { return nil }
@@ -247,7 +281,11 @@ public struct AdvertisingDataView: Sendable {
         case 2: BluetoothUUID(UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8)
         case 4: BluetoothUUID(uint32: UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
                                   | UInt32(bytes[offset + 3]) << 24)
-        default: BluetoothUUID(wire128: bytes, at: offset)
+        default:
+            bytes.withUnsafeBytes { raw in
+                BluetoothUUID(high: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)),
+                              low: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+            }
         }
     }
 
@@ -284,17 +322,15 @@ public struct AdvertisingDataView: Sendable {
 
     /// Every manufacturer specific data structure, in order, read as iterated. Throws when one has no company
     /// identifier.
-    @inlinable public func manufacturerData() throws(WireError) -> ManufacturerDataSequence {
-        guard firsts.manufacturer >= 0 else { return ManufacturerDataSequence(view: self, start: end) }
-        var i = Int(firsts.manufacturer)
-        while i < end {
-            let length = Int(bytes[i])
-            if bytes[i + 1] == 0xFF, length - 1 < 2 {
-                throw WireError(.truncated, "Manufacturer Specific Data of \(length - 1) byte(s) has no company identifier")
-            }
-            i += 1 + length
-        }
-        return ManufacturerDataSequence(view: self, start: Int(firsts.manufacturer))
+    @inlinable @inline(__always) public func manufacturerData() throws(WireError) -> ManufacturerDataSequence {
+        if firsts.problems & Firsts.badManufacturerData != 0 { throw manufacturerDataError() }
+        return ManufacturerDataSequence(view: self, start: firsts.manufacturer >= 0 ? Int(firsts.manufacturer) : end)
+    }
+
+    /// The error for the first manufacturer specific data structure without a company identifier.
+    @usableFromInline func manufacturerDataError() -> WireError {
+        let short = structures.first { $0.type == .manufacturerSpecificData && $0.payload.count < 2 }
+        return WireError(.truncated, "Manufacturer Specific Data of \(short?.payload.count ?? 0) byte(s) has no company identifier")
     }
 
     /// The manufacturer specific data of an ``AdvertisingDataView``, read in place.
@@ -356,18 +392,19 @@ public struct AdvertisingDataView: Sendable {
 
     /// Every service data structure (16-, 32- and 128-bit forms), in order, read as iterated. Throws when one is
     /// shorter than its UUID.
-    @inlinable public func serviceData() throws(WireError) -> ServiceDataSequence {
-        guard firsts.serviceData >= 0 else { return ServiceDataSequence(view: self, start: end) }
-        var i = Int(firsts.serviceData)
-        while i < end {
-            let length = Int(bytes[i])
-            let type = ADType(rawValue: bytes[i + 1])
-            if let width = type.serviceDataWidth, length - 1 < width {
-                throw WireError(.truncated, "\(type) of \(length - 1) byte(s) has no \(width)-byte UUID")
+    @inlinable @inline(__always) public func serviceData() throws(WireError) -> ServiceDataSequence {
+        if firsts.problems & Firsts.badServiceData != 0 { throw serviceDataError() }
+        return ServiceDataSequence(view: self, start: firsts.serviceData >= 0 ? Int(firsts.serviceData) : end)
+    }
+
+    /// The error for the first service data structure shorter than its UUID.
+    @usableFromInline func serviceDataError() -> WireError {
+        for s in structures {
+            if let width = s.type.serviceDataWidth, s.payload.count < width {
+                return WireError(.truncated, "\(s.type) of \(s.payload.count) byte(s) has no \(width)-byte UUID")
             }
-            i += 1 + length
         }
-        return ServiceDataSequence(view: self, start: Int(firsts.serviceData))
+        return WireError(.truncated, "malformed service data")
     }
 
     /// The service data of an ``AdvertisingDataView``, read in place.
@@ -420,6 +457,65 @@ public struct AdvertisingDataView: Sendable {
         return found
     }
 
+    // MARK: Visitors: every entry of a kind, in place, without allocating or reference counting
+
+    /// Calls `body` with each advertised service UUID (16-, 32- and 128-bit lists, complete or not), each once, in
+    /// the order first listed — as ``serviceUUIDs()`` yields them, but without making a sequence that holds the bytes
+    /// (the fastest way to read them). Throws, before calling `body`, when a list's length is not a multiple of its
+    /// UUID width.
+    @inlinable public func forEachServiceUUID(_ body: (BluetoothUUID) -> Void) throws(WireError) {
+        if firsts.problems & Firsts.badUUIDList != 0 { throw uuidListError() }
+        guard firsts.uuidList >= 0 else { return }
+        let dedupe = firsts.uuidCount > 1
+        var i = Int(firsts.uuidList)
+        while i < end {
+            let length = Int(bytes[i])
+            if let width = ADType(rawValue: bytes[i + 1]).serviceListWidth {
+                var at = i + 2
+                while at + width <= i + 1 + length {
+                    let uuid = self.uuid(at: at, width: width)
+                    if !dedupe || !lists(uuid, before: at) { body(uuid) }
+                    at += width
+                }
+            }
+            i += 1 + length
+        }
+    }
+
+    /// Calls `body` with each service data structure's UUID and payload (16-, 32- and 128-bit forms), in order —
+    /// as ``serviceData()`` yields them, the payload lent as a `Span` valid during the call. Throws, before calling
+    /// `body`, when a structure is shorter than its UUID.
+    @inlinable public func forEachServiceData(_ body: (BluetoothUUID, Span<UInt8>) -> Void) throws(WireError) {
+        if firsts.problems & Firsts.badServiceData != 0 { throw serviceDataError() }
+        guard firsts.serviceData >= 0 else { return }
+        let span = bytes.span
+        var i = Int(firsts.serviceData)
+        while i < end {
+            let length = Int(span[i])
+            if let width = ADType(rawValue: span[i + 1]).serviceDataWidth {
+                body(uuid(at: i + 2, width: width), span.extracting((i + 2 + width)..<(i + 1 + length)))
+            }
+            i += 1 + length
+        }
+    }
+
+    /// Calls `body` with each manufacturer specific data structure's company and the payload after it, in order —
+    /// as ``manufacturerData()`` yields them, the payload lent as a `Span` valid during the call. Throws, before
+    /// calling `body`, when a structure has no company identifier.
+    @inlinable public func forEachManufacturerData(_ body: (CompanyIdentifier, Span<UInt8>) -> Void) throws(WireError) {
+        if firsts.problems & Firsts.badManufacturerData != 0 { throw manufacturerDataError() }
+        guard firsts.manufacturer >= 0 else { return }
+        let span = bytes.span
+        var i = Int(firsts.manufacturer)
+        while i < end {
+            let length = Int(span[i])
+            if span[i + 1] == 0xFF {
+                body(CompanyIdentifier(rawValue: UInt16(span[i + 2]) | UInt16(span[i + 3]) << 8), span.extracting((i + 4)..<(i + 1 + length)))
+            }
+            i += 1 + length
+        }
+    }
+
     /// The owning model of the same data, built now.
     public var model: AdvertisingData {
         AdvertisingData(structures: structures.map { ADStructure(type: $0.type, data: Array(bytes[$0.payload])) })
@@ -429,20 +525,21 @@ public struct AdvertisingDataView: Sendable {
 extension ADType {
     /// For the service UUID list types, the width of their UUIDs.
     @inlinable var serviceListWidth: Int? {
-        switch self {
-        case .incomplete16BitServiceUUIDs, .complete16BitServiceUUIDs: 2
-        case .incomplete32BitServiceUUIDs, .complete32BitServiceUUIDs: 4
-        case .incomplete128BitServiceUUIDs, .complete128BitServiceUUIDs: 16
+        // By raw value: matching the static constants would reach each through its lazy global's accessor.
+        switch rawValue {
+        case 0x02, 0x03: 2
+        case 0x04, 0x05: 4
+        case 0x06, 0x07: 16
         default: nil
         }
     }
 
     /// For the service data types, the width of their UUID.
     @inlinable var serviceDataWidth: Int? {
-        switch self {
-        case .serviceData16BitUUID: 2
-        case .serviceData32BitUUID: 4
-        case .serviceData128BitUUID: 16
+        switch rawValue {
+        case 0x16: 2
+        case 0x20: 4
+        case 0x21: 16
         default: nil
         }
     }

@@ -7,14 +7,14 @@
 public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The 128-bit value's most and least significant halves: two words, so that a UUID is made, compared and hashed
     /// without allocating.
-    let high: UInt64
-    let low: UInt64
+    @usableFromInline let high: UInt64
+    @usableFromInline let low: UInt64
 
     /// The Bluetooth Base UUID's low half and the fixed bits of its high half.
     static let baseLow: UInt64 = 0x8000_0080_5F9B_34FB
     static let baseHighBits: UInt64 = 0x0000_1000
 
-    init(high: UInt64, low: UInt64) {
+    @inlinable init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
@@ -37,13 +37,14 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
     }
 
     /// Creates a UUID from its 16-bit shorthand.
-    public init(_ value: UInt16) {
-        self.init(high: UInt64(value) << 32 | Self.baseHighBits, low: Self.baseLow)
+    @inlinable public init(_ value: UInt16) {
+        // The Base UUID's bits (``baseHighBits``, ``baseLow``), written out so that inlined code need not reach them.
+        self.init(high: UInt64(value) << 32 | 0x0000_1000, low: 0x8000_0080_5F9B_34FB)
     }
 
     /// Creates a UUID from its 32-bit shorthand.
-    public init(uint32 value: UInt32) {
-        self.init(high: UInt64(value) << 32 | Self.baseHighBits, low: Self.baseLow)
+    @inlinable public init(uint32 value: UInt32) {
+        self.init(high: UInt64(value) << 32 | 0x0000_1000, low: 0x8000_0080_5F9B_34FB)
     }
 
     /// Creates a UUID from 16 big-endian bytes, or `nil` if `bytes` is not 16 bytes long.
