@@ -329,10 +329,10 @@ extension HCIHost {
 
     private func deliverReport(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, data: [UInt8]) {
         guard let scanContinuation else { return }
-        // Malformed advertising data from the air is reported with the structures before the fault rather than
-        // dropped: the device exists, and its flags or name may well be intact. `rawData` keeps every byte.
-        let parsed = (try? AdvertisingData(bytes: data)) ?? AdvertisingData(validPrefixOf: data)
-        scanContinuation.yield(AdvertisementReport(address: address, rssi: rssi, eventType: eventType, data: parsed, rawData: data,
+        // The bytes go up as received, decoded only by whoever reads them (most reports are repeats a scanner drops
+        // unread). Malformed data is not dropped either: the device exists, and its flags or name may well be intact
+        // (the report's `data` holds the structures before the fault).
+        scanContinuation.yield(AdvertisementReport(address: address, rssi: rssi, eventType: eventType, rawData: data,
                                                    identity: resolvedIdentity(of: address)))
     }
 

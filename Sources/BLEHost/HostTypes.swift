@@ -73,6 +73,10 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
 }
 
 /// One advertising report as a scanner sees it.
+///
+/// A host makes one per advertisement heard — thousands a second in a busy place — and most are repeats a scanner
+/// discards after comparing ``rawData``. So a report carries the bytes and decodes them only when asked: ``view`` reads
+/// fields in place, ``data`` builds the owning model.
 public struct AdvertisementReport: Sendable, Hashable {
     /// The advertiser.
     public var address: LEAddress
@@ -80,31 +84,64 @@ public struct AdvertisementReport: Sendable, Hashable {
     public var rssi: Int8
     /// The PDU type.
     public var eventType: HCILEAdvertisingReportEventType
-    /// The advertising (or scan response) data; when the bytes are malformed, the structures before the fault
-    /// (``AdvertisingData/init(validPrefixOf:)``).
-    public var data: AdvertisingData
     /// The raw data bytes, as received.
     public var rawData: [UInt8]
     /// The identity address of a bonded device behind ``address``: set when ``address`` is a resolvable private
     /// address that the IRK of one of this host's bonds resolves (Core 5.4, Vol 3, Part C, 10.7 and Vol 6, Part B,
     /// 1.3.2.2); `nil` otherwise (an identity address, an address no bond resolves, a device that is not bonded).
     public var identity: LEAddress?
+    /// The model given at creation or set, if any; otherwise ``data`` decodes ``rawData``.
+    private var assigned: AdvertisingData?
 
-    /// Creates a report (a host makes them from LE Advertising Report events; this is for tests and replays).
-    public init(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, data: AdvertisingData, rawData: [UInt8],
+    /// The advertising (or scan response) data as an owning model, decoded from ``rawData`` each time it is read
+    /// (unless one was given or set); when the bytes are malformed, the structures before the fault
+    /// (``AdvertisingData/init(validPrefixOf:)``).
+    public var data: AdvertisingData {
+        get { assigned ?? (try? AdvertisingData(bytes: rawData)) ?? AdvertisingData(validPrefixOf: rawData) }
+        set { assigned = newValue }
+    }
+
+    /// The data read in place, without copying or allocating; `nil` when a structure runs past the end (``data``
+    /// then holds what came before the fault).
+    public var view: AdvertisingDataView? { try? AdvertisingDataView(rawData) }
+
+    /// Creates a report of `rawData`, decoded when ``data`` or ``view`` is read (as a host makes them).
+    public init(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, rawData: [UInt8],
                 identity: LEAddress? = nil) {
         self.address = address
         self.rssi = rssi
         self.eventType = eventType
-        self.data = data
         self.rawData = rawData
         self.identity = identity
+    }
+
+    /// Creates a report with a model given beside the bytes (for tests and replays).
+    public init(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, data: AdvertisingData, rawData: [UInt8],
+                identity: LEAddress? = nil) {
+        self.init(address: address, rssi: rssi, eventType: eventType, rawData: rawData, identity: identity)
+        assigned = data
     }
 
     /// Whether this report is a scan response.
     public var isScanResponse: Bool { eventType == .scanResponse }
     /// Whether a central may connect to the advertiser.
     public var isConnectable: Bool { eventType.isConnectable }
+
+    /// Reports are equal when their fields are, ``data`` included (compared only when either was given a model: a
+    /// decoded one follows ``rawData``).
+    public static func == (lhs: AdvertisementReport, rhs: AdvertisementReport) -> Bool {
+        guard lhs.address == rhs.address, lhs.rssi == rhs.rssi, lhs.eventType == rhs.eventType, lhs.rawData == rhs.rawData,
+              lhs.identity == rhs.identity else { return false }
+        return (lhs.assigned == nil && rhs.assigned == nil) || lhs.data == rhs.data
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(address)
+        hasher.combine(rssi)
+        hasher.combine(eventType)
+        hasher.combine(rawData)
+        hasher.combine(identity)
+    }
 }
 
 /// One link's identity, never reused by a host (unlike connection handles, which controllers give to the next link

@@ -69,4 +69,21 @@ import Testing
         #expect(AdvertisingData(validPrefixOf: good + [0x00, 0x05, 0x09]) == (try AdvertisingData(bytes: good + [0x00, 0x05, 0x09])))
         #expect(AdvertisingData(validPrefixOf: []).structures.isEmpty)
     }
+
+    /// A report carries the bytes and decodes them when read: the model (or the valid prefix), the in-place view
+    /// (none for malformed bytes); a model given or set takes precedence and takes part in equality.
+    @Test func reportsDecodeTheirBytesWhenRead() throws {
+        let address = LEAddress(BluetoothAddress(0xC000_0000_0001), type: .random)
+        let good = AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "x", serviceUUIDs: [0x180D]).encoded
+        var report = AdvertisementReport(address: address, rssi: -40, eventType: .advInd, rawData: good)
+        #expect(report.data == (try AdvertisingData(bytes: good)) && report.view?.localName == "x")
+        let broken = AdvertisementReport(address: address, rssi: -40, eventType: .advInd, rawData: good + [0x05, 0x09])
+        #expect(broken.data.localName == "x" && broken.view == nil)
+        // Equal bytes, equal reports; a model set explicitly is what `data` then answers, and is compared.
+        let twin = AdvertisementReport(address: address, rssi: -40, eventType: .advInd, rawData: good)
+        #expect(report == twin && report.hashValue == twin.hashValue)
+        report.data = AdvertisingData(localName: "y")
+        #expect(report.data.localName == "y" && report != twin)
+        #expect(report == AdvertisementReport(address: address, rssi: -40, eventType: .advInd, data: AdvertisingData(localName: "y"), rawData: good))
+    }
 }
