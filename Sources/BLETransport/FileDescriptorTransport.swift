@@ -32,10 +32,26 @@ public final class FileDescriptorTransport: HCITransport {
 
     private struct State {
         var closed = false
+        /// Whether the reader thread runs (it starts at creation, or at the first use of ``incoming`` or
+        /// ``startReading(handler:)`` for a transport made with `startReading: false`).
+        var reading = false
     }
 
-    /// Packets read from the descriptor, in order.
-    public let incoming: AsyncThrowingStream<HCIPacket, any Error>
+    /// What a reader thread hands to a handler given to ``startReading(handler:)``.
+    public enum Inbound: Sendable {
+        /// The packets one read completed, in order.
+        case packets([HCIPacket])
+        /// The descriptor reached its end or failed (with the error), or the transport was closed: nothing follows.
+        case finished((any Error)?)
+    }
+
+    /// Packets read from the descriptor, in order. For a transport made with `startReading: false`, the first use
+    /// starts the reader thread; after ``startReading(handler:)`` the packets go to the handler and this stays empty.
+    public var incoming: AsyncThrowingStream<HCIPacket, any Error> {
+        _ = begin(handler: nil)
+        return stream
+    }
+    private let stream: AsyncThrowingStream<HCIPacket, any Error>
     private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     private let fd: Int32
     private let wakeRead: Int32
@@ -50,8 +66,9 @@ public final class FileDescriptorTransport: HCITransport {
     /// Framing errors seen so far (unknown indicators, undecodable packets); the stream carries on after each.
     public var framingErrorCount: Int { framingErrors.load(ordering: .relaxed) }
 
-    /// Takes ownership of `fd` and starts reading it.
-    public init(fileDescriptor fd: Int32, framing: Framing = .stream, label: String) throws {
+    /// Takes ownership of `fd` and starts reading it (with `startReading: false`, when ``incoming`` is first used or
+    /// ``startReading(handler:)`` is called).
+    public init(fileDescriptor fd: Int32, framing: Framing = .stream, label: String, startReading: Bool = true) throws {
         Self.ignoreSIGPIPEForPipes
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
@@ -63,10 +80,29 @@ public final class FileDescriptorTransport: HCITransport {
         self.framing = framing
         self.label = label
         self.logger = Logger(label: "ble.transport")
-        (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
-        let thread = Thread { [self] in self.readLoop() }
+        (stream, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
+        if startReading { _ = begin(handler: nil) }
+    }
+
+    /// Starts the reader thread handing every read's packets to `handler`, on that thread, instead of yielding them
+    /// to ``incoming``: no task hop per packet, and the packets of one read arrive together (a controller answers a
+    /// burst in one write). The handler must not block for long: the descriptor is not read meanwhile. Returns
+    /// `false`, changing nothing, when reading has already started (``incoming`` was used, or the transport was made
+    /// with `startReading: true`).
+    public func startReading(handler: @escaping @Sendable (Inbound) -> Void) -> Bool {
+        begin(handler: handler)
+    }
+
+    private func begin(handler: (@Sendable (Inbound) -> Void)?) -> Bool {
+        let start = state.withLock { s in
+            defer { s.reading = true }
+            return !s.reading
+        }
+        guard start else { return false }
+        let thread = Thread { [self] in self.readLoop(handler: handler) }
         thread.name = "ble.transport.\(label)"
         thread.start()
+        return true
     }
 
     deinit {
@@ -81,22 +117,27 @@ public final class FileDescriptorTransport: HCITransport {
     /// Writes packets in order: on a byte stream all of them in one write (one system call for the fragments a host
     /// releases together), on a datagram descriptor one write each.
     public func send(_ packets: [HCIPacket]) async throws {
-        guard framing != .datagram, packets.count > 1 else {
-            for packet in packets { try sendNow(packet) }
-            return
-        }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(packets.count * 32)
-        for packet in packets {
-            bytes.append(packet.type.rawValue)
-            bytes.append(contentsOf: packet.body)
-        }
-        try write(bytes)
+        try sendNow(packets)
     }
 
     /// Sends synchronously (the write is short and the descriptor blocking).
     public func sendNow(_ packet: HCIPacket) throws {
         try write(packet.h4Bytes)
+    }
+
+    /// Sends packets synchronously, in order: on a byte stream in one write.
+    public func sendNow(_ packets: [HCIPacket]) throws {
+        guard framing != .datagram, packets.count > 1 else {
+            for packet in packets { try sendNow(packet) }
+            return
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(packets.reduce(0) { $0 + 1 + $1.body.count })
+        for packet in packets {
+            bytes.append(packet.type.rawValue)
+            bytes.append(contentsOf: packet.body)
+        }
+        try write(bytes)
     }
 
     private func write(_ bytes: [UInt8]) throws {
@@ -132,17 +173,25 @@ public final class FileDescriptorTransport: HCITransport {
 
     /// Closes the transport; the reader thread closes the descriptor and finishes ``incoming``.
     public func closeNow() {
-        let wasClosed = state.withLock { s in
-            defer { s.closed = true }
-            return s.closed
+        let (wasClosed, wasReading) = state.withLock { s in
+            defer { (s.closed, s.reading) = (true, true) }
+            return (s.closed, s.reading)
         }
         guard !wasClosed else { return }
+        guard wasReading else {
+            // Never read: no reader thread to wake; close here.
+            Glibc.close(fd)
+            Glibc.close(wakeRead)
+            continuation.finish()
+            return
+        }
         var byte: UInt8 = 1
         _ = Glibc.write(wakeWrite, &byte, 1)
     }
 
-    private func readLoop() {
+    private func readLoop(handler: (@Sendable (Inbound) -> Void)?) {
         var deframer = H4Deframer()
+        var batch: [HCIPacket] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var failure: (any Error)?
         loop: while true {
@@ -166,21 +215,26 @@ public final class FileDescriptorTransport: HCITransport {
             }
             switch framing {
             case .stream:
-                for result in deframer.push(buffer[0..<n]) { deliver(result) }
+                for result in deframer.push(buffer[0..<n]) { deliver(result, into: &batch, handler) }
             case .datagram:
-                do { deliver(.success(try HCIPacket(h4: buffer[0..<n]))) } catch { deliver(.failure(error)) }
+                do { deliver(.success(try HCIPacket(h4: buffer[0..<n])), into: &batch, handler) } catch { deliver(.failure(error), into: &batch, handler) }
+            }
+            if let handler, !batch.isEmpty {
+                handler(.packets(batch))
+                batch.removeAll(keepingCapacity: true)
             }
         }
         state.withLock { $0.closed = true }
         Glibc.close(fd)
         Glibc.close(wakeRead)
         if let failure { continuation.finish(throwing: failure) } else { continuation.finish() }
+        handler?(.finished(failure))
     }
 
-    private func deliver(_ result: Result<HCIPacket, WireError>) {
+    private func deliver(_ result: Result<HCIPacket, WireError>, into batch: inout [HCIPacket], _ handler: (@Sendable (Inbound) -> Void)?) {
         switch result {
         case .success(let packet):
-            continuation.yield(packet)
+            if handler != nil { batch.append(packet) } else { continuation.yield(packet) }
         case .failure(let error):
             framingErrors.add(1, ordering: .relaxed)
             logger.warning("\(label): framing error: \(error)")

@@ -54,9 +54,14 @@ public final class H4TCPServer: Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let closed = Atomic<Bool>(false)
+    private let startsReading: Bool
 
-    /// Listens on `host` (an IPv4 address, e.g. `127.0.0.1`) and `port` (0 for any free port).
-    public init(host: String = "127.0.0.1", port: UInt16) throws {
+    /// Listens on `host` (an IPv4 address, e.g. `127.0.0.1`) and `port` (0 for any free port). With `startReading`
+    /// false, an accepted transport reads nothing until its ``FileDescriptorTransport/incoming`` is first used or
+    /// ``FileDescriptorTransport/startReading(handler:)`` is called (as ``VirtualController``'s `attach` does, to
+    /// handle packets on the reader thread from the first).
+    public init(host: String = "127.0.0.1", port: UInt16, startReading: Bool = true) throws {
+        self.startsReading = startReading
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -115,7 +120,7 @@ public final class H4TCPServer: Sendable {
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             var one: Int32 = 1
             setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            if let transport = try? FileDescriptorTransport(fileDescriptor: client, label: "tcp-client@\(port)") {
+            if let transport = try? FileDescriptorTransport(fileDescriptor: client, label: "tcp-client@\(port)", startReading: startsReading) {
                 continuation.yield(transport)
             } else {
                 Glibc.close(client)

@@ -26,6 +26,8 @@ public final class VirtualAir: Sendable {
     public let clock: Clock
     let world: Locked<World>
     let driver = RealTimeDriver()
+    /// Reader threads handling packets now (hosts attached to descriptor transports).
+    let readers = ReaderActivity()
     private let origin = ContinuousClock.now
 
     /// Creates an air with a seeded generator (advertising delays, LE Rand, RSSI noise), a radio model and, when
@@ -58,7 +60,7 @@ public final class VirtualAir: Sendable {
     ///   ``VirtualController/toHost``.
     public func addController(_ configuration: VirtualController.Configuration = .init(),
                               buffered: Bool = false) -> VirtualController {
-        let sink = HostSink(mode: buffered ? .buffer : .stream)
+        let sink = HostSink(mode: buffered ? .buffer : .stream, readers: readers)
         let (id, address, name) = mutate { w in
             let id = w.nextControllerID
             w.nextControllerID += 1
@@ -167,6 +169,21 @@ public final class VirtualAir: Sendable {
     /// Runs `body` on the world at the current time (catching a real-time clock up first), then wakes the driver if
     /// `body` scheduled an event earlier than any it had: the driver sleeps until the earliest event it knew of, so a
     /// later one needs no wake-up (most host packets schedule nothing, and a wake-up per packet cost a thread switch).
+    /// Handles packets on a reader thread: writer tasks are not woken meanwhile, and every host attached on its
+    /// reader thread gets what gathered for it at the end.
+    func handleOnReaderThread(_ body: () -> Void) {
+        readers.count.add(1, ordering: .sequentiallyConsistent)
+        body()
+        readers.count.subtract(1, ordering: .sequentiallyConsistent)
+        flushAttachedHosts()
+    }
+
+    /// Writes what gathered for every host attached on its reader thread.
+    func flushAttachedHosts() {
+        let sinks = world.withLock { w in w.controllers.values.map(\.sink) }
+        for sink in sinks { sink.flush() }
+    }
+
     func mutate<T>(_ body: (inout World) -> T) -> T {
         var wake = false
         let result = world.withLock { w -> T in

@@ -132,7 +132,13 @@ public final class VirtualController: Sendable {
 
     /// Connects this controller to a host through `transport` (for example one accepted by ``H4TCPServer``):
     /// returns when either side ends, then removes the controller from the air.
+    ///
+    /// A ``FileDescriptorTransport`` that has not started reading (one accepted by an ``H4TCPServer`` made with
+    /// `startReading: false`, as `ble controller` does) is served on its reader thread: each read's packets are
+    /// handled there and what they cause — the peer's data, this host's Number Of Completed Packets — is written at
+    /// once, from that thread, in one write per host; no task is woken on the way.
     public func attach(_ transport: any HCITransport) async {
+        if let descriptor = transport as? FileDescriptorTransport, await attachOnReaderThread(descriptor) { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 do {
@@ -154,6 +160,45 @@ public final class VirtualController: Sendable {
             await transport.close()
             group.cancelAll()
         }
+    }
+}
+
+extension VirtualController {
+    /// ``attach(_:)`` for a descriptor transport not yet reading: `false` (nothing done) when it already reads.
+    private func attachOnReaderThread(_ transport: FileDescriptorTransport) async -> Bool {
+        let wakes = sink.startBatching()
+        sink.writer.withLock { $0 = { packets in try transport.sendNow(packets) } }
+        let (ended, end) = AsyncStream.makeStream(of: Void.self)
+        let air = air
+        let started = transport.startReading { [self] inbound in
+            switch inbound {
+            case .packets(let packets):
+                air.handleOnReaderThread { for packet in packets { receive(fromHost: packet) } }
+            case .finished:
+                end.finish()
+            }
+        }
+        guard started else {
+            sink.writer.withLock { $0 = nil }
+            return false
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in ended {}
+            }
+            // What the air sends by itself (advertising reports, timeouts, the peer's data handled on the peer's
+            // thread when it could not flush) is written by this task when it wakes.
+            group.addTask { [self] in
+                for await _ in wakes {
+                    guard sink.flush() else { break }
+                }
+            }
+            await group.next()
+            remove()
+            await transport.close()
+            group.cancelAll()
+        }
+        return true
     }
 }
 

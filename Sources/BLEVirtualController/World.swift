@@ -2,6 +2,11 @@ import BLEWire
 import Synchronization
 
 /// Where a controller's packets for its host go.
+/// How many reader threads of an air are handling packets (``VirtualController/attach(_:)``).
+final class ReaderActivity: Sendable {
+    let count = Atomic<Int>(0)
+}
+
 final class HostSink: Sendable {
     enum Mode: Sendable { case stream, buffer }
     let mode: Mode
@@ -14,9 +19,18 @@ final class HostSink: Sendable {
     /// A transport attached with ``VirtualController/attach(_:)``: packets gather here and its writer, woken once per
     /// batch, takes them all at once (one write for many packets on a byte stream).
     let batched = Locked<(pending: [HCIPacket], wake: AsyncStream<Void>.Continuation)?>(nil)
+    /// For a transport whose reader thread hands packets to the controller (``VirtualController/attach(_:)`` on a
+    /// ``FileDescriptorTransport``): a synchronous write, used under this lock so that batches taken by different
+    /// threads go out in the order they were taken.
+    let writer = Locked<(@Sendable ([HCIPacket]) throws -> Void)?>(nil)
 
-    init(mode: Mode) {
+    /// The air's count of reader threads handling packets now: each writes every attached host's packets when done
+    /// (``VirtualAir/flushAttachedHosts()``), so no writer task need be woken meanwhile.
+    let readers: ReaderActivity
+
+    init(mode: Mode, readers: ReaderActivity = ReaderActivity()) {
         self.mode = mode
+        self.readers = readers
         (stream, continuation) = AsyncStream.makeStream(of: HCIPacket.self)
     }
 
@@ -30,6 +44,9 @@ final class HostSink: Sendable {
             let wake = batched.withLock { state -> AsyncStream<Void>.Continuation?? in
                 guard state != nil else { return .none }
                 state?.pending.append(packet)
+                // A reader thread handling packets writes this when done (it counts itself out before it flushes,
+                // and flushing takes this lock: a packet added after its flush sees the count without it).
+                guard readers.count.load(ordering: .sequentiallyConsistent) == 0 else { return .some(nil) }
                 return .some(state?.pending.count == 1 ? state?.wake : nil)
             }
             switch wake {
@@ -47,12 +64,69 @@ final class HostSink: Sendable {
         return wakes
     }
 
-    /// The packets gathered since the last call.
+    /// Writes what gathered with ``writer``, if one is set; `false` when the write failed.
+    @discardableResult func flush() -> Bool {
+        writer.withLock { write in
+            guard let write else { return true }
+            let batch = takeBatch()
+            guard !batch.isEmpty else { return true }
+            do { try write(batch) } catch { return false }
+            return true
+        }
+    }
+
+    /// The packets gathered since the last call, each run of Number Of Completed Packets events merged into one.
     func takeBatch() -> [HCIPacket] {
-        batched.withLock { state in
+        Self.mergingCompletedPackets(batched.withLock { state in
             defer { state?.pending.removeAll(keepingCapacity: true) }
             return state?.pending ?? []
+        })
+    }
+
+    /// Merges each run of consecutive Number Of Completed Packets events into one (counts summed per handle, in the
+    /// order first reported), as controllers report completions together: one event for the host to handle instead
+    /// of one per packet. Runs are not merged across other packets, so no completion moves ahead of an event that
+    /// came before it (a disconnection above all). Core 5.4, Vol 4, Part E, 7.7.19.
+    static func mergingCompletedPackets(_ batch: [HCIPacket]) -> [HCIPacket] {
+        guard batch.count > 1 else { return batch }
+        var out: [HCIPacket] = []
+        out.reserveCapacity(batch.count)
+        var run: [(handle: ConnectionHandle, count: Int)] = []
+        var runLength = 0
+        func close() {
+            defer { run.removeAll(keepingCapacity: true); runLength = 0 }
+            guard runLength > 0 else { return }
+            if runLength == 1 || run.contains(where: { $0.count > 0xFFFF }) || run.count > 255 {
+                for entry in run {
+                    var left = entry.count
+                    while left > 0 {
+                        let n = min(left, 0xFFFF)
+                        out.append(.event(HCINumberOfCompletedPacketsEvent(entries: [.init(handle: entry.handle, completedPackets: UInt16(n))]).packet))
+                        left -= n
+                    }
+                }
+                return
+            }
+            out.append(.event(HCINumberOfCompletedPacketsEvent(entries: run.map { .init(handle: $0.handle, completedPackets: UInt16($0.count)) }).packet))
         }
+        for packet in batch {
+            guard case .event(let event) = packet, event.code == .numberOfCompletedPackets,
+                  let completed = try? HCINumberOfCompletedPacketsEvent(bytes: event.parameters) else {
+                close()
+                out.append(packet)
+                continue
+            }
+            runLength += 1
+            for entry in completed.entries {
+                if let i = run.firstIndex(where: { $0.handle == entry.handle }) {
+                    run[i].count += Int(entry.completedPackets)
+                } else {
+                    run.append((entry.handle, Int(entry.completedPackets)))
+                }
+            }
+        }
+        close()
+        return out
     }
 
     /// The controller is gone: every stream finishes.

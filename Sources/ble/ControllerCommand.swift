@@ -56,7 +56,8 @@ struct ControllerCommand: AsyncParsableCommand {
             }
         }
         let air = VirtualAir(clock: .realTime, seed: seed, radio: RadioModel(noiseSigma: noise), airTime: airTime ? AirTimeModel() : nil)
-        let servers = try parsed.map { try H4TCPServer(host: $0.0, port: $0.1) }
+        // Accepted hosts are read only once attached: the controller then handles their packets on the reader thread.
+        let servers = try parsed.map { try H4TCPServer(host: $0.0, port: $0.1, startReading: false) }
         FileHandle.standardOutput.write(("READY " + servers.map { String($0.port) }.joined(separator: " ") + "\n").data(using: .utf8) ?? Data())
         let snoopDir = snoopDir
         let (aclSize, aclCount, spacing) = (aclSize, aclCount, spacing)

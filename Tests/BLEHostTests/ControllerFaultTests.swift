@@ -73,9 +73,11 @@ import Testing
         #expect(try await client.discoverPrimaryServices(again.handle).map(\.uuid).contains(0xFFF0))
     }
 
-    @Test func aDroppedTCPConnectionLosesEveryLinkAndPowersOff() async throws {
+    /// Both ways a controller serves a TCP host: reading through the transport's stream, and on its reader thread
+    /// (a server made with `startReading: false`, as `ble controller` does).
+    @Test(arguments: [true, false]) func aDroppedTCPConnectionLosesEveryLinkAndPowersOff(streamed: Bool) async throws {
         let world = World()
-        let server = try H4TCPServer(host: "127.0.0.1", port: 0)
+        let server = try H4TCPServer(host: "127.0.0.1", port: 0, startReading: streamed)
         defer { server.close() }
         let serving = Task { () -> FileDescriptorTransport? in
             for await transport in server.connections {

@@ -49,6 +49,59 @@ import Glibc
         server.close()
     }
 
+    /// A server made with `startReading: false` hands over transports that read nothing until asked: given a handler,
+    /// the reader thread passes it each read's packets (a batch written at once arrives at once) and then the end;
+    /// the stream stays unused, and a second start is refused. One that starts through `incoming` reads as usual.
+    @Test func deferredReadingHandsReadsToAHandler() async throws {
+        let server = try H4TCPServer(host: "127.0.0.1", port: 0, startReading: false)
+        defer { server.close() }
+        let client = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
+        let accepted = try await withTimeout { () async throws -> FileDescriptorTransport in
+            for await connection in server.connections { return connection }
+            throw TimedOut()
+        }
+        // Sent before the handler exists: kept in the socket, not lost.
+        try await client.send(samplePackets[0])
+        let (reads, readsContinuation) = AsyncStream.makeStream(of: FileDescriptorTransport.Inbound.self)
+        #expect(accepted.startReading { readsContinuation.yield($0) })
+        #expect(!accepted.startReading { _ in })
+        var iterator = reads.makeAsyncIterator()
+        guard case .packets(let first) = await iterator.next() else { Issue.record("no packets"); return }
+        #expect(first == [samplePackets[0]])
+        try await client.send(samplePackets)
+        var received: [HCIPacket] = []
+        while received.count < samplePackets.count, case .packets(let batch) = await iterator.next() { received += batch }
+        #expect(received == samplePackets)
+        await client.close()
+        guard case .finished(let error) = await iterator.next() else { Issue.record("no end"); return }
+        #expect(error == nil)
+
+        // Started by `incoming`: a stream as usual, and no handler afterwards.
+        let second = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
+        let streamed = try await withTimeout { () async throws -> FileDescriptorTransport in
+            for await connection in server.connections { return connection }
+            throw TimedOut()
+        }
+        try await second.send(samplePackets)
+        #expect(try await collect(streamed, samplePackets.count) == samplePackets)
+        #expect(!streamed.startReading { _ in })
+        await second.close()
+        // Closing one never read: the stream just ends.
+        let third = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
+        let unread = try await withTimeout { () async throws -> FileDescriptorTransport in
+            for await connection in server.connections { return connection }
+            throw TimedOut()
+        }
+        await unread.close()
+        let rest = try await withTimeout { () async throws -> Int in
+            var n = 0
+            for try await _ in unread.incoming { n += 1 }
+            return n
+        }
+        #expect(rest == 0)
+        await third.close()
+    }
+
     @Test func tcpConnectFailureIsClear() {
         // Port 1 on loopback is closed on this machine.
         #expect(throws: TransportError.self) { try TCPTransport.connect(host: "127.0.0.1", port: 1) }
