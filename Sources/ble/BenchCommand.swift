@@ -8,7 +8,7 @@ import Foundation
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure throughput and latency between two devices (notifications, writes, writes with response).",
+        abstract: "Measure throughput and latency between two devices (notifications, writes, writes with response, an L2CAP channel).",
         subcommands: [BenchServe.self, BenchRun.self, BenchLoopback.self])
 }
 
@@ -22,9 +22,13 @@ enum Bench {
     static let data = BluetoothUUID("5B1E0002-BE7C-4C3A-9E2F-0B5E7C4A1B00") ?? 0
     /// Read: writes received (LE32), octets received (LE32), microseconds from the first to the last (LE64).
     static let stats = BluetoothUUID("5B1E0003-BE7C-4C3A-9E2F-0B5E7C4A1B00") ?? 0
+    /// Read: the PSM of the bench's LE credit based channel (LE16). On the channel, SDUs starting with 0x00 are data
+    /// (counted); `01 count(LE32)` announces how many follow, answered after the last by `02` and the counts as in
+    /// ``stats``; `03 …` is echoed.
+    static let psm = BluetoothUUID("5B1E0004-BE7C-4C3A-9E2F-0B5E7C4A1B00") ?? 0
 
     enum Mode: String, CaseIterable, ExpressibleByArgument, Sendable {
-        case notify, write, request
+        case notify, write, request, l2cap
     }
 
     /// What the server counts of the writes it receives.
@@ -60,9 +64,38 @@ enum Bench {
         }
     }
 
+    /// Serves one bench channel: counts data SDUs, reports when the announced number has arrived, echoes pings.
+    static func serve(_ channel: L2CAPChannel) async {
+        let tally = Tally()
+        var expected = -1
+        for await sdu in channel.incoming {
+            switch sdu.first {
+            case 0x00:
+                await tally.add(sdu.count)
+                if await tally.count == expected { try? await channel.send([0x02] + (await tally.encoded)) }
+            case 0x01 where sdu.count >= 5:
+                await tally.reset()
+                expected = Int(sdu[1]) | Int(sdu[2]) << 8 | Int(sdu[3]) << 16 | Int(sdu[4]) << 24
+            case 0x03:
+                try? await channel.send(sdu)
+            default:
+                break
+            }
+        }
+    }
+
     /// Publishes the bench service on `manager`, advertises `name` and serves until the task is cancelled.
     static func serve(_ manager: PeripheralManager, name: String, json: Bool) async throws {
+        let (psmValue, channels) = try await manager.publishL2CAPChannel()
+        let channelServer = Task {
+            await withDiscardingTaskGroup { group in
+                for await channel in channels { group.addTask { await serve(channel) } }
+            }
+        }
+        defer { channelServer.cancel() }
         _ = try await manager.add(GATTServiceDefinition(uuid: service, characteristics: [
+            GATTCharacteristicDefinition(uuid: psm, properties: [.read], permissions: [.readable],
+                                         value: [UInt8(truncatingIfNeeded: psmValue.rawValue), UInt8(truncatingIfNeeded: psmValue.rawValue >> 8)]),
             GATTCharacteristicDefinition(uuid: control, properties: [.write], permissions: [.writeable]),
             GATTCharacteristicDefinition(uuid: data, properties: [.notify, .write, .writeWithoutResponse], permissions: [.writeable]),
             GATTCharacteristicDefinition(uuid: stats, properties: [.read], permissions: [.readable], source: .application),
@@ -122,6 +155,12 @@ enum Bench {
             throw CommandFailure.notFound("the device does not serve the bench service (run `ble bench serve` on it)")
         }
         let characteristics = try await peripheral.discoverCharacteristics(nil, for: benchService)
+        if mode == .l2cap {
+            guard let psmCharacteristic = characteristics.first(where: { $0.uuid == psm }) else {
+                throw CommandFailure.notFound("the bench service has no L2CAP channel")
+            }
+            return try await runL2CAP(peripheral, psm: psmCharacteristic, count: count, size: size, json: json)
+        }
         guard let controlCharacteristic = characteristics.first(where: { $0.uuid == control }),
               let dataCharacteristic = characteristics.first(where: { $0.uuid == data }),
               let statsCharacteristic = characteristics.first(where: { $0.uuid == stats }) else {
@@ -179,6 +218,8 @@ enum Bench {
                               received, count, size, kbps, Double(micros) / 1000, link),
                  ["mode": "write", "count": .int(received), "size": .int(size), "kbps": .number(kbps, decimals: 2),
                   "milliseconds": .number(Double(micros) / 1000, decimals: 2)])
+        case .l2cap:
+            break
         case .request:
             let size = min(size, await peripheral.maximumWriteValueLength(for: .withResponse))
             let payload = [UInt8](repeating: 0x3C, count: size)
@@ -200,6 +241,46 @@ enum Bench {
         }
     }
 
+    /// The L2CAP mode: `count` SDUs of `size` octets on the bench channel, timed by the server from the first to the
+    /// last; then 20 echoed SDUs of the same size, timed here.
+    static func runL2CAP(_ peripheral: RemotePeripheral, psm psmCharacteristic: GATTCharacteristic, count: Int, size: Int, json: Bool) async throws {
+        let value = try await peripheral.readValue(for: psmCharacteristic)
+        guard value.count == 2 else { throw CommandFailure.failed("the bench channel's PSM is \(value.count) octets") }
+        let channel = try await peripheral.openL2CAPChannel(L2CAPSPSM(rawValue: UInt16(value[0]) | UInt16(value[1]) << 8))
+        defer { Task { try? await channel.close() } }
+        let size = max(2, min(size, channel.peerMTU))
+        var replies = channel.incoming.makeAsyncIterator()
+        try await channel.send([0x01, UInt8(truncatingIfNeeded: count), UInt8(truncatingIfNeeded: count >> 8),
+                                UInt8(truncatingIfNeeded: count >> 16), UInt8(truncatingIfNeeded: count >> 24)])
+        let payload = [0x00] + [UInt8](repeating: 0xC3, count: size - 1)
+        let start = ContinuousClock.now
+        for _ in 0..<count { try await channel.send(payload) }
+        guard let stats = await replies.next(), stats.first == 0x02, stats.count >= 17 else {
+            throw CommandFailure.failed("the bench channel did not report its count")
+        }
+        let elapsed = seconds(ContinuousClock.now - start)
+        let received = stats[1..<5].enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+        let micros = stats[9..<17].enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+        let kbps = micros > 0 ? Double((received - 1) * size * 8) / Double(micros) * 1000 : 0
+        var latencies: [Double] = []
+        let ping = [0x03] + [UInt8](repeating: 0x3C, count: size - 1)
+        for _ in 0..<20 {
+            let t = ContinuousClock.now
+            try await channel.send(ping)
+            guard let echo = await replies.next(), echo.first == 0x03 else { throw CommandFailure.failed("the bench channel did not echo") }
+            latencies.append(seconds(ContinuousClock.now - t) * 1000)
+        }
+        latencies.sort()
+        let median = latencies[latencies.count / 2]
+        let connection = await peripheral.connection
+        emit(json, String(format: "l2cap: %d of %d SDUs of %d octets arrived, %.0f kb/s (first to last: %.1f ms; %.0f SDUs/s as sent); echo round trip median %.2f ms; PSM 0x%04X, channel MTU %d, %@/%@, %d/%d-octet packets",
+                          received, count, size, kbps, Double(micros) / 1000, Double(count) / max(elapsed, 1e-9), median,
+                          Int(channel.info.spsm.rawValue), channel.peerMTU, "\(connection.txPHY)", "\(connection.rxPHY)",
+                          Int(connection.maxTxOctets), Int(connection.maxRxOctets)),
+             ["mode": "l2cap", "count": .int(received), "size": .int(size), "kbps": .number(kbps, decimals: 2),
+              "milliseconds": .number(Double(micros) / 1000, decimals: 2), "echoMedianMilliseconds": .number(median, decimals: 2)])
+    }
+
     /// The PHY a `--phy` value names.
     static func phys(_ text: String) throws -> LEPHYs {
         switch text.lowercased() {
@@ -213,7 +294,7 @@ enum Bench {
 
 /// Options of the measuring side.
 struct BenchRunOptions: ParsableArguments {
-    @Option(help: "What to measure: notify, write (without response), request (writes with response); all three by default.")
+    @Option(help: "What to measure: notify, write (without response), request (writes with response), l2cap (an LE credit based channel); all four by default.")
     var mode: [Bench.Mode] = Bench.Mode.allCases
     @Option(help: "Values per measurement.") var count: Int = 1000
     @Option(help: "Octets per value (at most what the MTU allows).") var size: Int = 244
