@@ -128,6 +128,35 @@ for (name, bytes) in payloads {
 print("  " + "mean over the set".padding(toLength: 26, withPad: " ", startingAt: 0) + "           "
       + String(format: "%8.1f ns/advertisement", totalNanos / Double(payloads.count)))
 
+// MARK: H4 deframing
+
+/// What a central host reads over H4 while notifications stream in: 255-octet ACL packets (a 244-byte notification
+/// in one 251-byte fragment) with a Number Of Completed Packets event after every eight, in 4 KB reads.
+func deframingNanos() -> (perPacket: Double, megabytesPerSecond: Double) {
+    var stream: [UInt8] = []
+    for i in 0..<2_048 {
+        let acl = HCIPacket.acl(HCIACLPacket(handle: ConnectionHandle(rawValue: 0x40), boundary: .firstFlushable,
+                                             data: [247, 0, 4, 0, 0x1B, 0x03, 0x00] + [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 244)))
+        stream += acl.h4Bytes
+        if i % 8 == 7 {
+            stream += HCIPacket.event(HCINumberOfCompletedPacketsEvent(entries: [.init(handle: ConnectionHandle(rawValue: 0x40), completedPackets: 8)]).packet).h4Bytes
+        }
+    }
+    let packets = 2_048 + 256
+    let reads = stride(from: 0, to: stream.count, by: 4_096).map { stream[$0..<min($0 + 4_096, stream.count)] }
+    let nanos = measure(iterations: 50) {
+        var deframer = H4Deframer()
+        var n = 0
+        for read in reads { n += deframer.push(read).count }
+        blackHole(n)
+    }
+    return (nanos / Double(packets), Double(stream.count) / nanos * 1e3)
+}
+
+let deframing = deframingNanos()
+print("== H4 deframing (255-octet ACL packets and a Number Of Completed Packets event every eight, read 4 KB at a time)")
+print(String(format: "  %.0f ns/packet, %.0f MB/s", deframing.perPacket, deframing.megabytesPerSecond))
+
 // MARK: Raw ACL throughput through the in-process virtual controller
 
 /// Connects two buffered controllers on a manual-clock air and returns them with their handles.

@@ -22,33 +22,28 @@ public struct H4Deframer: Sendable {
 
     /// Appends bytes and returns the packets (or framing errors) they complete.
     public mutating func push(_ bytes: some Sequence<UInt8>) -> [Result<HCIPacket, WireError>] {
-        buffer.append(contentsOf: bytes)
+        push(ArraySlice(bytes))
+    }
+
+    /// Appends bytes and returns the packets (or framing errors) they complete.
+    public mutating func push(_ bytes: [UInt8]) -> [Result<HCIPacket, WireError>] {
+        push(bytes[...])
+    }
+
+    /// Appends bytes and returns the packets (or framing errors) they complete. When nothing is pending — a read
+    /// that starts at a packet boundary, the usual case — packets are decoded straight from `bytes`, and only an
+    /// incomplete packet at the end is kept.
+    public mutating func push(_ bytes: ArraySlice<UInt8>) -> [Result<HCIPacket, WireError>] {
         var out: [Result<HCIPacket, WireError>] = []
-        while start < buffer.count {
-            let type = HCIPacketType(rawValue: buffer[start])
-            guard let headerLength = type.headerLength else {
-                out.append(.failure(Self.unknownIndicator[Int(buffer[start])]))
-                start += 1
-                continue
-            }
-            guard buffer.count - start >= 1 + headerLength else { break }
-            let header = buffer[(start + 1)..<(start + 1 + headerLength)]
-            guard let payload = type.payloadLength(header: header) else { break }
-            let bodyLength = headerLength + payload
-            if bodyLength > maximumBodyLength {
-                out.append(.failure(WireError(.oversized, "H4: \(type) packet of \(bodyLength) bytes exceeds \(maximumBodyLength); skipping one byte")))
-                start += 1
-                continue
-            }
-            guard buffer.count - start >= 1 + bodyLength else { break }
-            let body = buffer[(start + 1)..<(start + 1 + bodyLength)]
-            start += 1 + bodyLength
-            do {
-                out.append(.success(try HCIPacket(type: type, body: body)))
-            } catch {
-                out.append(.failure(error))
-            }
+        if start == buffer.count {
+            let consumed = frame(bytes, into: &out)
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+            if consumed < bytes.endIndex { buffer.append(contentsOf: bytes[consumed...]) }
+            return out
         }
+        buffer.append(contentsOf: bytes)
+        start = frame(buffer[start...], into: &out)
         if start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
@@ -57,6 +52,62 @@ public struct H4Deframer: Sendable {
             start = 0
         }
         return out
+    }
+
+    /// Decodes the complete packets at the front of `data` into `out`; returns the index where the first incomplete
+    /// one starts (`data.endIndex` when none is).
+    private func frame(_ data: ArraySlice<UInt8>, into out: inout [Result<HCIPacket, WireError>]) -> Int {
+        var at = data.startIndex
+        let end = data.endIndex
+        while at < end {
+            let type = HCIPacketType(rawValue: data[at])
+            let headerLength: Int
+            switch type {
+            case .command, .sco: headerLength = 3
+            case .acl, .iso: headerLength = 4
+            case .event: headerLength = 2
+            default:
+                out.append(.failure(Self.unknownIndicator[Int(data[at])]))
+                at += 1
+                continue
+            }
+            guard end - at >= 1 + headerLength else { break }
+            let h = at + 1
+            let payload: Int
+            switch type {
+            case .command, .sco: payload = Int(data[h + 2])
+            case .event: payload = Int(data[h + 1])
+            case .acl: payload = Int(data[h + 2]) | Int(data[h + 3]) << 8
+            default: payload = Int(data[h + 2]) | Int(data[h + 3] & 0x3F) << 8    // ISO: 14-bit length
+            }
+            let bodyLength = headerLength + payload
+            if bodyLength > maximumBodyLength {
+                out.append(.failure(WireError(.oversized, "H4: \(type) packet of \(bodyLength) bytes exceeds \(maximumBodyLength); skipping one byte")))
+                at += 1
+                continue
+            }
+            guard end - at >= 1 + bodyLength else { break }
+            let body = data[h..<(h + bodyLength)]
+            at = h + bodyLength
+            // The framing checked every length: ACL data and events are built straight from the bytes (the packets
+            // a host receives); the rest go through their decoders.
+            switch type {
+            case .acl:
+                let word = UInt16(body[h]) | UInt16(body[h + 1]) << 8
+                out.append(.success(.acl(HCIACLPacket(handle: ConnectionHandle(rawValue: word & 0x0FFF),
+                                                      boundary: HCIACLPacket.Boundary(rawValue: UInt8(truncatingIfNeeded: word >> 12)),
+                                                      broadcast: UInt8(truncatingIfNeeded: word >> 14), data: Array(body[(h + 4)...])))))
+            case .event:
+                out.append(.success(.event(HCIEventPacket(code: HCIEventCode(rawValue: body[h]), parameters: Array(body[(h + 2)...])))))
+            default:
+                do {
+                    out.append(.success(try HCIPacket(type: type, body: body)))
+                } catch {
+                    out.append(.failure(error))
+                }
+            }
+        }
+        return at
     }
 
     /// The error for each unknown indicator octet, made once: a burst of line noise costs no formatting per octet.
