@@ -48,6 +48,53 @@ enum GATTBenchmarks {
         print(String(format: "OURS_TCP_NOTIFICATIONS=%.0f", rates[1]))
     }
 
+    /// `BLEBenchmarks --only discovery HOST:PORT NAME`: a central host over H4/TCP finds the device advertising
+    /// `NAME`, then five times connects, exchanges MTU 247 and discovers the whole database (services,
+    /// characteristics, descriptors): round trips and the median time, as Bumble's central is timed in scripts/bench.
+    static func discoveryOverTCP(_ arguments: [String]) async throws {
+        guard arguments.count >= 2, let colon = arguments[0].lastIndex(of: ":"),
+              let port = UInt16(arguments[0][arguments[0].index(after: colon)...]) else {
+            print("usage: BLEBenchmarks --only discovery HOST:PORT NAME")
+            return
+        }
+        let name = arguments[1]
+        let central = HCIHost(transport: try TCPTransport.connect(host: String(arguments[0][..<colon]), port: port))
+        try await central.powerOn()
+        var target: LEAddress?
+        for try await report in try await central.scan() where report.view?.localName == name {
+            target = report.address
+            break
+        }
+        guard let target else { return }
+        let client = GATTEngine(host: central)
+        await client.start()
+        var times: [Double] = []
+        var requests = 0
+        var counts = (services: 0, characteristics: 0, descriptors: 0)
+        let clock = ContinuousClock()
+        for _ in 0..<5 {
+            let link = try await central.connect(to: target)
+            _ = try await client.exchangeMTU(link.handle)
+            let start = clock.now
+            let (services, report) = try await client.discoverDatabaseReporting(link.handle)
+            let (seconds, attoseconds) = (clock.now - start).components
+            times.append(Double(seconds) * 1e3 + Double(attoseconds) / 1e15)
+            requests = report.requests
+            counts = (services.count, services.reduce(0) { $0 + $1.characteristics.count },
+                      services.reduce(0) { $0 + $1.characteristics.reduce(0) { $0 + $1.descriptors.count } })
+            let events = await central.events()
+            try await central.disconnect(link)
+            for await event in events { if case .disconnected = event { break } }
+        }
+        times.sort()
+        print(String(format: "  %d services, %d characteristics, %d descriptors in %d ATT round trips; median %.2f ms (spread %.2f–%.2f, 5 connections)",
+                     counts.services, counts.characteristics, counts.descriptors, requests, times[2], times[0], times[4]))
+        print("OURS_DISCOVERY_ADDRESS=\(target.address) \(target.type == .public ? "public" : "random")")
+        print(String(format: "OURS_DISCOVERY_MS=%.3f", times[2]))
+        print("OURS_DISCOVERY_REQUESTS=\(requests)")
+        await central.powerOff()
+    }
+
     /// A peripheral host on `peripheral` notifying `total` 244-byte values to a central host on `central` (MTU 247):
     /// how many arrived and in how many seconds.
     static func notificationRate(peripheral peripheralTransport: any HCITransport, central centralTransport: any HCITransport,

@@ -28,6 +28,13 @@ if let tcp = CommandLine.arguments.firstIndex(of: "tcp") {
     exit(0)
 }
 
+// `BLEBenchmarks --only discovery HOST:PORT NAME`: full discovery of a device over H4/TCP.
+if let discovery = CommandLine.arguments.firstIndex(of: "discovery") {
+    print("== Full discovery (MTU 247) of the device advertising \(CommandLine.arguments.dropFirst(discovery + 2).first ?? "?") over H4/TCP")
+    try await GATTBenchmarks.discoveryOverTCP(Array(CommandLine.arguments[(discovery + 1)...]))
+    exit(0)
+}
+
 // `BLEBenchmarks --only memory`: one peripheral and 16 centrals in one process (run alone: a fresh process).
 if CommandLine.arguments.contains("memory") {
     print("== Memory: one peripheral host and 16 central hosts on the in-process virtual controller")
