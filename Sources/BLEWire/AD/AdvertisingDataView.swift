@@ -64,42 +64,47 @@ public struct AdvertisingDataView: Sendable {
     /// allocate.
     public init(_ bytes: [UInt8]) throws(WireError) {
         var firsts = Firsts()
-        let (end, overrun) = bytes.withUnsafeBufferPointer { p -> (Int, Int) in
-            var i = 0
-            let count = p.count
-            var uuids = 0
-            while i < count {
-                let length = Int(p[i])
-                if length == 0 { return (i, -1) }
-                guard count - i - 1 >= length else { return (i, length) }
-                let at = Int16(truncatingIfNeeded: i)
-                let type = p[i + 1]
-                switch type {
-                case 0x01: if firsts.flags < 0 { firsts.flags = at }
-                case 0x09: if firsts.completeName < 0 { firsts.completeName = at }
-                case 0x08: if firsts.shortName < 0 { firsts.shortName = at }
-                case 0x0A: if firsts.txPower < 0 { firsts.txPower = at }
-                case 0x19: if firsts.appearance < 0 { firsts.appearance = at }
-                case 0x02...0x07:
-                    if firsts.uuidList < 0 { firsts.uuidList = at }
-                    // 0x02/0x03: 2 octets, 0x04/0x05: 4, 0x06/0x07: 16.
-                    let width = type < 0x04 ? 2 : type < 0x06 ? 4 : 16
-                    let (n, rest) = (length - 1).quotientAndRemainder(dividingBy: width)
-                    if rest != 0 { firsts.problems |= Firsts.badUUIDList }
-                    uuids += n
-                case 0x16, 0x20, 0x21:
-                    if firsts.serviceData < 0 { firsts.serviceData = at }
-                    if length - 1 < (type == 0x16 ? 2 : type == 0x20 ? 4 : 16) { firsts.problems |= Firsts.badServiceData }
-                case 0xFF:
-                    if firsts.manufacturer < 0 { firsts.manufacturer = at }
-                    if length < 3 { firsts.problems |= Firsts.badManufacturerData }
-                default: break
-                }
-                i += 1 + length
+        var i = 0
+        let count = bytes.count
+        var uuids = 0
+        var end = count
+        var overrun = -1
+        while i < count {
+            let length = Int(bytes[i])
+            if length == 0 {
+                end = i
+                break
             }
-            firsts.uuidCount = UInt8(min(uuids, 255))
-            return (count, -1)
+            guard count - i - 1 >= length else {
+                (end, overrun) = (i, length)
+                break
+            }
+            let at = Int16(truncatingIfNeeded: i)
+            let type = bytes[i + 1]
+            switch type {
+            case 0x01: if firsts.flags < 0 { firsts.flags = at }
+            case 0x09: if firsts.completeName < 0 { firsts.completeName = at }
+            case 0x08: if firsts.shortName < 0 { firsts.shortName = at }
+            case 0x0A: if firsts.txPower < 0 { firsts.txPower = at }
+            case 0x19: if firsts.appearance < 0 { firsts.appearance = at }
+            case 0x02...0x07:
+                if firsts.uuidList < 0 { firsts.uuidList = at }
+                // 0x02/0x03: 2 octets, 0x04/0x05: 4, 0x06/0x07: 16.
+                let width = type < 0x04 ? 2 : type < 0x06 ? 4 : 16
+                let (n, rest) = (length - 1).quotientAndRemainder(dividingBy: width)
+                if rest != 0 { firsts.problems |= Firsts.badUUIDList }
+                uuids += n
+            case 0x16, 0x20, 0x21:
+                if firsts.serviceData < 0 { firsts.serviceData = at }
+                if length - 1 < (type == 0x16 ? 2 : type == 0x20 ? 4 : 16) { firsts.problems |= Firsts.badServiceData }
+            case 0xFF:
+                if firsts.manufacturer < 0 { firsts.manufacturer = at }
+                if length < 3 { firsts.problems |= Firsts.badManufacturerData }
+            default: break
+            }
+            i += 1 + length
         }
+        firsts.uuidCount = UInt8(min(uuids, 255))
         if overrun >= 0 { throw Self.overrunError(length: overrun, left: bytes.count - end - 1) }
         // Offsets are kept in 16 bits: data longer than that (far beyond the 1,650 bytes of extended advertising)
         // is read by walking instead.
