@@ -22,6 +22,23 @@ enum GATTBenchmarks {
         }
     }
 
+    /// `BLEBenchmarks --only notify`: notifications in process with 251-byte controller buffers, median of three
+    /// runs of 10,000 (the figure scripts/bench sets against Bumble's LocalLink, round by round).
+    static func runInProcess() async throws {
+        var rates: [Double] = []
+        for _ in 0..<3 {
+            let air = VirtualAir(clock: .realTime)
+            let peripheral = air.addController(.init(aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport()
+            let central = air.addController(.init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport()
+            guard let (received, seconds) = try await notificationRate(peripheral: peripheral, central: central, total: 10_000) else { return }
+            rates.append(Double(received) / seconds)
+            air.shutdown()
+        }
+        rates.sort()
+        print(String(format: "  controller buffers 251 x 8: %8.0f notifications/s (median of 3 runs of 10,000; spread %.0f–%.0f)", rates[1], rates[0], rates[2]))
+        print(String(format: "OURS_NOTIFY=%.0f", rates[1]))
+    }
+
     /// `BLEBenchmarks --only tcp HOST:PORT HOST:PORT`: the same between two hosts each reaching its controller over
     /// H4/TCP (`ble controller --tcp …`, which scripts/bench starts; Bumble's hosts then use the same ports).
     static func runOverTCP(_ endpoints: [String]) async throws {

@@ -35,6 +35,13 @@ if let discovery = CommandLine.arguments.firstIndex(of: "discovery") {
     exit(0)
 }
 
+// `BLEBenchmarks --only notify`: notifications in process, 251-byte controller buffers.
+if CommandLine.arguments.contains("notify") {
+    print("== GATT notifications between two hosts on the in-process virtual controller (MTU 247, 244-byte payloads)")
+    try await GATTBenchmarks.runInProcess()
+    exit(0)
+}
+
 // `BLEBenchmarks --only memory`: one peripheral and 16 centrals in one process (run alone: a fresh process).
 if CommandLine.arguments.contains("memory") {
     print("== Memory: one peripheral host and 16 central hosts on the in-process virtual controller")
