@@ -79,6 +79,47 @@ func corpusTimings(rounds: Int = 9, passes: Int = 2_000, _ body: ([UInt8]) -> Vo
     return (samples[samples.count / 2], samples[0], samples[samples.count - 1])
 }
 
+/// The same fields read by a hand-written pass over the raw bytes with no API at all — no view, no validation beyond
+/// the chain, no deduplication: how fast this work can go on this machine, to put the API's figure beside.
+@inline(__always) func handWrittenPass(_ bytes: [UInt8]) {
+    bytes.withUnsafeBufferPointer { p in
+        var i = 0
+        var name: Range<Int>?
+        var complete = false
+        var tx: Int8?
+        while i < p.count {
+            let length = Int(p[i])
+            if length == 0 { break }
+            guard p.count - i - 1 >= length else { return }
+            let type = p[i + 1]
+            let payload = (i + 2)..<(i + 1 + length)
+            switch type {
+            case 0x09: name = payload; complete = true
+            case 0x08: if !complete { name = payload }
+            case 0x0A: if length == 2 { tx = Int8(bitPattern: p[i + 2]) }
+            case 0x02, 0x03:
+                var a = payload.lowerBound
+                while a + 2 <= payload.upperBound { blackHole(BluetoothUUID(UInt16(p[a]) | UInt16(p[a + 1]) << 8)); a += 2 }
+            case 0x06, 0x07:
+                var a = payload.lowerBound
+                while a + 16 <= payload.upperBound {
+                    let raw = UnsafeRawBufferPointer(p)
+                    blackHole((raw.loadUnaligned(fromByteOffset: a, as: UInt64.self), raw.loadUnaligned(fromByteOffset: a + 8, as: UInt64.self)))
+                    a += 16
+                }
+            case 0x16:
+                if length >= 3 { blackHole(BluetoothUUID(UInt16(p[i + 2]) | UInt16(p[i + 3]) << 8)); blackHole(payload.count - 2) }
+            case 0xFF:
+                if length >= 3 { blackHole(UInt16(p[i + 2]) | UInt16(p[i + 3]) << 8); blackHole(payload.count - 2) }
+            default: break
+            }
+            i += 1 + length
+        }
+        if let name { blackHole(String(decoding: UnsafeBufferPointer(rebasing: p[name]), as: UTF8.self)) }
+        blackHole(tx)
+    }
+}
+
 if !corpus.isEmpty {
     print("== Advertising data over the corpus (Benchmarks/advertisements.txt, \(corpus.count) advertisements): the fields "
           + "bluetooth-data-tools returns (local name as a String, service UUIDs, service data, manufacturer data, TX power)")
@@ -98,6 +139,7 @@ if !corpus.isEmpty {
         if let data = try? ad.manufacturerData() { for entry in data { blackHole(entry) } }
         blackHole(try? ad.txPowerLevel())
     }
+    let floor = corpusTimings { bytes in handWrittenPass(bytes) }
     let model = corpusTimings { bytes in
         guard let ad = try? AdvertisingData(bytes: bytes) else { return }
         blackHole(ad.localName)
@@ -109,7 +151,9 @@ if !corpus.isEmpty {
     print(String(format: "  AdvertisingDataView, visitors    median %7.1f ns/advertisement (spread %.1f–%.1f, 9 runs)", view.0, view.1, view.2))
     print(String(format: "  AdvertisingDataView, sequences   median %7.1f ns/advertisement (spread %.1f–%.1f, 9 runs)", sequences.0, sequences.1, sequences.2))
     print(String(format: "  AdvertisingData (owning model)   median %7.1f ns/advertisement (spread %.1f–%.1f, 9 runs)", model.0, model.1, model.2))
+    print(String(format: "  hand-written pass, no API        median %7.1f ns/advertisement (spread %.1f–%.1f, 9 runs): the floor", floor.0, floor.1, floor.2))
     print(String(format: "OURS_AD_VIEW_NS=%.2f", view.0))
+    print(String(format: "OURS_AD_FLOOR_NS=%.2f", floor.0))
 }
 // EXPERIMENT
 // `BLEBenchmarks --only advertising`: stop after the corpus (for profiling the parsers).

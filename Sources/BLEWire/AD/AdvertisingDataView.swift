@@ -62,7 +62,7 @@ public struct AdvertisingDataView: Sendable {
     /// This one pass also notes where each field a scanner asks about starts and whether the service UUID lists,
     /// service data and manufacturer data are well formed, so that the accessors neither walk to validate nor
     /// allocate.
-    public init(_ bytes: [UInt8]) throws(WireError) {
+    @inlinable public init(_ bytes: [UInt8]) throws(WireError) {
         var firsts = Firsts()
         var i = 0
         let count = bytes.count
