@@ -166,9 +166,6 @@ public final class VirtualAir: Sendable {
         driver.stop()
     }
 
-    /// Runs `body` on the world at the current time (catching a real-time clock up first), then wakes the driver if
-    /// `body` scheduled an event earlier than any it had: the driver sleeps until the earliest event it knew of, so a
-    /// later one needs no wake-up (most host packets schedule nothing, and a wake-up per packet cost a thread switch).
     /// Handles packets on a reader thread: writer tasks are not woken meanwhile, and every host attached on its
     /// reader thread gets what gathered for it at the end.
     func handleOnReaderThread(_ body: () -> Void) {
@@ -184,6 +181,9 @@ public final class VirtualAir: Sendable {
         for sink in sinks { sink.flush() }
     }
 
+    /// Runs `body` on the world at the current time (catching a real-time clock up first), then wakes the driver if
+    /// `body` scheduled an event earlier than any it had: the driver sleeps until the earliest event it knew of, so a
+    /// later one needs no wake-up (most host packets schedule nothing, and a wake-up per packet cost a thread switch).
     func mutate<T>(_ body: (inout World) -> T) -> T {
         var wake = false
         let result = world.withLock { w -> T in

@@ -166,7 +166,7 @@ public final class VirtualController: Sendable {
 extension VirtualController {
     /// ``attach(_:)`` for a descriptor transport not yet reading: `false` (nothing done) when it already reads.
     private func attachOnReaderThread(_ transport: FileDescriptorTransport) async -> Bool {
-        let wakes = sink.startBatching()
+        let wakes = sink.startBatching(byReaders: true)
         sink.writer.withLock { $0 = { packets in try transport.sendNow(packets) } }
         let (ended, end) = AsyncStream.makeStream(of: Void.self)
         let air = air

@@ -18,7 +18,9 @@ final class HostSink: Sendable {
     let direct = Locked<AsyncThrowingStream<HCIPacket, any Error>.Continuation?>(nil)
     /// A transport attached with ``VirtualController/attach(_:)``: packets gather here and its writer, woken once per
     /// batch, takes them all at once (one write for many packets on a byte stream).
-    let batched = Locked<(pending: [HCIPacket], wake: AsyncStream<Void>.Continuation)?>(nil)
+    /// `byReaders`: the host is attached on its reader thread, so a reader thread handling packets writes what
+    /// gathers here when done (``VirtualAir/handleOnReaderThread(_:)``).
+    let batched = Locked<(pending: [HCIPacket], wake: AsyncStream<Void>.Continuation, byReaders: Bool)?>(nil)
     /// For a transport whose reader thread hands packets to the controller (``VirtualController/attach(_:)`` on a
     /// ``FileDescriptorTransport``): a synchronous write, used under this lock so that batches taken by different
     /// threads go out in the order they were taken.
@@ -46,7 +48,7 @@ final class HostSink: Sendable {
                 state?.pending.append(packet)
                 // A reader thread handling packets writes this when done (it counts itself out before it flushes,
                 // and flushing takes this lock: a packet added after its flush sees the count without it).
-                guard readers.count.load(ordering: .sequentiallyConsistent) == 0 else { return .some(nil) }
+                if state?.byReaders == true, readers.count.load(ordering: .sequentiallyConsistent) > 0 { return .some(nil) }
                 return .some(state?.pending.count == 1 ? state?.wake : nil)
             }
             switch wake {
@@ -58,9 +60,9 @@ final class HostSink: Sendable {
     }
 
     /// Starts gathering packets for a batching writer; returns its wake-ups.
-    func startBatching() -> AsyncStream<Void> {
+    func startBatching(byReaders: Bool = false) -> AsyncStream<Void> {
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        batched.withLock { $0 = ([], wake) }
+        batched.withLock { $0 = ([], wake, byReaders) }
         return wakes
     }
 

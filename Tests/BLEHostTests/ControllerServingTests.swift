@@ -1,0 +1,58 @@
+import BLEHost
+import BLEProtocols
+import BLETransport
+import BLEVirtualController
+import BLEWire
+import Testing
+
+/// One air, two ways of serving hosts at once: a host over TCP served on its reader thread (as `ble controller` does)
+/// and a host over a pipe served by the controller's tasks. Whatever either side's handling makes for the other is
+/// written: a reader thread writes what it caused for hosts served like itself, and wakes the others' writers.
+@Suite(.timeLimit(.minutes(1))) struct ControllerServingTests {
+    static let value = BluetoothUUID("5B1E5E4F-0000-4000-8000-00805F9B34FB") ?? 0
+
+    @Test func hostsServedOnReaderThreadsAndByTasksTalkBothWays() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        // The central's controller: TCP, served on the transport's reader thread.
+        let server = try H4TCPServer(host: "127.0.0.1", port: 0, startReading: false)
+        defer { server.close() }
+        let central = air.addController(.init(aclBufferSize: 251, aclBufferCount: 4))
+        Task {
+            for await transport in server.connections {
+                await central.attach(transport)
+                return
+            }
+        }
+        // The peripheral's controller: a pipe, served by tasks.
+        let peripheralController = air.addController(.init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 4))
+        let (hostEnd, controllerEnd) = HCIPipe.makePair()
+        Task { await peripheralController.attach(controllerEnd) }
+
+        let peripheral = HCIHost(transport: hostEnd)
+        let centralHost = HCIHost(transport: try TCPTransport.connect(host: "127.0.0.1", port: server.port))
+        try await peripheral.powerOn()
+        try await centralHost.powerOn()
+        let engine = GATTEngine(host: peripheral, database: GATTDatabase(services: [
+            GATTServiceDefinition(uuid: 0xFFF0, characteristics: [
+                GATTCharacteristicDefinition(uuid: Self.value, properties: [.read, .write], permissions: [.readable, .writeable],
+                                             value: [UInt8](repeating: 0x42, count: 200)),
+            ]),
+        ]))
+        await engine.start()
+        try await peripheral.startAdvertising(.init(data: AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "P")))
+        let link = try await centralHost.connect(to: LEAddress(peripheralController.address, type: .public), timeout: .seconds(5))
+        let client = GATTEngine(host: centralHost)
+        await client.start()
+        #expect(try await client.exchangeMTU(link.handle) == 247)
+        let handle = try #require(await engine.database.valueHandle(of: Self.value))
+        // Requests cross from the reader-thread side, responses from the task side, many times over.
+        for n in 0..<100 {
+            try await client.write(link.handle, attribute: handle, value: [UInt8](repeating: UInt8(n), count: 200))
+            #expect(try await client.read(link.handle, attribute: handle) == [UInt8](repeating: UInt8(n), count: 200))
+        }
+        withExtendedLifetime(engine) {}
+        await centralHost.powerOff()
+        await peripheral.powerOff()
+    }
+}
