@@ -53,12 +53,6 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
         self.init(raw: bytes)
     }
 
-    /// Creates a UUID from 16 little-endian bytes (the 128-bit wire form) at `offset` of `bytes`, which must hold
-    /// them (for readers of wire data that already checked the length).
-    @usableFromInline init(wire128 bytes: [UInt8], at offset: Int) {
-        self.init(littleEndian128: bytes, at: offset)
-    }
-
     /// Creates a UUID from 16 little-endian bytes (the 128-bit wire form) at `offset` of `bytes`, which must hold them.
     init(littleEndian128 bytes: some RandomAccessCollection<UInt8>, at offset: Int) {
         var h: UInt64 = 0, l: UInt64 = 0
