@@ -61,25 +61,14 @@ public struct H4Deframer: Sendable {
         let end = data.endIndex
         while at < end {
             let type = HCIPacketType(rawValue: data[at])
-            let headerLength: Int
-            switch type {
-            case .command, .sco: headerLength = 3
-            case .acl, .iso: headerLength = 4
-            case .event: headerLength = 2
-            default:
+            guard let headerLength = type.headerLength else {
                 out.append(.failure(Self.unknownIndicator[Int(data[at])]))
                 at += 1
                 continue
             }
             guard end - at >= 1 + headerLength else { break }
             let h = at + 1
-            let payload: Int
-            switch type {
-            case .command, .sco: payload = Int(data[h + 2])
-            case .event: payload = Int(data[h + 1])
-            case .acl: payload = Int(data[h + 2]) | Int(data[h + 3]) << 8
-            default: payload = Int(data[h + 2]) | Int(data[h + 3] & 0x3F) << 8    // ISO: 14-bit length
-            }
+            guard let payload = type.payloadLength(header: data[h..<(h + headerLength)]) else { break }
             let bodyLength = headerLength + payload
             if bodyLength > maximumBodyLength {
                 out.append(.failure(WireError(.oversized, "H4: \(type) packet of \(bodyLength) bytes exceeds \(maximumBodyLength); skipping one byte")))
@@ -91,13 +80,13 @@ public struct H4Deframer: Sendable {
             at = h + bodyLength
             // The framing checked every length: ACL data and events are built straight from the bytes (the packets
             // a host receives); the rest go through their decoders.
-            switch type {
-            case .acl:
+            switch type.rawValue {
+            case 0x02:    // ACL
                 let word = UInt16(body[h]) | UInt16(body[h + 1]) << 8
                 out.append(.success(.acl(HCIACLPacket(handle: ConnectionHandle(rawValue: word & 0x0FFF),
                                                       boundary: HCIACLPacket.Boundary(rawValue: UInt8(truncatingIfNeeded: word >> 12)),
                                                       broadcast: UInt8(truncatingIfNeeded: word >> 14), data: Array(body[(h + 4)...])))))
-            case .event:
+            case 0x04:    // event
                 out.append(.success(.event(HCIEventPacket(code: HCIEventCode(rawValue: body[h]), parameters: Array(body[(h + 2)...])))))
             default:
                 do {

@@ -16,26 +16,27 @@ public struct HCIPacketType: RawRepresentable, Hashable, Sendable, CustomStringC
     /// ISO (0x05).
     public static let iso = HCIPacketType(rawValue: 0x05)
 
-    /// The length of this packet type's header, or `nil` for an unknown type.
-    public var headerLength: Int? {
-        switch self {
-        case .command, .sco: 3
-        case .acl, .iso: 4
-        case .event: 2
+    /// The length of this packet type's header, or `nil` for an unknown type. (By raw value: matching the static
+    /// constants would reach each through its lazy global's accessor, on the deframer's per-packet path.)
+    @inlinable public var headerLength: Int? {
+        switch rawValue {
+        case 0x01, 0x03: 3      // command, SCO
+        case 0x02, 0x05: 4      // ACL, ISO
+        case 0x04: 2            // event
         default: nil
         }
     }
 
-    /// The payload length announced by a complete header of this type (`header.count == headerLength`).
-    public func payloadLength(header: some Collection<UInt8>) -> Int? {
-        let h = Array(header)
-        guard let expected = headerLength, h.count == expected else { return nil }
-        switch self {
-        case .command, .sco: return Int(h[2])
-        case .event: return Int(h[1])
-        case .acl: return Int(h[2]) | Int(h[3]) << 8
-        case .iso: return Int(h[2]) | Int(h[3] & 0x3F) << 8
-        default: return nil
+    /// The payload length announced by a complete header of this type (`header.count == headerLength`), read in
+    /// place.
+    @inlinable public func payloadLength(header: some Collection<UInt8>) -> Int? {
+        guard let expected = headerLength, header.count == expected else { return nil }
+        func octet(_ n: Int) -> Int { Int(header[header.index(header.startIndex, offsetBy: n)]) }
+        switch rawValue {
+        case 0x01, 0x03: return octet(2)                         // command, SCO
+        case 0x04: return octet(1)                               // event
+        case 0x02: return octet(2) | octet(3) << 8               // ACL
+        default: return octet(2) | (octet(3) & 0x3F) << 8        // ISO: 14-bit length
         }
     }
 
