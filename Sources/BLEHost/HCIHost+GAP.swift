@@ -298,7 +298,7 @@ extension HCIHost {
             links[e.handle] = link
             publish(.connectionUpdated(link.connection))
         case .longTermKeyRequest(let e):
-            await longTermKeyRequested(handle: e.handle, ediv: e.encryptedDiversifier, rand: e.randomNumber)
+            longTermKeyRequested(handle: e.handle, ediv: e.encryptedDiversifier, rand: e.randomNumber)
         case .dataLengthChange(let e):
             guard var link = links[e.handle] else { return }
             link.connection.maxTxOctets = e.maxTxOctets

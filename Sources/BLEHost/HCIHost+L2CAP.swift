@@ -52,60 +52,38 @@ extension HCIHost {
     }
 
     private func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle, link: LinkID?) async throws {
-        while current(handle, is: link), aclFlow.queuedCount(handle: handle) >= linkQueueLimit {
-            await withCheckedContinuation { sendWaiters.append($0) }
+        while current(handle, is: link), !acl.hasRoom(on: handle) {
+            await withCheckedContinuation { acl.waitForRoom($0) }
         }
         guard current(handle, is: link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
-        await sendACL(aclFlow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
+        sendACL(acl.flow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
     }
 
     /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.
     /// Waiting there would deadlock: only that path reads the Number Of Completed Packets events that make room.
-    func enqueueL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) async {
+    func enqueueL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) {
         guard links[handle] != nil else { return }
-        await sendACL(aclFlow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
+        sendACL(acl.flow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
     }
 
     /// Packets a link may have waiting for controller buffers before senders wait.
-    public var linkQueueLimit: Int { max(16, 2 * aclFlow.bufferCount) }
+    public var linkQueueLimit: Int { acl.queueLimit }
 
     /// Whether a send on `handle` would go out without waiting (the ready signal behind
     /// `canSendWriteWithoutResponse` and `peripheralManagerIsReady(toUpdateSubscribers:)`).
-    public func isReadyToSend(_ handle: ConnectionHandle) -> Bool { aclFlow.queuedCount(handle: handle) < linkQueueLimit }
-
-    /// Wakes senders waiting for queue room (after buffers came back or a link closed).
-    func wakeSenders() {
-        let waiters = sendWaiters
-        sendWaiters = []
-        for waiter in waiters { waiter.resume() }
-    }
+    public func isReadyToSend(_ handle: ConnectionHandle) -> Bool { acl.hasRoom(on: handle) }
 
     /// Packets queued on the controller's behalf that it has no buffer for yet, over all links.
-    public var queuedACLPacketCount: Int { aclFlow.queuedPacketCount }
+    public var queuedACLPacketCount: Int { acl.flow.queuedPacketCount }
 
-    /// Hands packets to the transport in order. Sends suspend the actor, so packets released meanwhile (by Number Of
-    /// Completed Packets) join one outbox that a single pump drains: no two loops ever interleave.
-    func sendACL(_ packets: [HCIACLPacket]) async {
-        aclOutbox.append(contentsOf: packets)
-        guard !aclPumping else { return }
-        aclPumping = true
-        defer { aclPumping = false }
-        // Everything waiting goes in one call: a byte-stream transport writes it with one system call.
-        while !aclOutbox.isEmpty {
-            var batch: [HCIPacket] = []
-            batch.reserveCapacity(aclOutbox.count)
-            while let packet = aclOutbox.popFirst() { batch.append(.acl(packet)) }
-            do {
-                try await transport.send(batch)
-            } catch {
-                aclOutbox.removeAll()
-                transportEnded(error)
-                return
-            }
-        }
+    /// Hands packets the ACL flow released to the outbox, in order, all in one write (a byte-stream transport writes
+    /// them with one system call).
+    func sendACL(_ packets: [HCIACLPacket]) {
+        guard !packets.isEmpty else { return }
+        write(packets.map { .acl($0) })
     }
 
-    func receiveACL(_ packet: HCIACLPacket) async {
+    func receiveACL(_ packet: HCIACLPacket) {
         guard var link = links[packet.handle] else {
             droppedFrames += 1
             return
@@ -133,7 +111,7 @@ extension HCIHost {
         let actions = link.l2cap.receive(frame)
         droppedFrames += link.l2cap.droppedFrames - before
         links[packet.handle] = link
-        await performL2CAP(actions, handle: packet.handle)
+        performL2CAP(actions, handle: packet.handle)
     }
 
     /// A payload the link's L2CAP manager delivered on a fixed channel: to its consumer, or kept until one opens it
@@ -177,6 +155,6 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         links[handle] = link
-        await performL2CAP(actions, handle: handle)
+        performL2CAP(actions, handle: handle)
     }
 }

@@ -160,7 +160,7 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         links[handle] = link
-        await performL2CAP(actions, handle: handle)
+        performL2CAP(actions, handle: handle)
         return try await openOutcome(cid, handle: handle, link: link.connection.link)
     }
 
@@ -193,7 +193,7 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         links[handle] = link
-        await performL2CAP(actions, handle: handle)
+        performL2CAP(actions, handle: handle)
         var opened: [L2CAPChannel] = []
         var firstFailure: (any Error)?
         for cid in cids {
@@ -228,8 +228,8 @@ extension HCIHost {
 
     func sendSDU(_ sdu: [UInt8], on channel: L2CAPChannel) async throws {
         // The controller queue first, as every sender on the link.
-        while isCurrent(channel), aclFlow.queuedCount(handle: channel.handle) >= linkQueueLimit {
-            await withCheckedContinuation { sendWaiters.append($0) }
+        while isCurrent(channel), !acl.hasRoom(on: channel.handle) {
+            await withCheckedContinuation { acl.waitForRoom($0) }
         }
         guard var link = links[channel.handle], link.connection.link == channel.link else {
             throw HostError(.l2capChannelClosed, "the link of \(channel.localCID) is down")
@@ -243,7 +243,7 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         links[channel.handle] = link
-        await performL2CAP(actions, handle: channel.handle)
+        performL2CAP(actions, handle: channel.handle)
         // Then the peer's credits: wait until every K-frame of this channel went out. A cancelled sender stops
         // waiting (its K-frames stay queued and still go out: an SDU is never cut).
         while let link = links[channel.handle], link.connection.link == channel.link, link.l2cap.channel(channel.localCID) != nil,
@@ -271,14 +271,14 @@ extension HCIHost {
             return  // already closed
         }
         links[channel.handle] = link
-        await performL2CAP(actions, handle: channel.handle)
+        performL2CAP(actions, handle: channel.handle)
     }
 
     // MARK: Driving the managers
 
     /// Performs a link's L2CAP actions. Never waits for anything but the transport: frames are queued for the
     /// controller without back-pressure, so the packet-reading path can call this.
-    func performL2CAP(_ actions: [L2CAPChannelManager.Action], handle: ConnectionHandle) async {
+    func performL2CAP(_ actions: [L2CAPChannelManager.Action], handle: ConnectionHandle) {
         guard let id = links[handle]?.connection.link else { return }
         var packets: [HCIACLPacket] = []
         var updates: [L2CAPConnectionParameterUpdateRequest] = []
@@ -287,7 +287,7 @@ extension HCIHost {
             switch action {
             case .send(let frame):
                 // Queued here, in order, before any suspension: K-frames of one channel never overtake each other.
-                packets += aclFlow.enqueue(handle: handle, pdu: frame.encoded)
+                packets += acl.flow.enqueue(handle: handle, pdu: frame.encoded)
             case .deliverFixed(let cid, let payload):
                 if let unanswered = deliverFixed(payload, channel: cid, handle: handle) { smp.append(unanswered) }
             case .deliverSDU(let cid, let sdu):
@@ -320,13 +320,13 @@ extension HCIHost {
                 wakeCreditWaiters(cid, handle: handle)
             }
         }
-        await sendACL(packets)
+        sendACL(packets)
         for request in updates {
-            await submitDetached(HCILEConnectionUpdate(handle: handle, intervalMin: request.intervalMin,
+            submitDetached(HCILEConnectionUpdate(handle: handle, intervalMin: request.intervalMin,
                                                        intervalMax: request.intervalMax, maxLatency: request.latency,
                                                        supervisionTimeout: request.timeout))
         }
-        for payload in smp { await receiveSMP(payload, handle: handle) }
+        for payload in smp { receiveSMP(payload, handle: handle) }
     }
 
     private func channelOpened(_ info: L2CAPChannelInfo, handle: ConnectionHandle, link: LinkID) {
@@ -351,7 +351,7 @@ extension HCIHost {
         guard var state = links[handle], state.connection.link == link else { return }
         let actions = state.l2cap.consumed(on: cid)
         links[handle] = state
-        await performL2CAP(actions, handle: handle)
+        performL2CAP(actions, handle: handle)
     }
 
     private func resolveOpen(_ cid: L2CAPChannelID, handle: ConnectionHandle, _ outcome: Result<L2CAPChannel, any Error>) {
@@ -379,7 +379,7 @@ extension HCIHost {
         guard l2capTimers.removeValue(forKey: key) != nil, var link = links[handle], link.connection.link == key.link else { return }
         let actions = link.l2cap.timerFired(key.timer)
         links[handle] = link
-        await performL2CAP(actions, handle: handle)
+        performL2CAP(actions, handle: handle)
     }
 
     /// A link went down: its channels close, its pending opens fail, its senders wake, its timers stop.

@@ -89,7 +89,7 @@ extension HCIHost {
                 try await encrypt(connection, with: key, security: bond.security)
             } else {
                 startPairing(on: connection, mitm: wantsMITM)
-                await performSMP(startedPairingActions(on: connection), on: connection)
+                performSMP(startedPairingActions(on: connection), on: connection)
             }
         }
         guard let now = links[connection.handle], now.connection.link == connection.link else {
@@ -262,7 +262,7 @@ extension HCIHost {
     // MARK: The SMP channel
 
     /// A PDU from a link's SMP channel.
-    func receiveSMP(_ payload: [UInt8], handle: ConnectionHandle) async {
+    func receiveSMP(_ payload: [UInt8], handle: ConnectionHandle) {
         // An empty frame carries no command to answer: it is dropped, like empty frames on the other fixed channels.
         guard !payload.isEmpty, var link = links[handle] else { return }
         let connection = link.connection
@@ -280,7 +280,7 @@ extension HCIHost {
             case (_, SMPCode.pairingFailed?):
                 return  // nothing under way to fail
             case (.central, SMPCode.securityRequest?):
-                await answerSecurityRequest(payload, on: connection)
+                answerSecurityRequest(payload, on: connection)
                 return
             case (.peripheral, SMPCode.pairingRequest?) where pairingAttempts.mayPair(limiterKey(link), now: now)
                     && pairingRequestNegotiates(payload, on: connection):
@@ -307,12 +307,12 @@ extension HCIHost {
                 // not a pairing: the link's state, the events and the repeated-attempts count stay as they were.
                 guard var stray = makePairing(on: connection) else { return }
                 for case .send(let pdu) in stray.receive(payload) {
-                    await enqueueL2CAP(pdu.encoded, channel: .smp, handle: handle)
+                    enqueueL2CAP(pdu.encoded, channel: .smp, handle: handle)
                 }
                 return
             }
         }
-        await feedSMP(payload, on: connection)
+        feedSMP(payload, on: connection)
     }
 
     /// Whether a machine of this side would go on with the central's Pairing Request (answer it with a Pairing
@@ -323,24 +323,24 @@ extension HCIHost {
         return !trial.receive(payload).contains { if case .fail = $0 { true } else { false } }
     }
 
-    private func feedSMP(_ payload: [UInt8], on connection: HostConnection) async {
+    private func feedSMP(_ payload: [UInt8], on connection: HostConnection) {
         guard var link = links[connection.handle], link.connection.link == connection.link, var pairing = link.security.pairing else { return }
         let actions = pairing.receive(payload)
         link.security.pairing = pairing
         links[connection.handle] = link
-        await performSMP(actions, on: connection)
+        performSMP(actions, on: connection)
     }
 
     /// Central: a peripheral's Security Request. Core 5.4, Vol 3, Part H, 2.4.6: encrypt with the bond when it is
     /// strong enough, else pair; a central that does not answer them refuses with Pairing Not Supported.
-    private func answerSecurityRequest(_ payload: [UInt8], on connection: HostConnection) async {
+    private func answerSecurityRequest(_ payload: [UInt8], on connection: HostConnection) {
         guard let link = links[connection.handle] else { return }
         guard case .securityRequest(let auth)? = try? SMPPDU(bytes: payload) else {
-            await enqueueL2CAP(SMPPDU.pairingFailed(.invalidParameters).encoded, channel: .smp, handle: connection.handle)
+            enqueueL2CAP(SMPPDU.pairingFailed(.invalidParameters).encoded, channel: .smp, handle: connection.handle)
             return
         }
         guard configuration.security.answersSecurityRequests else {
-            await enqueueL2CAP(SMPPDU.pairingFailed(.pairingNotSupported).encoded, channel: .smp, handle: connection.handle)
+            enqueueL2CAP(SMPPDU.pairingFailed(.pairingNotSupported).encoded, channel: .smp, handle: connection.handle)
             return
         }
         let mitm = auth.contains(.mitm)
@@ -350,16 +350,16 @@ extension HCIHost {
             links[connection.handle]?.security.encrypting = true
             links[connection.handle]?.security.pending = bond.security
             links[connection.handle]?.security.pendingFromBond = true
-            await submitDetached(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand, encryptedDiversifier: key.ediv,
+            submitDetached(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand, encryptedDiversifier: key.ediv,
                                                        longTermKey: SMPCrypto.wire(key.longTermKey)), encrypting: connection.handle)
             return
         }
         guard startPairing(on: connection, mitm: mitm) else { return }
-        await feedSMP(payload, on: connection)
+        feedSMP(payload, on: connection)
     }
 
     /// The agent answered whether to accept the central's Pairing Request.
-    private func pairingConsent(_ accepted: Bool, on connection: HostConnection) async {
+    private func pairingConsent(_ accepted: Bool, on connection: HostConnection) {
         guard var link = links[connection.handle], link.connection.link == connection.link, link.security.backlog != nil else { return }
         guard accepted, startPairing(on: connection) else {
             link = links[connection.handle] ?? link
@@ -367,7 +367,7 @@ extension HCIHost {
             links[connection.handle] = link
             smpTimers.removeValue(forKey: connection.link)?.cancel()
             let reason: SMPPairingFailedReason = accepted ? .unspecifiedReason : .pairingNotSupported
-            await enqueueL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: connection.handle)
+            enqueueL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: connection.handle)
             guard links[connection.handle]?.connection.link == connection.link else { return }
             publish(.pairingFailed(connection, .sent(reason)))
             // Callers of pair() waiting since the request came are told too.
@@ -382,18 +382,18 @@ extension HCIHost {
               !backlog.isEmpty {
             let payload = backlog.removeFirst()
             links[connection.handle]?.security.backlog = backlog
-            await feedSMP(payload, on: connection)
+            feedSMP(payload, on: connection)
         }
         if links[connection.handle]?.connection.link == connection.link { links[connection.handle]?.security.backlog = nil }
     }
 
     /// The user answered (a passkey, a comparison).
-    private func userAnswered(on connection: HostConnection, _ answer: (inout SMPPairing) -> [SMPPairing.Action]) async {
+    private func userAnswered(on connection: HostConnection, _ answer: (inout SMPPairing) -> [SMPPairing.Action]) {
         guard var link = links[connection.handle], link.connection.link == connection.link, var pairing = link.security.pairing else { return }
         let actions = answer(&pairing)
         link.security.pairing = pairing
         links[connection.handle] = link
-        await performSMP(actions, on: connection)
+        performSMP(actions, on: connection)
     }
 
     /// (Re)starts the link's Security Manager timer.
@@ -406,7 +406,7 @@ extension HCIHost {
         }
     }
 
-    private func smpTimerFired(on connection: HostConnection) async {
+    private func smpTimerFired(on connection: HostConnection) {
         smpTimers[connection.link] = nil
         guard var link = links[connection.handle], link.connection.link == connection.link else { return }
         if link.security.backlog != nil {
@@ -420,17 +420,17 @@ extension HCIHost {
         let actions = pairing.timerFired()
         link.security.pairing = pairing
         links[connection.handle] = link
-        await performSMP(actions, on: connection)
+        performSMP(actions, on: connection)
     }
 
     /// Carries out a pairing's actions, in order, without waiting for anything but the transport.
-    func performSMP(_ actions: [SMPPairing.Action], on connection: HostConnection) async {
+    func performSMP(_ actions: [SMPPairing.Action], on connection: HostConnection) {
         let handle = connection.handle
         for action in actions {
             guard links[handle]?.connection.link == connection.link else { return }
             switch action {
             case .send(let pdu):
-                await enqueueL2CAP(pdu.encoded, channel: .smp, handle: handle)
+                enqueueL2CAP(pdu.encoded, channel: .smp, handle: handle)
             case .startTimer(let duration):
                 startSMPTimer(duration, on: connection)
             case .cancelTimer:
@@ -456,13 +456,13 @@ extension HCIHost {
                 links[handle]?.security.encrypting = true
                 links[handle]?.security.pending = level
                 links[handle]?.security.pendingFromBond = false
-                await submitDetached(HCILEEnableEncryption(handle: handle, randomNumber: rand, encryptedDiversifier: ediv,
+                submitDetached(HCILEEnableEncryption(handle: handle, randomNumber: rand, encryptedDiversifier: ediv,
                                                            longTermKey: SMPCrypto.wire(key)), encrypting: handle)
             case .provideLongTermKey(let key):
                 links[handle]?.security.responderKey = key
                 if links[handle]?.security.keyRequested == true {
                     links[handle]?.security.keyRequested = false
-                    await replyLongTermKey(key, handle: handle, level: links[handle]?.security.pairing?.securityLevel, fromBond: false)
+                    replyLongTermKey(key, handle: handle, level: links[handle]?.security.pairing?.securityLevel, fromBond: false)
                 }
             case .complete(let result):
                 pairingSucceeded(result, on: connection)
@@ -472,7 +472,7 @@ extension HCIHost {
                 // encryption procedure stays open until the link drops. Core 5.4, Vol 3, Part H, 2.4.4.
                 if links[handle]?.security.keyRequested == true {
                     links[handle]?.security.keyRequested = false
-                    await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
+                    submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
                 }
             }
         }
@@ -531,49 +531,49 @@ extension HCIHost {
     /// Peripheral: the controller asks for the key the central encrypts with. The pairing's key, or the bond's when
     /// EDIV and Rand match; otherwise (no pairing finished, no bond, an all-zero key) a negative reply.
     /// Core 5.4, Vol 3, Part H, 2.4.4.
-    func longTermKeyRequested(handle: ConnectionHandle, ediv: UInt16, rand: UInt64) async {
+    func longTermKeyRequested(handle: ConnectionHandle, ediv: UInt16, rand: UInt64) {
         guard let link = links[handle], link.connection.role == .peripheral else {
-            await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
+            submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
             return
         }
         // A pairing past phase 1 gives its key (now, or when it has produced it). Before that (only a Security
         // Request sent) the central may answer with a bond's key.
         if let pairing = link.security.pairing, !pairing.isFinished, pairing.method != nil {
             if let key = link.security.responderKey {
-                await replyLongTermKey(key, handle: handle, level: pairing.securityLevel, fromBond: false)
+                replyLongTermKey(key, handle: handle, level: pairing.securityLevel, fromBond: false)
             } else {
                 links[handle]?.security.keyRequested = true
             }
             return
         }
         if let bond = bond(with: link.connection.peer), let key = bond.localKey, key.ediv == ediv, key.rand == rand {
-            await replyLongTermKey(key.longTermKey, handle: handle, level: bond.security, fromBond: true)
+            replyLongTermKey(key.longTermKey, handle: handle, level: bond.security, fromBond: true)
         } else {
-            await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
+            submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
         }
     }
 
-    private func replyLongTermKey(_ key: [UInt8], handle: ConnectionHandle, level: SMPSecurityLevel?, fromBond: Bool) async {
+    private func replyLongTermKey(_ key: [UInt8], handle: ConnectionHandle, level: SMPSecurityLevel?, fromBond: Bool) {
         guard key.count == 16, key.contains(where: { $0 != 0 }) else {
-            await submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
+            submitDetached(HCILELongTermKeyRequestNegativeReply(handle: handle))
             return
         }
         links[handle]?.security.encrypting = true
         links[handle]?.security.pending = level
         links[handle]?.security.pendingFromBond = fromBond
-        await submitDetached(HCILELongTermKeyRequestReply(handle: handle, longTermKey: SMPCrypto.wire(key)), encrypting: handle)
+        submitDetached(HCILELongTermKeyRequestReply(handle: handle, longTermKey: SMPCrypto.wire(key)), encrypting: handle)
     }
 
     /// The controller refused a command that starts the link's encryption: no Encryption Change will come, so the
     /// encryption under way ends here as failed (its pairing fails, its callers are told), or the link would stay
     /// busy for good.
-    func encryptionRefused(handle: ConnectionHandle, link: LinkID, status: HCIStatus) async {
+    func encryptionRefused(handle: ConnectionHandle, link: LinkID, status: HCIStatus) {
         guard let state = links[handle], state.connection.link == link, state.security.encrypting else { return }
-        await encryptionChanged(handle: handle, status: status == .success ? .unspecifiedError : status, enabled: false)
+        encryptionChanged(handle: handle, status: status == .success ? .unspecifiedError : status, enabled: false)
     }
 
     /// Encryption Change or Encryption Key Refresh Complete.
-    func encryptionChanged(handle: ConnectionHandle, status: HCIStatus, enabled: Bool) async {
+    func encryptionChanged(handle: ConnectionHandle, status: HCIStatus, enabled: Bool) {
         publish(.encryptionChanged(handle: handle, status: status, enabled: enabled))
         guard var link = links[handle] else { return }
         let connection = link.connection
@@ -613,7 +613,7 @@ extension HCIHost {
                                    : .failure(SecurityError(.encryptionFailed(status), "encrypting the link with \(connection.peer) failed: \(status)")),
                            handle: handle)
         }
-        await performSMP(actions, on: connection)
+        performSMP(actions, on: connection)
     }
 
     /// Hands a link's security to its L2CAP manager, which checks listeners' requirements against it.

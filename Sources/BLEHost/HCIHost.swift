@@ -51,20 +51,13 @@ public actor HCIHost {
     let transport: any HCITransport
     let configuration: Configuration
     let logger = Logger(label: "ble.host")
+    /// Where every packet for the controller goes, without suspending the sender.
+    let outbox: HCIOutbox
 
-    var commandFlow: HCICommandFlow
-    var waiters: [HCICommandFlow.Token: CheckedContinuation<HCICommandFlow.Outcome, Never>] = [:]
-    var earlyOutcomes: [HCICommandFlow.Token: HCICommandFlow.Outcome] = [:]
-    /// Commands sent from the packet-reading path, whose outcome nobody awaits (see ``submitDetached(_:)``).
-    var detached: [HCICommandFlow.Token: String] = [:]
-    /// Of those, the commands that start a link's encryption (LE Enable Encryption, the LTK request's reply): their
-    /// refusal ends the encryption, which then gets no Encryption Change.
-    var detachedEncryptions: [HCICommandFlow.Token: (handle: ConnectionHandle, link: LinkID)] = [:]
-    var timers: [HCICommandFlow.Token: Task<Void, Never>] = [:]
-    var aclFlow = ACLFlow(bufferSize: 27, bufferCount: 1)
-    var aclOutbox = FIFO<HCIACLPacket>()
-    var sendWaiters: [CheckedContinuation<Void, Never>] = []
-    var aclPumping = false
+    /// HCI commands: the flow, each command's completion and timeout.
+    var commands: CommandDriver
+    /// ACL data: the controller's buffers and the senders waiting for room.
+    var acl = ACLDriver()
     var links: [ConnectionHandle: Link] = [:]
     /// The last link identity given out (identities are never reused).
     var lastLinkID: UInt64 = 0
@@ -144,7 +137,7 @@ public actor HCIHost {
     /// The identity behind each resolvable private address seen in advertising reports (`nil`: no bond resolves it).
     var resolvedIdentities: [LEAddress: ResolvedIdentity] = [:]
     /// The controller's ACL buffers (after bring-up).
-    public var aclBuffers: (size: Int, count: Int) { (aclFlow.bufferSize, aclFlow.bufferCount) }
+    public var aclBuffers: (size: Int, count: Int) { (acl.flow.bufferSize, acl.flow.bufferCount) }
     /// The controller's supported commands (after bring-up).
     public private(set) var supportedCommands = HCISupportedCommands()
     /// Frames received on fixed channels nobody handles, or that could not be decoded.
@@ -154,7 +147,8 @@ public actor HCIHost {
     public init(transport: any HCITransport, configuration: Configuration = Configuration()) {
         self.transport = transport
         self.configuration = configuration
-        self.commandFlow = HCICommandFlow(timeout: configuration.commandTimeout)
+        self.outbox = HCIOutbox(transport)
+        self.commands = CommandDriver(timeout: configuration.commandTimeout)
         self.addressRotation = PrivateAddressRotation(interval: configuration.security.privateAddressInterval)
     }
 
@@ -164,7 +158,8 @@ public actor HCIHost {
         let (closed, _) = HCIPipe.makePair()
         self.transport = closed
         self.configuration = Configuration()
-        self.commandFlow = HCICommandFlow(timeout: configuration.commandTimeout)
+        self.outbox = HCIOutbox(closed)
+        self.commands = CommandDriver(timeout: configuration.commandTimeout)
         self.addressRotation = PrivateAddressRotation(interval: configuration.security.privateAddressInterval)
         self.state = error.kind == .permissionDenied ? .unauthorized : .unsupported
         self.unavailableReason = error
@@ -180,6 +175,7 @@ public actor HCIHost {
     public func powerOn() async throws {
         if let unavailableReason { throw HostError(.notPoweredOn, "the controller is unavailable: \(unavailableReason)") }
         if reader == nil {
+            outbox.onFailure { [weak self] error in await self?.transportEnded(error) }
             let transport = transport
             reader = Task { [weak self] in
                 do {
@@ -223,7 +219,7 @@ public actor HCIHost {
             buffers.leACLDataPacketLength = shared.aclDataPacketLength
             buffers.totalNumLEACLDataPackets = UInt8(clamping: shared.totalNumACLDataPackets)
         }
-        aclFlow = ACLFlow(bufferSize: Int(buffers.leACLDataPacketLength), bufferCount: Int(buffers.totalNumLEACLDataPackets))
+        acl.flow = ACLFlow(bufferSize: Int(buffers.leACLDataPacketLength), bufferCount: Int(buffers.totalNumLEACLDataPackets))
         let bdAddr = try await send(HCIReadBDADDR()).address
         if bdAddr != .zero {
             publicAddress = bdAddr
@@ -255,9 +251,21 @@ public actor HCIHost {
     /// Sends a typed command and returns its return parameters once the controller answers (Command Complete), or
     /// once it accepts it (Command Status, for commands whose outcome comes in a later event).
     public func send<C: HCICommand>(_ command: C) async throws -> C.ReturnParameters {
-        let (token, actions) = commandFlow.submit(command)
-        await perform(actions)
-        let outcome = await outcome(of: token)
+        let outcome = await withCheckedContinuation { continuation in
+            submit(command) { continuation.resume(returning: $0) }
+        }
+        return try returnParameters(of: C.self, outcome)
+    }
+
+    /// Queues `command` for the controller; `completion` gets its outcome, in this actor, while the event (timeout,
+    /// reset) that ended it is handled. Never suspends: what waits for the outcome is in place before the command
+    /// leaves.
+    func submit<C: HCICommand>(_ command: C, then completion: @escaping CommandDriver.Completion) {
+        perform(commands.submit(command, then: completion))
+    }
+
+    /// A command's return parameters from its outcome, or the error it ended with.
+    func returnParameters<C: HCICommand>(of command: C.Type, _ outcome: HCICommandFlow.Outcome) throws -> C.ReturnParameters {
         switch outcome {
         case .complete(let bytes):
             do {
@@ -280,75 +288,59 @@ public actor HCIHost {
         }
     }
 
-    /// Sends a command without waiting for its outcome: for commands the packet-reading path sends (LE Connection
-    /// Update after a signaling request, LTK Negative Reply...). Only the reader can receive the controller's answer,
-    /// so awaiting it there would stall every link until the command timeout. A failure is logged.
-    func submitDetached<C: HCICommand>(_ command: C, encrypting handle: ConnectionHandle? = nil) async {
-        let (token, actions) = commandFlow.submit(command)
-        detached[token] = "\(C.self)"
-        if let handle, let link = links[handle]?.connection.link { detachedEncryptions[token] = (handle, link) }
-        await perform(actions)
-    }
-
-    /// Waits for a command's outcome (or takes it if it already arrived while its packet was being sent).
-    private func outcome(of token: HCICommandFlow.Token) async -> HCICommandFlow.Outcome {
-        if let early = earlyOutcomes.removeValue(forKey: token) { return early }
-        return await withCheckedContinuation { waiters[token] = $0 }
-    }
-
-    private func finish(_ token: HCICommandFlow.Token, _ outcome: HCICommandFlow.Outcome) {
-        if let name = detached.removeValue(forKey: token) {
-            let encryption = detachedEncryptions.removeValue(forKey: token)
-            let refusal: HCIStatus?
+    /// Sends a command whose outcome nobody awaits: for commands the packet-reading path sends (LE Connection Update
+    /// after a signaling request, LTK Negative Reply...). A failure is logged; when the command starts the link
+    /// `encrypting`'s encryption (LE Enable Encryption, the LTK request's reply), its refusal ends that encryption,
+    /// which then gets no Encryption Change.
+    func submitDetached<C: HCICommand>(_ command: C, encrypting handle: ConnectionHandle? = nil) {
+        let link = handle.flatMap { links[$0]?.connection.link }
+        submit(command) { [self] outcome in
+            let refusal: HCIStatus
             switch outcome {
             case .complete, .pending, .cancelled:
-                refusal = nil
+                return
             case .failed(let status):
-                logger.info("\(name) failed: \(status)")
+                logger.info("\(C.self) failed: \(status)")
                 refusal = status
             case .timedOut:
-                logger.warning("\(name): no answer from the controller")
+                logger.warning("\(C.self): no answer from the controller")
                 refusal = .unspecifiedError
             }
-            if let encryption, let refusal {
-                Task { await self.encryptionRefused(handle: encryption.handle, link: encryption.link, status: refusal) }
-            }
-            return
-        }
-        if let waiter = waiters.removeValue(forKey: token) {
-            waiter.resume(returning: outcome)
-        } else {
-            earlyOutcomes[token] = outcome
+            if let handle, let link { encryptionRefused(handle: handle, link: link, status: refusal) }
         }
     }
 
-    func perform(_ actions: [HCICommandFlow.Action]) async {
+    /// Carries out the command flow's actions.
+    func perform(_ actions: [HCICommandFlow.Action]) {
         for action in actions {
             switch action {
             case .send(let packet):
-                do {
-                    try await transport.send(.command(packet))
-                } catch {
-                    transportEnded(error)
-                    return
-                }
+                guard write([.command(packet)]) else { return }
             case .startTimer(let token, let duration):
-                timers[token] = Task { [weak self] in
-                    try? await Task.sleep(for: duration)
-                    guard !Task.isCancelled else { return }
-                    await self?.commandTimerFired(token)
-                }
+                commands.timers.start(token, after: duration) { [weak self] firing in await self?.commandTimerFired(firing) }
             case .cancelTimer(let token):
-                timers.removeValue(forKey: token)?.cancel()
+                commands.timers.cancel(token)
             case .finish(let token, let outcome):
-                finish(token, outcome)
+                commands.completion(of: token)?(outcome)
             }
         }
     }
 
-    private func commandTimerFired(_ token: HCICommandFlow.Token) async {
-        timers[token] = nil
-        await perform(commandFlow.timerFired(token))
+    private func commandTimerFired(_ firing: TimerSet<HCICommandFlow.Token>.Firing) {
+        guard commands.timers.expire(firing) else { return }
+        perform(commands.timedOut(firing.key))
+    }
+
+    /// Hands packets to the outbox; when the transport refuses them, the transport has ended (and `false` says so).
+    @discardableResult
+    func write(_ packets: [HCIPacket]) -> Bool {
+        do {
+            try outbox.write(packets)
+            return true
+        } catch {
+            transportEnded(error)
+            return false
+        }
     }
 
     // MARK: Events
@@ -386,11 +378,11 @@ public actor HCIHost {
                 logger.warning("undecodable event \(raw.code): \(error)")
                 return
             }
-            let (consumed, actions) = commandFlow.receive(event)
-            await perform(actions)
+            let (consumed, actions) = commands.receive(event)
+            perform(actions)
             if !consumed { await handle(event) }
         case .acl(let acl):
-            await receiveACL(acl)
+            receiveACL(acl)
         case .command, .other:
             break
         }
@@ -399,13 +391,13 @@ public actor HCIHost {
     private func handle(_ event: HCIEvent) async {
         switch event {
         case .numberOfCompletedPackets:
-            let released = aclFlow.receive(event)
-            wakeSenders()
-            await sendACL(released)
+            let released = acl.flow.receive(event)
+            acl.wakeSenders()
+            sendACL(released)
         case .disconnectionComplete(let e):
-            let released = aclFlow.receive(event)
-            wakeSenders()
-            await sendACL(released)
+            let released = acl.flow.receive(event)
+            acl.wakeSenders()
+            sendACL(released)
             if let link = links.removeValue(forKey: e.handle) {
                 for continuation in link.channels.values { continuation.finish() }
                 for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, "the link went down")) }
@@ -414,9 +406,9 @@ public actor HCIHost {
                 publish(.disconnected(link.connection, reason: e.reason))
             }
         case .encryptionChange(let e):
-            await encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0)
+            encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0)
         case .encryptionKeyRefreshComplete(let e):
-            await encryptionChanged(handle: e.handle, status: e.status, enabled: true)
+            encryptionChanged(handle: e.handle, status: e.status, enabled: true)
         case .hardwareError(let e):
             logger.error("controller hardware error 0x\([e.hardwareCode].hexString()); resetting")
             await recoverFromHardwareError()
@@ -438,11 +430,11 @@ public actor HCIHost {
             publish(.disconnected(link.connection, reason: .hardwareFailure))
         }
         links = [:]
-        wakeSenders()
+        acl.wakeSenders()
         scanContinuation?.finish(throwing: HostError(.transportClosed, "controller reset after a hardware error"))
         scanContinuation = nil
         setState(.resetting)
-        await perform(commandFlow.reset())
+        perform(commands.reset())
         Task { [weak self] in
             do {
                 try await self?.bringUp()
@@ -455,12 +447,8 @@ public actor HCIHost {
 
     func transportEnded(_ error: (any Error)?) {
         if let error { logger.warning("transport ended: \(error)") }
-        let actions = commandFlow.reset()
-        for case .finish(let token, let outcome) in actions { finish(token, outcome) }
-        for timer in timers.values { timer.cancel() }
-        timers = [:]
-        detached = [:]
-        detachedEncryptions = [:]
+        outbox.close()
+        for case .finish(let token, let outcome) in commands.reset() { commands.completion(of: token)?(outcome) }
         forgetOwnAddressState()
         for link in links.values {
             for continuation in link.channels.values { continuation.finish() }
@@ -470,7 +458,7 @@ public actor HCIHost {
             publish(.disconnected(link.connection, reason: .connectionTimeout))
         }
         links = [:]
-        wakeSenders()
+        acl.wakeSenders()
         scanContinuation?.finish(throwing: HostError(.transportClosed, "the transport closed"))
         scanContinuation = nil
         pendingConnection?.resume(throwing: HostError(.transportClosed, "the transport closed"))

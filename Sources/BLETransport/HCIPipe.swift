@@ -23,7 +23,7 @@ final class PipeShared: Sendable {
     }
 }
 
-final class PipeEnd: HCITransport {
+final class PipeEnd: ImmediateHCITransport {
     let incoming: AsyncThrowingStream<HCIPacket, any Error>
     private let peer: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     private let shared: PipeShared
@@ -38,6 +38,11 @@ final class PipeEnd: HCITransport {
     func send(_ packet: HCIPacket) async throws {
         guard !shared.closed.load(ordering: .acquiring) else { throw TransportError(.closed, "pipe closed") }
         peer.yield(packet)
+    }
+
+    func sendNow(_ packets: [HCIPacket]) throws {
+        guard !shared.closed.load(ordering: .acquiring) else { throw TransportError(.closed, "pipe closed") }
+        for packet in packets { peer.yield(packet) }
     }
 
     func close() async { shared.close() }

@@ -72,12 +72,19 @@ public final class VirtualController: Sendable {
     /// Handles one packet from the host. Commands are answered, ACL data goes over the air; anything else a host
     /// cannot send (events) is ignored.
     public func receive(fromHost packet: HCIPacket) {
+        receive(fromHost: CollectionOfOne(packet))
+    }
+
+    /// Takes packets from the host, in order, in one turn of the air.
+    public func receive(fromHost packets: some Collection<HCIPacket>) {
         air.mutate { w in
-            guard w.controllers[id]?.removed == false else { return }
-            switch packet {
-            case .command(let command): w.command(id, command)
-            case .acl(let acl): w.hostACL(from: id, acl)
-            case .event, .other: break
+            for packet in packets {
+                guard w.controllers[id]?.removed == false else { return }
+                switch packet {
+                case .command(let command): w.command(id, command)
+                case .acl(let acl): w.hostACL(from: id, acl)
+                case .event, .other: break
+                }
             }
         }
     }
@@ -203,7 +210,7 @@ extension VirtualController {
 }
 
 /// The in-process host side of a virtual controller.
-final class VirtualHostTransport: HCITransport {
+final class VirtualHostTransport: ImmediateHCITransport {
     let controller: VirtualController
     let closed = Atomic<Bool>(false)
     let incoming: AsyncThrowingStream<HCIPacket, any Error>
@@ -233,6 +240,11 @@ final class VirtualHostTransport: HCITransport {
     func send(_ packet: HCIPacket) async throws {
         guard !closed.load(ordering: .acquiring) else { throw TransportError(.closed, "virtual controller transport closed") }
         controller.receive(fromHost: packet)
+    }
+
+    func sendNow(_ packets: [HCIPacket]) throws {
+        guard !closed.load(ordering: .acquiring) else { throw TransportError(.closed, "virtual controller transport closed") }
+        controller.receive(fromHost: packets)
     }
 
     func close() async {
