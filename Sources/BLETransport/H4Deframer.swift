@@ -3,7 +3,7 @@ import BLEWire
 /// Splits an H4 byte stream (packet indicator + HCI packet, back to back) into packets. Core 5.4, Vol 4, Part A.
 ///
 /// Sans-I/O: feed it bytes as they arrive, split at any boundary; it returns every packet completed so far, in
-/// order. An unknown packet indicator yields a ``WireError`` and the deframer resyncs by discarding that one byte
+/// order. An unknown packet indicator yields a `WireError` and the deframer resyncs by discarding that one byte
 /// and trying the next as an indicator; a packet whose body does not decode yields an error and the stream goes on.
 public struct H4Deframer: Sendable {
     /// The largest packet body accepted (larger announced lengths are impossible for an H4 header anyway: ACL

@@ -4,8 +4,8 @@ import BLEWire
 ///
 /// The same abstraction serves both ends: a host sends commands and ACL data and receives events and ACL data;
 /// a controller endpoint (the virtual controller's TCP server, the in-process pipe's far end) does the reverse.
-/// Implementations: ``H4StreamTransport`` over any byte stream (TCP, UART, pipes), the in-process pipe, and the
-/// Linux HCI user channel.
+/// Implementations: ``FileDescriptorTransport`` over a descriptor (H4 over TCP, a UART or a pipe; one packet per
+/// datagram on the Linux HCI user channel), the in-process pipe (``HCIPipe``), and ``SnoopingTransport``.
 public protocol HCITransport: AnyObject, Sendable {
     /// The packets arriving from the other end, in order. There is a single consumer. The sequence finishes when
     /// the transport is closed and throws ``TransportError`` when it fails.

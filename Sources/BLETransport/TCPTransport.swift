@@ -58,7 +58,7 @@ public final class H4TCPServer: Sendable {
 
     /// Listens on `host` (an IPv4 address, e.g. `127.0.0.1`) and `port` (0 for any free port). With `startReading`
     /// false, an accepted transport reads nothing until its ``FileDescriptorTransport/incoming`` is first used or
-    /// ``FileDescriptorTransport/startReading(handler:)`` is called (as ``VirtualController``'s `attach` does, to
+    /// ``FileDescriptorTransport/startReading(handler:)`` is called (as `VirtualController`'s `attach` does, to
     /// handle packets on the reader thread from the first).
     public init(host: String = "127.0.0.1", port: UInt16, startReading: Bool = true) throws {
         self.startsReading = startReading

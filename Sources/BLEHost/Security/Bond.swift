@@ -11,7 +11,8 @@ public struct BondKey: Sendable, Hashable {
     /// The random number (0 for LE Secure Connections).
     public var rand: UInt64
 
-    /// Creates a value from its fields.
+    /// Creates a bond key from an LTK (most significant octet first) and the EDIV and Rand that name it; both stay 0
+    /// for LE Secure Connections.
     public init(longTermKey: [UInt8], ediv: UInt16 = 0, rand: UInt64 = 0) {
         self.longTermKey = longTermKey
         self.ediv = ediv

@@ -92,7 +92,8 @@ public struct LinkSecurity: Sendable, Hashable, CustomStringConvertible {
     /// The peer's identity address, when a bond or this link's pairing told it.
     public var peerIdentity: LEAddress?
 
-    /// Creates a value from its fields.
+    /// Creates a link's security from the level of its encryption key (`nil` when unencrypted), whether a bond exists
+    /// and the peer's identity address.
     public init(level: SMPSecurityLevel? = nil, isBonded: Bool = false, peerIdentity: LEAddress? = nil) {
         self.level = level
         self.isBonded = isBonded

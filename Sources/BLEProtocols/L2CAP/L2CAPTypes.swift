@@ -103,7 +103,8 @@ public struct L2CAPChannelInfo: Hashable, Sendable {
     /// Whether this side asked for the channel.
     public var initiatedLocally: Bool
 
-    /// Creates a value from its fields.
+    /// Creates the description of an open credit based channel: both CIDs, its SPSM, the parameters of each side, its
+    /// mode and who opened it.
     public init(localCID: L2CAPChannelID, remoteCID: L2CAPChannelID, spsm: L2CAPSPSM, local: L2CAPChannelParameters,
                 peerMTU: UInt16, peerMPS: UInt16, isEnhanced: Bool, initiatedLocally: Bool) {
         self.localCID = localCID
@@ -221,7 +222,7 @@ public struct L2CAPLinkSecurity: Hashable, Sendable {
     /// This side holds a key for the peer (a bond): it could encrypt.
     public var hasKey: Bool
 
-    /// Creates a value from its fields.
+    /// Creates a link's security as L2CAP sees it; the defaults describe an unencrypted link with no key for the peer.
     public init(encrypted: Bool = false, authenticated: Bool = false, keySize: Int = 0, hasKey: Bool = false) {
         self.encrypted = encrypted
         self.authenticated = authenticated

@@ -9,7 +9,8 @@ public struct SMPSecurityLevel: Hashable, Sendable, CustomStringConvertible {
     /// The negotiated encryption key size, 7...16 octets.
     public var keySize: Int
 
-    /// Creates a value from its fields.
+    /// Creates the security a pairing reached: whether it used LE Secure Connections, whether its key is authenticated,
+    /// and the key size in octets.
     public init(secureConnections: Bool, authenticated: Bool, keySize: Int) {
         self.secureConnections = secureConnections
         self.authenticated = authenticated
@@ -40,7 +41,7 @@ public struct SMPDistributedKeys: Hashable, Sendable {
     /// The CSRK (Signing Information).
     public var signatureKey: [UInt8]?
 
-    /// Creates a value from its fields.
+    /// Creates the set of keys one side distributed; a key it did not send stays `nil` (EDIV and Rand stay 0).
     public init(longTermKey: [UInt8]? = nil, ediv: UInt16 = 0, rand: UInt64 = 0, identityResolvingKey: [UInt8]? = nil,
                 identityAddress: LEAddress? = nil, signatureKey: [UInt8]? = nil) {
         self.longTermKey = longTermKey
@@ -114,7 +115,8 @@ public struct SMPOOBData: Hashable, Sendable {
     /// LE Secure Connections: the random r this side sent out of band (with ``SMPPairing/localOOBConfirm(keyPair:random:)``).
     public var localRandom: [UInt8]?
 
-    /// Creates a value from its fields.
+    /// Creates out-of-band data: the legacy TK, or the peer's LE Secure Connections random and confirm values and this
+    /// side's own random.
     public init(legacyTK: [UInt8]? = nil, peerRandom: [UInt8]? = nil, peerConfirm: [UInt8]? = nil, localRandom: [UInt8]? = nil) {
         self.legacyTK = legacyTK
         self.peerRandom = peerRandom
@@ -133,7 +135,7 @@ public struct SMPIdentity: Hashable, Sendable {
     /// The public or static random identity address.
     public var address: LEAddress
 
-    /// Creates a value from its fields.
+    /// Creates this side's identity: the IRK it distributes and its identity address.
     public init(identityResolvingKey: [UInt8], address: LEAddress) {
         self.identityResolvingKey = identityResolvingKey
         self.address = address

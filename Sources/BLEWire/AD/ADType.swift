@@ -106,7 +106,7 @@ public struct ManufacturerData: Hashable, Sendable {
     public var companyID: CompanyIdentifier
     /// Data.
     public var data: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates manufacturer specific data: the company `companyID` and its payload `data`.
     public init(companyID: CompanyIdentifier, data: [UInt8]) {
         self.companyID = companyID
         self.data = data
@@ -120,7 +120,7 @@ public struct ADStructure: Hashable, Sendable, WireCodable {
     /// Data.
     public var data: [UInt8]
 
-    /// Creates a value from its fields.
+    /// Creates an AD structure of type `type` carrying `data`; its length octet is derived when encoded.
     public init(type: ADType, data: [UInt8]) {
         self.type = type
         self.data = data

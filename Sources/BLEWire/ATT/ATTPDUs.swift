@@ -13,7 +13,7 @@ extension ATTPDUParameters {
 
 /// Error Response. Core 5.4, Vol 3, Part F, 3.4.1.1.
 public struct ATTErrorResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.errorResponse
     /// `Request Opcode In Error`.
     public var requestOpcode: ATTOpcode
@@ -21,7 +21,8 @@ public struct ATTErrorResponse: ATTPDUParameters, Hashable {
     public var handle: AttributeHandle
     /// `Error Code`.
     public var error: ATTErrorCode
-    /// Creates a value from its fields.
+    /// Creates an Error Response to the request `requestOpcode` about the attribute at `handle`, with the reason
+    /// `error`.
     public init(requestOpcode: ATTOpcode, handle: AttributeHandle, error: ATTErrorCode) {
         self.requestOpcode = requestOpcode
         self.handle = handle
@@ -42,11 +43,11 @@ public struct ATTErrorResponse: ATTPDUParameters, Hashable {
 
 /// Exchange MTU Request. Core 5.4, Vol 3, Part F, 3.4.2.1.
 public struct ATTExchangeMTURequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.exchangeMTURequest
     /// `Client Rx MTU`.
     public var mtu: UInt16
-    /// Creates a value from its fields.
+    /// Creates an Exchange MTU Request announcing the client's receive MTU `mtu`.
     public init(mtu: UInt16) { self.mtu = mtu }
     public init(from r: inout ByteReader) throws(WireError) {
         mtu = try r.readUInt16("Client Rx MTU")
@@ -57,11 +58,11 @@ public struct ATTExchangeMTURequest: ATTPDUParameters, Hashable {
 
 /// Exchange MTU Response. Core 5.4, Vol 3, Part F, 3.4.2.2.
 public struct ATTExchangeMTUResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.exchangeMTUResponse
-    /// `Client Rx MTU`.
+    /// `Server Rx MTU`.
     public var mtu: UInt16
-    /// Creates a value from its fields.
+    /// Creates an Exchange MTU Response announcing the server's receive MTU `mtu`.
     public init(mtu: UInt16) { self.mtu = mtu }
     public init(from r: inout ByteReader) throws(WireError) {
         mtu = try r.readUInt16("Server Rx MTU")
@@ -76,7 +77,7 @@ public struct ATTHandleRange: Hashable, Sendable {
     public var start: AttributeHandle
     /// `Ending Handle`.
     public var end: AttributeHandle
-    /// Creates a value from its fields.
+    /// Creates the handle range from `start` through `end`, both included.
     public init(start: AttributeHandle, end: AttributeHandle) {
         self.start = start
         self.end = end
@@ -95,11 +96,11 @@ public struct ATTHandleRange: Hashable, Sendable {
 
 /// Find Information Request. Core 5.4, Vol 3, Part F, 3.4.3.1.
 public struct ATTFindInformationRequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.findInformationRequest
     /// Range.
     public var range: ATTHandleRange
-    /// Creates a value from its fields.
+    /// Creates a Find Information Request for the attributes in `range`.
     public init(range: ATTHandleRange) { self.range = range }
     public init(from r: inout ByteReader) throws(WireError) {
         range = try ATTHandleRange(from: &r)
@@ -110,15 +111,15 @@ public struct ATTFindInformationRequest: ATTPDUParameters, Hashable {
 
 /// Find Information Response. Core 5.4, Vol 3, Part F, 3.4.3.2.
 public struct ATTFindInformationResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.findInformationResponse
     /// A handle and its attribute type.
     public struct Entry: Hashable, Sendable {
-        /// `Attribute Handle In Error`.
+        /// `Handle`: the handle of the attribute.
         public var handle: AttributeHandle
         /// `Attribute Type`.
         public var type: BluetoothUUID
-        /// Creates a value from its fields.
+        /// Creates an entry naming the attribute at `handle` and its type.
         public init(handle: AttributeHandle, type: BluetoothUUID) {
             self.handle = handle
             self.type = type
@@ -126,7 +127,7 @@ public struct ATTFindInformationResponse: ATTPDUParameters, Hashable {
     }
     /// The entries; all 16-bit (format 0x01) or all 128-bit (format 0x02).
     public var entries: [Entry]
-    /// Creates a value from its fields.
+    /// Creates a Find Information Response listing `entries`.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         let format = try r.readUInt8("Format")
@@ -158,7 +159,7 @@ public struct ATTFindInformationResponse: ATTPDUParameters, Hashable {
 
 /// Find By Type Value Request. Core 5.4, Vol 3, Part F, 3.4.3.3.
 public struct ATTFindByTypeValueRequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.findByTypeValueRequest
     /// Range.
     public var range: ATTHandleRange
@@ -166,7 +167,8 @@ public struct ATTFindByTypeValueRequest: ATTPDUParameters, Hashable {
     public var type: UInt16
     /// Value.
     public var value: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Find By Type Value Request for the attributes in `range` whose 16-bit type is `type` and whose value
+    /// is `value`.
     public init(range: ATTHandleRange, type: UInt16, value: [UInt8]) {
         self.range = range
         self.type = type
@@ -186,11 +188,11 @@ public struct ATTFindByTypeValueRequest: ATTPDUParameters, Hashable {
 
 /// Find By Type Value Response. Core 5.4, Vol 3, Part F, 3.4.3.4.
 public struct ATTFindByTypeValueResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.findByTypeValueResponse
     /// Found attribute handle and its group end handle.
     public var handles: [ATTHandleRange]
-    /// Creates a value from its fields.
+    /// Creates a Find By Type Value Response: for each match, the found attribute's handle and the end of its group.
     public init(handles: [ATTHandleRange]) { self.handles = handles }
     public init(from r: inout ByteReader) throws(WireError) {
         guard r.remainingCount > 0, r.remainingCount % 4 == 0 else {
@@ -205,13 +207,13 @@ public struct ATTFindByTypeValueResponse: ATTPDUParameters, Hashable {
 
 /// Read By Type Request. Core 5.4, Vol 3, Part F, 3.4.4.1.
 public struct ATTReadByTypeRequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readByTypeRequest
     /// Range.
     public var range: ATTHandleRange
     /// `Attribute Type`.
     public var type: BluetoothUUID
-    /// Creates a value from its fields.
+    /// Creates a Read By Type Request for the attributes of type `type` in `range`.
     public init(range: ATTHandleRange, type: BluetoothUUID) {
         self.range = range
         self.type = type
@@ -230,15 +232,15 @@ public struct ATTReadByTypeRequest: ATTPDUParameters, Hashable {
 
 /// Read By Type Response. Core 5.4, Vol 3, Part F, 3.4.4.2.
 public struct ATTReadByTypeResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readByTypeResponse
     /// A handle and its value.
     public struct Entry: Hashable, Sendable {
-        /// `Attribute Handle In Error`.
+        /// `Attribute Handle`: the handle of the attribute read.
         public var handle: AttributeHandle
         /// Value.
         public var value: [UInt8]
-        /// Creates a value from its fields.
+        /// Creates an entry holding the attribute at `handle` and its value.
         public init(handle: AttributeHandle, value: [UInt8]) {
             self.handle = handle
             self.value = value
@@ -246,7 +248,7 @@ public struct ATTReadByTypeResponse: ATTPDUParameters, Hashable {
     }
     /// The entries; every value has the same length.
     public var entries: [Entry]
-    /// Creates a value from its fields.
+    /// Creates a Read By Type Response listing `entries`.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         let length = Int(try r.readUInt8("Length"))
@@ -272,11 +274,11 @@ public struct ATTReadByTypeResponse: ATTPDUParameters, Hashable {
 
 /// Read Request. Core 5.4, Vol 3, Part F, 3.4.4.3.
 public struct ATTReadRequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readRequest
-    /// `Attribute Handle In Error`.
+    /// `Attribute Handle`: the attribute to read.
     public var handle: AttributeHandle
-    /// Creates a value from its fields.
+    /// Creates a Read Request for the value of the attribute at `handle`.
     public init(handle: AttributeHandle) { self.handle = handle }
     public init(from r: inout ByteReader) throws(WireError) {
         handle = try r.readAttributeHandle("Attribute Handle")
@@ -287,11 +289,11 @@ public struct ATTReadRequest: ATTPDUParameters, Hashable {
 
 /// Read Response. Core 5.4, Vol 3, Part F, 3.4.4.4.
 public struct ATTReadResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readResponse
     /// Value.
     public var value: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Read Response carrying `value`.
     public init(value: [UInt8]) { self.value = value }
     public init(from r: inout ByteReader) throws(WireError) { value = r.readRemaining() }
     public func encode(into w: inout ByteWriter) { w.write(value) }
@@ -299,13 +301,13 @@ public struct ATTReadResponse: ATTPDUParameters, Hashable {
 
 /// Read Blob Request. Core 5.4, Vol 3, Part F, 3.4.4.5.
 public struct ATTReadBlobRequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readBlobRequest
-    /// `Attribute Handle In Error`.
+    /// `Attribute Handle`: the attribute to read.
     public var handle: AttributeHandle
     /// `Value Offset`.
     public var offset: UInt16
-    /// Creates a value from its fields.
+    /// Creates a Read Blob Request for the attribute at `handle`, starting at `offset`.
     public init(handle: AttributeHandle, offset: UInt16) {
         self.handle = handle
         self.offset = offset
@@ -323,11 +325,11 @@ public struct ATTReadBlobRequest: ATTPDUParameters, Hashable {
 
 /// Read Blob Response. Core 5.4, Vol 3, Part F, 3.4.4.6.
 public struct ATTReadBlobResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readBlobResponse
     /// Value.
     public var value: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Read Blob Response carrying the part of the value that starts at the requested offset.
     public init(value: [UInt8]) { self.value = value }
     public init(from r: inout ByteReader) throws(WireError) { value = r.readRemaining() }
     public func encode(into w: inout ByteWriter) { w.write(value) }
@@ -345,11 +347,11 @@ func readHandleList(_ r: inout ByteReader, _ name: String) throws(WireError) -> 
 
 /// Read Multiple Request. Core 5.4, Vol 3, Part F, 3.4.4.7.
 public struct ATTReadMultipleRequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readMultipleRequest
     /// Handles.
     public var handles: [AttributeHandle]
-    /// Creates a value from its fields.
+    /// Creates a Read Multiple Request for the values of the attributes at `handles`.
     public init(handles: [AttributeHandle]) { self.handles = handles }
     public init(from r: inout ByteReader) throws(WireError) { handles = try readHandleList(&r, "Read Multiple Request") }
     public func encode(into w: inout ByteWriter) { for h in handles { w.write(h) } }
@@ -357,11 +359,11 @@ public struct ATTReadMultipleRequest: ATTPDUParameters, Hashable {
 
 /// Read Multiple Response. Core 5.4, Vol 3, Part F, 3.4.4.8.
 public struct ATTReadMultipleResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readMultipleResponse
     /// The concatenated values.
     public var values: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Read Multiple Response carrying the requested values one after another.
     public init(values: [UInt8]) { self.values = values }
     public init(from r: inout ByteReader) throws(WireError) { values = r.readRemaining() }
     public func encode(into w: inout ByteWriter) { w.write(values) }
@@ -369,13 +371,14 @@ public struct ATTReadMultipleResponse: ATTPDUParameters, Hashable {
 
 /// Read By Group Type Request. Core 5.4, Vol 3, Part F, 3.4.4.9.
 public struct ATTReadByGroupTypeRequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readByGroupTypeRequest
     /// Range.
     public var range: ATTHandleRange
     /// `Attribute Type`.
     public var type: BluetoothUUID
-    /// Creates a value from its fields.
+    /// Creates a Read By Group Type Request for the groups of type `type` (a service declaration type, for instance) in
+    /// `range`.
     public init(range: ATTHandleRange, type: BluetoothUUID) {
         self.range = range
         self.type = type
@@ -394,17 +397,18 @@ public struct ATTReadByGroupTypeRequest: ATTPDUParameters, Hashable {
 
 /// Read By Group Type Response. Core 5.4, Vol 3, Part F, 3.4.4.10.
 public struct ATTReadByGroupTypeResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readByGroupTypeResponse
     /// A group: its handle, end group handle and value.
     public struct Entry: Hashable, Sendable {
-        /// `Attribute Handle In Error`.
+        /// `Attribute Handle`: the handle of the group's declaration.
         public var handle: AttributeHandle
         /// End group handle.
         public var endGroupHandle: AttributeHandle
         /// Value.
         public var value: [UInt8]
-        /// Creates a value from its fields.
+        /// Creates an entry for the group that starts at `handle` and ends at `endGroupHandle`, with the value of its
+        /// declaration.
         public init(handle: AttributeHandle, endGroupHandle: AttributeHandle, value: [UInt8]) {
             self.handle = handle
             self.endGroupHandle = endGroupHandle
@@ -413,7 +417,7 @@ public struct ATTReadByGroupTypeResponse: ATTPDUParameters, Hashable {
     }
     /// Entries.
     public var entries: [Entry]
-    /// Creates a value from its fields.
+    /// Creates a Read By Group Type Response listing `entries`.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         let length = Int(try r.readUInt8("Length"))

@@ -20,13 +20,13 @@ extension ATTHandleValuePDU {
 
 /// Write Request. Core 5.4, Vol 3, Part F, 3.4.5.1.
 public struct ATTWriteRequest: ATTHandleValuePDU {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.writeRequest
     /// `Attribute Handle`.
     public var handle: AttributeHandle
     /// Value.
     public var value: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Write Request that writes `value` to the attribute at `handle`.
     public init(handle: AttributeHandle, value: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -35,13 +35,13 @@ public struct ATTWriteRequest: ATTHandleValuePDU {
 
 /// Write Command. Core 5.4, Vol 3, Part F, 3.4.5.3.
 public struct ATTWriteCommand: ATTHandleValuePDU {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.writeCommand
     /// `Attribute Handle`.
     public var handle: AttributeHandle
     /// Value.
     public var value: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Write Command (no response) that writes `value` to the attribute at `handle`.
     public init(handle: AttributeHandle, value: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -50,13 +50,13 @@ public struct ATTWriteCommand: ATTHandleValuePDU {
 
 /// Handle Value Notification. Core 5.4, Vol 3, Part F, 3.4.7.1.
 public struct ATTHandleValueNotification: ATTHandleValuePDU {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.handleValueNotification
     /// `Attribute Handle`.
     public var handle: AttributeHandle
     /// Value.
     public var value: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Handle Value Notification carrying `value` of the attribute at `handle`.
     public init(handle: AttributeHandle, value: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -65,13 +65,13 @@ public struct ATTHandleValueNotification: ATTHandleValuePDU {
 
 /// Handle Value Indication. Core 5.4, Vol 3, Part F, 3.4.7.2.
 public struct ATTHandleValueIndication: ATTHandleValuePDU {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.handleValueIndication
     /// `Attribute Handle`.
     public var handle: AttributeHandle
     /// Value.
     public var value: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Handle Value Indication carrying `value` of the attribute at `handle`; the client confirms it.
     public init(handle: AttributeHandle, value: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -93,7 +93,7 @@ extension ATTEmptyPDU {
 
 /// Write Response. Core 5.4, Vol 3, Part F, 3.4.5.2.
 public struct ATTWriteResponse: ATTEmptyPDU {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.writeResponse
     /// Creates the command (it has no parameters).
     public init() {}
@@ -101,7 +101,7 @@ public struct ATTWriteResponse: ATTEmptyPDU {
 
 /// Execute Write Response. Core 5.4, Vol 3, Part F, 3.4.6.4.
 public struct ATTExecuteWriteResponse: ATTEmptyPDU {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.executeWriteResponse
     /// Creates the command (it has no parameters).
     public init() {}
@@ -109,7 +109,7 @@ public struct ATTExecuteWriteResponse: ATTEmptyPDU {
 
 /// Handle Value Confirmation. Core 5.4, Vol 3, Part F, 3.4.7.3.
 public struct ATTHandleValueConfirmation: ATTEmptyPDU {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.handleValueConfirmation
     /// Creates the command (it has no parameters).
     public init() {}
@@ -117,7 +117,7 @@ public struct ATTHandleValueConfirmation: ATTEmptyPDU {
 
 /// Signed Write Command. Core 5.4, Vol 3, Part F, 3.4.5.4.
 public struct ATTSignedWriteCommand: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.signedWriteCommand
     /// `Attribute Handle`.
     public var handle: AttributeHandle
@@ -125,7 +125,8 @@ public struct ATTSignedWriteCommand: ATTPDUParameters, Hashable {
     public var value: [UInt8]
     /// Sign counter (4 bytes) and MAC (8 bytes).
     public var signature: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Signed Write Command that writes `value` to the attribute at `handle`, with its 12-octet signature
+    /// (sign counter and MAC).
     public init(handle: AttributeHandle, value: [UInt8], signature: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -167,7 +168,7 @@ extension ATTPrepareWritePDU {
 
 /// Prepare Write Request. Core 5.4, Vol 3, Part F, 3.4.6.1.
 public struct ATTPrepareWriteRequest: ATTPrepareWritePDU {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.prepareWriteRequest
     /// `Attribute Handle`.
     public var handle: AttributeHandle
@@ -175,7 +176,7 @@ public struct ATTPrepareWriteRequest: ATTPrepareWritePDU {
     public var offset: UInt16
     /// Value.
     public var value: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Prepare Write Request that queues `value` for the attribute at `handle`, to be written at `offset`.
     public init(handle: AttributeHandle, offset: UInt16, value: [UInt8]) {
         self.handle = handle
         self.offset = offset
@@ -185,7 +186,7 @@ public struct ATTPrepareWriteRequest: ATTPrepareWritePDU {
 
 /// Prepare Write Response. Core 5.4, Vol 3, Part F, 3.4.6.2.
 public struct ATTPrepareWriteResponse: ATTPrepareWritePDU {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.prepareWriteResponse
     /// `Attribute Handle`.
     public var handle: AttributeHandle
@@ -193,7 +194,7 @@ public struct ATTPrepareWriteResponse: ATTPrepareWritePDU {
     public var offset: UInt16
     /// Value.
     public var value: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a Prepare Write Response echoing the handle, offset and value that were queued.
     public init(handle: AttributeHandle, offset: UInt16, value: [UInt8]) {
         self.handle = handle
         self.offset = offset
@@ -203,11 +204,12 @@ public struct ATTPrepareWriteResponse: ATTPrepareWritePDU {
 
 /// Execute Write Request. Core 5.4, Vol 3, Part F, 3.4.6.3.
 public struct ATTExecuteWriteRequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.executeWriteRequest
     /// `true` (0x01): write all prepared values; `false` (0x00): cancel them.
     public var commit: Bool
-    /// Creates a value from its fields.
+    /// Creates an Execute Write Request that writes the queued values (`commit` true) or discards them (`commit`
+    /// false).
     public init(commit: Bool) { self.commit = commit }
     public init(from r: inout ByteReader) throws(WireError) {
         let flags = try r.readUInt8("Flags")
@@ -220,11 +222,11 @@ public struct ATTExecuteWriteRequest: ATTPDUParameters, Hashable {
 
 /// Read Multiple Variable Request. Core 5.4, Vol 3, Part F, 3.4.4.11.
 public struct ATTReadMultipleVariableRequest: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readMultipleVariableRequest
     /// Handles.
     public var handles: [AttributeHandle]
-    /// Creates a value from its fields.
+    /// Creates a Read Multiple Variable Request for the values of the attributes at `handles`.
     public init(handles: [AttributeHandle]) { self.handles = handles }
     public init(from r: inout ByteReader) throws(WireError) { handles = try readHandleList(&r, "Read Multiple Variable Request") }
     public func encode(into w: inout ByteWriter) { for h in handles { w.write(h) } }
@@ -235,7 +237,7 @@ public struct ATTReadMultipleVariableRequest: ATTPDUParameters, Hashable {
 /// Each value is preceded by its full length; the last value may be cut short by the MTU, so its bytes can be
 /// fewer than its length says.
 public struct ATTReadMultipleVariableResponse: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.readMultipleVariableResponse
     /// One value and its full length.
     public struct Entry: Hashable, Sendable {
@@ -243,7 +245,7 @@ public struct ATTReadMultipleVariableResponse: ATTPDUParameters, Hashable {
         public var length: UInt16
         /// Value.
         public var value: [UInt8]
-        /// Creates a value from its fields.
+        /// Creates an entry holding `value` and the full length of the attribute's value.
         public init(length: UInt16, value: [UInt8]) {
             self.length = length
             self.value = value
@@ -253,7 +255,7 @@ public struct ATTReadMultipleVariableResponse: ATTPDUParameters, Hashable {
     }
     /// Entries.
     public var entries: [Entry]
-    /// Creates a value from its fields.
+    /// Creates a Read Multiple Variable Response listing `entries`, each value preceded by its full length.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         var list: [Entry] = []
@@ -277,11 +279,11 @@ public struct ATTReadMultipleVariableResponse: ATTPDUParameters, Hashable {
 
 /// Multiple Handle Value Notification. Core 5.4, Vol 3, Part F, 3.4.7.4.
 public struct ATTMultipleHandleValueNotification: ATTPDUParameters, Hashable {
-    /// The PDU\'s opcode.
+    /// The PDU's opcode.
     public static let opcode = ATTOpcode.multipleHandleValueNotification
     /// Entries.
     public var entries: [ATTReadByTypeResponse.Entry]
-    /// Creates a value from its fields.
+    /// Creates a Multiple Handle Value Notification carrying a handle and a value for each of `entries`.
     public init(entries: [ATTReadByTypeResponse.Entry]) { self.entries = entries }
     public init(from r: inout ByteReader) throws(WireError) {
         var list: [ATTReadByTypeResponse.Entry] = []

@@ -38,7 +38,7 @@ extension HCICommand {
 public struct HCIStatusReturnParameters: WireCodable, Hashable {
     /// The status.
     public var status: HCIStatus
-    /// Creates a value from its fields.
+    /// Creates return parameters holding only `status`.
     public init(status: HCIStatus = .success) { self.status = status }
     public init(from reader: inout ByteReader) throws(WireError) {
         status = HCIStatus(rawValue: try reader.readUInt8("status"))

@@ -126,7 +126,8 @@ public struct L2CAPCreditBasedConnectionRequest: Hashable, Sendable, WireCodable
     public var initialCredits: UInt16
     /// `Source CID` list (1–5 entries).
     public var sourceCIDs: [UInt16]
-    /// Creates a value from its fields.
+    /// Creates an L2CAP_CREDIT_BASED_CONNECTION_REQ for the service `spsm` that opens one channel per entry of
+    /// `sourceCIDs`, all with this MTU, MPS and initial credits.
     public init(spsm: L2CAPSPSM, mtu: UInt16, mps: UInt16, initialCredits: UInt16, sourceCIDs: [UInt16]) {
         self.spsm = spsm
         self.mtu = mtu
@@ -160,7 +161,8 @@ public struct L2CAPCreditBasedConnectionResponse: Hashable, Sendable, WireCodabl
     public var result: L2CAPCreditBasedConnectionResult
     /// `Destination CID` list.
     public var destinationCIDs: [UInt16]
-    /// Creates a value from its fields.
+    /// Creates an L2CAP_CREDIT_BASED_CONNECTION_RSP with the answering side's MTU, MPS, initial credits, the result,
+    /// and one destination CID per requested channel.
     public init(mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: L2CAPCreditBasedConnectionResult,
                 destinationCIDs: [UInt16]) {
         self.mtu = mtu
@@ -192,7 +194,8 @@ public struct L2CAPCreditBasedReconfigureRequest: Hashable, Sendable, WireCodabl
     public var mps: UInt16
     /// `Destination CID` list (1–5 entries).
     public var destinationCIDs: [UInt16]
-    /// Creates a value from its fields.
+    /// Creates an L2CAP_CREDIT_BASED_RECONFIGURE_REQ announcing a new receive MTU and MPS for the channels
+    /// `destinationCIDs`.
     public init(mtu: UInt16, mps: UInt16, destinationCIDs: [UInt16]) {
         self.mtu = mtu
         self.mps = mps

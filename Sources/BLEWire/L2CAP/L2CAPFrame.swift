@@ -22,7 +22,7 @@ public struct L2CAPBasicFrame: Hashable, Sendable, WireCodable {
     /// Payload.
     public var payload: [UInt8]
 
-    /// Creates a value from its fields.
+    /// Creates a B-frame carrying `payload` on the channel `channelID`.
     public init(channelID: L2CAPChannelID, payload: [UInt8]) {
         self.channelID = channelID
         self.payload = payload
@@ -65,7 +65,7 @@ public struct L2CAPReassembler: Sendable {
     /// Frames abandoned because a new one started before they were complete.
     public private(set) var droppedIncompleteFrames = 0
 
-    /// Creates a value from its fields.
+    /// Creates an empty reassembler that accepts frames whose payload is at most `maximumPDULength` octets.
     public init(maximumPDULength: Int = 65_535) { self.maximumPDULength = maximumPDULength }
 
     /// Whether part of a frame is waiting for continuations.

@@ -47,7 +47,8 @@ public struct L2CAPSignalingCommand: Hashable, Sendable, WireCodable {
     /// Data.
     public var data: [UInt8]
 
-    /// Creates a value from its fields.
+    /// Creates a signaling command with its code, the identifier that pairs a request with its response, and its raw
+    /// data.
     public init(code: L2CAPSignalingCode, identifier: UInt8, data: [UInt8]) {
         self.code = code
         self.identifier = identifier
@@ -92,7 +93,8 @@ public struct L2CAPConnectionParameterUpdateRequest: Hashable, Sendable, WireCod
     public var latency: UInt16
     /// `Timeout`.
     public var timeout: UInt16
-    /// Creates a value from its fields.
+    /// Creates a Connection Parameter Update Request for interval bounds (units of 1.25 ms), peripheral latency and a
+    /// supervision timeout (units of 10 ms).
     public init(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16) {
         self.intervalMin = intervalMin
         self.intervalMax = intervalMax
@@ -131,7 +133,8 @@ public struct L2CAPLECreditBasedConnectionRequest: Hashable, Sendable, WireCodab
     public var mps: UInt16
     /// `Initial Credits`.
     public var initialCredits: UInt16
-    /// Creates a value from its fields.
+    /// Creates an LE Credit Based Connection Request for the service `spsm`, from the channel `sourceCID`, with this
+    /// side's MTU, MPS and initial credits.
     public init(spsm: L2CAPSPSM, sourceCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16) {
         self.spsm = spsm
         self.sourceCID = sourceCID
@@ -164,7 +167,8 @@ public struct L2CAPLECreditBasedConnectionResponse: Hashable, Sendable, WireCoda
     public var initialCredits: UInt16
     /// `Result`.
     public var result: L2CAPCreditBasedConnectionResult
-    /// Creates a value from its fields.
+    /// Creates an LE Credit Based Connection Response with the answering side's channel, MTU, MPS, initial credits and
+    /// the result.
     public init(destinationCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16,
                 result: L2CAPCreditBasedConnectionResult) {
         self.destinationCID = destinationCID

@@ -138,7 +138,8 @@ public struct SMPPairingFeatures: Hashable, Sendable, WireCodable {
     /// `Responder Key Distribution`.
     public var responderKeyDistribution: SMPKeyDistribution
 
-    /// Creates a value from its fields.
+    /// Creates the features one side offers in a Pairing Request or Response: its IO capability, OOB flag,
+    /// authentication requirements, largest key size and the keys each side should distribute.
     public init(ioCapability: SMPIOCapability, oobDataFlag: UInt8 = 0, authRequirements: SMPAuthRequirements,
                 maximumEncryptionKeySize: UInt8 = 16, initiatorKeyDistribution: SMPKeyDistribution,
                 responderKeyDistribution: SMPKeyDistribution) {

@@ -6,7 +6,7 @@ public struct GATTDiscoveredCharacteristic: Sendable, Hashable {
     public var characteristic: GATTCharacteristic
     /// Its descriptors, in handle order (empty when they were not asked for, or when it has none).
     public var descriptors: [GATTDescriptor]
-    /// Creates a value from its fields.
+    /// Creates a discovered characteristic together with the descriptors found after its value.
     public init(characteristic: GATTCharacteristic, descriptors: [GATTDescriptor]) {
         self.characteristic = characteristic
         self.descriptors = descriptors
@@ -19,7 +19,7 @@ public struct GATTDiscoveredService: Sendable, Hashable {
     public var service: GATTService
     /// Its characteristics, in handle order.
     public var characteristics: [GATTDiscoveredCharacteristic]
-    /// Creates a value from its fields.
+    /// Creates a discovered primary service together with its discovered characteristics.
     public init(service: GATTService, characteristics: [GATTDiscoveredCharacteristic]) {
         self.service = service
         self.characteristics = characteristics

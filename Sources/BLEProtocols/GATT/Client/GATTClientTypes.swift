@@ -10,7 +10,8 @@ public struct GATTService: Sendable, Hashable {
     public var startHandle: AttributeHandle
     /// The last handle of the service.
     public var endHandle: AttributeHandle
-    /// Creates a value from its fields.
+    /// Creates a discovered service with its UUID, its kind and the handles of its declaration and of its last
+    /// attribute.
     public init(uuid: BluetoothUUID, isPrimary: Bool, startHandle: AttributeHandle, endHandle: AttributeHandle) {
         self.uuid = uuid
         self.isPrimary = isPrimary
@@ -33,7 +34,8 @@ public struct GATTCharacteristic: Sendable, Hashable {
     public var valueHandle: AttributeHandle
     /// The last handle that belongs to the characteristic (its last descriptor).
     public var endHandle: AttributeHandle
-    /// Creates a value from its fields.
+    /// Creates a discovered characteristic from its declaration: UUID, properties, declaration and value handles, and
+    /// the last handle that belongs to it.
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, declarationHandle: AttributeHandle, valueHandle: AttributeHandle,
                 endHandle: AttributeHandle) {
         self.uuid = uuid
@@ -55,7 +57,7 @@ public struct GATTDescriptor: Sendable, Hashable {
     public var uuid: BluetoothUUID
     /// The descriptor handle.
     public var handle: AttributeHandle
-    /// Creates a value from its fields.
+    /// Creates a discovered descriptor of type `uuid` at `handle`.
     public init(uuid: BluetoothUUID, handle: AttributeHandle) {
         self.uuid = uuid
         self.handle = handle

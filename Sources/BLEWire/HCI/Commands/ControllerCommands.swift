@@ -2,7 +2,7 @@
 
 /// Reset. Core 5.4, Vol 4, Part E, 7.3.2.
 public struct HCIReset: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.reset
     /// Creates the command (it has no parameters).
     public init() {}
@@ -10,13 +10,13 @@ public struct HCIReset: HCIParameterlessCommand, Hashable {
 
 /// Set Event Mask (page 1). Core 5.4, Vol 4, Part E, 7.3.1.
 public struct HCISetEventMask: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.setEventMask
     /// Bit n enables event code n+1 (Disconnection Complete = bit 4, Encryption Change = bit 7, LE Meta = bit 61...).
     public var mask: UInt64
     /// The mask a controller uses after reset: 0x00001FFFFFFFFFFF.
     public static let defaultMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
-    /// Creates a value from its fields.
+    /// Creates a Set Event Mask command enabling the events whose bits are set in `mask`.
     public init(mask: UInt64) { self.mask = mask }
     public init(from reader: inout ByteReader) throws(WireError) { mask = try reader.readUInt64("event mask") }
     public func encode(into writer: inout ByteWriter) { writer.write(mask) }
@@ -34,11 +34,11 @@ public struct HCISetEventMask: HCICommand, Hashable {
 
 /// Set Event Mask Page 2. Core 5.4, Vol 4, Part E, 7.3.69.
 public struct HCISetEventMaskPage2: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.setEventMaskPage2
     /// `event mask`.
     public var mask: UInt64
-    /// Creates a value from its fields.
+    /// Creates a Set Event Mask Page 2 command enabling the events whose bits are set in `mask`.
     public init(mask: UInt64) { self.mask = mask }
     public init(from reader: inout ByteReader) throws(WireError) { mask = try reader.readUInt64("event mask page 2") }
     public func encode(into writer: inout ByteWriter) { writer.write(mask) }
@@ -46,13 +46,13 @@ public struct HCISetEventMaskPage2: HCICommand, Hashable {
 
 /// Write LE Host Support. Core 5.4, Vol 4, Part E, 7.3.79.
 public struct HCIWriteLEHostSupport: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.writeLEHostSupport
     /// `LE_Supported_Host`.
     public var leSupportedHost: UInt8
     /// `Unused`.
     public var unused: UInt8
-    /// Creates a value from its fields.
+    /// Creates a Write LE Host Support command; the default turns LE host support on.
     public init(leSupportedHost: UInt8 = 1, unused: UInt8 = 0) {
         self.leSupportedHost = leSupportedHost
         self.unused = unused
@@ -69,7 +69,7 @@ public struct HCIWriteLEHostSupport: HCICommand, Hashable {
 
 /// Read Local Version Information. Core 5.4, Vol 4, Part E, 7.4.1.
 public struct HCIReadLocalVersionInformation: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.readLocalVersionInformation
     /// Creates the command (it has no parameters).
     public init() {}
@@ -88,7 +88,8 @@ public struct HCIReadLocalVersionInformation: HCIParameterlessCommand, Hashable 
         public var companyIdentifier: UInt16
         /// `LMP_Subversion`.
         public var lmpSubversion: UInt16
-        /// Creates a value from its fields.
+        /// Creates Read Local Version Information return parameters: the HCI and LMP versions and subversions and the
+        /// manufacturer's company identifier.
         public init(status: HCIStatus = .success, hciVersion: UInt8, hciSubversion: UInt16, lmpVersion: UInt8,
                     companyIdentifier: UInt16, lmpSubversion: UInt16) {
             self.status = status
@@ -119,7 +120,7 @@ public struct HCIReadLocalVersionInformation: HCIParameterlessCommand, Hashable 
 
 /// Read Local Supported Commands. Core 5.4, Vol 4, Part E, 7.4.2.
 public struct HCIReadLocalSupportedCommands: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.readLocalSupportedCommands
     /// Creates the command (it has no parameters).
     public init() {}
@@ -130,7 +131,7 @@ public struct HCIReadLocalSupportedCommands: HCIParameterlessCommand, Hashable {
         public var status: HCIStatus
         /// Supported commands.
         public var supportedCommands: HCISupportedCommands
-        /// Creates a value from its fields.
+        /// Creates Read Local Supported Commands return parameters carrying the controller's command bit mask.
         public init(status: HCIStatus = .success, supportedCommands: HCISupportedCommands) {
             self.status = status
             self.supportedCommands = supportedCommands
@@ -148,7 +149,7 @@ public struct HCIReadLocalSupportedCommands: HCIParameterlessCommand, Hashable {
 
 /// Read Local Supported Features (LMP features page 0). Core 5.4, Vol 4, Part E, 7.4.3.
 public struct HCIReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.readLocalSupportedFeatures
     /// Creates the command (it has no parameters).
     public init() {}
@@ -159,7 +160,7 @@ public struct HCIReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable {
         public var status: HCIStatus
         /// `LMP_Features`.
         public var features: UInt64
-        /// Creates a value from its fields.
+        /// Creates Read Local Supported Features return parameters carrying the LMP feature mask.
         public init(status: HCIStatus = .success, features: UInt64) {
             self.status = status
             self.features = features
@@ -178,7 +179,7 @@ public struct HCIReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable {
 /// Read Buffer Size (BR/EDR ACL; LE hosts fall back to it when LE Read Buffer Size returns 0).
 /// Core 5.4, Vol 4, Part E, 7.4.5.
 public struct HCIReadBufferSize: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.readBufferSize
     /// Creates the command (it has no parameters).
     public init() {}
@@ -195,7 +196,7 @@ public struct HCIReadBufferSize: HCIParameterlessCommand, Hashable {
         public var totalNumACLDataPackets: UInt16
         /// `Total_Num_Synchronous_Data_Packets`.
         public var totalNumSynchronousDataPackets: UInt16
-        /// Creates a value from its fields.
+        /// Creates Read Buffer Size return parameters: the controller's ACL and synchronous buffer sizes and counts.
         public init(status: HCIStatus = .success, aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8,
                     totalNumACLDataPackets: UInt16, totalNumSynchronousDataPackets: UInt16) {
             self.status = status
@@ -223,7 +224,7 @@ public struct HCIReadBufferSize: HCIParameterlessCommand, Hashable {
 
 /// Read BD_ADDR. Core 5.4, Vol 4, Part E, 7.4.6.
 public struct HCIReadBDADDR: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.readBDADDR
     /// Creates the command (it has no parameters).
     public init() {}
@@ -234,7 +235,7 @@ public struct HCIReadBDADDR: HCIParameterlessCommand, Hashable {
         public var status: HCIStatus
         /// The controller's public device address.
         public var address: BluetoothAddress
-        /// Creates a value from its fields.
+        /// Creates Read BD_ADDR return parameters carrying the controller's public address.
         public init(status: HCIStatus = .success, address: BluetoothAddress) {
             self.status = status
             self.address = address
@@ -252,11 +253,11 @@ public struct HCIReadBDADDR: HCIParameterlessCommand, Hashable {
 
 /// Read RSSI. Core 5.4, Vol 4, Part E, 7.5.4.
 public struct HCIReadRSSI: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.readRSSI
     /// `Handle`.
     public var handle: ConnectionHandle
-    /// Creates a value from its fields.
+    /// Creates a Read RSSI command for the connection `handle`.
     public init(handle: ConnectionHandle) { self.handle = handle }
     public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readConnectionHandle("Handle") }
     public func encode(into writer: inout ByteWriter) { writer.write(handle) }
@@ -269,7 +270,7 @@ public struct HCIReadRSSI: HCICommand, Hashable {
         public var handle: ConnectionHandle
         /// Received signal strength in dBm (LE: absolute).
         public var rssi: Int8
-        /// Creates a value from its fields.
+        /// Creates Read RSSI return parameters: the signal strength, in dBm, measured on the connection `handle`.
         public init(status: HCIStatus = .success, handle: ConnectionHandle, rssi: Int8) {
             self.status = status
             self.handle = handle
@@ -290,7 +291,7 @@ public struct HCIReadRSSI: HCICommand, Hashable {
 
 /// Disconnect. Core 5.4, Vol 4, Part E, 7.1.6.
 public struct HCIDisconnect: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.disconnect
     /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
@@ -298,7 +299,7 @@ public struct HCIDisconnect: HCICommand, Hashable {
     public var handle: ConnectionHandle
     /// The reason sent to the peer (typically 0x13 Remote User Terminated Connection).
     public var reason: HCIStatus
-    /// Creates a value from its fields.
+    /// Creates a Disconnect command that ends the connection `handle` for `reason` (by default, the user ended it).
     public init(handle: ConnectionHandle, reason: HCIStatus = .remoteUserTerminatedConnection) {
         self.handle = handle
         self.reason = reason

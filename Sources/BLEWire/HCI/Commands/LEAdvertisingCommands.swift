@@ -27,7 +27,7 @@ public struct HCILEAdvertisingType: RawRepresentable, Hashable, Sendable {
 
 /// LE Set Advertising Parameters. Core 5.4, Vol 4, Part E, 7.8.5.
 public struct HCILESetAdvertisingParameters: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetAdvertisingParameters
     /// Minimum interval in 0.625 ms units (0x0020–0x4000).
     public var intervalMin: UInt16
@@ -46,7 +46,8 @@ public struct HCILESetAdvertisingParameters: HCICommand, Hashable {
     /// `Advertising_Filter_Policy`.
     public var filterPolicy: UInt8
 
-    /// Creates a value from its fields.
+    /// Creates an LE Set Advertising Parameters command; the defaults advertise connectable and undirected from the
+    /// public address, every 1.28 s, on all three channels, with no filter.
     public init(intervalMin: UInt16 = 0x0800, intervalMax: UInt16 = 0x0800,
                 advertisingType: HCILEAdvertisingType = .connectableUndirected,
                 ownAddressType: LEAddressType = .public, peerAddressType: LEAddressType = .public,
@@ -96,7 +97,7 @@ public struct HCILESetAdvertisingParameters: HCICommand, Hashable {
 public struct HCILegacyAdvertisingPayload: Hashable, Sendable {
     /// The significant octets (at most 31).
     public var data: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates a payload from its significant octets; encoding writes at most 31 of them and pads the rest with zeros.
     public init(_ data: [UInt8]) { self.data = data }
 
     init(from reader: inout ByteReader, field: String) throws(WireError) {
@@ -116,11 +117,11 @@ public struct HCILegacyAdvertisingPayload: Hashable, Sendable {
 
 /// LE Set Advertising Data. Core 5.4, Vol 4, Part E, 7.8.7.
 public struct HCILESetAdvertisingData: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetAdvertisingData
     /// The advertising data (at most 31 octets; encoded padded to 31).
     public var data: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates an LE Set Advertising Data command carrying `data` (at most 31 octets are sent).
     public init(data: [UInt8]) { self.data = data }
     public init(from reader: inout ByteReader) throws(WireError) {
         data = try HCILegacyAdvertisingPayload(from: &reader, field: "Advertising_Data").data
@@ -130,11 +131,11 @@ public struct HCILESetAdvertisingData: HCICommand, Hashable {
 
 /// LE Set Scan Response Data. Core 5.4, Vol 4, Part E, 7.8.8.
 public struct HCILESetScanResponseData: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetScanResponseData
     /// The scan response data (at most 31 octets; encoded padded to 31).
     public var data: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates an LE Set Scan Response Data command carrying `data` (at most 31 octets are sent).
     public init(data: [UInt8]) { self.data = data }
     public init(from reader: inout ByteReader) throws(WireError) {
         data = try HCILegacyAdvertisingPayload(from: &reader, field: "Scan_Response_Data").data
@@ -144,11 +145,11 @@ public struct HCILESetScanResponseData: HCICommand, Hashable {
 
 /// LE Set Advertising Enable. Core 5.4, Vol 4, Part E, 7.8.9.
 public struct HCILESetAdvertisingEnable: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetAdvertisingEnable
     /// Is enabled.
     public var isEnabled: Bool
-    /// Creates a value from its fields.
+    /// Creates an LE Set Advertising Enable command that starts (`true`) or stops (`false`) advertising.
     public init(isEnabled: Bool) { self.isEnabled = isEnabled }
     public init(from reader: inout ByteReader) throws(WireError) {
         let raw = try reader.readUInt8("Advertising_Enable")
@@ -170,7 +171,7 @@ public struct HCILEScanType: RawRepresentable, Hashable, Sendable {
 
 /// LE Set Scan Parameters. Core 5.4, Vol 4, Part E, 7.8.10.
 public struct HCILESetScanParameters: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetScanParameters
     /// `LE_Scan_Type`.
     public var scanType: HCILEScanType
@@ -183,7 +184,8 @@ public struct HCILESetScanParameters: HCICommand, Hashable {
     /// `Advertising_Filter_Policy`.
     public var filterPolicy: UInt8
 
-    /// Creates a value from its fields.
+    /// Creates an LE Set Scan Parameters command; the defaults scan actively from the public address with a 10 ms
+    /// interval and window, with no filter.
     public init(scanType: HCILEScanType = .active, interval: UInt16 = 0x0010, window: UInt16 = 0x0010,
                 ownAddressType: LEAddressType = .public, filterPolicy: UInt8 = 0) {
         self.scanType = scanType
@@ -216,13 +218,13 @@ public struct HCILESetScanParameters: HCICommand, Hashable {
 
 /// LE Set Scan Enable. Core 5.4, Vol 4, Part E, 7.8.11.
 public struct HCILESetScanEnable: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetScanEnable
     /// Is enabled.
     public var isEnabled: Bool
     /// Whether the controller filters duplicate reports.
     public var filterDuplicates: Bool
-    /// Creates a value from its fields.
+    /// Creates an LE Set Scan Enable command that starts or stops scanning, optionally filtering duplicate reports.
     public init(isEnabled: Bool, filterDuplicates: Bool = false) {
         self.isEnabled = isEnabled
         self.filterDuplicates = filterDuplicates

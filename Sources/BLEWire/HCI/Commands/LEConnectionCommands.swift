@@ -2,7 +2,7 @@
 
 /// LE Create Connection. Core 5.4, Vol 4, Part E, 7.8.12.
 public struct HCILECreateConnection: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leCreateConnection
     /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
@@ -31,7 +31,8 @@ public struct HCILECreateConnection: HCICommand, Hashable {
     /// `Max_CE_Length`.
     public var maxCELength: UInt16
 
-    /// Creates a value from its fields.
+    /// Creates an LE Create Connection command to the peer at `peerAddress`; the defaults scan continuously at a 60 ms
+    /// interval and ask for a 30–50 ms connection interval with a 5 s supervision timeout.
     public init(scanInterval: UInt16 = 0x0060, scanWindow: UInt16 = 0x0060, initiatorFilterPolicy: UInt8 = 0,
                 peerAddressType: LEAddressType, peerAddress: BluetoothAddress, ownAddressType: LEAddressType = .public,
                 connectionIntervalMin: UInt16 = 0x0018, connectionIntervalMax: UInt16 = 0x0028, maxLatency: UInt16 = 0,
@@ -105,7 +106,7 @@ public enum HCILEConnectionParameters {
 
 /// LE Create Connection Cancel. Core 5.4, Vol 4, Part E, 7.8.13.
 public struct HCILECreateConnectionCancel: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leCreateConnectionCancel
     /// Creates the command (it has no parameters).
     public init() {}
@@ -113,7 +114,7 @@ public struct HCILECreateConnectionCancel: HCIParameterlessCommand, Hashable {
 
 /// LE Connection Update. Core 5.4, Vol 4, Part E, 7.8.18.
 public struct HCILEConnectionUpdate: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leConnectionUpdate
     /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
@@ -132,7 +133,8 @@ public struct HCILEConnectionUpdate: HCICommand, Hashable {
     /// `Max_CE_Length`.
     public var maxCELength: UInt16
 
-    /// Creates a value from its fields.
+    /// Creates an LE Connection Update command asking for new interval bounds, latency and supervision timeout on the
+    /// connection `handle`.
     public init(handle: ConnectionHandle, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
                 supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0) {
         self.handle = handle
@@ -171,13 +173,13 @@ public struct HCILEConnectionUpdate: HCICommand, Hashable {
 
 /// LE Read Remote Features. Core 5.4, Vol 4, Part E, 7.8.21.
 public struct HCILEReadRemoteFeatures: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leReadRemoteFeatures
     /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
     /// `Connection_Handle`.
     public var handle: ConnectionHandle
-    /// Creates a value from its fields.
+    /// Creates an LE Read Remote Features command for the connection `handle`.
     public init(handle: ConnectionHandle) { self.handle = handle }
     public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readConnectionHandle("Connection_Handle") }
     public func encode(into writer: inout ByteWriter) { writer.write(handle) }
@@ -185,7 +187,7 @@ public struct HCILEReadRemoteFeatures: HCICommand, Hashable {
 
 /// LE Enable Encryption (the "LE Start Encryption" procedure). Core 5.4, Vol 4, Part E, 7.8.24.
 public struct HCILEEnableEncryption: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leEnableEncryption
     /// Acknowledged with Command Status; the outcome arrives in a later event.
     public static let completion = HCICommandCompletion.commandStatus
@@ -198,7 +200,8 @@ public struct HCILEEnableEncryption: HCICommand, Hashable {
     /// The 128-bit long term key, little-endian as on the wire.
     public var longTermKey: [UInt8]
 
-    /// Creates a value from its fields.
+    /// Creates an LE Enable Encryption command that starts encryption on the connection `handle` with `longTermKey`,
+    /// named by its Rand and EDIV.
     public init(handle: ConnectionHandle, randomNumber: UInt64, encryptedDiversifier: UInt16, longTermKey: [UInt8]) {
         self.handle = handle
         self.randomNumber = randomNumber
@@ -221,7 +224,7 @@ public struct HCILEEnableEncryption: HCICommand, Hashable {
 
 /// LE Long Term Key Request Reply. Core 5.4, Vol 4, Part E, 7.8.25.
 public struct HCILELongTermKeyRequestReply: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leLongTermKeyRequestReply
     /// The return parameters.
     public typealias ReturnParameters = HCIHandleReturnParameters
@@ -229,7 +232,7 @@ public struct HCILELongTermKeyRequestReply: HCICommand, Hashable {
     public var handle: ConnectionHandle
     /// The 128-bit long term key, little-endian as on the wire.
     public var longTermKey: [UInt8]
-    /// Creates a value from its fields.
+    /// Creates an LE Long Term Key Request Reply that gives the controller `longTermKey` for the connection `handle`.
     public init(handle: ConnectionHandle, longTermKey: [UInt8]) {
         self.handle = handle
         self.longTermKey = longTermKey
@@ -246,13 +249,13 @@ public struct HCILELongTermKeyRequestReply: HCICommand, Hashable {
 
 /// LE Long Term Key Request Negative Reply. Core 5.4, Vol 4, Part E, 7.8.26.
 public struct HCILELongTermKeyRequestNegativeReply: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leLongTermKeyRequestNegativeReply
     /// The return parameters.
     public typealias ReturnParameters = HCIHandleReturnParameters
     /// `Connection_Handle`.
     public var handle: ConnectionHandle
-    /// Creates a value from its fields.
+    /// Creates an LE Long Term Key Request Negative Reply for the connection `handle` (this side has no key).
     public init(handle: ConnectionHandle) { self.handle = handle }
     public init(from reader: inout ByteReader) throws(WireError) { handle = try reader.readConnectionHandle("Connection_Handle") }
     public func encode(into writer: inout ByteWriter) { writer.write(handle) }

@@ -2,13 +2,13 @@
 
 /// LE Set Event Mask. Core 5.4, Vol 4, Part E, 7.8.1.
 public struct HCILESetEventMask: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetEventMask
     /// Bit n enables LE subevent n+1.
     public var mask: UInt64
     /// The mask a controller uses after reset: 0x000000000000001F.
     public static let defaultMask: UInt64 = 0x1F
-    /// Creates a value from its fields.
+    /// Creates an LE Set Event Mask command enabling the LE meta events whose bits are set in `mask`.
     public init(mask: UInt64) { self.mask = mask }
     public init(from reader: inout ByteReader) throws(WireError) { mask = try reader.readUInt64("LE event mask") }
     public func encode(into writer: inout ByteWriter) { writer.write(mask) }
@@ -21,7 +21,7 @@ public struct HCILESetEventMask: HCICommand, Hashable {
 
 /// LE Read Buffer Size [v1]. Core 5.4, Vol 4, Part E, 7.8.2.
 public struct HCILEReadBufferSize: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leReadBufferSize
     /// Creates the command (it has no parameters).
     public init() {}
@@ -34,7 +34,8 @@ public struct HCILEReadBufferSize: HCIParameterlessCommand, Hashable {
         public var leACLDataPacketLength: UInt16
         /// Number of ACL packets the controller can buffer.
         public var totalNumLEACLDataPackets: UInt8
-        /// Creates a value from its fields.
+        /// Creates LE Read Buffer Size return parameters: the largest LE ACL data packet and how many the controller
+        /// buffers.
         public init(status: HCIStatus = .success, leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8) {
             self.status = status
             self.leACLDataPacketLength = leACLDataPacketLength
@@ -55,7 +56,7 @@ public struct HCILEReadBufferSize: HCIParameterlessCommand, Hashable {
 
 /// LE Read Buffer Size [v2] (adds ISO buffers). Core 5.4, Vol 4, Part E, 7.8.2.
 public struct HCILEReadBufferSizeV2: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leReadBufferSizeV2
     /// Creates the command (it has no parameters).
     public init() {}
@@ -72,7 +73,8 @@ public struct HCILEReadBufferSizeV2: HCIParameterlessCommand, Hashable {
         public var isoDataPacketLength: UInt16
         /// `Total_Num_ISO_Data_Packets`.
         public var totalNumISODataPackets: UInt8
-        /// Creates a value from its fields.
+        /// Creates LE Read Buffer Size [v2] return parameters: the LE ACL and ISO data packet sizes and how many of
+        /// each the controller buffers (no ISO buffers by default).
         public init(status: HCIStatus = .success, leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8,
                     isoDataPacketLength: UInt16 = 0, totalNumISODataPackets: UInt8 = 0) {
             self.status = status
@@ -132,7 +134,7 @@ public struct LEFeatures: OptionSet, Hashable, Sendable {
 
 /// LE Read Local Supported Features. Core 5.4, Vol 4, Part E, 7.8.3.
 public struct HCILEReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leReadLocalSupportedFeatures
     /// Creates the command (it has no parameters).
     public init() {}
@@ -143,7 +145,7 @@ public struct HCILEReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable
         public var status: HCIStatus
         /// `LE_Features`.
         public var features: LEFeatures
-        /// Creates a value from its fields.
+        /// Creates LE Read Local Supported Features return parameters carrying the controller's LE features.
         public init(status: HCIStatus = .success, features: LEFeatures) {
             self.status = status
             self.features = features
@@ -161,11 +163,11 @@ public struct HCILEReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable
 
 /// LE Set Random Address. Core 5.4, Vol 4, Part E, 7.8.4.
 public struct HCILESetRandomAddress: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetRandomAddress
     /// Address.
     public var address: BluetoothAddress
-    /// Creates a value from its fields.
+    /// Creates an LE Set Random Address command that gives the controller `address` as its random address.
     public init(address: BluetoothAddress) { self.address = address }
     public init(from reader: inout ByteReader) throws(WireError) { address = try BluetoothAddress(from: &reader) }
     public func encode(into writer: inout ByteWriter) { address.encode(into: &writer) }
@@ -173,7 +175,7 @@ public struct HCILESetRandomAddress: HCICommand, Hashable {
 
 /// LE Rand. Core 5.4, Vol 4, Part E, 7.8.23.
 public struct HCILERand: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leRand
     /// Creates the command (it has no parameters).
     public init() {}
@@ -184,7 +186,7 @@ public struct HCILERand: HCIParameterlessCommand, Hashable {
         public var status: HCIStatus
         /// `Random_Number`.
         public var randomNumber: UInt64
-        /// Creates a value from its fields.
+        /// Creates LE Rand return parameters carrying eight random octets from the controller.
         public init(status: HCIStatus = .success, randomNumber: UInt64) {
             self.status = status
             self.randomNumber = randomNumber
@@ -202,7 +204,7 @@ public struct HCILERand: HCIParameterlessCommand, Hashable {
 
 /// LE Set Data Length. Core 5.4, Vol 4, Part E, 7.8.33.
 public struct HCILESetDataLength: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetDataLength
     /// `Connection_Handle`.
     public var handle: ConnectionHandle
@@ -210,7 +212,8 @@ public struct HCILESetDataLength: HCICommand, Hashable {
     public var txOctets: UInt16
     /// Preferred maximum transmit time in µs (0x0148–0x4290).
     public var txTime: UInt16
-    /// Creates a value from its fields.
+    /// Creates an LE Set Data Length command proposing `txOctets` and `txTime` as the transmit limits of the connection
+    /// `handle`.
     public init(handle: ConnectionHandle, txOctets: UInt16, txTime: UInt16) {
         self.handle = handle
         self.txOctets = txOctets
@@ -240,7 +243,7 @@ public struct HCIHandleReturnParameters: WireCodable, Hashable {
     public var status: HCIStatus
     /// `Connection_Handle`.
     public var handle: ConnectionHandle
-    /// Creates a value from its fields.
+    /// Creates return parameters made of `status` and the connection `handle` the command was about.
     public init(status: HCIStatus = .success, handle: ConnectionHandle) {
         self.status = status
         self.handle = handle
@@ -257,7 +260,7 @@ public struct HCIHandleReturnParameters: WireCodable, Hashable {
 
 /// LE Read Suggested Default Data Length. Core 5.4, Vol 4, Part E, 7.8.34.
 public struct HCILEReadSuggestedDefaultDataLength: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leReadSuggestedDefaultDataLength
     /// Creates the command (it has no parameters).
     public init() {}
@@ -270,7 +273,8 @@ public struct HCILEReadSuggestedDefaultDataLength: HCIParameterlessCommand, Hash
         public var suggestedMaxTxOctets: UInt16
         /// `Suggested_Max_TX_Time`.
         public var suggestedMaxTxTime: UInt16
-        /// Creates a value from its fields.
+        /// Creates LE Read Suggested Default Data Length return parameters: the transmit octets and time the controller
+        /// currently suggests for new connections.
         public init(status: HCIStatus = .success, suggestedMaxTxOctets: UInt16, suggestedMaxTxTime: UInt16) {
             self.status = status
             self.suggestedMaxTxOctets = suggestedMaxTxOctets
@@ -291,13 +295,14 @@ public struct HCILEReadSuggestedDefaultDataLength: HCIParameterlessCommand, Hash
 
 /// LE Write Suggested Default Data Length. Core 5.4, Vol 4, Part E, 7.8.35.
 public struct HCILEWriteSuggestedDefaultDataLength: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leWriteSuggestedDefaultDataLength
     /// `Suggested_Max_TX_Octets`.
     public var suggestedMaxTxOctets: UInt16
     /// `Suggested_Max_TX_Time`.
     public var suggestedMaxTxTime: UInt16
-    /// Creates a value from its fields.
+    /// Creates an LE Write Suggested Default Data Length command suggesting the transmit octets and time for new
+    /// connections.
     public init(suggestedMaxTxOctets: UInt16, suggestedMaxTxTime: UInt16) {
         self.suggestedMaxTxOctets = suggestedMaxTxOctets
         self.suggestedMaxTxTime = suggestedMaxTxTime
@@ -314,7 +319,7 @@ public struct HCILEWriteSuggestedDefaultDataLength: HCICommand, Hashable {
 
 /// LE Read Maximum Data Length. Core 5.4, Vol 4, Part E, 7.8.46.
 public struct HCILEReadMaximumDataLength: HCIParameterlessCommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leReadMaximumDataLength
     /// Creates the command (it has no parameters).
     public init() {}
@@ -331,7 +336,8 @@ public struct HCILEReadMaximumDataLength: HCIParameterlessCommand, Hashable {
         public var supportedMaxRxOctets: UInt16
         /// `Supported_Max_RX_Time`.
         public var supportedMaxRxTime: UInt16
-        /// Creates a value from its fields.
+        /// Creates LE Read Maximum Data Length return parameters: the largest transmit and receive octets and times the
+        /// controller supports.
         public init(status: HCIStatus = .success, supportedMaxTxOctets: UInt16, supportedMaxTxTime: UInt16,
                     supportedMaxRxOctets: UInt16, supportedMaxRxTime: UInt16) {
             self.status = status
@@ -359,7 +365,7 @@ public struct HCILEReadMaximumDataLength: HCIParameterlessCommand, Hashable {
 
 /// LE Set Default PHY. Core 5.4, Vol 4, Part E, 7.8.48.
 public struct HCILESetDefaultPHY: HCICommand, Hashable {
-    /// The command\'s opcode.
+    /// The command's opcode.
     public static let opcode = HCIOpcode.leSetDefaultPHY
     /// `All_PHYs`.
     public var allPHYs: UInt8
@@ -367,7 +373,8 @@ public struct HCILESetDefaultPHY: HCICommand, Hashable {
     public var txPHYs: UInt8
     /// `RX_PHYs`.
     public var rxPHYs: UInt8
-    /// Creates a value from its fields.
+    /// Creates an LE Set Default PHY command with the PHYs preferred for new connections; the defaults prefer LE 1M
+    /// both ways.
     public init(allPHYs: UInt8 = 0, txPHYs: UInt8 = 1, rxPHYs: UInt8 = 1) {
         self.allPHYs = allPHYs
         self.txPHYs = txPHYs

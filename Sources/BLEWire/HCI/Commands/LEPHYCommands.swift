@@ -47,7 +47,7 @@ public struct HCILEReadPHY: HCICommand, Hashable {
     public static let opcode = HCIOpcode.leReadPHY
     /// `Connection_Handle`.
     public var handle: ConnectionHandle
-    /// Creates a value from its fields.
+    /// Creates an LE Read PHY command for the connection `handle`.
     public init(handle: ConnectionHandle) { self.handle = handle }
     public init(from reader: inout ByteReader) throws(WireError) {
         handle = try reader.readConnectionHandle("Connection_Handle")
@@ -64,7 +64,7 @@ public struct HCILEReadPHY: HCICommand, Hashable {
         public var txPHY: LEPHY
         /// `RX_PHY`.
         public var rxPHY: LEPHY
-        /// Creates a value from its fields.
+        /// Creates LE Read PHY return parameters: the PHYs the connection `handle` transmits and receives on.
         public init(status: HCIStatus = .success, handle: ConnectionHandle, txPHY: LEPHY, rxPHY: LEPHY) {
             self.status = status
             self.handle = handle
@@ -103,7 +103,8 @@ public struct HCILESetPHY: HCICommand, Hashable {
     public var rxPHYs: LEPHYs
     /// `PHY_Options` (the coding preferred on LE Coded: 0 none, 1 S=2, 2 S=8).
     public var phyOptions: UInt16
-    /// Creates a value from its fields.
+    /// Creates an LE Set PHY command that asks to move the connection `handle` to the preferred transmit and receive
+    /// PHYs.
     public init(handle: ConnectionHandle, allPHYs: UInt8 = 0, txPHYs: LEPHYs, rxPHYs: LEPHYs, phyOptions: UInt16 = 0) {
         self.handle = handle
         self.allPHYs = allPHYs
@@ -139,7 +140,7 @@ public struct HCILEPHYUpdateCompleteEvent: HCILEMetaEventParameters, Hashable {
     public var txPHY: LEPHY
     /// `RX_PHY`.
     public var rxPHY: LEPHY
-    /// Creates a value from its fields.
+    /// Creates an LE PHY Update Complete event with the PHYs the connection `handle` now transmits and receives on.
     public init(status: HCIStatus = .success, handle: ConnectionHandle, txPHY: LEPHY, rxPHY: LEPHY) {
         self.status = status
         self.handle = handle

@@ -22,7 +22,7 @@ public struct HCICommandCompleteEvent: HCIEventParameters, Hashable {
     /// The command's return parameters (status first for every command).
     public var returnParameters: [UInt8]
 
-    /// Creates a value from its fields.
+    /// Creates a Command Complete event answering the command `opcode` with its raw return parameters.
     public init(numHCICommandPackets: UInt8 = 1, opcode: HCIOpcode, returnParameters: [UInt8]) {
         self.numHCICommandPackets = numHCICommandPackets
         self.opcode = opcode
@@ -62,7 +62,7 @@ public struct HCICommandStatusEvent: HCIEventParameters, Hashable {
     public var numHCICommandPackets: UInt8
     /// `Command_Opcode`.
     public var opcode: HCIOpcode
-    /// Creates a value from its fields.
+    /// Creates a Command Status event reporting `status` for the command `opcode`.
     public init(status: HCIStatus, numHCICommandPackets: UInt8 = 1, opcode: HCIOpcode) {
         self.status = status
         self.numHCICommandPackets = numHCICommandPackets
@@ -90,7 +90,7 @@ public struct HCIDisconnectionCompleteEvent: HCIEventParameters, Hashable {
     public var handle: ConnectionHandle
     /// `Reason`.
     public var reason: HCIStatus
-    /// Creates a value from its fields.
+    /// Creates a Disconnection Complete event for the connection `handle`, ended for `reason`.
     public init(status: HCIStatus = .success, handle: ConnectionHandle, reason: HCIStatus) {
         self.status = status
         self.handle = handle
@@ -118,7 +118,8 @@ public struct HCIEncryptionChangeEvent: HCIEventParameters, Hashable {
     public var handle: ConnectionHandle
     /// 0x00 off, 0x01 on (AES-CCM on LE).
     public var encryptionEnabled: UInt8
-    /// Creates a value from its fields.
+    /// Creates an Encryption Change event telling whether the connection `handle` is now encrypted (0x01) or not
+    /// (0x00).
     public init(status: HCIStatus = .success, handle: ConnectionHandle, encryptionEnabled: UInt8) {
         self.status = status
         self.handle = handle
@@ -144,7 +145,7 @@ public struct HCIEncryptionKeyRefreshCompleteEvent: HCIEventParameters, Hashable
     public var status: HCIStatus
     /// `Connection_Handle`.
     public var handle: ConnectionHandle
-    /// Creates a value from its fields.
+    /// Creates an Encryption Key Refresh Complete event for the connection `handle`.
     public init(status: HCIStatus = .success, handle: ConnectionHandle) {
         self.status = status
         self.handle = handle
@@ -170,7 +171,7 @@ public struct HCINumberOfCompletedPacketsEvent: HCIEventParameters, Hashable {
         public var handle: ConnectionHandle
         /// Completed packets.
         public var completedPackets: UInt16
-        /// Creates a value from its fields.
+        /// Creates an entry saying that `completedPackets` packets of the connection `handle` have left the controller.
         public init(handle: ConnectionHandle, completedPackets: UInt16) {
             self.handle = handle
             self.completedPackets = completedPackets
@@ -179,7 +180,7 @@ public struct HCINumberOfCompletedPacketsEvent: HCIEventParameters, Hashable {
 
     /// Entries.
     public var entries: [Entry]
-    /// Creates a value from its fields.
+    /// Creates a Number Of Completed Packets event with one entry per connection.
     public init(entries: [Entry]) { self.entries = entries }
     public init(from reader: inout ByteReader) throws(WireError) {
         let count = Int(try reader.readUInt8("Num_Handles"))
@@ -206,7 +207,7 @@ public struct HCIHardwareErrorEvent: HCIEventParameters, Hashable {
     public static let code = HCIEventCode.hardwareError
     /// `Hardware_Code`.
     public var hardwareCode: UInt8
-    /// Creates a value from its fields.
+    /// Creates a Hardware Error event with the controller's own hardware code.
     public init(hardwareCode: UInt8) { self.hardwareCode = hardwareCode }
     public init(from reader: inout ByteReader) throws(WireError) { hardwareCode = try reader.readUInt8("Hardware_Code") }
     public func encode(into writer: inout ByteWriter) { writer.write(hardwareCode) }
@@ -218,7 +219,7 @@ public struct HCIDataBufferOverflowEvent: HCIEventParameters, Hashable {
     public static let code = HCIEventCode.dataBufferOverflow
     /// 0x00 synchronous, 0x01 ACL.
     public var linkType: UInt8
-    /// Creates a value from its fields.
+    /// Creates a Data Buffer Overflow event for `linkType` (0x01 is ACL).
     public init(linkType: UInt8 = 0x01) { self.linkType = linkType }
     public init(from reader: inout ByteReader) throws(WireError) { linkType = try reader.readUInt8("Link_Type") }
     public func encode(into writer: inout ByteWriter) { writer.write(linkType) }

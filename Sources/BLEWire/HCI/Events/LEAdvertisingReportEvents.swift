@@ -39,7 +39,7 @@ public struct HCILEAdvertisingReportEvent: HCILEMetaEventParameters, Hashable {
         public var data: [UInt8]
         /// RSSI in dBm; 127 means not available.
         public var rssi: Int8
-        /// Creates a value from its fields.
+        /// Creates one report of an advertising or scan response PDU from `address`, with its data and RSSI.
         public init(eventType: HCILEAdvertisingReportEventType, addressType: LEAddressType, address: BluetoothAddress,
                     data: [UInt8], rssi: Int8) {
             self.eventType = eventType
@@ -52,7 +52,7 @@ public struct HCILEAdvertisingReportEvent: HCILEMetaEventParameters, Hashable {
 
     /// Reports.
     public var reports: [Report]
-    /// Creates a value from its fields.
+    /// Creates an LE Advertising Report event carrying `reports` (1 to 25 of them on the wire).
     public init(reports: [Report]) { self.reports = reports }
     public init(from reader: inout ByteReader) throws(WireError) {
         let count = Int(try reader.readUInt8("Num_Reports"))
@@ -133,7 +133,8 @@ public struct HCILEExtendedAdvertisingReportEvent: HCILEMetaEventParameters, Has
         /// Data.
         public var data: [UInt8]
 
-        /// Creates a value from its fields.
+        /// Creates one extended report from `address` with its data and RSSI; the defaults say LE 1M primary PHY, no
+        /// secondary PHY, no ADI, no TX power, no periodic advertising and no direct address.
         public init(eventType: HCILEExtendedAdvertisingEventType, addressType: LEAddressType, address: BluetoothAddress,
                     primaryPHY: UInt8 = 1, secondaryPHY: UInt8 = 0, advertisingSID: UInt8 = 0xFF, txPower: Int8 = 127,
                     rssi: Int8, periodicAdvertisingInterval: UInt16 = 0, directAddressType: LEAddressType = .public,
@@ -155,7 +156,7 @@ public struct HCILEExtendedAdvertisingReportEvent: HCILEMetaEventParameters, Has
 
     /// Reports.
     public var reports: [Report]
-    /// Creates a value from its fields.
+    /// Creates an LE Extended Advertising Report event carrying `reports` (1 to 10 of them on the wire).
     public init(reports: [Report]) { self.reports = reports }
     public init(from reader: inout ByteReader) throws(WireError) {
         let count = Int(try reader.readUInt8("Num_Reports"))

@@ -44,7 +44,8 @@ public struct HCILEConnectionCompleteEvent: HCILEMetaEventParameters, Hashable {
     /// `Central_Clock_Accuracy`.
     public var centralClockAccuracy: UInt8
 
-    /// Creates a value from its fields.
+    /// Creates an LE Connection Complete event for the connection `handle` to the peer, with this side's role and the
+    /// connection's parameters.
     public init(status: HCIStatus = .success, handle: ConnectionHandle, role: HCIRole, peerAddressType: LEAddressType,
                 peerAddress: BluetoothAddress, connectionInterval: UInt16, peripheralLatency: UInt16,
                 supervisionTimeout: UInt16, centralClockAccuracy: UInt8 = 0) {
@@ -109,7 +110,8 @@ public struct HCILEEnhancedConnectionCompleteEvent: HCILEMetaEventParameters, Ha
     /// `Central_Clock_Accuracy`.
     public var centralClockAccuracy: UInt8
 
-    /// Creates a value from its fields.
+    /// Creates an LE Enhanced Connection Complete event for the connection `handle`, with the peer's and the local
+    /// resolvable private addresses and the connection's parameters.
     public init(status: HCIStatus = .success, handle: ConnectionHandle, role: HCIRole, peerAddressType: LEAddressType,
                 peerAddress: BluetoothAddress, localResolvablePrivateAddress: BluetoothAddress = .zero,
                 peerResolvablePrivateAddress: BluetoothAddress = .zero, connectionInterval: UInt16,
@@ -168,7 +170,8 @@ public struct HCILEConnectionUpdateCompleteEvent: HCILEMetaEventParameters, Hash
     public var peripheralLatency: UInt16
     /// `Supervision_Timeout`.
     public var supervisionTimeout: UInt16
-    /// Creates a value from its fields.
+    /// Creates an LE Connection Update Complete event reporting the new interval, latency and supervision timeout of
+    /// the connection `handle`.
     public init(status: HCIStatus = .success, handle: ConnectionHandle, connectionInterval: UInt16, peripheralLatency: UInt16,
                 supervisionTimeout: UInt16) {
         self.status = status
@@ -203,7 +206,7 @@ public struct HCILEReadRemoteFeaturesCompleteEvent: HCILEMetaEventParameters, Ha
     public var handle: ConnectionHandle
     /// `LE_Features`.
     public var features: LEFeatures
-    /// Creates a value from its fields.
+    /// Creates an LE Read Remote Features Complete event carrying the peer's LE features on the connection `handle`.
     public init(status: HCIStatus = .success, handle: ConnectionHandle, features: LEFeatures) {
         self.status = status
         self.handle = handle
@@ -231,7 +234,7 @@ public struct HCILELongTermKeyRequestEvent: HCILEMetaEventParameters, Hashable {
     public var randomNumber: UInt64
     /// `Encrypted_Diversifier`.
     public var encryptedDiversifier: UInt16
-    /// Creates a value from its fields.
+    /// Creates an LE Long Term Key Request event for the connection `handle`, naming the key by its Rand and EDIV.
     public init(handle: ConnectionHandle, randomNumber: UInt64, encryptedDiversifier: UInt16) {
         self.handle = handle
         self.randomNumber = randomNumber
@@ -263,7 +266,8 @@ public struct HCILEDataLengthChangeEvent: HCILEMetaEventParameters, Hashable {
     public var maxRxOctets: UInt16
     /// `Max_RX_Time`.
     public var maxRxTime: UInt16
-    /// Creates a value from its fields.
+    /// Creates an LE Data Length Change event with the new transmit and receive limits (octets and microseconds) of the
+    /// connection `handle`.
     public init(handle: ConnectionHandle, maxTxOctets: UInt16, maxTxTime: UInt16, maxRxOctets: UInt16, maxRxTime: UInt16) {
         self.handle = handle
         self.maxTxOctets = maxTxOctets
