@@ -358,18 +358,18 @@ public actor GATTEngine {
 extension HCIHost {
     /// Sets the GATT cache of the shared engine (``gattEngine()``), now and for engines created later.
     public func setSharedGATTCache(_ cache: GATTCache?) async {
-        sharedGATTCache = cache
-        await sharedEngine?.setCache(cache)
+        gatt.cache = cache
+        await gatt.engine?.setCache(cache)
     }
 
     /// The GATT engine of this host's links, created and started on first use: one per host, shared by every user
     /// of the host (a central and a peripheral manager on one controller), since a link has one ATT bearer. The host
     /// holds it weakly: it lives as long as one of its users does.
     public func gattEngine() async -> GATTEngine {
-        if let sharedEngine { return sharedEngine }
+        if let engine = gatt.engine { return engine }
         let engine = GATTEngine(host: self)
-        await engine.setCache(sharedGATTCache)
-        sharedEngine = engine
+        await engine.setCache(gatt.cache)
+        gatt.engine = engine
         await engine.start()
         return engine
     }

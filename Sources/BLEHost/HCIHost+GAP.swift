@@ -30,18 +30,18 @@ extension HCIHost {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "scan: the adapter is \(state)") }
         await lockOwnAddress()
         defer { unlockOwnAddress() }
-        if scanContinuation != nil { await stopScan() }
+        if gap.scanContinuation != nil { await stopScan() }
         try await prepareOwnAddress()
         _ = try await send(HCILESetScanParameters(scanType: options.active ? .active : .passive, interval: options.interval,
                                                   window: options.window, ownAddressType: ownAddressType))
         // Bounded: a consumer that falls behind loses the oldest reports, never memory without bound.
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisementReport.self, throwing: (any Error).self,
                                                                     bufferingPolicy: .bufferingNewest(options.bufferingLimit))
-        scanContinuation = continuation
-        scanGeneration += 1
-        scanFiltersDuplicates = options.filterDuplicates
-        resolvedIdentities = [:]
-        let generation = scanGeneration
+        gap.scanContinuation = continuation
+        gap.scanGeneration += 1
+        gap.scanFiltersDuplicates = options.filterDuplicates
+        securityManager.resolvedIdentities = [:]
+        let generation = gap.scanGeneration
         continuation.onTermination = { [weak self] _ in Task { await self?.scanEnded(generation) } }
         _ = try await send(HCILESetScanEnable(isEnabled: true, filterDuplicates: options.filterDuplicates))
         return stream
@@ -49,17 +49,17 @@ extension HCIHost {
 
     private func scanEnded(_ generation: Int) async {
         // Only the current scan's end stops the controller (a newer scan may have replaced it).
-        guard scanContinuation != nil, generation == scanGeneration else { return }
+        guard gap.scanContinuation != nil, generation == gap.scanGeneration else { return }
         await stopScan()
     }
 
     /// Whether a scan is running.
-    public var isScanning: Bool { scanContinuation != nil }
+    public var isScanning: Bool { gap.scanContinuation != nil }
 
     /// Stops scanning and finishes the scan stream.
     public func stopScan() async {
-        let continuation = scanContinuation
-        scanContinuation = nil
+        let continuation = gap.scanContinuation
+        gap.scanContinuation = nil
         continuation?.finish()
         if state == .poweredOn { _ = try? await send(HCILESetScanEnable(isEnabled: false)) }
     }
@@ -92,7 +92,7 @@ extension HCIHost {
         let response = try options.scanResponse.encodedLegacy()
         await lockOwnAddress()
         defer { unlockOwnAddress() }
-        advertisingEnabled = false
+        gap.advertisingEnabled = false
         _ = try? await send(HCILESetAdvertisingEnable(isEnabled: false))
         try await prepareOwnAddress()
         _ = try await send(HCILESetAdvertisingParameters(intervalMin: options.interval, intervalMax: options.interval,
@@ -100,19 +100,19 @@ extension HCIHost {
         _ = try await send(HCILESetAdvertisingData(data: data))
         _ = try await send(HCILESetScanResponseData(data: response))
         // Recorded before the command: a connection may complete before this call resumes.
-        advertisingEnabled = true
-        advertisingAddress = onAirAddress
+        gap.advertisingEnabled = true
+        gap.advertisingAddress = onAirAddress
         do {
             _ = try await send(HCILESetAdvertisingEnable(isEnabled: true))
         } catch {
-            advertisingEnabled = false
+            gap.advertisingEnabled = false
             throw error
         }
     }
 
     /// Stops advertising.
     public func stopAdvertising() async throws {
-        advertisingEnabled = false
+        gap.advertisingEnabled = false
         _ = try await send(HCILESetAdvertisingEnable(isEnabled: false))
     }
 
@@ -126,22 +126,22 @@ extension HCIHost {
                         supervisionTimeout: UInt16 = 0x01F4,
                         connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> HostConnection {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
-        guard !initiating else { throw HostError(.connectionInProgress, "another connection attempt is in progress") }
-        initiating = true
-        initiatingPeer = peer
-        earlyConnection = nil
-        connectionTimedOut = false
-        connectionAbandoned = false
+        guard !gap.initiating else { throw HostError(.connectionInProgress, "another connection attempt is in progress") }
+        gap.initiating = true
+        gap.initiatingPeer = peer
+        gap.earlyConnection = nil
+        gap.connectionTimedOut = false
+        gap.connectionAbandoned = false
         defer {
-            initiating = false
-            initiatingPeer = nil
-            initiatingAddress = nil
-            earlyConnection = nil
+            gap.initiating = false
+            gap.initiatingPeer = nil
+            gap.initiatingAddress = nil
+            gap.earlyConnection = nil
         }
         await lockOwnAddress()
         do {
             try await prepareOwnAddress()
-            initiatingAddress = onAirAddress
+            gap.initiatingAddress = onAirAddress
             _ = try await send(HCILECreateConnection(peerAddressType: peer.type, peerAddress: peer.address, ownAddressType: ownAddressType,
                                                      connectionIntervalMin: connectionInterval.lowerBound,
                                                      connectionIntervalMax: connectionInterval.upperBound,
@@ -153,8 +153,8 @@ extension HCIHost {
         unlockOwnAddress()
         // A fast controller's LE Connection Complete can be handled before this call resumes from the Command Status:
         // it is then waiting in earlyConnection.
-        if let early = earlyConnection { return try early.get() }
-        if connectionAbandoned {
+        if let early = gap.earlyConnection { return try early.get() }
+        if gap.connectionAbandoned {
             // Abandoned while LE Create Connection was being sent: cancel it as soon as the call waits.
             Task { [weak self] in await self?.cancelConnection() }
         }
@@ -164,16 +164,16 @@ extension HCIHost {
             await self?.cancelConnection()
         }
         defer { timer.cancel() }
-        return try await withCheckedThrowingContinuation { pendingConnection = $0 }
+        return try await withCheckedThrowingContinuation { gap.pendingConnection = $0 }
     }
 
     /// Hands the outcome of LE Create Connection to the connect call: now if it waits, else when it resumes.
     private func completeInitiation(_ outcome: Result<HostConnection, any Error>) {
-        if let pending = pendingConnection {
-            pendingConnection = nil
+        if let pending = gap.pendingConnection {
+            gap.pendingConnection = nil
             pending.resume(with: outcome)
-        } else if initiating {
-            earlyConnection = outcome
+        } else if gap.initiating {
+            gap.earlyConnection = outcome
         }
     }
 
@@ -183,22 +183,22 @@ extension HCIHost {
     /// returns it, and the caller decides (as after any successful connect).
     @discardableResult
     public func cancelConnectionAttempt(to peer: LEAddress) async -> Bool {
-        guard initiating, initiatingPeer == peer else { return false }
-        connectionAbandoned = true
-        guard pendingConnection != nil else { return true }
+        guard gap.initiating, gap.initiatingPeer == peer else { return false }
+        gap.connectionAbandoned = true
+        guard gap.pendingConnection != nil else { return true }
         await cancelConnection()
         return true
     }
 
     private func cancelConnection() async {
-        guard pendingConnection != nil else { return }
-        connectionTimedOut = true
+        guard gap.pendingConnection != nil else { return }
+        gap.connectionTimedOut = true
         do {
             _ = try await send(HCILECreateConnectionCancel())
         } catch {
             // Too late: the connection completed meanwhile, or the controller does not answer.
-            if let pending = pendingConnection {
-                pendingConnection = nil
+            if let pending = gap.pendingConnection {
+                gap.pendingConnection = nil
                 pending.resume(throwing: error)
             }
         }
@@ -229,8 +229,8 @@ extension HCIHost {
     public func setPHY(_ handle: ConnectionHandle, transmit: LEPHYs, receive: LEPHYs) async throws -> HostConnection {
         guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         let allPHYs: UInt8 = (transmit.isEmpty ? 0x01 : 0) | (receive.isEmpty ? 0x02 : 0)
-        lastPHYWaiter += 1
-        let id = lastPHYWaiter
+        gap.lastPHYWaiter += 1
+        let id = gap.lastPHYWaiter
         // The waiter is in place before the command goes out: the update may complete right after its Command Status.
         return try await withCheckedThrowingContinuation { continuation in
             links[handle]?.phyWaiters[id] = continuation
@@ -260,13 +260,10 @@ extension HCIHost {
     }
 
     /// The links up now.
-    public var connections: [HostConnection] { links.values.map(\.connection).sorted { $0.handle < $1.handle } }
+    public var connections: [HostConnection] { links.connections }
 
     /// The link with `handle`, if it is still `link` (not a newer link that got the same handle).
-    func current(_ handle: ConnectionHandle, is link: LinkID?) -> Bool {
-        guard let up = links[handle] else { return false }
-        return link == nil || up.connection.link == link
-    }
+    func current(_ handle: ConnectionHandle, is link: LinkID?) -> Bool { links.isCurrent(handle, is: link) }
 
     func handleLE(_ event: HCILEMetaEvent) async {
         switch event {
@@ -328,7 +325,7 @@ extension HCIHost {
     }
 
     private func deliverReport(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, data: [UInt8]) {
-        guard let scanContinuation else { return }
+        guard let scanContinuation = gap.scanContinuation else { return }
         // The bytes go up as received, decoded only by whoever reads them (most reports are repeats a scanner drops
         // unread). Malformed data is not dropped either: the device exists, and its flags or name may well be intact
         // (the report's `data` holds the structures before the fault).
@@ -339,12 +336,12 @@ extension HCIHost {
     private func connectionCompleted(status: HCIStatus, handle: ConnectionHandle, role: HCIRole, peer: LEAddress, interval: UInt16,
                                      latency: UInt16, timeout: UInt16) {
         // Legacy advertising ends with a link as peripheral, and with directed advertising's timeout.
-        if role == .peripheral { advertisingEnabled = false }
+        if role == .peripheral { gap.advertisingEnabled = false }
         guard status == .success else {
             if role == .central {
-                if connectionAbandoned && status == .unknownConnectionIdentifier {
+                if gap.connectionAbandoned && status == .unknownConnectionIdentifier {
                     completeInitiation(.failure(CancellationError()))
-                } else if connectionTimedOut && status == .unknownConnectionIdentifier {
+                } else if gap.connectionTimedOut && status == .unknownConnectionIdentifier {
                     completeInitiation(.failure(HostError(.connectionTimedOut, "the connection attempt timed out and was cancelled")))
                 } else {
                     completeInitiation(.failure(HostError(.connectionFailed(status), "connection failed: \(status)")))
@@ -352,10 +349,9 @@ extension HCIHost {
             }
             return
         }
-        lastLinkID += 1
-        let local = (role == .central ? initiatingAddress : advertisingAddress) ?? onAirAddress ?? ownAddress
+        let local = (role == .central ? gap.initiatingAddress : gap.advertisingAddress) ?? onAirAddress ?? ownAddress
             ?? LEAddress(.zero, type: .public)
-        let connection = HostConnection(link: LinkID(rawValue: lastLinkID), handle: handle, role: role, peer: peer, localAddress: local,
+        let connection = HostConnection(link: links.nextID(), handle: handle, role: role, peer: peer, localAddress: local,
                                         interval: interval, latency: latency, supervisionTimeout: timeout)
         var link = Link(connection: connection,
                         reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength),

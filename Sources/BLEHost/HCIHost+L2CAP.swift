@@ -85,7 +85,7 @@ extension HCIHost {
 
     func receiveACL(_ packet: HCIACLPacket) {
         guard var link = links[packet.handle] else {
-            droppedFrames += 1
+            controller.droppedFrames += 1
             return
         }
         let frame: L2CAPBasicFrame?
@@ -93,7 +93,7 @@ extension HCIHost {
             frame = try link.reassembler.append(isStart: packet.boundary.isStart, data: packet.data)
         } catch {
             logger.warning("handle \(packet.handle): bad L2CAP fragment: \(error)")
-            droppedFrames += 1
+            controller.droppedFrames += 1
             links[packet.handle] = link
             return
         }
@@ -109,7 +109,7 @@ extension HCIHost {
         }
         let before = link.l2cap.droppedFrames
         let actions = link.l2cap.receive(frame)
-        droppedFrames += link.l2cap.droppedFrames - before
+        controller.droppedFrames += link.l2cap.droppedFrames - before
         links[packet.handle] = link
         performL2CAP(actions, handle: packet.handle)
     }
@@ -124,7 +124,7 @@ extension HCIHost {
             return payload
         } else {
             var queue = link.pending[channel, default: []]
-            if queue.count < Self.pendingFrameLimit { queue.append(payload) } else { droppedFrames += 1 }
+            if queue.count < Self.pendingFrameLimit { queue.append(payload) } else { controller.droppedFrames += 1 }
             link.pending[channel] = queue
             links[handle] = link
         }
@@ -138,7 +138,7 @@ extension HCIHost {
                                                                           creditReturn: .onConsumption))
         try? manager.registerFixedChannel(.att)
         try? manager.registerFixedChannel(.smp)
-        for (spsm, listener) in l2capListeners { try? manager.listen(spsm: spsm, parameters: listener.parameters, security: listener.security) }
+        for (spsm, listener) in l2cap.listeners { try? manager.listen(spsm: spsm, parameters: listener.parameters, security: listener.security) }
         return manager
     }
 

@@ -62,6 +62,27 @@ struct L2CAPListener: Sendable {
     var continuation: AsyncStream<L2CAPChannel>.Continuation
 }
 
+/// The outcomes of the channels one enhanced credit based request opens, gathered in request order; the last one
+/// hands them all on. Used in the host's isolation only.
+final class OpenOutcomes {
+    private var outcomes: [Result<L2CAPChannel, any Error>?]
+    private var missing: Int
+    private let done: ([Result<L2CAPChannel, any Error>]) -> Void
+
+    init(count: Int, done: @escaping ([Result<L2CAPChannel, any Error>]) -> Void) {
+        outcomes = Array(repeating: nil, count: count)
+        missing = count
+        self.done = done
+    }
+
+    func record(_ outcome: Result<L2CAPChannel, any Error>, at index: Int) {
+        guard outcomes.indices.contains(index), outcomes[index] == nil else { return }
+        outcomes[index] = outcome
+        missing -= 1
+        if missing == 0 { done(outcomes.compactMap { $0 }) }
+    }
+}
+
 /// An RTX timer of one link's L2CAP manager.
 struct L2CAPTimerKey: Hashable, Sendable {
     var link: LinkID
@@ -85,11 +106,10 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         let (stream, continuation) = AsyncStream.makeStream(of: L2CAPChannel.self)
-        let id = nextListenerID
-        nextListenerID += 1
-        l2capListeners[spsm]?.continuation.finish()
-        l2capListeners[spsm] = L2CAPListener(id: id, parameters: parameters, security: security, continuation: continuation)
-        for handle in links.keys { try? links[handle]?.l2cap.listen(spsm: spsm, parameters: parameters, security: security) }
+        let id = l2cap.newListenerID()
+        l2cap.listeners[spsm]?.continuation.finish()
+        l2cap.listeners[spsm] = L2CAPListener(id: id, parameters: parameters, security: security, continuation: continuation)
+        for handle in links.handles { try? links[handle]?.l2cap.listen(spsm: spsm, parameters: parameters, security: security) }
         continuation.onTermination = { [weak self] _ in Task { await self?.stopListening(spsm: spsm, id: id) } }
         return stream
     }
@@ -100,19 +120,19 @@ extension HCIHost {
     public func listen(parameters: L2CAPChannelParameters = L2CAPChannelParameters(),
                        security: L2CAPSecurityRequirement = .none) throws -> (spsm: L2CAPSPSM, channels: AsyncStream<L2CAPChannel>) {
         guard let free = (UInt16(0x0080)...UInt16(0x00FF)).lazy.map({ L2CAPSPSM(rawValue: $0) })
-            .first(where: { l2capListeners[$0] == nil })
+            .first(where: { l2cap.listeners[$0] == nil })
         else { throw HostError(.l2cap(.noFreeChannel), "every dynamic SPSM has a listener") }
         return (free, try listen(spsm: free, parameters: parameters, security: security))
     }
 
     /// Stops accepting connections to `spsm`: its stream finishes; open channels stay open.
     public func stopListening(spsm: L2CAPSPSM) {
-        l2capListeners.removeValue(forKey: spsm)?.continuation.finish()
-        for handle in links.keys { links[handle]?.l2cap.stopListening(spsm: spsm) }
+        l2cap.listeners.removeValue(forKey: spsm)?.continuation.finish()
+        for handle in links.handles { links[handle]?.l2cap.stopListening(spsm: spsm) }
     }
 
     private func stopListening(spsm: L2CAPSPSM, id: Int) {
-        guard l2capListeners[spsm]?.id == id else { return }
+        guard l2cap.listeners[spsm]?.id == id else { return }
         stopListening(spsm: spsm)
     }
 
@@ -160,8 +180,11 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         links[handle] = link
-        performL2CAP(actions, handle: handle)
-        return try await openOutcome(cid, handle: handle, link: link.connection.link)
+        // The waiter is in place before the request leaves.
+        return try await withCheckedThrowingContinuation { continuation in
+            links[handle]?.openWaiters[cid] = { continuation.resume(with: $0) }
+            performL2CAP(actions, handle: handle)
+        }
     }
 
     /// Opens `count` (1...5) enhanced credit based channels to `spsm` on link `handle` in one
@@ -193,27 +216,19 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         links[handle] = link
-        performL2CAP(actions, handle: handle)
-        var opened: [L2CAPChannel] = []
-        var firstFailure: (any Error)?
-        for cid in cids {
-            do {
-                opened.append(try await openOutcome(cid, handle: handle, link: link.connection.link))
-            } catch {
-                firstFailure = firstFailure ?? error
+        guard !cids.isEmpty else { return [] }
+        // One waiter per channel, all in place before the request leaves; the call resumes when every one has its
+        // outcome.
+        let outcomes = await withCheckedContinuation { (continuation: CheckedContinuation<[Result<L2CAPChannel, any Error>], Never>) in
+            let collector = OpenOutcomes(count: cids.count) { continuation.resume(returning: $0) }
+            for (index, cid) in cids.enumerated() {
+                links[handle]?.openWaiters[cid] = { collector.record($0, at: index) }
             }
+            performL2CAP(actions, handle: handle)
         }
-        if opened.isEmpty, let firstFailure { throw firstFailure }
+        let opened = outcomes.compactMap { try? $0.get() }
+        if opened.isEmpty, case .failure(let firstFailure)? = outcomes.first { throw firstFailure }
         return opened
-    }
-
-    /// The outcome of opening `cid`: taken if it already arrived, awaited otherwise.
-    private func openOutcome(_ cid: L2CAPChannelID, handle: ConnectionHandle, link: LinkID) async throws -> L2CAPChannel {
-        if let early = links[handle]?.openOutcomes.removeValue(forKey: cid) { return try early.get() }
-        guard links[handle]?.connection.link == link else {
-            throw HostError(.l2capConnectionFailed(.linkClosed), "the link closed while opening \(cid)")
-        }
-        return try await withCheckedThrowingContinuation { links[handle]?.openWaiters[cid] = $0 }
     }
 
     /// Our receive side must fit what the reassembler accepts.
@@ -249,8 +264,7 @@ extension HCIHost {
         while let link = links[channel.handle], link.connection.link == channel.link, link.l2cap.channel(channel.localCID) != nil,
               link.l2cap.queuedFrameCount(on: channel.localCID) > 0 {
             try Task.checkCancellation()
-            let waiter = nextCreditWaiter
-            nextCreditWaiter += 1
+            let waiter = l2cap.newCreditWaiter()
             await withTaskCancellationHandler {
                 await withCheckedContinuation { links[channel.handle]?.creditWaiters[waiter] = (channel.localCID, $0) }
             } onCancel: {
@@ -309,13 +323,9 @@ extension HCIHost {
                 logger.debug("handle \(handle): reconfiguration of \(cids): \(outcome)")
             case .startTimer(let timer, let duration):
                 let key = L2CAPTimerKey(link: id, timer: timer)
-                l2capTimers[key] = Task { [weak self] in
-                    try? await Task.sleep(for: duration)
-                    guard !Task.isCancelled else { return }
-                    await self?.l2capTimerFired(key, handle: handle)
-                }
+                l2cap.timers.start(key, after: duration) { [weak self] firing in await self?.l2capTimerFired(firing, handle: handle) }
             case .cancelTimer(let timer):
-                l2capTimers.removeValue(forKey: L2CAPTimerKey(link: id, timer: timer))?.cancel()
+                l2cap.timers.cancel(L2CAPTimerKey(link: id, timer: timer))
             case .readyToSend(let cid):
                 wakeCreditWaiters(cid, handle: handle)
             }
@@ -338,7 +348,7 @@ extension HCIHost {
         let channel = L2CAPChannel(info: info, handle: handle, incoming: incoming, link: link, host: self)
         if info.initiatedLocally {
             resolveOpen(info.localCID, handle: handle, .success(channel))
-        } else if let listener = l2capListeners[info.spsm] {
+        } else if let listener = l2cap.listeners[info.spsm] {
             listener.continuation.yield(channel)
         } else {
             // Nobody listens any more: close it again.
@@ -355,11 +365,7 @@ extension HCIHost {
     }
 
     private func resolveOpen(_ cid: L2CAPChannelID, handle: ConnectionHandle, _ outcome: Result<L2CAPChannel, any Error>) {
-        if let waiter = links[handle]?.openWaiters.removeValue(forKey: cid) {
-            waiter.resume(with: outcome)
-        } else {
-            links[handle]?.openOutcomes[cid] = outcome
-        }
+        links[handle]?.openWaiters.removeValue(forKey: cid)?(outcome)
     }
 
     private func wakeCreditWaiters(_ cid: L2CAPChannelID, handle: ConnectionHandle) {
@@ -375,8 +381,9 @@ extension HCIHost {
         links[handle]?.creditWaiters.removeValue(forKey: waiter)?.continuation.resume()
     }
 
-    private func l2capTimerFired(_ key: L2CAPTimerKey, handle: ConnectionHandle) async {
-        guard l2capTimers.removeValue(forKey: key) != nil, var link = links[handle], link.connection.link == key.link else { return }
+    private func l2capTimerFired(_ firing: TimerSet<L2CAPTimerKey>.Firing, handle: ConnectionHandle) {
+        let key = firing.key
+        guard l2cap.timers.expire(firing), var link = links[handle], link.connection.link == key.link else { return }
         let actions = link.l2cap.timerFired(key.timer)
         links[handle] = link
         performL2CAP(actions, handle: handle)
@@ -384,17 +391,11 @@ extension HCIHost {
 
     /// A link went down: its channels close, its pending opens fail, its senders wake, its timers stop.
     func closeL2CAP(_ link: Link) {
-        var manager = link.l2cap
-        for action in manager.linkClosed() {
-            if case .cancelTimer(let timer) = action {
-                l2capTimers.removeValue(forKey: L2CAPTimerKey(link: link.connection.link, timer: timer))?.cancel()
-            }
-        }
-        for key in l2capTimers.keys where key.link == link.connection.link { l2capTimers.removeValue(forKey: key)?.cancel() }
+        l2cap.timers.cancelAll { $0.link == link.connection.link }
         for continuation in link.sduStreams.values { continuation.finish() }
         for waiter in link.creditWaiters.values { waiter.continuation.resume() }
         for (cid, waiter) in link.openWaiters {
-            waiter.resume(throwing: HostError(.l2capConnectionFailed(.linkClosed), "the link closed while opening \(cid)"))
+            waiter(.failure(HostError(.l2capConnectionFailed(.linkClosed), "the link closed while opening \(cid)")))
         }
     }
 }

@@ -26,19 +26,19 @@ extension HCIHost {
 
     /// Waits until no other advertising, scan or connection start, nor an address change, is under way.
     func lockOwnAddress() async {
-        guard ownAddressBusy else {
-            ownAddressBusy = true
+        guard gap.ownAddressBusy else {
+            gap.ownAddressBusy = true
             return
         }
-        await withCheckedContinuation { ownAddressWaiters.append($0) }
+        await withCheckedContinuation { gap.ownAddressWaiters.append($0) }
     }
 
     /// Lets the next waiter in (it inherits the lock).
     func unlockOwnAddress() {
-        if ownAddressWaiters.isEmpty {
-            ownAddressBusy = false
+        if gap.ownAddressWaiters.isEmpty {
+            gap.ownAddressBusy = false
         } else {
-            ownAddressWaiters.removeFirst().resume()
+            gap.ownAddressWaiters.removeFirst().resume()
         }
     }
 
@@ -49,7 +49,7 @@ extension HCIHost {
     /// cannot change (the rotation timer tries again later).
     func prepareOwnAddress() async throws {
         guard privacy else { return }
-        guard privateAddress == nil || (addressRotation.isDue(at: now) && initiatingAddress == nil) else { return }
+        guard privateAddress == nil || (gap.addressRotation.isDue(at: now) && gap.initiatingAddress == nil) else { return }
         try await replacePrivateAddress()
     }
 
@@ -67,29 +67,29 @@ extension HCIHost {
         } catch {
             throw HostError(.commandFailed(.leSetRandomAddress, .unspecifiedError), "privacy: \(error)")
         }
-        let pauseAdvertising = advertisingEnabled
-        let pausedScan = scanContinuation != nil ? scanGeneration : nil
+        let pauseAdvertising = gap.advertisingEnabled
+        let pausedScan = gap.scanContinuation != nil ? gap.scanGeneration : nil
         if pauseAdvertising { _ = try? await send(HCILESetAdvertisingEnable(isEnabled: false)) }
         if pausedScan != nil { _ = try? await send(HCILESetScanEnable(isEnabled: false)) }
         var failure: (any Error)?
         do {
             _ = try await send(HCILESetRandomAddress(address: address.address))
-            privateAddress = address
-            addressRotation.didSetAddress(at: now)
+            gap.privateAddress = address
+            gap.addressRotation.didSetAddress(at: now)
             scheduleRotation(after: configuration.security.privateAddressInterval)
         } catch {
             failure = error
         }
         // Only what is still wanted starts again: a link may have ended the advertising, the user the scan.
-        if let pausedScan, scanContinuation != nil, scanGeneration == pausedScan {
-            _ = try? await send(HCILESetScanEnable(isEnabled: true, filterDuplicates: scanFiltersDuplicates))
+        if let pausedScan, gap.scanContinuation != nil, gap.scanGeneration == pausedScan {
+            _ = try? await send(HCILESetScanEnable(isEnabled: true, filterDuplicates: gap.scanFiltersDuplicates))
         }
-        if pauseAdvertising, advertisingEnabled {
-            advertisingAddress = onAirAddress
+        if pauseAdvertising, gap.advertisingEnabled {
+            gap.advertisingAddress = onAirAddress
             do {
                 _ = try await send(HCILESetAdvertisingEnable(isEnabled: true))
             } catch {
-                advertisingEnabled = false
+                gap.advertisingEnabled = false
                 logger.warning("privacy: advertising did not start again after a new private address: \(error)")
             }
         }
@@ -98,8 +98,8 @@ extension HCIHost {
 
     /// Starts the timer that replaces the private address after `delay`.
     func scheduleRotation(after delay: Duration) {
-        rotationTimer?.cancel()
-        rotationTimer = Task { [weak self] in
+        gap.rotationTimer?.cancel()
+        gap.rotationTimer = Task { [weak self] in
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled else { return }
             await self?.rotationTimerFired()
@@ -110,19 +110,19 @@ extension HCIHost {
     /// next start replaces it.
     private func rotationTimerFired() async {
         guard !Task.isCancelled else { return }
-        rotationTimer = nil
+        gap.rotationTimer = nil
         guard privacy, state == .poweredOn else { return }
         await lockOwnAddress()
         defer { unlockOwnAddress() }
         guard state == .poweredOn else { return }
         let current = now
-        guard addressRotation.isDue(at: current) else {
-            if rotationTimer == nil { scheduleRotation(after: addressRotation.timeUntilDue(at: current)) }
+        guard gap.addressRotation.isDue(at: current) else {
+            if gap.rotationTimer == nil { scheduleRotation(after: gap.addressRotation.timeUntilDue(at: current)) }
             return
         }
-        guard advertisingEnabled || scanContinuation != nil else { return }
+        guard gap.advertisingEnabled || gap.scanContinuation != nil else { return }
         let retry = min(configuration.security.privateAddressInterval, .seconds(1))
-        guard initiatingAddress == nil else {
+        guard gap.initiatingAddress == nil else {
             // LE Set Random Address is refused while initiating: try again shortly.
             scheduleRotation(after: retry)
             return
@@ -137,13 +137,13 @@ extension HCIHost {
 
     /// The controller was reset or is gone: it no longer has the private address, nor advertises.
     func forgetOwnAddressState() {
-        rotationTimer?.cancel()
-        rotationTimer = nil
-        privateAddress = nil
-        addressRotation = PrivateAddressRotation(interval: configuration.security.privateAddressInterval)
-        advertisingEnabled = false
-        advertisingAddress = nil
-        initiatingAddress = nil
+        gap.rotationTimer?.cancel()
+        gap.rotationTimer = nil
+        gap.privateAddress = nil
+        gap.addressRotation = PrivateAddressRotation(interval: configuration.security.privateAddressInterval)
+        gap.advertisingEnabled = false
+        gap.advertisingAddress = nil
+        gap.initiatingAddress = nil
     }
 
     // MARK: Peers' private addresses
@@ -152,12 +152,12 @@ extension HCIHost {
     /// of the bonds' IRKs resolves. Results are remembered per address until the bonds change or a scan starts.
     func resolvedIdentity(of address: LEAddress) -> LEAddress? {
         guard address.type == .random, address.kind == .randomResolvable else { return nil }
-        if let known = resolvedIdentities[address] { return known.identity }
+        if let known = securityManager.resolvedIdentities[address] { return known.identity }
         let identity = ResolvablePrivateAddress.resolve(address, among: storedBonds().compactMap { bond in
             bond.peerIdentityResolvingKey.map { (irk: $0, value: bond.peer) }
         })
-        if resolvedIdentities.count >= 64 { resolvedIdentities = [:] }
-        resolvedIdentities[address] = ResolvedIdentity(identity: identity)
+        if securityManager.resolvedIdentities.count >= 64 { securityManager.resolvedIdentities = [:] }
+        securityManager.resolvedIdentities[address] = ResolvedIdentity(identity: identity)
         return identity
     }
 }

@@ -46,11 +46,11 @@ struct LinkSecurityState {
 /// configured ``BondStore``.
 extension HCIHost {
     /// Sets the agent that answers for the user during pairing (consent, passkeys, numeric comparison).
-    public func setPairingAgent(_ agent: any PairingAgent) { pairingAgent = agent }
+    public func setPairingAgent(_ agent: any PairingAgent) { securityManager.agent = agent }
 
     /// Turns pairing on demand on or off: whether a GATT client procedure the server refuses for security pairs (or
     /// encrypts with the bond) and runs again (see ``GATTEngine/run(_:on:)``). On by default.
-    public func setPairsOnDemand(_ on: Bool) { pairsOnDemand = on }
+    public func setPairsOnDemand(_ on: Bool) { securityManager.pairsOnDemand = on }
 
     /// The bond store of this host.
     public nonisolated var bondStore: any BondStore { configuration.security.bondStore }
@@ -179,7 +179,7 @@ extension HCIHost {
     @discardableResult
     public func removeBond(with peer: LEAddress) throws(BondStoreError) -> Int {
         let removed = try configuration.security.bondStore.removeBonds(peer: peer, local: localIdentity)
-        resolvedIdentities = [:]
+        securityManager.resolvedIdentities = [:]
         for (handle, link) in links where link.connection.peer == peer || link.security.current.peerIdentity == peer {
             links[handle]?.security.current.isBonded = false
             syncL2CAPSecurity(handle)
@@ -213,7 +213,7 @@ extension HCIHost {
     private func limiterKey(_ link: Link) -> LEAddress { link.security.current.peerIdentity ?? link.connection.peer }
 
     /// A reading of the monotonic clock: the time since the host was created.
-    var now: Duration { ContinuousClock.now - clockOrigin }
+    var now: Duration { ContinuousClock.now - securityManager.clockOrigin }
 
     // MARK: Starting pairings
 
@@ -243,7 +243,7 @@ extension HCIHost {
         if settings.bonding, let irk = localIdentityResolvingKey() {
             configuration.identity = SMPIdentity(identityResolvingKey: irk, address: identity)
         }
-        if !pairingAttempts.mayPair(limiterKey(link), now: now) { configuration.refusal = .repeatedAttempts }
+        if !securityManager.attempts.mayPair(limiterKey(link), now: now) { configuration.refusal = .repeatedAttempts }
         guard let keyPair = Self.newKeyPair() else { return nil }
         let central = connection.role == .central
         return SMPPairing(role: central ? .initiator : .responder, configuration: configuration,
@@ -282,7 +282,7 @@ extension HCIHost {
             case (.central, SMPCode.securityRequest?):
                 answerSecurityRequest(payload, on: connection)
                 return
-            case (.peripheral, SMPCode.pairingRequest?) where pairingAttempts.mayPair(limiterKey(link), now: now)
+            case (.peripheral, SMPCode.pairingRequest?) where securityManager.attempts.mayPair(limiterKey(link), now: now)
                     && pairingRequestNegotiates(payload, on: connection):
                 // A new pairing from the central: the agent consents first (the reader does not wait for it). A
                 // request the machine refuses at once (malformed, reserved values, a key too short, requirements
@@ -292,7 +292,7 @@ extension HCIHost {
                 // The Security Manager timer runs from the reception of the Pairing Request, the agent's time
                 // included. Core 5.4, Vol 3, Part H, 3.4.
                 startSMPTimer(configuration.security.timeout, on: connection)
-                let agent = pairingAgent
+                let agent = securityManager.agent
                 let peer = connection.peer
                 Task { [weak self] in
                     let accepted = await agent.acceptPairing(from: peer)
@@ -365,7 +365,7 @@ extension HCIHost {
             link = links[connection.handle] ?? link
             link.security.backlog = nil
             links[connection.handle] = link
-            smpTimers.removeValue(forKey: connection.link)?.cancel()
+            securityManager.timers.cancel(connection.link)
             let reason: SMPPairingFailedReason = accepted ? .unspecifiedReason : .pairingNotSupported
             enqueueL2CAP(SMPPDU.pairingFailed(reason).encoded, channel: .smp, handle: connection.handle)
             guard links[connection.handle]?.connection.link == connection.link else { return }
@@ -375,7 +375,7 @@ extension HCIHost {
                            handle: connection.handle)
             return
         }
-        smpTimers.removeValue(forKey: connection.link)?.cancel()
+        securityManager.timers.cancel(connection.link)
         // The held PDUs go to the machine in order; PDUs that arrive while they do join the backlog behind them (the
         // backlog stays in place until it is empty), so nothing overtakes.
         while let held = links[connection.handle], held.connection.link == connection.link, var backlog = held.security.backlog,
@@ -398,16 +398,13 @@ extension HCIHost {
 
     /// (Re)starts the link's Security Manager timer.
     private func startSMPTimer(_ duration: Duration, on connection: HostConnection) {
-        smpTimers.removeValue(forKey: connection.link)?.cancel()
-        smpTimers[connection.link] = Task { [weak self] in
-            try? await Task.sleep(for: duration)
-            guard !Task.isCancelled else { return }
-            await self?.smpTimerFired(on: connection)
+        securityManager.timers.start(connection.link, after: duration) { [weak self] firing in
+            await self?.smpTimerFired(firing, on: connection)
         }
     }
 
-    private func smpTimerFired(on connection: HostConnection) {
-        smpTimers[connection.link] = nil
+    private func smpTimerFired(_ firing: TimerSet<LinkID>.Firing, on connection: HostConnection) {
+        guard securityManager.timers.expire(firing) else { return }
         guard var link = links[connection.handle], link.connection.link == connection.link else { return }
         if link.security.backlog != nil {
             // The agent did not answer in time: the pairing failed, and a late answer finds no request to start.
@@ -434,19 +431,19 @@ extension HCIHost {
             case .startTimer(let duration):
                 startSMPTimer(duration, on: connection)
             case .cancelTimer:
-                smpTimers.removeValue(forKey: connection.link)?.cancel()
+                securityManager.timers.cancel(connection.link)
             case .displayPasskey(let passkey):
                 publish(.passkeyDisplayed(connection, passkey))
-                let agent = pairingAgent
+                let agent = securityManager.agent
                 Task { await agent.displayPasskey(passkey, for: connection.peer) }
             case .requestPasskey:
-                let agent = pairingAgent
+                let agent = securityManager.agent
                 Task { [weak self] in
                     let passkey = await agent.enterPasskey(for: connection.peer)
                     await self?.userAnswered(on: connection) { $0.passkeyEntered(passkey) }
                 }
             case .confirmNumber(let number):
-                let agent = pairingAgent
+                let agent = securityManager.agent
                 Task { [weak self] in
                     let confirmed = await agent.confirmNumber(number, for: connection.peer)
                     await self?.userAnswered(on: connection) { $0.numericComparisonConfirmed(confirmed) }
@@ -480,7 +477,7 @@ extension HCIHost {
 
     private func pairingSucceeded(_ result: SMPPairingResult, on connection: HostConnection) {
         guard var link = links[connection.handle] else { return }
-        pairingAttempts.recordSuccess(limiterKey(link))
+        securityManager.attempts.recordSuccess(limiterKey(link))
         let identity = result.peer.identityAddress ?? link.security.current.peerIdentity ?? connection.peer
         var bonded = false
         if result.bonding, configuration.security.bonding, !result.debugKey, let local = localIdentity {
@@ -499,7 +496,7 @@ extension HCIHost {
             do {
                 if identity != connection.peer { try configuration.security.bondStore.removeBonds(peer: connection.peer, local: local) }
                 try configuration.security.bondStore.save(bond)
-                resolvedIdentities = [:]
+                securityManager.resolvedIdentities = [:]
                 bonded = true
             } catch {
                 logger.warning("bond store: could not store the bond with \(identity): \(error)")
@@ -517,7 +514,7 @@ extension HCIHost {
 
     private func pairingFailed(_ failure: SMPPairingFailure, on connection: HostConnection) {
         guard var link = links[connection.handle] else { return }
-        pairingAttempts.recordFailure(limiterKey(link), now: now)
+        securityManager.attempts.recordFailure(limiterKey(link), now: now)
         if failure == .timeout { link.security.timedOut = true }
         link.security.responderKey = nil
         links[connection.handle] = link
@@ -594,7 +591,7 @@ extension HCIHost {
         if fromBond, success, let pairing = link.security.pairing, !pairing.isFinished, pairing.method == nil {
             // A Security Request (or Pairing Request) this side sent was answered with the bond's key: no pairing.
             link.security.pairing = nil
-            smpTimers.removeValue(forKey: connection.link)?.cancel()
+            securityManager.timers.cancel(connection.link)
         }
         if var pairing = link.security.pairing, !pairing.isFinished {
             actions = pairing.encryptionChanged(success: success, keySize: pairing.keySize ?? 16)
@@ -625,7 +622,7 @@ extension HCIHost {
 
     /// A link went down: its timer stops and its waiters fail.
     func closeSecurity(_ link: Link) {
-        smpTimers.removeValue(forKey: link.connection.link)?.cancel()
+        securityManager.timers.cancel(link.connection.link)
         for waiter in link.security.waiters {
             waiter.resume(throwing: SecurityError(.disconnected, "the link with \(link.connection.peer) went down"))
         }

@@ -26,28 +26,6 @@ public actor HCIHost {
         public init() {}
     }
 
-    struct Link {
-        var connection: HostConnection
-        var reassembler: L2CAPReassembler
-        /// L2CAP on this link: fixed channels, signaling, credit based channels.
-        var l2cap: L2CAPChannelManager
-        /// Per fixed channel: the consumer, or frames waiting for one.
-        var channels: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
-        var pending: [L2CAPChannelID: [[UInt8]]] = [:]
-        /// Per open credit based channel (local CID): the stream of incoming SDUs.
-        var sduStreams: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
-        /// Senders waiting for the peer's credits: per waiter, its channel and continuation.
-        var creditWaiters: [Int: (cid: L2CAPChannelID, continuation: CheckedContinuation<Void, Never>)] = [:]
-        /// Callers of ``HCIHost/openL2CAPChannel(spsm:on:parameters:)`` waiting for the outcome, per local CID.
-        var openWaiters: [L2CAPChannelID: CheckedContinuation<L2CAPChannel, any Error>] = [:]
-        /// Outcomes that arrived before their caller waited.
-        var openOutcomes: [L2CAPChannelID: Result<L2CAPChannel, any Error>] = [:]
-        /// Pairing and encryption on this link.
-        var security = LinkSecurityState()
-        /// Callers of ``HCIHost/setPHY(_:transmit:receive:)`` waiting for LE PHY Update Complete.
-        var phyWaiters: [Int: CheckedContinuation<HostConnection, any Error>] = [:]
-    }
-
     let transport: any HCITransport
     let configuration: Configuration
     let logger = Logger(label: "ble.host")
@@ -58,90 +36,49 @@ public actor HCIHost {
     var commands: CommandDriver
     /// ACL data: the controller's buffers and the senders waiting for room.
     var acl = ACLDriver()
-    var links: [ConnectionHandle: Link] = [:]
-    /// The last link identity given out (identities are never reused).
-    var lastLinkID: UInt64 = 0
-    /// SPSMs this host accepts LE credit based connections on, with their parameters and consumers.
-    var l2capListeners: [L2CAPSPSM: L2CAPListener] = [:]
-    var nextListenerID = 0
-    var nextCreditWaiter = 0
-    /// The RTX timers the links' L2CAP managers asked for.
-    var l2capTimers: [L2CAPTimerKey: Task<Void, Never>] = [:]
-    var subscribers: [Int: AsyncStream<HostEvent>.Continuation] = [:]
-    var nextSubscriber = 0
-    var scanContinuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation?
-    var scanGeneration = 0
-    var pendingConnection: CheckedContinuation<HostConnection, any Error>?
-    /// A connect call is between sending LE Create Connection and getting its outcome.
-    var initiating = false
-    /// The outcome of LE Create Connection when it came before the connect call waited for it.
-    var earlyConnection: Result<HostConnection, any Error>?
-    var connectionTimedOut = false
-    /// The application abandoned the attempt in progress (``cancelConnectionAttempt(to:)``).
-    var connectionAbandoned = false
-    /// The peer of the connection attempt in progress.
-    var initiatingPeer: LEAddress?
-    var reader: Task<Void, Never>?
+    /// The links up now.
+    var links = LinkRegistry()
+    /// L2CAP's host-wide state: listeners and RTX timers.
+    var l2cap = L2CAPDriver()
+    /// The Security Manager's host-wide state: the agent, attempts, timers.
+    var securityManager = SecurityDriver()
+    /// Subscribers of ``events()``.
+    var hub = EventHub()
+    /// What the host knows of its controller.
+    var controller = ControllerState()
     /// The GATT engine of this host's links, while someone holds it (see ``gattEngine()``).
-    weak var sharedEngine: GATTEngine?
-    /// The GATT cache the shared engine uses (kept here: the engine itself lives only while it has users).
-    var sharedGATTCache: GATTCache?
-    /// The user's part in pairing.
-    var pairingAgent: any PairingAgent = AutomaticPairingAgent()
-    /// Whether GATT client procedures refused for security pair and run again (see ``setPairsOnDemand(_:)``).
-    public internal(set) var pairsOnDemand = true
-    /// The growing delay between failed pairings, per peer. Core 5.4, Vol 3, Part H, 2.3.6.
-    var pairingAttempts = SMPAttemptLimiter<LEAddress>()
-    /// The Security Manager timer of each link.
-    var smpTimers: [LinkID: Task<Void, Never>] = [:]
-    /// The origin of the monotonic readings given to ``pairingAttempts``.
-    let clockOrigin = ContinuousClock.now
-
+    var gatt = SharedGATT()
+    var reader: Task<Void, Never>?
+    /// Scanning, advertising, connection setup and this side's own address.
+    var gap: GAPDriver
     /// The adapter state.
-    public internal(set) var state: AdapterState = .unknown
+    public var state: AdapterState { controller.state }
     /// The controller's public address (after bring-up); `nil` when it has none.
-    public internal(set) var publicAddress: BluetoothAddress?
+    public var publicAddress: BluetoothAddress? { controller.publicAddress }
     /// This host's identity address: the public address, or a random static address when the controller has no
     /// public one (Read BD_ADDR returned zero: Core 5.4, Vol 4, Part E, 7.4.6). Bonds belong to it. Without privacy
     /// the host advertises, scans and connects with it; with ``SecurityConfiguration/privacy`` on, peers see
     /// ``privateAddress`` instead (Core 5.4, Vol 3, Part C, 10.7).
-    public internal(set) var ownAddress: LEAddress?
+    public var ownAddress: LEAddress? { controller.ownAddress }
     /// The identity address's 48 bits (``ownAddress``).
     public var address: BluetoothAddress? { ownAddress?.address }
     /// With ``SecurityConfiguration/privacy`` on, the resolvable private address this host advertises, scans and
     /// connects with now (Core 5.4, Vol 6, Part B, 1.3.2.2); `nil` with privacy off, and before the first
     /// advertising, scan or connection sets one.
-    public internal(set) var privateAddress: LEAddress?
+    public var privateAddress: LEAddress? { gap.privateAddress }
     /// The own-address type used in advertising, scanning and connection commands: random with privacy on (the
     /// resolvable private address set with LE Set Random Address), else the identity address's type.
     var ownAddressType: LEAddressType { configuration.security.privacy ? .random : ownAddress?.type ?? .public }
-
-    // Privacy and the own address (see HCIHost+Privacy.swift).
-    /// When to replace ``privateAddress``.
-    var addressRotation: PrivateAddressRotation
-    /// The task that replaces ``privateAddress`` when it is due.
-    var rotationTimer: Task<Void, Never>?
-    /// Legacy advertising is on (as far as the host knows: a peripheral link, or stopping it, turns it off).
-    var advertisingEnabled = false
-    /// The own address the advertising that is on uses.
-    var advertisingAddress: LEAddress?
-    /// The own address of the connection attempt under way.
-    var initiatingAddress: LEAddress?
-    /// Whether the scan that is on filters duplicates (to enable it again after a new private address).
-    var scanFiltersDuplicates = false
-    /// Advertising, scanning and connection starts and address changes go one at a time.
-    var ownAddressBusy = false
-    var ownAddressWaiters: [CheckedContinuation<Void, Never>] = []
-    /// The last identifier given to a ``setPHY(_:transmit:receive:)`` call waiting on its link.
-    var lastPHYWaiter = 0
-    /// The identity behind each resolvable private address seen in advertising reports (`nil`: no bond resolves it).
-    var resolvedIdentities: [LEAddress: ResolvedIdentity] = [:]
     /// The controller's ACL buffers (after bring-up).
     public var aclBuffers: (size: Int, count: Int) { (acl.flow.bufferSize, acl.flow.bufferCount) }
     /// The controller's supported commands (after bring-up).
-    public private(set) var supportedCommands = HCISupportedCommands()
+    public var supportedCommands: HCISupportedCommands { controller.supportedCommands }
     /// Frames received on fixed channels nobody handles, or that could not be decoded.
-    public internal(set) var droppedFrames = 0
+    public var droppedFrames: Int { controller.droppedFrames }
+    /// Why the transport could not be opened, for a host created with ``init(unavailable:)``.
+    public var unavailableReason: TransportError? { controller.unavailableReason }
+    /// Whether GATT client procedures refused for security pair and run again (see ``setPairsOnDemand(_:)``).
+    public var pairsOnDemand: Bool { securityManager.pairsOnDemand }
 
     /// Creates a host over `transport`. Call ``powerOn()`` to bring the controller up.
     public init(transport: any HCITransport, configuration: Configuration = Configuration()) {
@@ -149,7 +86,7 @@ public actor HCIHost {
         self.configuration = configuration
         self.outbox = HCIOutbox(transport)
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
-        self.addressRotation = PrivateAddressRotation(interval: configuration.security.privateAddressInterval)
+        self.gap = GAPDriver(privateAddressInterval: configuration.security.privateAddressInterval)
     }
 
     /// A host whose transport could not be opened: its state says why (`unauthorized` when the operating system
@@ -160,13 +97,10 @@ public actor HCIHost {
         self.configuration = Configuration()
         self.outbox = HCIOutbox(closed)
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
-        self.addressRotation = PrivateAddressRotation(interval: configuration.security.privateAddressInterval)
-        self.state = error.kind == .permissionDenied ? .unauthorized : .unsupported
-        self.unavailableReason = error
+        self.gap = GAPDriver(privateAddressInterval: configuration.security.privateAddressInterval)
+        self.controller.state = error.kind == .permissionDenied ? .unauthorized : .unsupported
+        self.controller.unavailableReason = error
     }
-
-    /// Why the transport could not be opened, for a host created with ``init(unavailable:)``.
-    public private(set) var unavailableReason: TransportError?
 
     // MARK: Bring-up
 
@@ -202,7 +136,7 @@ public actor HCIHost {
     private func bringUp() async throws {
         forgetOwnAddressState()
         _ = try await send(HCIReset())
-        supportedCommands = (try? await send(HCIReadLocalSupportedCommands()))?.supportedCommands ?? HCISupportedCommands()
+        controller.supportedCommands = (try? await send(HCIReadLocalSupportedCommands()))?.supportedCommands ?? HCISupportedCommands()
         let features = try await send(HCIReadLocalSupportedFeatures()).features
         guard features & (1 << 38) != 0 else {
             throw HostError(.commandFailed(.readLocalSupportedFeatures, .unsupportedFeatureOrParameterValue),
@@ -222,11 +156,11 @@ public actor HCIHost {
         acl.flow = ACLFlow(bufferSize: Int(buffers.leACLDataPacketLength), bufferCount: Int(buffers.totalNumLEACLDataPackets))
         let bdAddr = try await send(HCIReadBDADDR()).address
         if bdAddr != .zero {
-            publicAddress = bdAddr
-            ownAddress = LEAddress(bdAddr, type: .public)
+            controller.publicAddress = bdAddr
+            controller.ownAddress = LEAddress(bdAddr, type: .public)
         } else {
             // No public address: a random static one, from the controller's random numbers. Core 5.4, Vol 6, Part B, 1.3.2.1.
-            publicAddress = nil
+            controller.publicAddress = nil
             var candidate: LEAddress?
             for _ in 0..<4 where candidate?.isValid != true {
                 let random = try await send(HCILERand()).randomNumber
@@ -236,7 +170,7 @@ public actor HCIHost {
                 throw HostError(.malformedResponse(.leRand), "could not derive a valid random static address")
             }
             _ = try await send(HCILESetRandomAddress(address: chosen.address))
-            ownAddress = chosen
+            controller.ownAddress = chosen
         }
     }
 
@@ -348,23 +282,19 @@ public actor HCIHost {
     /// A stream of host events (state changes, connections, disconnections...). Each call is a new subscriber.
     public func events() -> AsyncStream<HostEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: HostEvent.self)
-        let id = nextSubscriber
-        nextSubscriber += 1
-        subscribers[id] = continuation
+        let id = hub.add(continuation)
         continuation.onTermination = { [weak self] _ in Task { await self?.unsubscribe(id) } }
         continuation.yield(.stateChanged(state))
         return stream
     }
 
-    private func unsubscribe(_ id: Int) { subscribers[id] = nil }
+    private func unsubscribe(_ id: Int) { hub.remove(id) }
 
-    func publish(_ event: HostEvent) {
-        for continuation in subscribers.values { continuation.yield(event) }
-    }
+    func publish(_ event: HostEvent) { hub.publish(event) }
 
     func setState(_ new: AdapterState) {
         guard new != state else { return }
-        state = new
+        controller.state = new
         publish(.stateChanged(new))
     }
 
@@ -398,13 +328,7 @@ public actor HCIHost {
             let released = acl.flow.receive(event)
             acl.wakeSenders()
             sendACL(released)
-            if let link = links.removeValue(forKey: e.handle) {
-                for continuation in link.channels.values { continuation.finish() }
-                for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, "the link went down")) }
-                closeL2CAP(link)
-                closeSecurity(link)
-                publish(.disconnected(link.connection, reason: e.reason))
-            }
+            if let link = links.remove(e.handle) { tearDown(link, reason: e.reason, "the link went down") }
         case .encryptionChange(let e):
             encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0)
         case .encryptionKeyRefreshComplete(let e):
@@ -422,17 +346,10 @@ public actor HCIHost {
     }
 
     private func recoverFromHardwareError() async {
-        for link in links.values {
-            for continuation in link.channels.values { continuation.finish() }
-            for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, "the controller was reset")) }
-            closeL2CAP(link)
-            closeSecurity(link)
-            publish(.disconnected(link.connection, reason: .hardwareFailure))
-        }
-        links = [:]
+        for link in links.removeAll() { tearDown(link, reason: .hardwareFailure, "the controller was reset") }
         acl.wakeSenders()
-        scanContinuation?.finish(throwing: HostError(.transportClosed, "controller reset after a hardware error"))
-        scanContinuation = nil
+        gap.scanContinuation?.finish(throwing: HostError(.transportClosed, "controller reset after a hardware error"))
+        gap.scanContinuation = nil
         setState(.resetting)
         perform(commands.reset())
         Task { [weak self] in
@@ -450,19 +367,23 @@ public actor HCIHost {
         outbox.close()
         for case .finish(let token, let outcome) in commands.reset() { commands.completion(of: token)?(outcome) }
         forgetOwnAddressState()
-        for link in links.values {
-            for continuation in link.channels.values { continuation.finish() }
-            for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, "the controller was reset")) }
-            closeL2CAP(link)
-            closeSecurity(link)
-            publish(.disconnected(link.connection, reason: .connectionTimeout))
-        }
-        links = [:]
+        for link in links.removeAll() { tearDown(link, reason: .connectionTimeout, "the controller was reset") }
         acl.wakeSenders()
-        scanContinuation?.finish(throwing: HostError(.transportClosed, "the transport closed"))
-        scanContinuation = nil
-        pendingConnection?.resume(throwing: HostError(.transportClosed, "the transport closed"))
-        pendingConnection = nil
+        gap.scanContinuation?.finish(throwing: HostError(.transportClosed, "the transport closed"))
+        gap.scanContinuation = nil
+        gap.pendingConnection?.resume(throwing: HostError(.transportClosed, "the transport closed"))
+        gap.pendingConnection = nil
         setState(.poweredOff)
+    }
+
+    /// The one teardown of a link, whatever ended it (its disconnection, a controller reset, the transport's end): its
+    /// fixed-channel consumers finish, its waiters fail, its L2CAP channels and Security Manager close, and
+    /// `.disconnected` is published. The link is already out of ``links``.
+    func tearDown(_ link: Link, reason: HCIStatus, _ why: String) {
+        for continuation in link.channels.values { continuation.finish() }
+        for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
+        closeL2CAP(link)
+        closeSecurity(link)
+        publish(.disconnected(link.connection, reason: reason))
     }
 }

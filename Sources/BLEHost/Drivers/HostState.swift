@@ -1,0 +1,46 @@
+import BLEProtocols
+import BLETransport
+import BLEWire
+
+/// What the host knows of its controller and itself after bring-up, and its counters.
+struct ControllerState {
+    /// The adapter state.
+    var state: AdapterState = .unknown
+    /// The controller's public address; `nil` when it has none.
+    var publicAddress: BluetoothAddress?
+    /// This host's identity address (see ``HCIHost/ownAddress``).
+    var ownAddress: LEAddress?
+    /// The controller's supported commands.
+    var supportedCommands = HCISupportedCommands()
+    /// Why the transport could not be opened, for a host created with ``HCIHost/init(unavailable:)``.
+    var unavailableReason: TransportError?
+    /// Frames received on fixed channels nobody handles, or that could not be decoded.
+    var droppedFrames = 0
+}
+
+/// The subscribers of a host's events, each with a stream of its own.
+struct EventHub {
+    private var subscribers: [Int: AsyncStream<HostEvent>.Continuation] = [:]
+    private var lastID = 0
+
+    /// Adds a subscriber; returns its identifier (for ``remove(_:)``).
+    mutating func add(_ continuation: AsyncStream<HostEvent>.Continuation) -> Int {
+        lastID += 1
+        subscribers[lastID] = continuation
+        return lastID
+    }
+
+    mutating func remove(_ id: Int) { subscribers[id] = nil }
+
+    /// Hands `event` to every subscriber.
+    func publish(_ event: HostEvent) {
+        for continuation in subscribers.values { continuation.yield(event) }
+    }
+}
+
+/// The GATT engine a host's users share, while someone holds it, and the cache it uses (kept here: the engine lives
+/// only while it has users).
+struct SharedGATT {
+    weak var engine: GATTEngine?
+    var cache: GATTCache?
+}

@@ -1,0 +1,68 @@
+import BLEProtocols
+import BLEWire
+
+/// One LE link as the host runs it: its identity and parameters, L2CAP (reassembly, the channel manager, the
+/// consumers of fixed and credit based channels), its security, and the callers waiting on it.
+struct Link {
+    var connection: HostConnection
+    var reassembler: L2CAPReassembler
+    /// L2CAP on this link: fixed channels, signaling, credit based channels.
+    var l2cap: L2CAPChannelManager
+    /// Per fixed channel: the consumer, or frames waiting for one.
+    var channels: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
+    var pending: [L2CAPChannelID: [[UInt8]]] = [:]
+    /// Per open credit based channel (local CID): the stream of incoming SDUs.
+    var sduStreams: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
+    /// Senders waiting for the peer's credits: per waiter, its channel and continuation.
+    var creditWaiters: [Int: (cid: L2CAPChannelID, continuation: CheckedContinuation<Void, Never>)] = [:]
+    /// What takes the outcome of each channel this side is opening, per local CID (in place before the request
+    /// leaves).
+    var openWaiters: [L2CAPChannelID: (Result<L2CAPChannel, any Error>) -> Void] = [:]
+    /// Pairing and encryption on this link.
+    var security = LinkSecurityState()
+    /// Callers of ``HCIHost/setPHY(_:transmit:receive:)`` waiting for LE PHY Update Complete.
+    var phyWaiters: [Int: CheckedContinuation<HostConnection, any Error>] = [:]
+}
+
+/// The links up now, by connection handle, and the identities given to them: one ``LinkID`` per link, never reused
+/// (controllers give a handle to the next link at once, so nothing that outlives a link is keyed on its handle).
+struct LinkRegistry: Sequence {
+    private var links: [ConnectionHandle: Link] = [:]
+    private var lastLinkID: UInt64 = 0
+
+    /// The link with `handle`.
+    subscript(handle: ConnectionHandle) -> Link? {
+        get { links[handle] }
+        set { links[handle] = newValue }
+    }
+
+    /// A new link's identity.
+    mutating func nextID() -> LinkID {
+        lastLinkID += 1
+        return LinkID(rawValue: lastLinkID)
+    }
+
+    /// Whether the link with `handle` is up and is `link` (not a newer link that got the same handle); any link with
+    /// `handle` when `link` is `nil`.
+    func isCurrent(_ handle: ConnectionHandle, is link: LinkID?) -> Bool {
+        guard let up = links[handle] else { return false }
+        return link == nil || up.connection.link == link
+    }
+
+    /// The links up, by handle.
+    var connections: [HostConnection] { links.values.map(\.connection).sorted { $0.handle < $1.handle } }
+    var handles: Dictionary<ConnectionHandle, Link>.Keys { links.keys }
+    var values: Dictionary<ConnectionHandle, Link>.Values { links.values }
+
+    /// Takes the link with `handle` out of the registry.
+    mutating func remove(_ handle: ConnectionHandle) -> Link? { links.removeValue(forKey: handle) }
+
+    /// Takes every link out of the registry.
+    mutating func removeAll() -> [Link] {
+        let all = Array(links.values)
+        links = [:]
+        return all
+    }
+
+    func makeIterator() -> Dictionary<ConnectionHandle, Link>.Iterator { links.makeIterator() }
+}
