@@ -1,0 +1,505 @@
+import BLEWire
+
+/// The GAP procedures of one host (Core 5.4, Vol 3, Part C): scanning, legacy advertising, connection establishment
+/// as central, and this side's own address with privacy (Vol 3, Part C, 10.7; Vol 6, Part B, 1.3.2.2). Sans-I/O: no
+/// tasks, clocks or randomness — time comes in as `now` (a monotonic reading), new private addresses as
+/// ``privateAddressMade(_:now:)``, and command outcomes as ``commandFinished(_:now:)``.
+///
+/// Procedures that change the own address or start the radio — a scan, advertising, a connection attempt's start, a
+/// new private address — run **one at a time**, in the order asked, each a list of HCI commands sent one after the
+/// other (the controller refuses LE Set Random Address while advertising, scanning or initiating: Vol 4, Part E,
+/// 7.8.4). A connection attempt leaves that line once LE Create Connection is accepted; its outcome comes with LE
+/// (Enhanced) Connection Complete, or with its cancellation (the caller's, or the attempt's timeout).
+public struct GAPProcedures: Sendable {
+    /// Settings fixed for the host's life.
+    public struct Configuration: Sendable, Hashable {
+        /// Whether this side uses resolvable private addresses (advertising, scanning and initiating with own address
+        /// type random).
+        public var privacy: Bool
+        /// How long a private address is used before a new one replaces it.
+        public var privateAddressInterval: Duration
+
+        /// Creates the settings: privacy on or off, and the private address's lifetime.
+        public init(privacy: Bool = false, privateAddressInterval: Duration = PrivateAddressRotation.recommendedInterval) {
+            self.privacy = privacy
+            self.privateAddressInterval = privateAddressInterval
+        }
+    }
+
+    /// Identifies one procedure a caller asked for; its end is reported with it.
+    public struct ProcedureID: Hashable, Sendable, CustomStringConvertible {
+        /// The sequence number.
+        public let value: UInt64
+        public var description: String { "gap#\(value)" }
+    }
+
+    /// One command of a procedure, with what its success and failure mean.
+    private enum Step: Hashable, Sendable {
+        case pauseAdvertising
+        case pauseScan
+        case makeAddress
+        case setRandomAddress
+        case scanParameters(ScanParameters)
+        case enableScan(generation: Int, filterDuplicates: Bool)
+        case stopScan
+        case advertisingParameters(AdvertisingParameters)
+        case advertisingData([UInt8])
+        case scanResponseData([UInt8])
+        case enableAdvertising
+        case stopAdvertising
+        case createConnection(ConnectionParameters)
+        case resumeScan(generation: Int)
+        case resumeAdvertising
+    }
+
+    private struct Procedure: Sendable {
+        var id: ProcedureID
+        var kind: Kind
+        var steps: [Step] = []
+        /// The step whose command or address is awaited.
+        var current: Step?
+        var failure: Failure?
+
+        enum Kind: Sendable, Hashable {
+            case startScan(ScanParameters)
+            case stopScan(generation: Int)
+            case startAdvertising(AdvertisingParameters)
+            case stopAdvertising
+            case connect(ConnectionParameters)
+            case rotateAddress
+        }
+    }
+
+    /// The connection attempt, from its request to its outcome.
+    private struct Initiation: Sendable {
+        var id: ProcedureID
+        var peer: LEAddress
+        /// LE Create Connection was accepted: the controller is initiating.
+        var initiating = false
+        /// The own address it initiates with.
+        var address: LEAddress?
+        var timedOut = false
+        var abandoned = false
+        /// LE Create Connection Cancel is on its way.
+        var cancelling = false
+    }
+
+    /// The settings.
+    public let configuration: Configuration
+    /// This side's identity address (public, or random static), once the controller is up.
+    public var identityAddress: LEAddress?
+    /// With privacy on, the resolvable private address the controller has now; `nil` before the first one is set.
+    public private(set) var privateAddress: LEAddress?
+    /// The own address of the advertising that is on; `nil` when advertising is off.
+    public private(set) var advertisingAddress: LEAddress?
+    /// Whether legacy advertising is on (as far as the host knows).
+    public var isAdvertising: Bool { advertisingAddress != nil || advertisingStarting }
+    /// The scan that is on: its generation and whether it filters duplicates.
+    public private(set) var scan: (generation: Int, filterDuplicates: Bool)?
+
+    private var rotation: PrivateAddressRotation
+    /// The advertising to start again after each peripheral connection and disconnection.
+    private var restart: AdvertisingParameters?
+    private var advertisingStarting = false
+    private var queue: [Procedure] = []
+    private var running: Procedure?
+    private var initiation: Initiation?
+    private var pendingAddress: LEAddress?
+    private var lastID: UInt64 = 0
+    private var lastScanGeneration = 0
+
+    /// Creates the machine: nothing on, no private address yet.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        rotation = PrivateAddressRotation(interval: configuration.privateAddressInterval)
+    }
+
+    /// The address advertising, scanning or initiating use now: the private address with privacy on, else the
+    /// identity address.
+    public var onAirAddress: LEAddress? { configuration.privacy ? privateAddress : identityAddress }
+
+    /// The own address type of advertising, scanning and connection commands.
+    public var ownAddressType: LEAddressType { configuration.privacy ? .random : identityAddress?.type ?? .public }
+
+    /// Whether a connection attempt is under way, and to whom.
+    public var initiatingPeer: LEAddress? { initiation?.peer }
+
+    // MARK: Requests
+
+    /// Starts a scan (replacing the one that is on). Its generation, reported in ``scan`` and in `scanEnded`, is known
+    /// from `finished` on.
+    public mutating func startScan(_ parameters: ScanParameters, now: Duration) -> (ProcedureID, [Action]) {
+        enqueue(.startScan(parameters), now: now)
+    }
+
+    /// Stops the scan `generation` if it is still the one on (a newer scan is left alone).
+    public mutating func stopScan(generation: Int, now: Duration) -> (ProcedureID, [Action]) {
+        enqueue(.stopScan(generation: generation), now: now)
+    }
+
+    /// Starts legacy advertising (stopping what is on first).
+    public mutating func startAdvertising(_ parameters: AdvertisingParameters, now: Duration) -> (ProcedureID, [Action]) {
+        restart = parameters.restartAfterConnection ? parameters : nil
+        return enqueue(.startAdvertising(parameters), now: now)
+    }
+
+    /// Stops advertising (and its restarts after connections).
+    public mutating func stopAdvertising(now: Duration) -> (ProcedureID, [Action]) {
+        restart = nil
+        advertisingAddress = nil
+        return enqueue(.stopAdvertising, now: now)
+    }
+
+    /// Starts a connection attempt; refused at once while another is under way.
+    public mutating func connect(_ parameters: ConnectionParameters, now: Duration) -> (ProcedureID, [Action]) {
+        guard initiation == nil else {
+            let id = newID()
+            return (id, [.finished(id, .connectionInProgress)])
+        }
+        let (id, actions) = enqueue(.connect(parameters), now: now, start: false)
+        initiation = Initiation(id: id, peer: parameters.peer)
+        return (id, actions + pump(now: now))
+    }
+
+    /// Abandons the connection attempt to `peer`: it ends with ``Failure/cancelled`` unless the link comes up first.
+    /// Returns whether an attempt to `peer` was under way (an attempt to another device is left alone).
+    public mutating func cancelConnection(to peer: LEAddress) -> (Bool, [Action]) {
+        guard var attempt = initiation, attempt.peer == peer else { return (false, []) }
+        attempt.abandoned = true
+        initiation = attempt
+        return (true, cancelAttempt())
+    }
+
+    // MARK: Inputs
+
+    /// The outcome of the command the machine sent last (LE Create Connection Cancel's included).
+    public mutating func commandFinished(_ outcome: HCICommandFlow.Outcome, for command: Command, now: Duration) -> [Action] {
+        if case .createConnectionCancel = command { return cancelFinished(outcome) }
+        guard var procedure = running, let step = procedure.current else { return [] }
+        procedure.current = nil
+        let succeeded: Bool
+        switch outcome {
+        case .complete, .pending: succeeded = true
+        case .failed, .timedOut, .cancelled: succeeded = false
+        }
+        var actions: [Action] = []
+        switch step {
+        case .setRandomAddress where succeeded:
+            privateAddress = pendingAddress
+            rotation.didSetAddress(at: now)
+            actions.append(.startTimer(.addressRotation, configuration.privateAddressInterval))
+        case .enableScan(let generation, _) where !succeeded:
+            if scan?.generation == generation {
+                scan = nil
+                actions.append(.scanEnded(generation: generation))
+            }
+            procedure.failure = .command(command, outcome)
+        case .enableAdvertising:
+            advertisingStarting = false
+            if !succeeded {
+                advertisingAddress = nil
+                procedure.failure = .command(command, outcome)
+            }
+        case .resumeAdvertising where !succeeded:
+            advertisingAddress = nil
+        case .createConnection(let parameters):
+            if succeeded, var attempt = initiation {
+                attempt.initiating = true
+                initiation = attempt
+                actions.append(.startTimer(.connectionAttempt, parameters.timeout))
+                // Abandoned while LE Create Connection was on its way: cancel as soon as the controller initiates.
+                if attempt.abandoned { actions += cancelAttempt() }
+                // The caller's outcome comes with the connection's completion, not here.
+                procedure.failure = nil
+                running = procedure
+                return actions + finishRunning(reportingTo: false, now: now)
+            }
+            initiation = nil
+            procedure.failure = .command(command, outcome)
+        case .pauseAdvertising, .pauseScan, .stopScan, .stopAdvertising, .resumeScan, .resumeAdvertising:
+            break  // best effort: what is off stays off
+        case .makeAddress, .setRandomAddress, .scanParameters, .enableScan, .advertisingParameters, .advertisingData,
+             .scanResponseData:
+            if !succeeded { procedure.failure = .command(command, outcome) }
+        }
+        running = procedure
+        return actions + advance(now: now)
+    }
+
+    /// The new private address the machine asked for (`nil`: none could be made).
+    public mutating func privateAddressMade(_ address: LEAddress?, now: Duration) -> [Action] {
+        guard var procedure = running, procedure.current == .makeAddress else { return [] }
+        procedure.current = nil
+        if let address { pendingAddress = address } else { procedure.failure = .noPrivateAddress }
+        running = procedure
+        return advance(now: now)
+    }
+
+    /// A timer the machine asked for fired.
+    public mutating func timerFired(_ timer: Timer, now: Duration) -> [Action] {
+        switch timer {
+        case .connectionAttempt:
+            guard var attempt = initiation, attempt.initiating else { return [] }
+            attempt.timedOut = true
+            initiation = attempt
+            return cancelAttempt()
+        case .addressRotation:
+            guard configuration.privacy else { return [] }
+            guard rotation.isDue(at: now) else {
+                return [.startTimer(.addressRotation, rotation.timeUntilDue(at: now))]
+            }
+            // Replaced now only where peers see it: when neither advertising nor scanning is on, the next start does.
+            guard isAdvertising || scan != nil else { return [] }
+            // LE Set Random Address is refused while initiating: again shortly.
+            guard initiation?.initiating != true else {
+                return [.startTimer(.addressRotation, min(configuration.privateAddressInterval, .seconds(1)))]
+            }
+            return enqueue(.rotateAddress, now: now).1
+        }
+    }
+
+    /// LE (Enhanced) Connection Complete. Returns this side's address on the link (the one it initiated or advertised
+    /// with) and the actions: the connection attempt's outcome for a central, advertising's end for a peripheral.
+    public mutating func connectionComplete(status: HCIStatus, handle: ConnectionHandle, role: HCIRole, now: Duration)
+        -> (localAddress: LEAddress?, actions: [Action]) {
+        if role == .peripheral {
+            // Legacy advertising ends with a link as peripheral (and with directed advertising's timeout).
+            let local = advertisingAddress ?? onAirAddress ?? identityAddress
+            advertisingAddress = nil
+            return (local, status == .success ? restartAdvertising(now: now) : [])
+        }
+        guard let attempt = initiation, attempt.initiating else {
+            return (onAirAddress ?? identityAddress, [])
+        }
+        initiation = nil
+        var actions: [Action] = [.cancelTimer(.connectionAttempt)]
+        if status == .success {
+            actions.append(.connected(attempt.id, handle))
+        } else if attempt.abandoned && status == .unknownConnectionIdentifier {
+            actions.append(.finished(attempt.id, .cancelled))
+        } else if attempt.timedOut && status == .unknownConnectionIdentifier {
+            actions.append(.finished(attempt.id, .connectionTimedOut))
+        } else {
+            actions.append(.finished(attempt.id, .connectionFailed(status)))
+        }
+        return (attempt.address ?? onAirAddress ?? identityAddress, actions)
+    }
+
+    /// A link went down: advertising that restarts after connections starts again when this side was its
+    /// peripheral.
+    public mutating func disconnected(role: HCIRole, now: Duration) -> [Action] {
+        role == .peripheral ? restartAdvertising(now: now) : []
+    }
+
+    /// The advertising that restarts after connections, started again.
+    private mutating func restartAdvertising(now: Duration) -> [Action] {
+        guard let restart else { return [] }
+        return enqueue(.startAdvertising(restart), now: now).1
+    }
+
+    /// The controller was reset or the transport closed: every procedure fails, the scan ends, nothing is on, and the
+    /// private address is gone (the controller no longer has it).
+    public mutating func controllerLost() -> [Action] {
+        var actions: [Action] = [.cancelTimer(.connectionAttempt), .cancelTimer(.addressRotation)]
+        if let procedure = running { actions.append(.finished(procedure.id, .controllerLost)) }
+        for procedure in queue { actions.append(.finished(procedure.id, .controllerLost)) }
+        if let attempt = initiation, attempt.id != running?.id, !queue.contains(where: { $0.id == attempt.id }) {
+            actions.append(.finished(attempt.id, .controllerLost))
+        }
+        if let scan { actions.append(.scanEnded(generation: scan.generation)) }
+        running = nil
+        queue = []
+        initiation = nil
+        restart = nil
+        scan = nil
+        advertisingAddress = nil
+        advertisingStarting = false
+        privateAddress = nil
+        pendingAddress = nil
+        rotation = PrivateAddressRotation(interval: configuration.privateAddressInterval)
+        return actions
+    }
+
+    // MARK: Running procedures
+
+    private mutating func newID() -> ProcedureID {
+        lastID += 1
+        return ProcedureID(value: lastID)
+    }
+
+    private mutating func enqueue(_ kind: Procedure.Kind, now: Duration, start: Bool = true) -> (ProcedureID, [Action]) {
+        let id = newID()
+        queue.append(Procedure(id: id, kind: kind))
+        return (id, start ? pump(now: now) : [])
+    }
+
+    /// Starts the next procedure when none runs.
+    private mutating func pump(now: Duration) -> [Action] {
+        var actions: [Action] = []
+        while running == nil, !queue.isEmpty {
+            var procedure = queue.removeFirst()
+            let (steps, first) = plan(procedure.kind, now: now)
+            procedure.steps = steps
+            running = procedure
+            actions += first + advance(now: now)
+        }
+        return actions
+    }
+
+    /// The commands of a procedure, decided when it starts (by what is on then), and what ends at once.
+    private mutating func plan(_ kind: Procedure.Kind, now: Duration) -> ([Step], [Action]) {
+        switch kind {
+        case .startScan(let parameters):
+            // A scan that is on ends here: its reports stop, and the controller's scan stops first.
+            let ended = endScan()
+            lastScanGeneration += 1
+            return ((ended.isEmpty ? [] : [.stopScan]) + addressSteps(now: now)
+                        + [.scanParameters(parameters),
+                           .enableScan(generation: lastScanGeneration, filterDuplicates: parameters.filterDuplicates)],
+                    ended)
+        case .stopScan(let generation):
+            guard scan?.generation == generation else { return ([], []) }
+            return ([.stopScan], endScan())
+        case .startAdvertising(let parameters):
+            advertisingAddress = nil
+            return ([.stopAdvertising] + addressSteps(now: now)
+                        + [.advertisingParameters(parameters), .advertisingData(parameters.data),
+                           .scanResponseData(parameters.scanResponse), .enableAdvertising],
+                    [])
+        case .stopAdvertising:
+            return ([.stopAdvertising], [])
+        case .connect(let parameters):
+            return (addressSteps(now: now) + [.createConnection(parameters)], [])
+        case .rotateAddress:
+            // Due only if nothing replaced it meanwhile, and still shown.
+            guard rotation.isDue(at: now), isAdvertising || scan != nil, initiation?.initiating != true else { return ([], []) }
+            return (replacementSteps(), [])
+        }
+    }
+
+    /// The scan that is on is over (its reports end).
+    private mutating func endScan() -> [Action] {
+        guard let ended = scan else { return [] }
+        scan = nil
+        return [.scanEnded(generation: ended.generation)]
+    }
+
+    /// Privacy: a new private address before a start when none is set yet or the current one is due (not while
+    /// initiating: the controller would refuse it).
+    private func addressSteps(now: Duration) -> [Step] {
+        guard configuration.privacy else { return [] }
+        guard privateAddress == nil || (rotation.isDue(at: now) && initiation?.initiating != true) else { return [] }
+        return replacementSteps()
+    }
+
+    /// A new private address, with advertising and scanning that are on paused around LE Set Random Address.
+    private func replacementSteps() -> [Step] {
+        var steps: [Step] = []
+        if isAdvertising { steps.append(.pauseAdvertising) }
+        if scan != nil { steps.append(.pauseScan) }
+        steps += [.makeAddress, .setRandomAddress]
+        if let scan { steps.append(.resumeScan(generation: scan.generation)) }
+        if isAdvertising { steps.append(.resumeAdvertising) }
+        return steps
+    }
+
+    /// Sends the running procedure's next command, or ends it.
+    private mutating func advance(now: Duration) -> [Action] {
+        guard var procedure = running else { return [] }
+        while procedure.failure == nil, !procedure.steps.isEmpty {
+            let step = procedure.steps.removeFirst()
+            guard let action = begin(step) else { continue }
+            procedure.current = step
+            running = procedure
+            return [action]
+        }
+        running = procedure
+        return finishRunning(reportingTo: true, now: now)
+    }
+
+    /// The action that starts `step` (with the state it records first), or `nil` when the step has nothing to do.
+    private mutating func begin(_ step: Step) -> Action? {
+        switch step {
+        case .pauseAdvertising, .stopAdvertising:
+            return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: false)))
+        case .pauseScan, .stopScan:
+            return .send(.setScanEnable(HCILESetScanEnable(isEnabled: false)))
+        case .makeAddress:
+            return .makePrivateAddress
+        case .setRandomAddress:
+            guard let pendingAddress else { return nil }
+            return .send(.setRandomAddress(HCILESetRandomAddress(address: pendingAddress.address)))
+        case .scanParameters(let p):
+            return .send(.setScanParameters(HCILESetScanParameters(scanType: p.active ? .active : .passive, interval: p.interval,
+                                                                   window: p.window, ownAddressType: ownAddressType)))
+        case .enableScan(let generation, let filterDuplicates):
+            // Recorded before the command: reports may come before its Command Complete is handled.
+            scan = (generation, filterDuplicates)
+            return .send(.setScanEnable(HCILESetScanEnable(isEnabled: true, filterDuplicates: filterDuplicates)))
+        case .advertisingParameters(let p):
+            return .send(.setAdvertisingParameters(HCILESetAdvertisingParameters(intervalMin: p.interval, intervalMax: p.interval,
+                                                                                 advertisingType: p.type,
+                                                                                 ownAddressType: ownAddressType)))
+        case .advertisingData(let data):
+            return .send(.setAdvertisingData(HCILESetAdvertisingData(data: data)))
+        case .scanResponseData(let data):
+            return .send(.setScanResponseData(HCILESetScanResponseData(data: data)))
+        case .enableAdvertising:
+            // Recorded before the command: a connection may complete before its Command Complete is handled.
+            advertisingAddress = onAirAddress
+            advertisingStarting = true
+            return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: true)))
+        case .createConnection(let p):
+            let address = onAirAddress
+            initiation?.address = address
+            return .send(.createConnection(HCILECreateConnection(
+                peerAddressType: p.peer.type, peerAddress: p.peer.address, ownAddressType: ownAddressType,
+                connectionIntervalMin: p.interval.lowerBound, connectionIntervalMax: p.interval.upperBound,
+                supervisionTimeout: p.supervisionTimeout)))
+        case .resumeScan(let generation):
+            // Only what is still wanted starts again: the user may have stopped the scan meanwhile.
+            guard let scan, scan.generation == generation else { return nil }
+            return .send(.setScanEnable(HCILESetScanEnable(isEnabled: true, filterDuplicates: scan.filterDuplicates)))
+        case .resumeAdvertising:
+            // A link may have ended the advertising meanwhile.
+            guard advertisingAddress != nil else { return nil }
+            advertisingAddress = onAirAddress
+            return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: true)))
+        }
+    }
+
+    /// Ends the running procedure (its caller told when `reportingTo`), then starts the next.
+    private mutating func finishRunning(reportingTo report: Bool, now: Duration) -> [Action] {
+        guard let procedure = running else { return [] }
+        running = nil
+        if case .connect = procedure.kind, procedure.failure != nil { initiation = nil }
+        var actions: [Action] = []
+        if report { actions.append(.finished(procedure.id, procedure.failure)) }
+        return actions + pump(now: now)
+    }
+
+    /// Sends LE Create Connection Cancel for the attempt, once, when the controller is initiating.
+    private mutating func cancelAttempt() -> [Action] {
+        guard var attempt = initiation, attempt.initiating, !attempt.cancelling else { return [] }
+        attempt.cancelling = true
+        initiation = attempt
+        return [.send(.createConnectionCancel)]
+    }
+
+    /// LE Create Connection Cancel's outcome: accepted, the attempt ends with LE Connection Complete (Unknown Connection
+    /// Identifier); refused or unanswered, the attempt ends here with that outcome.
+    private mutating func cancelFinished(_ outcome: HCICommandFlow.Outcome) -> [Action] {
+        guard var attempt = initiation else { return [] }
+        attempt.cancelling = false
+        initiation = attempt
+        switch outcome {
+        case .complete, .pending:
+            return []
+        case .failed, .timedOut, .cancelled:
+            // Too late (the link came up meanwhile, and its completion was handled) or no answer: the attempt ends.
+            initiation = nil
+            return [.cancelTimer(.connectionAttempt),
+                    .finished(attempt.id, .command(.createConnectionCancel, outcome))]
+        }
+    }
+}
