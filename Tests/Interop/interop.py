@@ -268,9 +268,8 @@ class Context:
 
 
 def failed_lines(ctx, log):
-    """The FAILED lines a peer printed (they say which step failed), or its first lines of standard error."""
-    lines = [l for l in ctx.lines(log) if l.startswith('FAILED')]
-    return ' '.join(lines)
+    """The FAILED lines a peer printed (they say which step failed)."""
+    return ' '.join(l for l in ctx.lines(log) if l.startswith('FAILED'))
 
 
 def command_line(argv):
@@ -608,11 +607,6 @@ class Scenario:
 
     def runs_on(self, kind):
         return self.kinds == 'each' or (callable(self.kinds) and self.kinds(kind))
-
-
-def one(steps, checks=(), **scenario):
-    """A scenario of one part."""
-    return [Part('', list(steps), list(checks))], scenario
 
 
 BLE, PY, CENTRAL = '$ble', '$py', '$central'
