@@ -1,3 +1,4 @@
+import BLEProtocols
 import BLEWire
 
 /// GAP: scanning, advertising and connection establishment. Core 5.4, Vol 3, Part C.
@@ -22,46 +23,42 @@ extension HCIHost {
     }
 
     /// Starts scanning; the stream delivers every advertising report until it is cancelled (which stops the scan).
+    /// A new scan replaces the one that is on (whose stream finishes).
     ///
     /// With ``SecurityConfiguration/privacy`` on, the scan uses this side's resolvable private address (scan requests
     /// carry it), and reports from bonded devices using resolvable private addresses carry their identity
     /// (``AdvertisementReport/identity``). Core 5.4, Vol 3, Part C, 10.7.
     public func scan(_ options: ScanOptions = ScanOptions()) async throws -> AsyncThrowingStream<AdvertisementReport, any Error> {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "scan: the adapter is \(state)") }
-        await lockOwnAddress()
-        defer { unlockOwnAddress() }
-        if gap.scanContinuation != nil { await stopScan() }
-        try await prepareOwnAddress()
-        _ = try await send(HCILESetScanParameters(scanType: options.active ? .active : .passive, interval: options.interval,
-                                                  window: options.window, ownAddressType: ownAddressType))
         // Bounded: a consumer that falls behind loses the oldest reports, never memory without bound.
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisementReport.self, throwing: (any Error).self,
                                                                     bufferingPolicy: .bufferingNewest(options.bufferingLimit))
-        gap.scanContinuation = continuation
-        gap.scanGeneration += 1
-        gap.scanFiltersDuplicates = options.filterDuplicates
         securityManager.resolvedIdentities = [:]
-        let generation = gap.scanGeneration
-        continuation.onTermination = { [weak self] _ in Task { await self?.scanEnded(generation) } }
-        _ = try await send(HCILESetScanEnable(isEnabled: true, filterDuplicates: options.filterDuplicates))
+        let parameters = GAPProcedures.ScanParameters(active: options.active, interval: options.interval, window: options.window,
+                                                      filterDuplicates: options.filterDuplicates)
+        let (id, generation, actions) = gap.machine.startScan(parameters, now: now)
+        gap.scanStreams[generation] = continuation
+        continuation.onTermination = { [weak self] _ in Task { await self?.scanStreamEnded(generation) } }
+        try await run(id, actions)
         return stream
     }
 
-    private func scanEnded(_ generation: Int) async {
-        // Only the current scan's end stops the controller (a newer scan may have replaced it).
-        guard gap.scanContinuation != nil, generation == gap.scanGeneration else { return }
-        await stopScan()
+    /// The consumer of scan `generation` went away: the scan stops (unless it already ended).
+    private func scanStreamEnded(_ generation: Int) {
+        guard gap.scanStreams.removeValue(forKey: generation) != nil, state == .poweredOn else { return }
+        performGAP(gap.machine.stopScan(generation: generation, now: now).1)
     }
 
     /// Whether a scan is running.
-    public var isScanning: Bool { gap.scanContinuation != nil }
+    public var isScanning: Bool { gap.currentScanStream != nil }
 
     /// Stops scanning and finishes the scan stream.
     public func stopScan() async {
-        let continuation = gap.scanContinuation
-        gap.scanContinuation = nil
-        continuation?.finish()
-        if state == .poweredOn { _ = try? await send(HCILESetScanEnable(isEnabled: false)) }
+        guard let generation = gap.machine.scan?.generation else { return }
+        gap.scanStreams.removeValue(forKey: generation)?.finish()
+        guard state == .poweredOn else { return }
+        let (id, actions) = gap.machine.stopScan(generation: generation, now: now)
+        try? await run(id, actions)
     }
 
     /// Advertising parameters and data.
@@ -74,47 +71,40 @@ extension HCIHost {
         public var interval: UInt16 = 0x00A0
         /// The legacy advertising PDU type.
         public var type: HCILEAdvertisingType = .connectableUndirected
+        /// Whether advertising starts again after each connection as peripheral (which ends legacy advertising) and
+        /// each disconnection, so that several centrals can connect.
+        public var restartAfterConnection = false
         /// Creates advertising options.
-        public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData()) {
+        public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(), restartAfterConnection: Bool = false) {
             self.data = data
             self.scanResponse = scanResponse
+            self.restartAfterConnection = restartAfterConnection
         }
     }
 
-    /// Starts legacy advertising. Throws ``WireError`` (oversized) when the data does not fit in 31 bytes.
+    /// Starts legacy advertising (replacing what is on). Throws ``WireError`` (oversized) when the data does not fit
+    /// in 31 bytes.
     ///
     /// With ``SecurityConfiguration/privacy`` on, the advertiser address is this side's resolvable private address,
     /// replaced (advertising stops and starts again) when ``SecurityConfiguration/privateAddressInterval`` has passed.
     /// Core 5.4, Vol 3, Part C, 10.7.
     public func startAdvertising(_ options: AdvertisingOptions) async throws {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "advertise: the adapter is \(state)") }
-        let data = try options.data.encodedLegacy()
-        let response = try options.scanResponse.encodedLegacy()
-        await lockOwnAddress()
-        defer { unlockOwnAddress() }
-        gap.advertisingEnabled = false
-        _ = try? await send(HCILESetAdvertisingEnable(isEnabled: false))
-        try await prepareOwnAddress()
-        _ = try await send(HCILESetAdvertisingParameters(intervalMin: options.interval, intervalMax: options.interval,
-                                                         advertisingType: options.type, ownAddressType: ownAddressType))
-        _ = try await send(HCILESetAdvertisingData(data: data))
-        _ = try await send(HCILESetScanResponseData(data: response))
-        // Recorded before the command: a connection may complete before this call resumes.
-        gap.advertisingEnabled = true
-        gap.advertisingAddress = onAirAddress
-        do {
-            _ = try await send(HCILESetAdvertisingEnable(isEnabled: true))
-        } catch {
-            gap.advertisingEnabled = false
-            throw error
-        }
+        let parameters = GAPProcedures.AdvertisingParameters(
+            interval: options.interval, type: options.type, data: try options.data.encodedLegacy(),
+            scanResponse: try options.scanResponse.encodedLegacy(), restartAfterConnection: options.restartAfterConnection)
+        let (id, actions) = gap.machine.startAdvertising(parameters, now: now)
+        try await run(id, actions)
     }
 
-    /// Stops advertising.
+    /// Stops advertising (and its restarts after connections).
     public func stopAdvertising() async throws {
-        gap.advertisingEnabled = false
-        _ = try await send(HCILESetAdvertisingEnable(isEnabled: false))
+        let (id, actions) = gap.machine.stopAdvertising(now: now)
+        try await run(id, actions)
     }
+
+    /// Whether legacy advertising is on.
+    public var isAdvertising: Bool { gap.machine.isAdvertising }
 
     /// Connects to `peer`. Throws ``HostError`` with `connectionTimedOut` when it does not complete within `timeout`
     /// (the attempt is cancelled with LE Create Connection Cancel). `connectionInterval` is the range of connection
@@ -126,82 +116,96 @@ extension HCIHost {
                         supervisionTimeout: UInt16 = 0x01F4,
                         connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> HostConnection {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
-        guard !gap.initiating else { throw HostError(.connectionInProgress, "another connection attempt is in progress") }
-        gap.initiating = true
-        gap.initiatingPeer = peer
-        gap.earlyConnection = nil
-        gap.connectionTimedOut = false
-        gap.connectionAbandoned = false
-        defer {
-            gap.initiating = false
-            gap.initiatingPeer = nil
-            gap.initiatingAddress = nil
-            gap.earlyConnection = nil
-        }
-        await lockOwnAddress()
-        do {
-            try await prepareOwnAddress()
-            gap.initiatingAddress = onAirAddress
-            _ = try await send(HCILECreateConnection(peerAddressType: peer.type, peerAddress: peer.address, ownAddressType: ownAddressType,
-                                                     connectionIntervalMin: connectionInterval.lowerBound,
-                                                     connectionIntervalMax: connectionInterval.upperBound,
-                                                     supervisionTimeout: supervisionTimeout))
-        } catch {
-            unlockOwnAddress()
-            throw error
-        }
-        unlockOwnAddress()
-        // A fast controller's LE Connection Complete can be handled before this call resumes from the Command Status:
-        // it is then waiting in earlyConnection.
-        if let early = gap.earlyConnection { return try early.get() }
-        if gap.connectionAbandoned {
-            // Abandoned while LE Create Connection was being sent: cancel it as soon as the call waits.
-            Task { [weak self] in await self?.cancelConnection() }
-        }
-        let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            guard !Task.isCancelled else { return }
-            await self?.cancelConnection()
-        }
-        defer { timer.cancel() }
-        return try await withCheckedThrowingContinuation { gap.pendingConnection = $0 }
-    }
-
-    /// Hands the outcome of LE Create Connection to the connect call: now if it waits, else when it resumes.
-    private func completeInitiation(_ outcome: Result<HostConnection, any Error>) {
-        if let pending = gap.pendingConnection {
-            gap.pendingConnection = nil
-            pending.resume(with: outcome)
-        } else if gap.initiating {
-            gap.earlyConnection = outcome
+        let parameters = GAPProcedures.ConnectionParameters(peer: peer, interval: connectionInterval,
+                                                            supervisionTimeout: supervisionTimeout, timeout: timeout)
+        let (id, actions) = gap.machine.connect(parameters, now: now)
+        switch await outcome(of: id, actions) {
+        case .connected(let handle):
+            guard let connection = links[handle]?.connection else {
+                throw HostError(.notConnected, "the link with \(peer) went down at once")
+            }
+            return connection
+        case .failed(let failure):
+            throw GAPDriver.error(failure)
+        case .done:
+            throw HostError(.notConnected, "the connection attempt to \(peer) ended without a link")
         }
     }
 
-    /// Abandons the connection attempt to `peer` in progress (LE Create Connection Cancel): its ``connect(to:timeout:supervisionTimeout:)``
+    /// Abandons the connection attempt to `peer` in progress (LE Create Connection Cancel): its ``connect(to:timeout:supervisionTimeout:connectionInterval:)``
     /// call throws `CancellationError`. Returns whether an attempt to `peer` was pending; an attempt to another
     /// device is left alone. If the link comes up before the controller cancels, it is kept: the connect call
     /// returns it, and the caller decides (as after any successful connect).
     @discardableResult
-    public func cancelConnectionAttempt(to peer: LEAddress) async -> Bool {
-        guard gap.initiating, gap.initiatingPeer == peer else { return false }
-        gap.connectionAbandoned = true
-        guard gap.pendingConnection != nil else { return true }
-        await cancelConnection()
-        return true
+    public func cancelConnectionAttempt(to peer: LEAddress) -> Bool {
+        let (found, actions) = gap.machine.cancelConnection(to: peer)
+        performGAP(actions)
+        return found
     }
 
-    private func cancelConnection() async {
-        guard gap.pendingConnection != nil else { return }
-        gap.connectionTimedOut = true
-        do {
-            _ = try await send(HCILECreateConnectionCancel())
-        } catch {
-            // Too late: the connection completed meanwhile, or the controller does not answer.
-            if let pending = gap.pendingConnection {
-                gap.pendingConnection = nil
-                pending.resume(throwing: error)
+    // MARK: Driving the GAP machine
+
+    /// Runs a procedure the machine just took: its caller waits, in place before the first command leaves, and throws
+    /// its failure.
+    private func run(_ id: GAPProcedures.ProcedureID, _ actions: [GAPProcedures.Action]) async throws {
+        if case .failed(let failure) = await outcome(of: id, actions) { throw GAPDriver.error(failure) }
+    }
+
+    /// Registers the caller of procedure `id`, carries out the actions that start it, and waits for its end.
+    private func outcome(of id: GAPProcedures.ProcedureID, _ actions: [GAPProcedures.Action]) async -> GAPDriver.Outcome {
+        await withCheckedContinuation { continuation in
+            gap.waiters[id] = { continuation.resume(returning: $0) }
+            performGAP(actions)
+        }
+    }
+
+    /// Carries out the GAP machine's actions.
+    func performGAP(_ actions: [GAPProcedures.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let command):
+                sendGAP(command)
+            case .makePrivateAddress:
+                performGAP(gap.machine.privateAddressMade(makePrivateAddress(), now: now))
+            case .startTimer(let timer, let duration):
+                gap.timers.start(timer, after: duration) { [weak self] firing in await self?.gapTimerFired(firing) }
+            case .cancelTimer(let timer):
+                gap.timers.cancel(timer)
+            case .finished(let id, let failure):
+                if let waiter = gap.waiters.removeValue(forKey: id) {
+                    waiter(failure.map { .failed($0) } ?? .done)
+                } else if let failure {
+                    logger.warning("GAP: \(id) failed: \(GAPDriver.error(failure))")
+                }
+            case .connected(let id, let handle):
+                gap.waiters.removeValue(forKey: id)?(.connected(handle))
+            case .scanEnded(let generation):
+                gap.scanStreams.removeValue(forKey: generation)?.finish()
             }
         }
+    }
+
+    /// Sends one of the machine's commands; its outcome goes back to the machine.
+    private func sendGAP(_ command: GAPProcedures.Command) {
+        let finished: CommandDriver.Completion = { [self] outcome in
+            performGAP(gap.machine.commandFinished(outcome, for: command, now: now))
+        }
+        switch command {
+        case .setScanParameters(let c): submit(c, then: finished)
+        case .setScanEnable(let c): submit(c, then: finished)
+        case .setAdvertisingParameters(let c): submit(c, then: finished)
+        case .setAdvertisingData(let c): submit(c, then: finished)
+        case .setScanResponseData(let c): submit(c, then: finished)
+        case .setAdvertisingEnable(let c): submit(c, then: finished)
+        case .setRandomAddress(let c): submit(c, then: finished)
+        case .createConnection(let c): submit(c, then: finished)
+        case .createConnectionCancel: submit(HCILECreateConnectionCancel(), then: finished)
+        }
+    }
+
+    private func gapTimerFired(_ firing: TimerSet<GAPProcedures.Timer>.Firing) {
+        guard gap.timers.expire(firing), state == .poweredOn else { return }
+        performGAP(gap.machine.timerFired(firing.key, now: now))
     }
 
     /// Disconnects a link (reason 0x13, Remote User Terminated Connection).
@@ -229,8 +233,7 @@ extension HCIHost {
     public func setPHY(_ handle: ConnectionHandle, transmit: LEPHYs, receive: LEPHYs) async throws -> HostConnection {
         guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         let allPHYs: UInt8 = (transmit.isEmpty ? 0x01 : 0) | (receive.isEmpty ? 0x02 : 0)
-        gap.lastPHYWaiter += 1
-        let id = gap.lastPHYWaiter
+        let id = links.newWaiterID()
         // The waiter is in place before the command goes out: the update may complete right after its Command Status.
         return try await withCheckedThrowingContinuation { continuation in
             links[handle]?.phyWaiters[id] = continuation
@@ -325,7 +328,7 @@ extension HCIHost {
     }
 
     private func deliverReport(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, data: [UInt8]) {
-        guard let scanContinuation = gap.scanContinuation else { return }
+        guard let scanContinuation = gap.currentScanStream else { return }
         // The bytes go up as received, decoded only by whoever reads them (most reports are repeats a scanner drops
         // unread). Malformed data is not dropped either: the device exists, and its flags or name may well be intact
         // (the report's `data` holds the structures before the fault).
@@ -335,23 +338,13 @@ extension HCIHost {
 
     private func connectionCompleted(status: HCIStatus, handle: ConnectionHandle, role: HCIRole, peer: LEAddress, interval: UInt16,
                                      latency: UInt16, timeout: UInt16) {
-        // Legacy advertising ends with a link as peripheral, and with directed advertising's timeout.
-        if role == .peripheral { gap.advertisingEnabled = false }
+        let (local, actions) = gap.machine.connectionComplete(status: status, handle: handle, role: role, now: now)
         guard status == .success else {
-            if role == .central {
-                if gap.connectionAbandoned && status == .unknownConnectionIdentifier {
-                    completeInitiation(.failure(CancellationError()))
-                } else if gap.connectionTimedOut && status == .unknownConnectionIdentifier {
-                    completeInitiation(.failure(HostError(.connectionTimedOut, "the connection attempt timed out and was cancelled")))
-                } else {
-                    completeInitiation(.failure(HostError(.connectionFailed(status), "connection failed: \(status)")))
-                }
-            }
+            performGAP(actions)
             return
         }
-        let local = (role == .central ? gap.initiatingAddress : gap.advertisingAddress) ?? onAirAddress ?? ownAddress
-            ?? LEAddress(.zero, type: .public)
-        let connection = HostConnection(link: links.nextID(), handle: handle, role: role, peer: peer, localAddress: local,
+        let connection = HostConnection(link: links.nextID(), handle: handle, role: role, peer: peer,
+                                        localAddress: local ?? LEAddress(.zero, type: .public),
                                         interval: interval, latency: latency, supervisionTimeout: timeout)
         var link = Link(connection: connection,
                         reassembler: L2CAPReassembler(maximumPDULength: configuration.maximumL2CAPPDULength),
@@ -362,7 +355,7 @@ extension HCIHost {
         }
         links[handle] = link
         syncL2CAPSecurity(handle)
-        if role == .central { completeInitiation(.success(connection)) }
+        performGAP(actions)
         publish(.connected(connection))
     }
 }

@@ -65,10 +65,7 @@ public actor HCIHost {
     /// With ``SecurityConfiguration/privacy`` on, the resolvable private address this host advertises, scans and
     /// connects with now (Core 5.4, Vol 6, Part B, 1.3.2.2); `nil` with privacy off, and before the first
     /// advertising, scan or connection sets one.
-    public var privateAddress: LEAddress? { gap.privateAddress }
-    /// The own-address type used in advertising, scanning and connection commands: random with privacy on (the
-    /// resolvable private address set with LE Set Random Address), else the identity address's type.
-    var ownAddressType: LEAddressType { configuration.security.privacy ? .random : ownAddress?.type ?? .public }
+    public var privateAddress: LEAddress? { gap.machine.privateAddress }
     /// The controller's ACL buffers (after bring-up).
     public var aclBuffers: (size: Int, count: Int) { (acl.flow.bufferSize, acl.flow.bufferCount) }
     /// The controller's supported commands (after bring-up).
@@ -86,7 +83,8 @@ public actor HCIHost {
         self.configuration = configuration
         self.outbox = HCIOutbox(transport)
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
-        self.gap = GAPDriver(privateAddressInterval: configuration.security.privateAddressInterval)
+        self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
+                                                  privateAddressInterval: configuration.security.privateAddressInterval))
     }
 
     /// A host whose transport could not be opened: its state says why (`unauthorized` when the operating system
@@ -97,7 +95,8 @@ public actor HCIHost {
         self.configuration = Configuration()
         self.outbox = HCIOutbox(closed)
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
-        self.gap = GAPDriver(privateAddressInterval: configuration.security.privateAddressInterval)
+        self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
+                                                  privateAddressInterval: configuration.security.privateAddressInterval))
         self.controller.state = error.kind == .permissionDenied ? .unauthorized : .unsupported
         self.controller.unavailableReason = error
     }
@@ -134,7 +133,7 @@ public actor HCIHost {
     }
 
     private func bringUp() async throws {
-        forgetOwnAddressState()
+        performGAP(gap.machine.controllerLost())
         _ = try await send(HCIReset())
         controller.supportedCommands = (try? await send(HCIReadLocalSupportedCommands()))?.supportedCommands ?? HCISupportedCommands()
         let features = try await send(HCIReadLocalSupportedFeatures()).features
@@ -172,6 +171,7 @@ public actor HCIHost {
             _ = try await send(HCILESetRandomAddress(address: chosen.address))
             controller.ownAddress = chosen
         }
+        gap.machine.identityAddress = controller.ownAddress
     }
 
     /// Closes the transport; the state becomes `poweredOff`.
@@ -328,7 +328,10 @@ public actor HCIHost {
             let released = acl.flow.receive(event)
             acl.wakeSenders()
             sendACL(released)
-            if let link = links.remove(e.handle) { tearDown(link, reason: e.reason, "the link went down") }
+            if let link = links.remove(e.handle) {
+                tearDown(link, reason: e.reason, "the link went down")
+                performGAP(gap.machine.disconnected(role: link.connection.role, now: now))
+            }
         case .encryptionChange(let e):
             encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0)
         case .encryptionKeyRefreshComplete(let e):
@@ -348,8 +351,8 @@ public actor HCIHost {
     private func recoverFromHardwareError() async {
         for link in links.removeAll() { tearDown(link, reason: .hardwareFailure, "the controller was reset") }
         acl.wakeSenders()
-        gap.scanContinuation?.finish(throwing: HostError(.transportClosed, "controller reset after a hardware error"))
-        gap.scanContinuation = nil
+        gap.endScanStreams(throwing: HostError(.transportClosed, "controller reset after a hardware error"))
+        performGAP(gap.machine.controllerLost())
         setState(.resetting)
         perform(commands.reset())
         Task { [weak self] in
@@ -365,14 +368,12 @@ public actor HCIHost {
     func transportEnded(_ error: (any Error)?) {
         if let error { logger.warning("transport ended: \(error)") }
         outbox.close()
+        // GAP first: its procedures end here, so the commands' cancellations below start no next procedure.
+        gap.endScanStreams(throwing: HostError(.transportClosed, "the transport closed"))
+        performGAP(gap.machine.controllerLost())
         for case .finish(let token, let outcome) in commands.reset() { commands.completion(of: token)?(outcome) }
-        forgetOwnAddressState()
         for link in links.removeAll() { tearDown(link, reason: .connectionTimeout, "the controller was reset") }
         acl.wakeSenders()
-        gap.scanContinuation?.finish(throwing: HostError(.transportClosed, "the transport closed"))
-        gap.scanContinuation = nil
-        gap.pendingConnection?.resume(throwing: HostError(.transportClosed, "the transport closed"))
-        gap.pendingConnection = nil
         setState(.poweredOff)
     }
 

@@ -29,6 +29,7 @@ struct Link {
 struct LinkRegistry: Sequence {
     private var links: [ConnectionHandle: Link] = [:]
     private var lastLinkID: UInt64 = 0
+    private var lastWaiterID = 0
 
     /// The link with `handle`.
     subscript(handle: ConnectionHandle) -> Link? {
@@ -40,6 +41,12 @@ struct LinkRegistry: Sequence {
     mutating func nextID() -> LinkID {
         lastLinkID += 1
         return LinkID(rawValue: lastLinkID)
+    }
+
+    /// An identity for a caller about to wait on a link (see ``Link/phyWaiters``).
+    mutating func newWaiterID() -> Int {
+        lastWaiterID += 1
+        return lastWaiterID
     }
 
     /// Whether the link with `handle` is up and is `link` (not a newer link that got the same handle); any link with

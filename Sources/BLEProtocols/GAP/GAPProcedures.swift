@@ -61,7 +61,7 @@ public struct GAPProcedures: Sendable {
         var failure: Failure?
 
         enum Kind: Sendable, Hashable {
-            case startScan(ScanParameters)
+            case startScan(ScanParameters, generation: Int)
             case stopScan(generation: Int)
             case startAdvertising(AdvertisingParameters)
             case stopAdvertising
@@ -126,10 +126,13 @@ public struct GAPProcedures: Sendable {
 
     // MARK: Requests
 
-    /// Starts a scan (replacing the one that is on). Its generation, reported in ``scan`` and in `scanEnded`, is known
-    /// from `finished` on.
-    public mutating func startScan(_ parameters: ScanParameters, now: Duration) -> (ProcedureID, [Action]) {
-        enqueue(.startScan(parameters), now: now)
+    /// Starts a scan (replacing the one that is on). Returns the procedure, the scan's generation (as ``scan`` and
+    /// `scanEnded` report it), and the actions.
+    public mutating func startScan(_ parameters: ScanParameters, now: Duration) -> (ProcedureID, generation: Int, [Action]) {
+        lastScanGeneration += 1
+        let generation = lastScanGeneration
+        let (id, actions) = enqueue(.startScan(parameters, generation: generation), now: now)
+        return (id, generation, actions)
     }
 
     /// Stops the scan `generation` if it is still the one on (a newer scan is left alone).
@@ -349,13 +352,12 @@ public struct GAPProcedures: Sendable {
     /// The commands of a procedure, decided when it starts (by what is on then), and what ends at once.
     private mutating func plan(_ kind: Procedure.Kind, now: Duration) -> ([Step], [Action]) {
         switch kind {
-        case .startScan(let parameters):
+        case .startScan(let parameters, let generation):
             // A scan that is on ends here: its reports stop, and the controller's scan stops first.
             let ended = endScan()
-            lastScanGeneration += 1
             return ((ended.isEmpty ? [] : [.stopScan]) + addressSteps(now: now)
                         + [.scanParameters(parameters),
-                           .enableScan(generation: lastScanGeneration, filterDuplicates: parameters.filterDuplicates)],
+                           .enableScan(generation: generation, filterDuplicates: parameters.filterDuplicates)],
                     ended)
         case .stopScan(let generation):
             guard scan?.generation == generation else { return ([], []) }

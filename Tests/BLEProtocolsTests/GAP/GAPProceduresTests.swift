@@ -283,7 +283,7 @@ private typealias Command = GAPProcedures.Command
 
     @Test func proceduresRunOneAtATimeInTheOrderAsked() {
         var h = GAPHarness()
-        let (scan, a1) = h.gap.startScan(.init(filterDuplicates: true), now: h.now)
+        let (scan, _, a1) = h.gap.startScan(.init(filterDuplicates: true), now: h.now)
         let (advertise, a2) = h.gap.startAdvertising(.init(data: []), now: h.now)
         h.run(a1 + a2)
         #expect(h.outstanding.count == 1, "one command in flight")
@@ -302,11 +302,11 @@ private typealias Command = GAPProcedures.Command
 
     @Test func aNewScanEndsTheOldOneAndAStaleStopLeavesTheNewOneAlone() {
         var h = GAPHarness()
-        h.run(h.gap.startScan(.init(), now: h.now).1)
+        h.run(h.gap.startScan(.init(), now: h.now).2)
         h.answerAll()
         let first = h.gap.scan?.generation ?? -1
         h.clearSent()
-        h.run(h.gap.startScan(.init(active: false), now: h.now).1)
+        h.run(h.gap.startScan(.init(active: false), now: h.now).2)
         h.answerAll()
         #expect(h.scansEnded == [first])
         #expect(h.sent.first == .setScanEnable(HCILESetScanEnable(isEnabled: false)))
@@ -331,7 +331,7 @@ private typealias Command = GAPProcedures.Command
 
     @Test func theOwnAddressRotatesWhileScanning() {
         var h = GAPHarness(privacy: true, interval: .seconds(60), addresses: [Self.rpa1, Self.rpa2])
-        h.run(h.gap.startScan(.init(filterDuplicates: true), now: h.now).1)
+        h.run(h.gap.startScan(.init(filterDuplicates: true), now: h.now).2)
         h.answerAll()
         #expect(h.sent == [
             .setRandomAddress(HCILESetRandomAddress(address: Self.rpa1.address)),
@@ -356,7 +356,7 @@ private typealias Command = GAPProcedures.Command
 
     @Test func theRotationWaitsForAConnectionAttemptAndIsNotDoneWhenNothingShowsTheAddress() {
         var h = GAPHarness(privacy: true, interval: .seconds(60), addresses: [Self.rpa1, Self.rpa2])
-        h.run(h.gap.startScan(.init(), now: h.now).1)
+        h.run(h.gap.startScan(.init(), now: h.now).2)
         h.answerAll()
         h.run(h.gap.connect(.init(peer: GAPHarness.peer, timeout: .seconds(300)), now: h.now).1)
         h.answerAll()
@@ -378,7 +378,7 @@ private typealias Command = GAPProcedures.Command
         idle.clearSent()
         idle.advance(to: .seconds(60))
         #expect(idle.sent.isEmpty)
-        idle.run(idle.gap.startScan(.init(), now: idle.now).1)
+        idle.run(idle.gap.startScan(.init(), now: idle.now).2)
         idle.answerAll()
         #expect(idle.sent.first == .setRandomAddress(HCILESetRandomAddress(address: Self.rpa2.address)))
     }
@@ -396,7 +396,7 @@ private typealias Command = GAPProcedures.Command
 
     @Test func losingTheControllerEndsEverything() {
         var h = GAPHarness()
-        h.run(h.gap.startScan(.init(), now: h.now).1)
+        h.run(h.gap.startScan(.init(), now: h.now).2)
         h.answerAll()
         let generation = h.gap.scan?.generation ?? -1
         let (attempt, a1) = h.gap.connect(connectParameters, now: h.now)
