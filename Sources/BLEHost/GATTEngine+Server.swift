@@ -211,9 +211,11 @@ extension GATTEngine {
             throw GATTError(.disconnected, "the link went down")
         }
         let key = IndicationKey(link: link, id: id)
-        await perform(actions, on: link)
-        if let result = earlyConfirmations.removeValue(forKey: key) { return try result.get() }
-        try await withCheckedThrowingContinuation { confirmationWaiters[key] = $0 }
+        // The waiter is in place before the indication leaves: its confirmation cannot come first.
+        try await withCheckedThrowingContinuation { continuation in
+            confirmationWaiters[key] = continuation
+            performInOrder(actions, on: link)
+        }
     }
 
     /// Whether every link has room to send now (the ready signal behind

@@ -15,7 +15,7 @@ public actor GATTEngine {
         var server = ATTServerConnection()
         /// Notification subscribers per value handle.
         var subscribers: [AttributeHandle: [Int: AsyncStream<[UInt8]>.Continuation]] = [:]
-        var timers: [ATTBearer.Timer: Task<Void, Never>] = [:]
+        var timers = TimerSet<ATTBearer.Timer>()
         var reader: Task<Void, Never>?
         /// The peer's request being answered by the application, if any (see ``GATTEngine/applicationRequests()``).
         var application: ApplicationPending?
@@ -76,9 +76,11 @@ public actor GATTEngine {
     /// The current link of each connection handle.
     var linkOfHandle: [ConnectionHandle: LinkID] = [:]
     var waiters: [RequestKey: CheckedContinuation<ATTPDU, any Error>] = [:]
-    var early: [RequestKey: Result<ATTPDU, GATTError>] = [:]
     var confirmationWaiters: [IndicationKey: CheckedContinuation<Void, any Error>] = [:]
-    var earlyConfirmations: [IndicationKey: Result<Void, GATTError>] = [:]
+    /// Bearer actions of callers that registered their waiter first and do not suspend before it: carried out in
+    /// order by one task (see ``performInOrder(_:on:)``).
+    var outbox: [(link: LinkID, actions: [ATTBearer.Action])] = []
+    var drainingOutbox = false
     var serverSubscribers: [Int: AsyncStream<GATTServerEvent>.Continuation] = [:]
     var applicationConsumer: AsyncStream<GATTServerRequest>.Continuation?
     var nextApplicationRequest: UInt64 = 0
@@ -167,7 +169,8 @@ public actor GATTEngine {
         if linkOfHandle[state.connection.handle] == link { linkOfHandle[state.connection.handle] = nil }
         commands = commands.filter { $0.value.link != link }
         for subscribers in state.subscribers.values { for s in subscribers.values { s.finish() } }
-        for timer in state.timers.values { timer.cancel() }
+        var timers = state.timers
+        timers.cancelAll()
         state.reader?.cancel()
     }
 
@@ -222,25 +225,16 @@ public actor GATTEngine {
                 guard let connection = links[link]?.connection else { continue }
                 try? await host.sendL2CAP(bytes, channel: .att, on: connection)
             case .startTimer(let timer, let duration):
-                links[link]?.timers[timer]?.cancel()
-                links[link]?.timers[timer] = Task { [weak self] in
-                    try? await Task.sleep(for: duration)
-                    guard !Task.isCancelled else { return }
-                    await self?.timerFired(timer, on: link)
-                }
+                links[link]?.timers.start(timer, after: duration) { [weak self] firing in await self?.timerFired(firing, on: link) }
             case .cancelTimer(let timer):
-                links[link]?.timers.removeValue(forKey: timer)?.cancel()
+                links[link]?.timers.cancel(timer)
             case .complete(let id, let result):
                 let key = RequestKey(link: link, id: id)
-                if let waiter = waiters.removeValue(forKey: key) { waiter.resume(with: result.mapError { $0 }) } else { early[key] = result }
+                waiters.removeValue(forKey: key)?.resume(with: result.mapError { $0 })
             case .confirmed(let id, let result):
                 let key = IndicationKey(link: link, id: id)
                 if case .success = result { publishServerEvent(.indicationConfirmed, on: link) }
-                if let waiter = confirmationWaiters.removeValue(forKey: key) {
-                    waiter.resume(with: result.mapError { $0 })
-                } else {
-                    earlyConfirmations[key] = result
-                }
+                confirmationWaiters.removeValue(forKey: key)?.resume(with: result.mapError { $0 })
             case .notification(let handle, let value), .indication(let handle, let value):
                 // Service Changed from a peer whose database is cached: the cache no longer describes it.
                 if handle == links[link]?.peerServiceChanged { forgetCachedDatabase(of: link) }
@@ -256,8 +250,9 @@ public actor GATTEngine {
         }
     }
 
-    private func timerFired(_ timer: ATTBearer.Timer, on link: LinkID) async {
-        links[link]?.timers[timer] = nil
+    private func timerFired(_ firing: TimerSet<ATTBearer.Timer>.Firing, on link: LinkID) async {
+        guard links[link]?.timers.expire(firing) == true else { return }
+        let timer = firing.key
         guard let actions = links[link]?.bearer.timerFired(timer) else { return }
         await perform(actions, on: link)
     }
@@ -267,9 +262,28 @@ public actor GATTEngine {
         guard let (id, actions) = links[link]?.bearer.request(pdu) else { throw GATTError(.disconnected, "the link went down") }
         requestCount += 1
         let key = RequestKey(link: link, id: id)
-        await perform(actions, on: link)
-        if let result = early.removeValue(forKey: key) { return try result.get() }
-        return try await withCheckedThrowingContinuation { waiters[key] = $0 }
+        // The waiter is in place before the request leaves: its response cannot come first.
+        return try await withCheckedThrowingContinuation { continuation in
+            waiters[key] = continuation
+            performInOrder(actions, on: link)
+        }
+    }
+
+    /// Carries out `actions` after those handed over before, from one task, without suspending the caller: for a
+    /// caller that registers its waiter and then hands over the actions that send its request.
+    func performInOrder(_ actions: [ATTBearer.Action], on link: LinkID) {
+        outbox.append((link, actions))
+        guard !drainingOutbox else { return }
+        drainingOutbox = true
+        Task { await drainOutbox() }
+    }
+
+    private func drainOutbox() async {
+        while !outbox.isEmpty {
+            let (link, actions) = outbox.removeFirst()
+            await perform(actions, on: link)
+        }
+        drainingOutbox = false
     }
 
     /// Runs a client procedure on the current link of `handle`. When the server refuses for security (Insufficient

@@ -28,10 +28,6 @@ struct LinkSecurityState {
     var current = LinkSecurity()
     /// Callers of ``HCIHost/pair(_:mitm:force:)`` waiting for the outcome.
     var waiters: [CheckedContinuation<LinkSecurity, any Error>] = []
-    /// How many outcomes (a pairing's or an encryption's end) the link has had, and the last one: a caller that
-    /// started a procedure and suspended before waiting takes an outcome that came meanwhile from here.
-    var outcomes = 0
-    var lastOutcome: Result<LinkSecurity, SecurityError>?
 
     /// Whether a pairing or an encryption is under way.
     var isBusy: Bool { encrypting || backlog != nil || pairing.map { !$0.isFinished } == true }
@@ -80,32 +76,25 @@ extension HCIHost {
         }
         let wantsMITM = mitm || configuration.security.mitm
         if !force, let level = link.security.current.level, !wantsMITM || level.authenticated { return link.security.current }
-        // Starting suspends (commands, frames): the procedure may end before this call waits, so the outcome count
-        // tells whether one came meanwhile.
-        let ticket = link.security.outcomes
-        if !link.security.isBusy {
+        // The caller waits from before the procedure starts: its outcome cannot come first.
+        return try await withCheckedThrowingContinuation { continuation in
+            links[connection.handle]?.security.waiters.append(continuation)
+            guard !link.security.isBusy else { return }
             if connection.role == .central, !force, let bond = bond(with: connection.peer), let key = bond.peerKey,
                !wantsMITM || bond.security.authenticated {
-                try await encrypt(connection, with: key, security: bond.security)
+                encrypt(connection, with: key, security: bond.security)
             } else {
                 startPairing(on: connection, mitm: wantsMITM)
                 performSMP(startedPairingActions(on: connection), on: connection)
             }
         }
-        guard let now = links[connection.handle], now.connection.link == connection.link else {
-            throw SecurityError(.disconnected, "the link went down")
-        }
-        if now.security.outcomes != ticket, let outcome = now.security.lastOutcome { return try outcome.get() }
-        return try await withCheckedThrowingContinuation { addSecurityWaiter($0, on: connection) }
     }
 
-    /// Ends the waits of a link's callers with `outcome`, and records it for a caller not yet waiting.
+    /// Ends the waits of a link's callers with `outcome`.
     private func resolveWaiters(_ outcome: Result<LinkSecurity, SecurityError>, handle: ConnectionHandle) {
         guard var link = links[handle] else { return }
         let waiters = link.security.waiters
         link.security.waiters = []
-        link.security.outcomes += 1
-        link.security.lastOutcome = outcome
         links[handle] = link
         for waiter in waiters { waiter.resume(with: outcome.mapError { $0 }) }
     }
@@ -119,33 +108,26 @@ extension HCIHost {
         return actions
     }
 
-    private func addSecurityWaiter(_ waiter: CheckedContinuation<LinkSecurity, any Error>, on connection: HostConnection) {
-        guard var link = links[connection.handle], link.connection.link == connection.link else {
-            waiter.resume(throwing: SecurityError(.disconnected, "the link went down"))
-            return
-        }
-        link.security.waiters.append(waiter)
-        links[connection.handle] = link
-    }
-
-    /// Central: starts encryption with a bond's key (LE Enable Encryption); the outcome arrives as Encryption Change.
-    private func encrypt(_ connection: HostConnection, with key: BondKey, security: SMPSecurityLevel) async throws {
+    /// Central: starts encryption with a bond's key (LE Enable Encryption); the outcome arrives as Encryption Change,
+    /// or, when the controller refuses the command, ends here.
+    private func encrypt(_ connection: HostConnection, with key: BondKey, security: SMPSecurityLevel) {
         links[connection.handle]?.security.encrypting = true
         links[connection.handle]?.security.pending = security
         links[connection.handle]?.security.pendingFromBond = true
-        do {
-            _ = try await send(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand, encryptedDiversifier: key.ediv,
-                                                     longTermKey: SMPCrypto.wire(key.longTermKey)))
-        } catch {
-            if links[connection.handle]?.connection.link == connection.link {
-                links[connection.handle]?.security.encrypting = false
-                links[connection.handle]?.security.pending = nil
-                let status: HCIStatus
-                if case .commandFailed(_, let refused) = (error as? HostError)?.kind { status = refused } else { status = .unspecifiedError }
-                resolveWaiters(.failure(SecurityError(.encryptionFailed(status), "encrypting the link with \(connection.peer) failed: \(error)")),
-                               handle: connection.handle)
+        submit(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand, encryptedDiversifier: key.ediv,
+                                     longTermKey: SMPCrypto.wire(key.longTermKey))) { [self] outcome in
+            let status: HCIStatus
+            switch outcome {
+            case .complete, .pending: return
+            case .failed(let refused): status = refused
+            case .timedOut, .cancelled: status = .unspecifiedError
             }
-            throw error
+            guard links[connection.handle]?.connection.link == connection.link else { return }
+            links[connection.handle]?.security.encrypting = false
+            links[connection.handle]?.security.pending = nil
+            resolveWaiters(.failure(SecurityError(.encryptionFailed(status),
+                                                  "encrypting the link with \(connection.peer) failed: LE Enable Encryption: \(status)")),
+                           handle: connection.handle)
         }
     }
 
