@@ -71,7 +71,7 @@ extension HCIHost {
             do {
                 transport = try spec.open()
             } catch let error as TransportError {
-                throw TransportError(error.kind, "no controller at \(spec): \(error.reason.droppingLeadingSpecification(of: spec))",
+                throw TransportError(error.code, "no controller at \(spec): \(error.reason.droppingLeadingSpecification(of: spec))",
                                      errno: error.errno)
             }
         }

@@ -97,7 +97,7 @@ public actor HCIHost {
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
         self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
                                                   privateAddressInterval: configuration.security.privateAddressInterval))
-        self.controller.state = error.kind == .permissionDenied ? .unauthorized : .unsupported
+        self.controller.state = error.code == .permissionDenied ? .unauthorized : .unsupported
         self.controller.unavailableReason = error
     }
 

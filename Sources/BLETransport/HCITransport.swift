@@ -38,9 +38,9 @@ public protocol ImmediateHCITransport: HCITransport {
     func sendNow(_ packets: [HCIPacket]) throws
 }
 
-public struct TransportError: Error, Sendable, CustomStringConvertible {
+public struct TransportError: BLEError {
     /// The kind of failure.
-    public enum Kind: Sendable, Hashable {
+    public enum Code: Sendable, Hashable {
         /// The transport is closed.
         case closed
         /// The operating system lacks what the transport needs (for example, no kernel Bluetooth).
@@ -58,17 +58,23 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The kind of failure.
-    public var kind: Kind
+    public var code: Code
     /// A human-readable explanation.
     public var reason: String
     /// The `errno` value behind the failure, when there is one.
     public var errno: Int32?
+    /// The source file that raised the error.
+    public var file: String
+    /// The source line that raised the error.
+    public var line: Int
 
     /// Creates an error.
-    public init(_ kind: Kind, _ reason: String, errno: Int32? = nil) {
-        self.kind = kind
+    public init(_ code: Code, _ reason: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
+        self.code = code
         self.reason = reason
         self.errno = errno
+        self.file = file
+        self.line = line
     }
 
     public var description: String {

@@ -22,7 +22,7 @@ public enum SerialTransport {
         let fd = Glibc.open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
-            let kind: TransportError.Kind = (e == EACCES || e == EPERM) ? .permissionDenied : .openFailed
+            let kind: TransportError.Code = (e == EACCES || e == EPERM) ? .permissionDenied : .openFailed
             throw TransportError(kind, "serial:\(path): cannot open (\(String(cString: strerror(e))))", errno: e)
         }
         var tio = termios()

@@ -159,7 +159,7 @@ import Glibc
             _ = try SerialTransport.open(path: "/dev/does-not-exist-ble", baudRate: 115_200)
             Issue.record("expected an error")
         } catch let error as TransportError {
-            #expect(error.kind == .openFailed)
+            #expect(error.code == .openFailed)
         } catch {
             Issue.record("unexpected \(error)")
         }
@@ -171,9 +171,9 @@ import Glibc
             Issue.record("this machine has no kernel Bluetooth; opening hci0 should fail")
         } catch let error as TransportError {
             // No AF_BLUETOOTH here; elsewhere permission or a missing adapter are the expected failures.
-            #expect([.unsupported, .permissionDenied, .openFailed].contains(error.kind))
+            #expect([.unsupported, .permissionDenied, .openFailed].contains(error.code))
             #expect(error.reason.contains("hci0"))
-            if error.kind == .unsupported { #expect(error.reason.contains("no Bluetooth support")) }
+            if error.code == .unsupported { #expect(error.reason.contains("no Bluetooth support")) }
         } catch {
             Issue.record("unexpected \(error)")
         }

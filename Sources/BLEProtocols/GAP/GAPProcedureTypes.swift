@@ -91,7 +91,7 @@ extension GAPProcedures {
     }
 
     /// Why a procedure failed.
-    public enum Failure: Hashable, Sendable, Error {
+    public enum Failure: Hashable, Sendable {
         /// A command the procedure needs was refused (or timed out, or the transport closed).
         case command(Command, HCICommandFlow.Outcome)
         /// Another connection attempt is under way (the controller initiates one at a time).

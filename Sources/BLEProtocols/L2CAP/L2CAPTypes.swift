@@ -34,7 +34,7 @@ public struct L2CAPChannelParameters: Hashable, Sendable {
 
 /// A misuse of ``L2CAPChannelManager`` by its consumer (never a peer's misbehaviour, which the manager answers on
 /// the wire). Equal when the codes are equal.
-public struct L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct L2CAPError: BLEError {
     /// The kind of misuse.
     public struct Code: RawRepresentable, Hashable, Sendable {
         public var rawValue: UInt8
@@ -72,8 +72,6 @@ public struct L2CAPError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    public static func == (lhs: L2CAPError, rhs: L2CAPError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String { "\(reason) (\(file):\(line))" }
 }
 

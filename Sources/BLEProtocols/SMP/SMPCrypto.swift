@@ -1,5 +1,6 @@
 import Crypto
 import CryptoExtras
+import BLEWire
 
 /// The Security Manager's cryptographic toolbox. Core 5.4, Vol 3, Part H, 2.2.
 ///
@@ -9,10 +10,31 @@ import CryptoExtras
 /// inputs, never generated here.
 public enum SMPCrypto {
     /// Why a toolbox function could not run.
-    public struct Failure: Error, Hashable, Sendable, CustomStringConvertible {
-        /// What was wrong.
+    public struct Failure: BLEError {
+        /// What kind of input or computation failed.
+        public enum Code: Hashable, Sendable {
+            /// An input of the wrong length or value (a key, a coordinate, random octets).
+            case invalidInput
+            /// The cryptographic library refused the operation.
+            case cryptography
+        }
+
+        /// What failed.
+        public let code: Code
+        /// What was wrong, naming the function and the input.
         public let reason: String
-        public var description: String { reason }
+        /// The source file that raised the error.
+        public let file: String
+        /// The source line that raised the error.
+        public let line: Int
+
+        /// Creates a failure.
+        public init(_ code: Code = .invalidInput, reason: String, file: String = #fileID, line: Int = #line) {
+            self.code = code
+            self.reason = reason
+            self.file = file
+            self.line = line
+        }
     }
 
     /// Reverses a value between the specification's order (most significant octet first) and the wire's.

@@ -2,7 +2,7 @@
 ///
 /// Decoders never trap on peer-controlled bytes: they throw a `WireError` whose ``code`` says what kind of
 /// problem it was, whose ``reason`` says where, and which records the source location that detected it.
-public struct WireError: Error, Sendable, CustomStringConvertible {
+public struct WireError: BLEError {
     /// The kind of decoding failure.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: UInt8
