@@ -131,8 +131,10 @@ public final class FileBondStore: BondStore {
     /// 16 octets; ``BondStoreError/Code/io`` when the file cannot be written.
     public func setIdentityResolvingKey(_ key: [UInt8], local: LEAddress) throws(BondStoreError) {
         try lock.withLock { _ throws(BondStoreError) in
-            guard key.count == 16 else {
-                throw BondStoreError(.corrupt, "\(path): an IRK has 16 octets, not \(key.count); not saved")
+            do throws(BondFileProblem) {
+                try BondFileRules.checkKey(key, name: "the IRK")
+            } catch {
+                throw BondStoreError(.corrupt, "\(path): \(error); not saved")
             }
             var contents = try read()
             if let index = contents.identities.firstIndex(where: { $0.local == local }) {
@@ -146,26 +148,24 @@ public final class FileBondStore: BondStore {
 
     // MARK: Contents
 
-    fileprivate struct Identity {
+    /// This side's IRK for one local identity.
+    struct Identity {
         var local: LEAddress
         var key: [UInt8]
     }
 
-    fileprivate struct Contents {
+    /// Everything the file holds (``StoredFile`` is how it is written).
+    struct Contents {
         var identities: [Identity] = []
         var bonds: [Bond] = []
     }
 
+    /// Refuses a bond that the file could not hold (so that what is written can be read back).
     private func validate(_ bond: Bond) throws(BondStoreError) {
-        var problems: [String] = []
-        for (name, key) in [("the peer key's LTK", bond.peerKey?.longTermKey), ("the local key's LTK", bond.localKey?.longTermKey),
-                            ("the peer's IRK", bond.peerIdentityResolvingKey), ("the peer's CSRK", bond.peerSignatureKey)] {
-            if let key, key.count != 16 { problems.append("\(name) has \(key.count) octets, not 16") }
-        }
-        if !(7...16).contains(bond.security.keySize) { problems.append("the key size \(bond.security.keySize) is not 7...16") }
-        if !bond.created.isFinite { problems.append("the creation time is not a finite number") }
+        let problems = BondFileRules.problems(bond)
         guard problems.isEmpty else {
-            throw BondStoreError(.corrupt, "\(path): the bond with \(bond.peer) is not saved: \(problems.joined(separator: ", "))")
+            let list = problems.map(\.description).joined(separator: ", ")
+            throw BondStoreError(.corrupt, "\(path): the bond with \(bond.peer) is not saved: \(list)")
         }
     }
 
@@ -180,8 +180,7 @@ public final class FileBondStore: BondStore {
         } catch {
             throw BondStoreError(.corrupt, "\(path): not a bond file: \(Self.describe(error))")
         }
-        return Contents(identities: file.identities.map { Identity(local: $0.local, key: $0.key) },
-                        bonds: file.bonds.map(\.bond))
+        return file.contents
     }
 
     /// The file's bytes, or `nil` when there is no file.
@@ -336,267 +335,6 @@ public final class FileBondStore: BondStore {
         while directory.count > 1, directory.hasSuffix("/") { directory.removeLast() }
         return directory == "/" ? "/" + rest : directory + "/" + rest
     }
-}
-
-// MARK: - The file format, version 1
-
-/// The whole file: `{"version": 1, "identities": [...], "bonds": [...]}`.
-private struct StoredFile: Codable {
-    static let version = 1
-
-    var identities: [StoredIdentity]
-    var bonds: [StoredBond]
-
-    private enum CodingKeys: String, CodingKey {
-        case version, identities, bonds
-    }
-
-    init(_ contents: FileBondStore.Contents) {
-        identities = contents.identities.map { StoredIdentity(local: $0.local, key: $0.key) }
-        bonds = contents.bonds.map(StoredBond.init)
-    }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        let version = try container.decode(Int.self, forKey: .version)
-        guard version == Self.version else {
-            throw DecodingError.dataCorruptedError(forKey: .version, in: container,
-                                                   debugDescription: "version \(version) is not known (version \(Self.version) is)")
-        }
-        identities = try container.decodeIfPresent([StoredIdentity].self, forKey: .identities) ?? []
-        bonds = try container.decodeIfPresent([StoredBond].self, forKey: .bonds) ?? []
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(Self.version, forKey: .version)
-        try container.encode(identities, forKey: .identities)
-        try container.encode(bonds, forKey: .bonds)
-    }
-}
-
-/// This side's IRK for one local identity: `{"address": "C0:11:22:33:44:55", "type": "random", "irk": "..."}`.
-private struct StoredIdentity: Codable {
-    var local: LEAddress
-    var key: [UInt8]
-
-    private enum CodingKeys: String, CodingKey {
-        case address, type, irk
-    }
-
-    init(local: LEAddress, key: [UInt8]) {
-        self.local = local
-        self.key = key
-    }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        local = try container.decodeAddress(address: .address, type: .type)
-        key = try container.decodeKey(forKey: .irk)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeAddress(local, address: .address, type: .type)
-        try container.encode(key.hexString(), forKey: .irk)
-    }
-}
-
-/// An address with its type: `{"address": "00:1A:7D:DA:71:13", "type": "public"}`.
-private struct StoredAddress: Codable {
-    var value: LEAddress
-
-    private enum CodingKeys: String, CodingKey {
-        case address, type
-    }
-
-    init(_ value: LEAddress) { self.value = value }
-
-    init(from decoder: any Decoder) throws {
-        value = try decoder.container(keyedBy: CodingKeys.self).decodeAddress(address: .address, type: .type)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeAddress(value, address: .address, type: .type)
-    }
-}
-
-/// A long-term key with its EDIV and Rand: `{"ltk": "...", "ediv": 0, "rand": "0000000000000000"}`.
-private struct StoredKey: Codable {
-    var value: BondKey
-
-    private enum CodingKeys: String, CodingKey {
-        case ltk, ediv, rand
-    }
-
-    init(_ value: BondKey) { self.value = value }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        let key = try container.decodeKey(forKey: .ltk)
-        let edivNumber = try container.decode(Int.self, forKey: .ediv)
-        guard let ediv = UInt16(exactly: edivNumber) else {
-            throw DecodingError.dataCorruptedError(forKey: .ediv, in: container,
-                                                   debugDescription: "EDIV \(edivNumber) is not 0...65535")
-        }
-        let randText = try container.decode(String.self, forKey: .rand)
-        guard let randOctets = hexOctets(randText, count: 8) else {
-            throw DecodingError.dataCorruptedError(forKey: .rand, in: container,
-                                                   debugDescription: "Rand is 16 hex digits (\(describeHex(randText)))")
-        }
-        value = BondKey(longTermKey: key, ediv: ediv, rand: randOctets.reduce(0) { $0 << 8 | UInt64($1) })
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(value.longTermKey.hexString(), forKey: .ltk)
-        try container.encode(value.ediv, forKey: .ediv)
-        let rand = (0..<8).reversed().map { UInt8(truncatingIfNeeded: value.rand >> (8 * UInt64($0))) }
-        try container.encode(rand.hexString(), forKey: .rand)
-    }
-}
-
-/// One bond.
-private struct StoredBond: Codable {
-    var bond: Bond
-
-    private enum CodingKeys: String, CodingKey {
-        case local, peer
-        case peerKey = "peer_key"
-        case localKey = "local_key"
-        case peerIRK = "peer_irk"
-        case peerCSRK = "peer_csrk"
-        case secureConnections = "secure_connections"
-        case authenticated
-        case keySize = "key_size"
-        case created
-    }
-
-    init(_ bond: Bond) { self.bond = bond }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        let keySize = try container.decode(Int.self, forKey: .keySize)
-        guard (7...16).contains(keySize) else {
-            throw DecodingError.dataCorruptedError(forKey: .keySize, in: container,
-                                                   debugDescription: "the key size \(keySize) is not 7...16")
-        }
-        let created = try container.decode(Double.self, forKey: .created)
-        guard created.isFinite else {
-            throw DecodingError.dataCorruptedError(forKey: .created, in: container, debugDescription: "not a finite number")
-        }
-        bond = Bond(local: try container.decode(StoredAddress.self, forKey: .local).value,
-                    peer: try container.decode(StoredAddress.self, forKey: .peer).value,
-                    peerKey: try container.decodeIfPresent(StoredKey.self, forKey: .peerKey)?.value,
-                    localKey: try container.decodeIfPresent(StoredKey.self, forKey: .localKey)?.value,
-                    peerIdentityResolvingKey: try container.decodeKeyIfPresent(forKey: .peerIRK),
-                    peerSignatureKey: try container.decodeKeyIfPresent(forKey: .peerCSRK),
-                    security: SMPSecurityLevel(secureConnections: try container.decode(Bool.self, forKey: .secureConnections),
-                                               authenticated: try container.decode(Bool.self, forKey: .authenticated),
-                                               keySize: keySize),
-                    created: created)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(StoredAddress(bond.local), forKey: .local)
-        try container.encode(StoredAddress(bond.peer), forKey: .peer)
-        try container.encodeIfPresent(bond.peerKey.map(StoredKey.init), forKey: .peerKey)
-        try container.encodeIfPresent(bond.localKey.map(StoredKey.init), forKey: .localKey)
-        try container.encodeIfPresent(bond.peerIdentityResolvingKey?.hexString(), forKey: .peerIRK)
-        try container.encodeIfPresent(bond.peerSignatureKey?.hexString(), forKey: .peerCSRK)
-        try container.encode(bond.security.secureConnections, forKey: .secureConnections)
-        try container.encode(bond.security.authenticated, forKey: .authenticated)
-        try container.encode(bond.security.keySize, forKey: .keySize)
-        try container.encode(bond.created, forKey: .created)
-    }
-}
-
-extension KeyedDecodingContainer {
-    /// A 16-octet key: exactly 32 hex digits.
-    fileprivate func decodeKey(forKey key: Key) throws -> [UInt8] {
-        let text = try decode(String.self, forKey: key)
-        guard let octets = hexOctets(text, count: 16) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self,
-                                                   debugDescription: "a key is 32 hex digits (\(describeHex(text)))")
-        }
-        return octets
-    }
-
-    fileprivate func decodeKeyIfPresent(forKey key: Key) throws -> [UInt8]? {
-        guard try decodeIfPresent(String.self, forKey: key) != nil else { return nil }
-        return try decodeKey(forKey: key)
-    }
-
-    /// An address (`"AA:BB:CC:DD:EE:FF"`) and its type (`"public"`, `"random"` or a number).
-    fileprivate func decodeAddress(address: Key, type: Key) throws -> LEAddress {
-        let text = try decode(String.self, forKey: address)
-        guard let value = BluetoothAddress(text) else {
-            throw DecodingError.dataCorruptedError(forKey: address, in: self,
-                                                   debugDescription: "\"\(text.prefix(40))\" is not an address such as \"C0:11:22:33:44:55\"")
-        }
-        let addressType: LEAddressType
-        if let name = try? decode(String.self, forKey: type) {
-            switch name {
-            case "public": addressType = .public
-            case "random": addressType = .random
-            default:
-                throw DecodingError.dataCorruptedError(forKey: type, in: self,
-                                                       debugDescription: "\"\(name.prefix(40))\" is not \"public\", \"random\" or a number")
-            }
-        } else {
-            let number = try decode(Int.self, forKey: type)
-            guard let raw = UInt8(exactly: number) else {
-                throw DecodingError.dataCorruptedError(forKey: type, in: self, debugDescription: "address type \(number) is not 0...255")
-            }
-            addressType = LEAddressType(rawValue: raw)
-        }
-        return LEAddress(value, type: addressType)
-    }
-}
-
-extension KeyedEncodingContainer {
-    fileprivate mutating func encodeAddress(_ value: LEAddress, address: Key, type: Key) throws {
-        try encode(value.address.description, forKey: address)
-        switch value.type {
-        case .public: try encode("public", forKey: type)
-        case .random: try encode("random", forKey: type)
-        default: try encode(value.type.rawValue, forKey: type)
-        }
-    }
-}
-
-/// `text` as `count` octets, when it is exactly `2 × count` ASCII hex digits (either case, no separators).
-private func hexOctets(_ text: String, count: Int) -> [UInt8]? {
-    var octets: [UInt8] = []
-    var high: UInt8?
-    for unit in text.utf8 {
-        guard let nibble = hexNibble(unit) else { return nil }
-        if let first = high {
-            octets.append(first << 4 | nibble)
-            high = nil
-            guard octets.count <= count else { return nil }
-        } else {
-            high = nibble
-        }
-    }
-    return high == nil && octets.count == count ? octets : nil
-}
-
-/// The value of one ASCII hex digit.
-private func hexNibble(_ unit: UInt8) -> UInt8? {
-    switch unit {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): unit - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): unit - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): unit - UInt8(ascii: "A") + 10
-    default: nil
-    }
-}
-
-/// What is wrong with a hex value, without repeating it (keys are secrets, and errors end up in logs).
-private func describeHex(_ text: String) -> String {
-    text.utf8.allSatisfy { hexNibble($0) != nil } ? "\(text.utf8.count) digits found" : "not hex"
 }
 
 // The store has methods named `read` and `write`; these reach the system calls.

@@ -32,4 +32,41 @@ extension Array where Element == UInt8 {
         }
         self = out
     }
+
+    /// Parses hex text; with `strict`, only text that is nothing but hex digits, two for each octet: ASCII `0-9`,
+    /// `a-f` and `A-F`, with no separators, no `0x` prefix and no other characters (formats meant for files, where
+    /// anything else is an error). Without `strict`, as ``init(hex:)``. `nil` if it is not hex.
+    ///
+    /// `""` is the empty array. To require a length, compare `count` afterwards.
+    public init?(hex text: String, strict: Bool) {
+        guard strict else {
+            self.init(hex: text)
+            return
+        }
+        let units = text.utf8
+        guard units.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(units.count / 2)
+        var high: UInt8?
+        for unit in units {
+            guard let nibble = asciiHexValue(unit) else { return nil }
+            if let first = high {
+                out.append(first << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        self = out
+    }
+}
+
+/// The value of one ASCII hex digit (`0-9`, `a-f`, `A-F`), `nil` for any other code unit.
+private func asciiHexValue(_ unit: UInt8) -> UInt8? {
+    switch unit {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): unit - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): unit - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): unit - UInt8(ascii: "A") + 10
+    default: nil
+    }
 }
