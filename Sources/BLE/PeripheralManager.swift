@@ -1,4 +1,7 @@
+import BLEHost
+import BLEProtocols
 import BLETransport
+import BLEWire
 
 /// A request or change from a central, attributed to the central that sent it.
 public struct PeripheralRequest: Sendable, Hashable {
@@ -36,17 +39,19 @@ public enum CentralEvent: Sendable, Hashable {
 /// The peripheral role: publish services, advertise, answer centrals, push values. Like CoreBluetooth's
 /// `CBPeripheralManager`, with async calls.
 public final class PeripheralManager: Sendable {
-    /// The host stack underneath.
-    public let host: HCIHost
+    /// The adapter this peripheral manager runs on (shared with a central on the same controller).
+    public let adapter: Adapter
+    /// The host stack of ``adapter``.
+    var host: HCIHost { adapter.host }
     let engine: GATTEngine
     let store: ServiceStore
 
-    /// Creates a peripheral manager on a host that is already powered on. A ``Central`` may use the same host: both
-    /// roles then share the controller and the links' ATT bearers.
-    public init(host: HCIHost, deviceName: String = "swift-ble") async {
-        self.host = host
+    /// Creates a peripheral manager on an adapter that is already powered on. A ``Central`` may use the same adapter:
+    /// both roles then share the controller and the links' ATT bearers.
+    public init(adapter: Adapter, deviceName: String = "swift-ble") async {
+        self.adapter = adapter
         store = ServiceStore()
-        engine = await host.gattEngine()
+        engine = await adapter.host.gattEngine()
         await engine.setDeviceName(deviceName)
     }
 
@@ -54,11 +59,7 @@ public final class PeripheralManager: Sendable {
     /// where its bonds live.
     public convenience init(transport: any HCITransport, deviceName: String = "swift-ble",
                             security: SecurityConfiguration = SecurityConfiguration()) async throws {
-        var configuration = HCIHost.Configuration()
-        configuration.security = security
-        let host = HCIHost(transport: transport, configuration: configuration)
-        try await host.powerOn()
-        await self.init(host: host, deviceName: deviceName)
+        await self.init(adapter: try await Adapter(transport: transport, security: security), deviceName: deviceName)
     }
 
     /// Opens the controller named by a `--hci` style specification (`virtual` joins the embedded simulated world) and
@@ -66,10 +67,7 @@ public final class PeripheralManager: Sendable {
     /// ``HostError`` saying what failed (for example "no controller at tcp:127.0.0.1:9100: connection refused").
     public convenience init(_ spec: HCITransportSpec, deviceName: String = "swift-ble", btsnoop: String? = nil,
                             security: SecurityConfiguration = SecurityConfiguration()) async throws {
-        var configuration = HCIHost.Configuration()
-        configuration.security = security
-        let host = try await HCIHost.open(spec, btsnoop: btsnoop, configuration: configuration)
-        await self.init(host: host, deviceName: deviceName)
+        await self.init(adapter: try await Adapter.open(spec, btsnoop: btsnoop, security: security), deviceName: deviceName)
     }
 
     /// Changes the GAP Device Name it serves (Generic Access, 0x2A00) to centrals reading it from now on. The
@@ -78,11 +76,11 @@ public final class PeripheralManager: Sendable {
     public func setDeviceName(_ name: String) async { await engine.setDeviceName(name) }
 
     /// The address this peripheral advertises with (`nil` before the controller is up).
-    public var address: LEAddress? { get async { await host.ownAddress } }
+    public var address: LEAddress? { get async { await adapter.address } }
 
     /// Powers the controller off: advertising stops, connected centrals' links drop and the transport closes.
     /// Idempotent.
-    public func powerOff() async { await host.powerOff() }
+    public func powerOff() async { await adapter.powerOff() }
 
     /// Publishes a service after the ones already published (their handles do not move) and returns the handles it
     /// takes. Connected centrals that subscribed to Service Changed are told about that range.

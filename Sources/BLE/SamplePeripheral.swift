@@ -1,3 +1,7 @@
+import BLEHost
+import BLEProtocols
+import BLEWire
+
 /// A running sample device (``SampleDevice``) on the public peripheral API: what `ble serve` runs and what the
 /// embedded world's devices are. Advertising restarts after each connection so several centrals can connect;
 /// heart-rate notifications go out every `interval`. The lab device's test characteristics behave as
@@ -21,11 +25,11 @@ public actor SamplePeripheral {
     var guarded: [UInt8] = Array("guarded".utf8)
     var slow: [UInt8] = Array("slow".utf8)
 
-    /// A sample device on `host` (powered on); call ``start(notifyEvery:log:)``.
-    public init(host: HCIHost, device: SampleDevice, name: String? = nil) async {
+    /// A sample device on `adapter` (powered on); call ``start(notifyEvery:log:)``.
+    public init(adapter: Adapter, device: SampleDevice, name: String? = nil) async {
         self.device = device
         self.name = name ?? device.defaultName
-        manager = await PeripheralManager(host: host, deviceName: self.name)
+        manager = await PeripheralManager(adapter: adapter, deviceName: self.name)
     }
 
     /// A sample device on a peripheral manager (which should publish nothing else); `name` becomes its advertised

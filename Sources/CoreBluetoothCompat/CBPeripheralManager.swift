@@ -1,4 +1,6 @@
 import BLE
+import BLEHost
+import BLEWire
 import Foundation
 
 /// A PSM of an LE credit based L2CAP channel, as CoreBluetooth's `CBL2CAPPSM`.
@@ -159,14 +161,14 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         let controller = Self.controller()
         controllerChoice = controller
         let security = Self.security()
-        manager = Task { await PeripheralManager(host: await CBManager.openHost(controller, security: security)) }
+        manager = Task { await PeripheralManager(adapter: await CBManager.openAdapter(controller, security: security)) }
         super.init()
         protected.withLock { $0.delegate = delegate }
         let opening = manager
         // Requests, subscriptions and centrals are followed from the start, in the order the stack reports them.
         let task = Task { [weak self] in
             let manager = await opening.value
-            let states = await manager.host.events()
+            let states = await manager.adapter.events()
             let centrals = await manager.centralEvents()
             let requests = await manager.requests()
             let answers = await manager.attributeRequests()
@@ -211,7 +213,7 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         operations.finish()
         let opening = manager
         let choice = controllerChoice
-        Task { await CBManager.closeHost(opening.value.host, choice: choice) }
+        Task { await CBManager.closeAdapter(opening.value.adapter, choice: choice) }
     }
 
     /// The object the events go to (held weakly).
@@ -629,7 +631,9 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         let opening = manager
         let connection = central.connection
         operations.submit {
-            try? await opening.value.host.requestConnectionParameterUpdate(latency.parameters, handle: connection.handle)
+            // BLE has no call for a peripheral's Connection Parameter Update Request: it is the host's, reached through BLEHost.
+            try? await HCIHost.owned(by: opening.value.adapter).requestConnectionParameterUpdate(latency.parameters,
+                                                                                                 handle: connection.handle)
         }
     }
 
