@@ -117,8 +117,7 @@ let package = Package(
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire"], swiftSettings: strict),
         .testTarget(
             name: "BLETests",
-            // BLEHost and BLEProtocols are listed although BLE re-exports them, so that incremental builds recompile
-            // these tests when those modules change.
+            // The lower modules are listed because the tests import them by name (BLE does not re-export them).
             dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(

@@ -1,3 +1,7 @@
+import BLEHost
+import BLEProtocols
+import BLEWire
+
 /// A read or write of a characteristic (or descriptor) the application answers, from one central: the peripheral
 /// side of CoreBluetooth's `CBATTRequest`. Characteristics published with `source: .application` reach the
 /// application this way; answer each request once, now or later (within the central's 30-second transaction

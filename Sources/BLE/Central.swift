@@ -1,7 +1,7 @@
-@_exported import BLEHost
-@_exported import BLEProtocols
-@_exported import BLETransport
-@_exported import BLEWire
+import BLEHost
+import BLEProtocols
+import BLETransport
+import BLEWire
 
 /// A device seen while scanning: its advertisement and scan response merged, as CoreBluetooth reports them.
 public struct DiscoveredPeripheral: Sendable, Hashable {

@@ -1,6 +1,6 @@
 import BLEHost
 import BLETransport
-@_exported import BLEVirtualController
+import BLEVirtualController
 import BLEWire
 
 /// The embedded simulated world that ``HCITransportSpec/virtual`` opens: one real-time virtual air per process with

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Current Time Service 1.1 (0x1805): the device's date and time (read, notified when adjusted, writable) and its
 /// local time information.
 public enum CurrentTimeService {

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Health Thermometer Service 1.0 (0x1809): temperature measurements indicated, intermediate temperatures notified,
 /// and where the temperature is taken.
 public enum HealthThermometerService {

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Heart Rate Service 1.0 (0x180D): heart rate measurements notified, the sensor's body location, and a control
 /// point that resets the energy expended.
 public enum HeartRateService {
