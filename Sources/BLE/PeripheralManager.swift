@@ -147,22 +147,19 @@ public final class PeripheralManager: Sendable {
         }
     }
 
-    /// Starts advertising a name, service UUIDs and manufacturer data (the name goes to the scan response when the
-    /// advertising packet is full). Throws ``WireError`` (oversized) when the data cannot fit in 31 bytes.
+    /// Starts advertising a name, service UUIDs, a TX power level and manufacturer data, laid out as
+    /// ``Advertisement/layout(name:serviceUUIDs:txPowerLevel:manufacturerData:)`` says: the name moves to the scan
+    /// response when the advertising packet is full (shortened if it must be), and service UUIDs that do not fit go
+    /// to the scan response as incomplete lists. Throws ``WireError`` (oversized) when the Flags, TX power level and
+    /// manufacturer data alone do not fit in 31 bytes.
     ///
     /// With `restartAfterConnection`, advertising resumes after each connection and disconnection, so several centrals
     /// can connect (legacy advertising stops when a connection is made).
     public func startAdvertising(name: String? = nil, serviceUUIDs: [BluetoothUUID] = [], manufacturerData: ManufacturerData? = nil,
                                  txPowerLevel: Int8? = nil, restartAfterConnection: Bool = false) async throws {
-        var data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: serviceUUIDs, txPowerLevel: txPowerLevel,
-                                   manufacturerData: manufacturerData)
-        var response = AdvertisingData()
-        if let name {
-            var withName = data
-            withName.structures.append(ADStructure(type: .completeLocalName, data: Array(name.utf8)))
-            if withName.encoded.count <= AdvertisingData.legacyMaximumLength { data = withName } else { response = AdvertisingData(localName: name) }
-        }
-        let options = HCIHost.AdvertisingOptions(data: data, scanResponse: response)
+        let layout = Advertisement.layout(name: name, serviceUUIDs: serviceUUIDs, txPowerLevel: txPowerLevel,
+                                          manufacturerData: manufacturerData)
+        let options = HCIHost.AdvertisingOptions(data: layout.data, scanResponse: layout.scanResponse)
         try await host.startAdvertising(options)
         await store.setRestart(restartAfterConnection ? options : nil, host: host)
     }
