@@ -132,7 +132,7 @@ public typealias PairingOutcome = BLEHost.PairingOutcome
 public typealias SMPSecurityLevel = BLEProtocols.SMPSecurityLevel
 /// How two devices paired: Just Works, Numeric Comparison, Passkey Entry or Out of Band.
 public typealias SMPPairingMethod = BLEProtocols.SMPPairingMethod
-/// Why a pairing failed: a reason either side sent, a timeout, or the link going down.
+/// Why a pairing failed: a reason this side or the peer sent (Pairing Failed), a timeout, or encryption failing.
 public typealias SMPPairingFailure = BLEProtocols.SMPPairingFailure
 /// What a device can show and input, which with the peer's chooses the pairing method.
 public typealias SMPIOCapability = BLEWire.SMPIOCapability
@@ -172,7 +172,8 @@ public typealias HCITransport = BLETransport.HCITransport
 
 /// Why an adapter operation failed (a command refused, a connection that failed or timed out, a closed transport).
 public typealias HostError = BLEHost.HostError
-/// Why a GATT operation failed: an ATT error from the server, a timeout, or the link going down.
+/// Why a GATT operation failed: an ATT error from the server, a timeout, a malformed response, a cancellation, or
+/// the link going down.
 public typealias GATTError = BLEProtocols.GATTError
 /// Why a transport could not be opened or stopped working.
 public typealias TransportError = BLETransport.TransportError
