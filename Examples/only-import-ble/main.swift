@@ -68,16 +68,17 @@ let handles = try await manager.add(GATTServiceDefinition(uuid: service, charact
 ]))
 check(!handles.isEmpty, "the service is published")
 let centralEvents = await manager.centralEvents()
-let requests = await manager.attributeRequests()
+let requests = await manager.requests()
 let answering = Task {
     var stored: [UInt8] = []
     for await request in requests {
-        switch request.kind {
-        case .read: await request.respond(with: stored)
+        guard case .application(let asked) = request.kind else { continue }
+        switch asked.kind {
+        case .read: await asked.respond(with: stored)
         case .write(let value, _):
             stored = value
-            await request.accept()
-        case .preparedWrites: await request.refuse(ATTErrorCode(rawValue: 0x80))
+            await asked.accept()
+        case .preparedWrites: await asked.refuse(ATTErrorCode(rawValue: 0x80))
         }
     }
 }

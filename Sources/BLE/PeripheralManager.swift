@@ -3,23 +3,6 @@ import BLEProtocols
 import BLETransport
 import BLEWire
 
-/// A request or change from a central, attributed to the central that sent it.
-public struct PeripheralRequest: Sendable, Hashable {
-    /// What the central did.
-    public enum Kind: Sendable, Hashable {
-        /// A write to a characteristic value or descriptor.
-        case write(characteristic: BluetoothUUID?, handle: AttributeHandle, value: [UInt8], withResponse: Bool)
-        /// A central subscribed to (or unsubscribed from) a characteristic, whose value handle is `handle`.
-        case subscription(characteristic: BluetoothUUID?, handle: AttributeHandle, notify: Bool, indicate: Bool)
-        /// A central exchanged MTUs: the link's ATT_MTU is now this.
-        case mtuChanged(Int)
-    }
-    /// The link of the central that sent it.
-    public var central: HostConnection
-    /// What the central did.
-    public var kind: Kind
-}
-
 /// A central connecting to or leaving a peripheral manager.
 public enum CentralEvent: Sendable, Hashable {
     /// A central connected.
@@ -45,12 +28,15 @@ public final class PeripheralManager: Sendable {
     var host: HCIHost { adapter.host }
     let engine: GATTEngine
     let store: ServiceStore
+    /// Hands the application requests to the streams of ``requests()``.
+    let answers: ApplicationRequestHub
 
     /// Creates a peripheral manager on an adapter that is already powered on. A ``Central`` may use the same adapter:
     /// both roles then share the controller and the links' ATT bearers.
     public init(adapter: Adapter, deviceName: String = "swift-ble") async {
         self.adapter = adapter
         store = ServiceStore()
+        answers = ApplicationRequestHub()
         engine = await adapter.host.gattEngine()
         await engine.setDeviceName(deviceName)
     }
@@ -105,23 +91,6 @@ public final class PeripheralManager: Sendable {
             throw GATTError(.att(.attributeNotFound, handle: handle), "no service starts at handle \(handle)")
         }
         try await engine.removeService(at: handle)
-    }
-
-    /// Reads and writes of characteristics published with `source: .application`, each attributed to the central that
-    /// sent it, for the application to answer (see ``AttributeRequest``). One consumer at a time: a new call ends the
-    /// previous stream. While nobody consumes them, such requests are refused with Unlikely Error.
-    public func attributeRequests() async -> AsyncStream<AttributeRequest> {
-        let requests = await engine.applicationRequests()
-        let engine = engine
-        return AsyncStream { continuation in
-            let task = Task {
-                for await request in requests {
-                    continuation.yield(AttributeRequest(engine: engine, request: request, database: await engine.database))
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
     }
 
     /// Centrals connecting and leaving, and their links' security (encryption, pairing, passkeys shown).
@@ -188,35 +157,6 @@ public final class PeripheralManager: Sendable {
     public func stopAdvertising() async throws {
         await store.setRestart(nil, host: host)
         try await host.stopAdvertising()
-    }
-
-    /// Writes and subscription changes from centrals, each attributed to the central that sent it (a central whose
-    /// link goes down is reported unsubscribed from everything it had subscribed to).
-    public func requests() async -> AsyncStream<PeripheralRequest> {
-        let events = await engine.serverEvents()
-        let engine = engine
-        return AsyncStream { continuation in
-            let task = Task {
-                for await e in events {
-                    let database = await engine.database
-                    switch e.event {
-                    case .wrote(let handle, let value, let withResponse):
-                        let uuid = database.attribute(handle)?.type
-                        continuation.yield(PeripheralRequest(central: e.connection, kind: .write(characteristic: uuid, handle: handle, value: value,
-                                                                                                withResponse: withResponse)))
-                    case .subscriptionChanged(let valueHandle, let notify, let indicate):
-                        continuation.yield(PeripheralRequest(central: e.connection, kind: .subscription(
-                            characteristic: database.attribute(valueHandle)?.type, handle: valueHandle, notify: notify, indicate: indicate)))
-                    case .mtuChanged(let mtu):
-                        continuation.yield(PeripheralRequest(central: e.connection, kind: .mtuChanged(mtu)))
-                    case .indicationConfirmed:
-                        break
-                    }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
     }
 
     /// Sets a characteristic's value and pushes it to the subscribed centrals, or only to `centrals` among them;

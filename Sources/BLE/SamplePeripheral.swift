@@ -54,7 +54,6 @@ public actor SamplePeripheral {
         for service in device.services { try await manager.add(service) }
         let centrals = await manager.centralEvents()
         let requests = await manager.requests()
-        let answers = await manager.attributeRequests()
         let options = device.advertising(name: name)
         try await manager.startAdvertising(Advertisement(data: options.data, scanResponse: options.scanResponse, kind: .connectable),
                                            restartAfterConnection: true)
@@ -83,10 +82,9 @@ public actor SamplePeripheral {
             }
         })
         tasks.append(Task { [weak self] in
-            for await request in requests { await self?.handle(request, log: log) }
-        })
-        tasks.append(Task { [weak self] in
-            for await request in answers { await self?.answer(request, log: log) }
+            for await request in requests {
+                if case .application(let asked) = request.kind { await self?.answer(asked, log: log) } else { await self?.handle(request, log: log) }
+            }
         })
         let manager = manager
         tasks.append(Task {
@@ -147,6 +145,8 @@ public actor SamplePeripheral {
             }
         case .mtuChanged(let mtu):
             log?("MTU on handle \(link.handle): \(mtu)", ["event": "mtu", "connection": .integer(link.handle.rawValue), "mtu": .int(mtu)])
+        case .application:
+            break   // answered by answer(_:log:)
         }
     }
 

@@ -98,7 +98,7 @@ public typealias GATTDescriptorDefinition = BLEProtocols.GATTDescriptorDefinitio
 /// What a published attribute allows: reading and writing, and the security each needs.
 public typealias GATTPermissions = BLEProtocols.GATTPermissions
 /// Where a published value comes from: stored by the server, or answered by the application through
-/// ``PeripheralManager/attributeRequests()``.
+/// ``PeripheralManager/requests()``.
 public typealias GATTValueSource = BLEProtocols.GATTValueSource
 /// A published attribute database with the handles centrals see (``PeripheralManager/database``).
 public typealias GATTDatabase = BLEProtocols.GATTDatabase

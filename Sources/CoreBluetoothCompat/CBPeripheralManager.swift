@@ -171,7 +171,6 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
             let states = await manager.adapter.events()
             let centrals = await manager.centralEvents()
             let requests = await manager.requests()
-            let answers = await manager.attributeRequests()
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [weak self] in
                     for await event in states {
@@ -189,12 +188,6 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
                     for await request in requests {
                         guard let self else { return }
                         self.peripheralRequest(request)
-                    }
-                }
-                group.addTask { [weak self] in
-                    for await request in answers {
-                        guard let self else { return }
-                        self.attributeRequest(request)
                     }
                 }
             }
@@ -457,6 +450,8 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
                     m.delegate?.peripheralManager(m, central: changed, didUnsubscribeFrom: characteristic)
                 }
             }
+        case .application(let asked):
+            attributeRequest(asked)
         case .write:
             // Writes of stored values: CoreBluetooth's valued characteristics are read-only, so none reaches here.
             break

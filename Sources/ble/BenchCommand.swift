@@ -103,9 +103,11 @@ enum Bench {
             GATTCharacteristicDefinition(uuid: stats, properties: [.read], permissions: [.readable], source: .application),
         ]))
         let tally = Tally()
-        let reads = await manager.attributeRequests()
+        let reads = await manager.requests()
         let answering = Task {
-            for await request in reads { await request.respond(with: await tally.encoded) }
+            for await request in reads {
+                if case .application(let asked) = request.kind { await asked.respond(with: await tally.encoded) }
+            }
         }
         defer { answering.cancel() }
         let requests = await manager.requests()

@@ -20,13 +20,14 @@ import Testing
             GATTCharacteristicDefinition(uuid: Self.counter, properties: .read, source: .application),
             GATTCharacteristicDefinition(uuid: Self.guarded, properties: [.read, .write], permissions: [.readable, .writeable], source: .application),
         ]))
-        let requests = await manager.attributeRequests()
+        let requests = await manager.requests()
         // The application: a counter per read, writes of "no" refused with 0x80, other writes accepted 300 ms later,
         // prepared-write sets refused when a part starts with "no".
         let application = Task {
             var reads: UInt8 = 0
             var log: [String] = []
-            for await request in requests {
+            for await event in requests {
+                guard case .application(let request) = event.kind else { continue }
                 switch request.kind {
                 case .read:
                     reads += 1

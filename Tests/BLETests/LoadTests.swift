@@ -72,10 +72,11 @@ import Testing
             GATTCharacteristicDefinition(uuid: 0xFF01, properties: .notify),
             GATTCharacteristicDefinition(uuid: 0xFF02, properties: .write, permissions: .writeable, source: .application),
         ]))
-        let requests = await manager.attributeRequests()
+        let requests = await manager.requests()
         let writes = WriteLog()
         let answering = Task {
-            for await request in requests {
+            for await event in requests {
+                guard case .application(let request) = event.kind else { continue }
                 guard case .write(let value, _) = request.kind, value.count == 5 else {
                     await request.refuse(.requestNotSupported)
                     continue
