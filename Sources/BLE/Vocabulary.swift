@@ -114,6 +114,9 @@ public typealias AttributeHandle = BLEWire.AttributeHandle
 public typealias ATTErrorCode = BLEWire.ATTErrorCode
 /// ATT's constants and limits (default MTU, longest value of a notification or write for an MTU).
 public typealias ATT = BLEWire.ATT
+/// One part of a reliable (prepared) write — the attribute handle, the offset and the bytes — as
+/// ``AttributeRequest/Kind/preparedWrites(_:)`` lists them. Core 5.4, Vol 3, Part F, 3.4.6.1.
+public typealias ATTPrepareWriteRequest = BLEWire.ATTPrepareWriteRequest
 
 // MARK: Security
 
@@ -134,6 +137,9 @@ public typealias SMPSecurityLevel = BLEProtocols.SMPSecurityLevel
 public typealias SMPPairingMethod = BLEProtocols.SMPPairingMethod
 /// Why a pairing failed: a reason this side or the peer sent (Pairing Failed), a timeout, or encryption failing.
 public typealias SMPPairingFailure = BLEProtocols.SMPPairingFailure
+/// The reason code of a Pairing Failed PDU (Passkey Entry Failed, Confirm Value Failed, …), as an
+/// ``SMPPairingFailure`` carries it. Core 5.4, Vol 3, Part H, 3.5.5.
+public typealias SMPPairingFailedReason = BLEWire.SMPPairingFailedReason
 /// What a device can show and input, which with the peer's chooses the pairing method.
 public typealias SMPIOCapability = BLEWire.SMPIOCapability
 /// The keys a pairing left for one peer, kept so that the next link encrypts without pairing.

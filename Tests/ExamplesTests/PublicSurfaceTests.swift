@@ -40,6 +40,10 @@ import Testing
             let spec: HCITransportSpec = .virtual
             let agent: any PairingAgent = AutomaticPairingAgent()
             let error: ATTErrorCode? = nil
+            func parts(_ request: AttributeRequest) -> [ATTPrepareWriteRequest] {
+                if case .preparedWrites(let parts) = request.kind { return parts } else { return [] }
+            }
+            func reason(_ failure: SMPPairingFailure) -> SMPPairingFailedReason? { failure.reason }
             """
         let accepted = try Self.typecheck(vocabulary)
         #expect(accepted.status == 0, "\(accepted.diagnostics)")
