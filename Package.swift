@@ -93,6 +93,8 @@ let package = Package(
                           swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "chat-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/chat-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
+        // A program with only `import BLE` that scans, connects, serves and pairs (run by ExamplesTests).
+        .executableTarget(name: "only-import-ble", dependencies: ["BLE"], path: "Examples/only-import-ble", swiftSettings: strict),
         // Benchmarks: `swift run -c release ble-bench` (figures are never asserted in tests).
         .executableTarget(
             name: "BLEBenchmarks",
@@ -117,8 +119,7 @@ let package = Package(
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire"], swiftSettings: strict),
         .testTarget(
             name: "BLETests",
-            // BLEHost and BLEProtocols are listed although BLE re-exports them, so that incremental builds recompile
-            // these tests when those modules change.
+            // The lower modules are listed because the tests import them by name (BLE does not re-export them).
             dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
@@ -132,7 +133,8 @@ let package = Package(
         .testTarget(
             name: "ExamplesTests",
             // The demo executables and the ble tool are dependencies so that they are built before the tests run them.
-            dependencies: ["band-demo", "piano-demo", "scale-demo", "battery-demo", "transfer-demo", "chat-demo", "ble", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            dependencies: ["band-demo", "piano-demo", "scale-demo", "battery-demo", "transfer-demo", "chat-demo", "only-import-ble", "ble",
+                           "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",

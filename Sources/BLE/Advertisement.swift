@@ -1,3 +1,7 @@
+import BLEHost
+import BLEProtocols
+import BLEWire
+
 /// What a peripheral advertises and how: arbitrary advertising data, an interval and the kind of advertising
 /// (connectable, scannable, or neither, as beacons advertise).
 public struct Advertisement: Sendable, Hashable {

@@ -1,18 +1,26 @@
+import BLEHost
+import BLEProtocols
+import BLEWire
+
 /// A read or write of a characteristic (or descriptor) the application answers, from one central: the peripheral
 /// side of CoreBluetooth's `CBATTRequest`. Characteristics published with `source: .application` reach the
-/// application this way; answer each request once, now or later (within the central's 30-second transaction
-/// timeout), with a value, an acceptance or an ATT error — application errors 0x80–0x9F included.
+/// application this way, as ``PeripheralRequest/Kind/application(_:)`` in ``PeripheralManager/requests()``; answer
+/// each request once, now or later (within the central's 30-second transaction timeout), with a value, an acceptance
+/// or an ATT error — application errors 0x80–0x9F included.
 ///
 /// ```swift
-/// for await request in await manager.attributeRequests() {
-///     switch request.kind {
-///     case .read: await request.respond(with: counter.next())
-///     case .write(let value, _) where value.isEmpty: await request.refuse(ATTErrorCode(rawValue: 0x80))
-///     case .write, .preparedWrites: await request.accept()
+/// for await request in await manager.requests() {
+///     guard case .application(let asked) = request.kind else { continue }
+///     switch asked.kind {
+///     case .read: await asked.respond(with: counter.next())
+///     case .write(let value, _) where value.isEmpty: await asked.refuse(ATTErrorCode(rawValue: 0x80))
+///     case .write, .preparedWrites: await asked.accept()
 ///     }
 /// }
 /// ```
-public struct AttributeRequest: Sendable, Identifiable {
+///
+/// Two values are equal when they are the same request of the same central.
+public struct AttributeRequest: Sendable, Identifiable, Hashable {
     /// What the central asks.
     public enum Kind: Sendable, Hashable {
         /// Read the value from `offset` on (a long read asks for the rest from where it got to).
@@ -64,4 +72,10 @@ public struct AttributeRequest: Sendable, Identifiable {
     /// Refuses the request with an ATT error (for example ``ATTErrorCode/valueNotAllowed`` or an application error
     /// `ATTErrorCode(rawValue: 0x80)`).
     public func refuse(_ error: ATTErrorCode) async { await engine.respond(to: underlying, with: .error(error)) }
+
+    /// Whether two values are the same request of the same central.
+    public static func == (lhs: AttributeRequest, rhs: AttributeRequest) -> Bool { lhs.underlying == rhs.underlying }
+
+    /// Hashes the request's identity (its number and its central's link).
+    public func hash(into hasher: inout Hasher) { hasher.combine(underlying) }
 }

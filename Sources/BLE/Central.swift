@@ -1,7 +1,7 @@
-@_exported import BLEHost
-@_exported import BLEProtocols
-@_exported import BLETransport
-@_exported import BLEWire
+import BLEHost
+import BLEProtocols
+import BLETransport
+import BLEWire
 
 /// A device seen while scanning: its advertisement and scan response merged, as CoreBluetooth reports them.
 public struct DiscoveredPeripheral: Sendable, Hashable {
@@ -24,74 +24,55 @@ public struct DiscoveredPeripheral: Sendable, Hashable {
 
 /// The central role: adapter state, scanning, connecting. Like CoreBluetooth's `CBCentralManager`, with async calls.
 public final class Central: Sendable {
-    /// The host stack underneath.
-    public let host: HCIHost
+    /// The adapter this central runs on (shared with a peripheral manager on the same controller).
+    public let adapter: Adapter
+    /// The host stack of ``adapter``.
+    var host: HCIHost { adapter.host }
 
-    /// Creates a central over a host that is already powered on.
-    public init(host: HCIHost) {
-        self.host = host
+    /// Creates a central on an adapter (usually powered on already). A ``PeripheralManager`` may use the same adapter:
+    /// both roles then share the controller and the links' ATT bearers.
+    public init(adapter: Adapter) {
+        self.adapter = adapter
     }
 
     /// Creates a central over a transport and powers the controller on. `security` says how it pairs and where its
     /// bonds live.
-    public init(transport: any HCITransport, security: SecurityConfiguration = SecurityConfiguration()) async throws {
-        var configuration = HCIHost.Configuration()
-        configuration.security = security
-        host = HCIHost(transport: transport, configuration: configuration)
-        try await host.powerOn()
+    public convenience init(transport: any HCITransport, security: SecurityConfiguration = SecurityConfiguration()) async throws {
+        self.init(adapter: try await Adapter(transport: transport, security: security))
     }
 
     /// Opens the controller named by a `--hci` style specification (`virtual` joins the process's
     /// ``EmbeddedWorld``). Like `CBCentralManager`, it never fails: when the controller cannot be opened or brought
     /// up, ``state`` says so (`unauthorized` for a permission error, `unsupported` otherwise) and
-    /// ``unavailableReason`` says why. ``open(_:btsnoop:)`` throws instead.
-    public init(_ spec: HCITransportSpec, security: SecurityConfiguration = SecurityConfiguration()) async {
-        var configuration = HCIHost.Configuration()
-        configuration.security = security
-        do {
-            host = try await HCIHost.open(spec, configuration: configuration)
-        } catch let error as TransportError {
-            host = HCIHost(unavailable: error)
-        } catch {
-            host = HCIHost(unavailable: TransportError(.openFailed, "\(error)"))
-        }
+    /// ``unavailableReason`` says why. ``open(_:btsnoop:security:)`` throws instead.
+    public convenience init(_ spec: HCITransportSpec, security: SecurityConfiguration = SecurityConfiguration()) async {
+        self.init(adapter: await Adapter(spec, security: security))
     }
 
     /// Opens the controller named by a `--hci` style specification and powers it on, or throws an error saying what
     /// failed (for example "no controller at tcp:127.0.0.1:9100: connection refused"). With `btsnoop`, the host's HCI
-    /// traffic is recorded in that file (see ``HCIHost/open(_:btsnoop:)``).
+    /// traffic is recorded in that file (see ``Adapter/open(_:btsnoop:security:)``).
     /// `security` says how the central pairs and where its bonds live.
     public static func open(_ spec: HCITransportSpec, btsnoop: String? = nil,
                             security: SecurityConfiguration = SecurityConfiguration()) async throws -> Central {
-        var configuration = HCIHost.Configuration()
-        configuration.security = security
-        return Central(host: try await HCIHost.open(spec, btsnoop: btsnoop, configuration: configuration))
+        Central(adapter: try await Adapter.open(spec, btsnoop: btsnoop, security: security))
     }
 
     /// The address this central scans and connects with (`nil` before the controller is up).
-    public var address: LEAddress? { get async { await host.ownAddress } }
+    public var address: LEAddress? { get async { await adapter.address } }
 
     /// Powers the controller off: its links drop without a Disconnect exchange and the transport closes; ``state``
     /// becomes `poweredOff`. Disconnect peripherals first (``disconnect(_:)``) to end their links cleanly. Idempotent.
-    public func powerOff() async { await host.powerOff() }
+    public func powerOff() async { await adapter.powerOff() }
 
     /// Why the controller could not be opened, for a central whose ``state`` is `unsupported` or `unauthorized`.
-    public var unavailableReason: String? { get async { await host.unavailableReason.map(\.reason) } }
+    public var unavailableReason: String? { get async { await adapter.unavailableReason } }
 
     /// The adapter state now.
-    public var state: AdapterState { get async { await host.state } }
+    public var state: AdapterState { get async { await adapter.state } }
 
     /// Adapter state changes, starting with the current state.
-    public func stateUpdates() async -> AsyncStream<AdapterState> {
-        let events = await host.events()
-        return AsyncStream { continuation in
-            let task = Task {
-                for await event in events { if case .stateChanged(let s) = event { continuation.yield(s) } }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
-    }
+    public func stateUpdates() async -> AsyncStream<AdapterState> { await adapter.stateUpdates() }
 
     /// Scans for peripherals.
     ///
@@ -190,7 +171,7 @@ public final class Central: Sendable {
     }
 
     /// Connection events (connected, disconnected with a reason, parameters updated).
-    public func connectionEvents() async -> AsyncStream<HostEvent> { await host.events() }
+    public func connectionEvents() async -> AsyncStream<HostEvent> { await adapter.events() }
 
     /// The GATT engine of this central's links (shared with a peripheral manager on the same host).
     func engine() async -> GATTEngine { await host.gattEngine() }

@@ -1,4 +1,7 @@
-@_exported import BLEVirtualController
+import BLEHost
+import BLETransport
+import BLEVirtualController
+import BLEWire
 
 /// The embedded simulated world that ``HCITransportSpec/virtual`` opens: one real-time virtual air per process with
 /// the sample devices on it (``SampleDevice/lab`` as `SwiftBLELab` and ``SampleDevice/heartRate`` as
@@ -26,9 +29,8 @@ public final class EmbeddedWorld: Sendable {
         var devices: [SamplePeripheral] = []
         for (i, device) in [SampleDevice.lab, .heartRate].enumerated() {
             let controller = air.addController(.init(position: Position(x: Double(i + 1) * 2), txPower: 4))
-            let host = HCIHost(transport: controller.makeHostTransport())
-            try await host.powerOn()
-            let peripheral = await SamplePeripheral(host: host, device: device)
+            let adapter = try await Adapter(transport: controller.makeHostTransport())
+            let peripheral = await SamplePeripheral(adapter: adapter, device: device)
             try await peripheral.start()
             devices.append(peripheral)
         }

@@ -1,3 +1,7 @@
+import BLEHost
+import BLEProtocols
+import BLEWire
+
 /// LE credit based L2CAP channels on the public API: streams of SDUs beside GATT, for bulk data (firmware images,
 /// files, audio). Like CoreBluetooth's `CBL2CAPChannel`: a peripheral publishes a channel on a PSM, a central opens
 /// it. Core 5.4, Vol 3, Part A, 10.1.

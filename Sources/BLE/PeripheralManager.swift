@@ -1,21 +1,7 @@
+import BLEHost
+import BLEProtocols
 import BLETransport
-
-/// A request or change from a central, attributed to the central that sent it.
-public struct PeripheralRequest: Sendable, Hashable {
-    /// What the central did.
-    public enum Kind: Sendable, Hashable {
-        /// A write to a characteristic value or descriptor.
-        case write(characteristic: BluetoothUUID?, handle: AttributeHandle, value: [UInt8], withResponse: Bool)
-        /// A central subscribed to (or unsubscribed from) a characteristic, whose value handle is `handle`.
-        case subscription(characteristic: BluetoothUUID?, handle: AttributeHandle, notify: Bool, indicate: Bool)
-        /// A central exchanged MTUs: the link's ATT_MTU is now this.
-        case mtuChanged(Int)
-    }
-    /// The link of the central that sent it.
-    public var central: HostConnection
-    /// What the central did.
-    public var kind: Kind
-}
+import BLEWire
 
 /// A central connecting to or leaving a peripheral manager.
 public enum CentralEvent: Sendable, Hashable {
@@ -36,17 +22,22 @@ public enum CentralEvent: Sendable, Hashable {
 /// The peripheral role: publish services, advertise, answer centrals, push values. Like CoreBluetooth's
 /// `CBPeripheralManager`, with async calls.
 public final class PeripheralManager: Sendable {
-    /// The host stack underneath.
-    public let host: HCIHost
+    /// The adapter this peripheral manager runs on (shared with a central on the same controller).
+    public let adapter: Adapter
+    /// The host stack of ``adapter``.
+    var host: HCIHost { adapter.host }
     let engine: GATTEngine
     let store: ServiceStore
+    /// Hands the application requests to the streams of ``requests()``.
+    let answers: ApplicationRequestHub
 
-    /// Creates a peripheral manager on a host that is already powered on. A ``Central`` may use the same host: both
-    /// roles then share the controller and the links' ATT bearers.
-    public init(host: HCIHost, deviceName: String = "swift-ble") async {
-        self.host = host
+    /// Creates a peripheral manager on an adapter that is already powered on. A ``Central`` may use the same adapter:
+    /// both roles then share the controller and the links' ATT bearers.
+    public init(adapter: Adapter, deviceName: String = "swift-ble") async {
+        self.adapter = adapter
         store = ServiceStore()
-        engine = await host.gattEngine()
+        answers = ApplicationRequestHub()
+        engine = await adapter.host.gattEngine()
         await engine.setDeviceName(deviceName)
     }
 
@@ -54,11 +45,7 @@ public final class PeripheralManager: Sendable {
     /// where its bonds live.
     public convenience init(transport: any HCITransport, deviceName: String = "swift-ble",
                             security: SecurityConfiguration = SecurityConfiguration()) async throws {
-        var configuration = HCIHost.Configuration()
-        configuration.security = security
-        let host = HCIHost(transport: transport, configuration: configuration)
-        try await host.powerOn()
-        await self.init(host: host, deviceName: deviceName)
+        await self.init(adapter: try await Adapter(transport: transport, security: security), deviceName: deviceName)
     }
 
     /// Opens the controller named by a `--hci` style specification (`virtual` joins the embedded simulated world) and
@@ -66,10 +53,7 @@ public final class PeripheralManager: Sendable {
     /// ``HostError`` saying what failed (for example "no controller at tcp:127.0.0.1:9100: connection refused").
     public convenience init(_ spec: HCITransportSpec, deviceName: String = "swift-ble", btsnoop: String? = nil,
                             security: SecurityConfiguration = SecurityConfiguration()) async throws {
-        var configuration = HCIHost.Configuration()
-        configuration.security = security
-        let host = try await HCIHost.open(spec, btsnoop: btsnoop, configuration: configuration)
-        await self.init(host: host, deviceName: deviceName)
+        await self.init(adapter: try await Adapter.open(spec, btsnoop: btsnoop, security: security), deviceName: deviceName)
     }
 
     /// Changes the GAP Device Name it serves (Generic Access, 0x2A00) to centrals reading it from now on. The
@@ -78,11 +62,11 @@ public final class PeripheralManager: Sendable {
     public func setDeviceName(_ name: String) async { await engine.setDeviceName(name) }
 
     /// The address this peripheral advertises with (`nil` before the controller is up).
-    public var address: LEAddress? { get async { await host.ownAddress } }
+    public var address: LEAddress? { get async { await adapter.address } }
 
     /// Powers the controller off: advertising stops, connected centrals' links drop and the transport closes.
     /// Idempotent.
-    public func powerOff() async { await host.powerOff() }
+    public func powerOff() async { await adapter.powerOff() }
 
     /// Publishes a service after the ones already published (their handles do not move) and returns the handles it
     /// takes. Connected centrals that subscribed to Service Changed are told about that range.
@@ -109,23 +93,6 @@ public final class PeripheralManager: Sendable {
         try await engine.removeService(at: handle)
     }
 
-    /// Reads and writes of characteristics published with `source: .application`, each attributed to the central that
-    /// sent it, for the application to answer (see ``AttributeRequest``). One consumer at a time: a new call ends the
-    /// previous stream. While nobody consumes them, such requests are refused with Unlikely Error.
-    public func attributeRequests() async -> AsyncStream<AttributeRequest> {
-        let requests = await engine.applicationRequests()
-        let engine = engine
-        return AsyncStream { continuation in
-            let task = Task {
-                for await request in requests {
-                    continuation.yield(AttributeRequest(engine: engine, request: request, database: await engine.database))
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
-    }
-
     /// Centrals connecting and leaving, and their links' security (encryption, pairing, passkeys shown).
     public func centralEvents() async -> AsyncStream<CentralEvent> {
         let events = await host.events()
@@ -149,22 +116,19 @@ public final class PeripheralManager: Sendable {
         }
     }
 
-    /// Starts advertising a name, service UUIDs and manufacturer data (the name goes to the scan response when the
-    /// advertising packet is full). Throws ``WireError`` (oversized) when the data cannot fit in 31 bytes.
+    /// Starts advertising a name, service UUIDs, a TX power level and manufacturer data, laid out as
+    /// ``Advertisement/layout(name:serviceUUIDs:txPowerLevel:manufacturerData:)`` says: the name moves to the scan
+    /// response when the advertising packet is full (shortened if it must be), and service UUIDs that do not fit go
+    /// to the scan response as incomplete lists. Throws ``WireError`` (oversized) when the Flags, TX power level and
+    /// manufacturer data alone do not fit in 31 bytes.
     ///
     /// With `restartAfterConnection`, advertising resumes after each connection and disconnection, so several centrals
     /// can connect (legacy advertising stops when a connection is made).
     public func startAdvertising(name: String? = nil, serviceUUIDs: [BluetoothUUID] = [], manufacturerData: ManufacturerData? = nil,
                                  txPowerLevel: Int8? = nil, restartAfterConnection: Bool = false) async throws {
-        var data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: serviceUUIDs, txPowerLevel: txPowerLevel,
-                                   manufacturerData: manufacturerData)
-        var response = AdvertisingData()
-        if let name {
-            var withName = data
-            withName.structures.append(ADStructure(type: .completeLocalName, data: Array(name.utf8)))
-            if withName.encoded.count <= AdvertisingData.legacyMaximumLength { data = withName } else { response = AdvertisingData(localName: name) }
-        }
-        let options = HCIHost.AdvertisingOptions(data: data, scanResponse: response)
+        let layout = Advertisement.layout(name: name, serviceUUIDs: serviceUUIDs, txPowerLevel: txPowerLevel,
+                                          manufacturerData: manufacturerData)
+        let options = HCIHost.AdvertisingOptions(data: layout.data, scanResponse: layout.scanResponse)
         try await host.startAdvertising(options)
         await store.setRestart(restartAfterConnection ? options : nil, host: host)
     }
@@ -193,35 +157,6 @@ public final class PeripheralManager: Sendable {
     public func stopAdvertising() async throws {
         await store.setRestart(nil, host: host)
         try await host.stopAdvertising()
-    }
-
-    /// Writes and subscription changes from centrals, each attributed to the central that sent it (a central whose
-    /// link goes down is reported unsubscribed from everything it had subscribed to).
-    public func requests() async -> AsyncStream<PeripheralRequest> {
-        let events = await engine.serverEvents()
-        let engine = engine
-        return AsyncStream { continuation in
-            let task = Task {
-                for await e in events {
-                    let database = await engine.database
-                    switch e.event {
-                    case .wrote(let handle, let value, let withResponse):
-                        let uuid = database.attribute(handle)?.type
-                        continuation.yield(PeripheralRequest(central: e.connection, kind: .write(characteristic: uuid, handle: handle, value: value,
-                                                                                                withResponse: withResponse)))
-                    case .subscriptionChanged(let valueHandle, let notify, let indicate):
-                        continuation.yield(PeripheralRequest(central: e.connection, kind: .subscription(
-                            characteristic: database.attribute(valueHandle)?.type, handle: valueHandle, notify: notify, indicate: indicate)))
-                    case .mtuChanged(let mtu):
-                        continuation.yield(PeripheralRequest(central: e.connection, kind: .mtuChanged(mtu)))
-                    case .indicationConfirmed:
-                        break
-                    }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
     }
 
     /// Sets a characteristic's value and pushes it to the subscribed centrals, or only to `centrals` among them;

@@ -1,3 +1,7 @@
+import BLEHost
+import BLEProtocols
+import BLEWire
+
 /// How a value is written. Like CoreBluetooth's `CBCharacteristicWriteType`.
 public enum WriteType: Sendable, Hashable {
     /// Write Request (or prepared writes for long values), acknowledged by the peripheral.

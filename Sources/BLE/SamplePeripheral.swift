@@ -1,3 +1,7 @@
+import BLEHost
+import BLEProtocols
+import BLEWire
+
 /// A running sample device (``SampleDevice``) on the public peripheral API: what `ble serve` runs and what the
 /// embedded world's devices are. Advertising restarts after each connection so several centrals can connect;
 /// heart-rate notifications go out every `interval`. The lab device's test characteristics behave as
@@ -21,11 +25,11 @@ public actor SamplePeripheral {
     var guarded: [UInt8] = Array("guarded".utf8)
     var slow: [UInt8] = Array("slow".utf8)
 
-    /// A sample device on `host` (powered on); call ``start(notifyEvery:log:)``.
-    public init(host: HCIHost, device: SampleDevice, name: String? = nil) async {
+    /// A sample device on `adapter` (powered on); call ``start(notifyEvery:log:)``.
+    public init(adapter: Adapter, device: SampleDevice, name: String? = nil) async {
         self.device = device
         self.name = name ?? device.defaultName
-        manager = await PeripheralManager(host: host, deviceName: self.name)
+        manager = await PeripheralManager(adapter: adapter, deviceName: self.name)
     }
 
     /// A sample device on a peripheral manager (which should publish nothing else); `name` becomes its advertised
@@ -50,7 +54,6 @@ public actor SamplePeripheral {
         for service in device.services { try await manager.add(service) }
         let centrals = await manager.centralEvents()
         let requests = await manager.requests()
-        let answers = await manager.attributeRequests()
         let options = device.advertising(name: name)
         try await manager.startAdvertising(Advertisement(data: options.data, scanResponse: options.scanResponse, kind: .connectable),
                                            restartAfterConnection: true)
@@ -79,10 +82,9 @@ public actor SamplePeripheral {
             }
         })
         tasks.append(Task { [weak self] in
-            for await request in requests { await self?.handle(request, log: log) }
-        })
-        tasks.append(Task { [weak self] in
-            for await request in answers { await self?.answer(request, log: log) }
+            for await request in requests {
+                if case .application(let asked) = request.kind { await self?.answer(asked, log: log) } else { await self?.handle(request, log: log) }
+            }
         })
         let manager = manager
         tasks.append(Task {
@@ -143,6 +145,8 @@ public actor SamplePeripheral {
             }
         case .mtuChanged(let mtu):
             log?("MTU on handle \(link.handle): \(mtu)", ["event": "mtu", "connection": .integer(link.handle.rawValue), "mtu": .int(mtu)])
+        case .application:
+            break   // answered by answer(_:log:)
         }
     }
 

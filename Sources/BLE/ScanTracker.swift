@@ -1,3 +1,7 @@
+import BLEHost
+import BLEProtocols
+import BLEWire
+
 /// What a scan remembers of the devices it hears: each one's advertising data, scan response and what was last
 /// reported, so that a device is reported once (and again when its merged data changes) and its scan response merges
 /// with its advertisement. At most ``limit`` devices are remembered: beyond that, those heard least recently are

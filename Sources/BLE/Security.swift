@@ -1,23 +1,24 @@
+import BLEHost
+import BLEProtocols
+import BLEWire
+
 /// Pairing, encryption and bonds, from the central's side. Core 5.4, Vol 3, Part H and Part C, 10.
 extension Central {
     /// Sets the agent that answers for the user during pairing: passkeys to show or type, numeric comparison,
     /// consent. The default accepts everything and enters no passkey (a device with no input and no output).
-    public func setPairingAgent(_ agent: any PairingAgent) async { await host.setPairingAgent(agent) }
+    public func setPairingAgent(_ agent: any PairingAgent) async { await adapter.setPairingAgent(agent) }
 
     /// Whether a read, write or discovery the peripheral refuses for security (Insufficient Authentication,
     /// Insufficient Encryption, Encryption Key Size Too Short) makes the central pair, or encrypt with the bond, and
     /// retry once, as CoreBluetooth does. On by default.
-    public func setPairsOnDemand(_ on: Bool) async { await host.setPairsOnDemand(on) }
+    public func setPairsOnDemand(_ on: Bool) async { await adapter.setPairsOnDemand(on) }
 
     /// The bonds of this central's identity.
-    public func bonds() async throws -> [Bond] {
-        guard let local = await host.ownAddress else { return [] }
-        return try host.bondStore.bonds(local: local)
-    }
+    public func bonds() async throws -> [Bond] { try await adapter.bonds() }
 
     /// Forgets the bond with `peer` (its identity address): the next link pairs again. Returns whether there was one.
     @discardableResult
-    public func removeBond(_ peer: LEAddress) async throws -> Bool { try await host.removeBond(with: peer) > 0 }
+    public func removeBond(_ peer: LEAddress) async throws -> Bool { try await adapter.removeBond(peer) }
 }
 
 extension RemotePeripheral {
@@ -42,10 +43,10 @@ extension RemotePeripheral {
 extension PeripheralManager {
     /// Sets the agent that answers for the user during pairing: consent to a central's request, passkeys, numeric
     /// comparison.
-    public func setPairingAgent(_ agent: any PairingAgent) async { await host.setPairingAgent(agent) }
+    public func setPairingAgent(_ agent: any PairingAgent) async { await adapter.setPairingAgent(agent) }
 
     /// The security of a central's link.
-    public func security(of central: HostConnection) async -> LinkSecurity? { await host.security(of: central) }
+    public func security(of central: HostConnection) async -> LinkSecurity? { await adapter.security(of: central) }
 
     /// Asks a central to secure the link (Security Request): it encrypts with its bond or pairs. Returns the link's
     /// security once it is encrypted; throws ``SecurityError`` when the pairing fails.
@@ -55,14 +56,11 @@ extension PeripheralManager {
     }
 
     /// The bonds of this peripheral's identity.
-    public func bonds() async throws -> [Bond] {
-        guard let local = await host.ownAddress else { return [] }
-        return try host.bondStore.bonds(local: local)
-    }
+    public func bonds() async throws -> [Bond] { try await adapter.bonds() }
 
     /// Forgets the bond with `central` (its identity address). Returns whether there was one.
     @discardableResult
-    public func removeBond(_ central: LEAddress) async throws -> Bool { try await host.removeBond(with: central) > 0 }
+    public func removeBond(_ central: LEAddress) async throws -> Bool { try await adapter.removeBond(central) }
 }
 
 extension SMPPairingMethod {

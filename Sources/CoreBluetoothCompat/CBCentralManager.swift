@@ -91,7 +91,7 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         let controller = Self.controller()
         controllerChoice = controller
         let security = Self.security()
-        central = Task { Central(host: await CBManager.openHost(controller, security: security)) }
+        central = Task { Central(adapter: await CBManager.openAdapter(controller, security: security)) }
         super.init()
         protected.withLock { $0.delegate = delegate }
         let opening = central
@@ -118,7 +118,7 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         connections.finish()
         let opening = central
         let choice = controllerChoice
-        Task { await CBManager.closeHost(opening.value.host, choice: choice) }
+        Task { await CBManager.closeAdapter(opening.value.adapter, choice: choice) }
     }
 
     /// The object the events go to (held weakly).

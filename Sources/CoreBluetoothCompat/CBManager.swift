@@ -1,4 +1,5 @@
 import BLE
+import BLEHost
 import BLEProfiles
 import Foundation
 
@@ -72,33 +73,31 @@ public class CBManager: NSObject, @unchecked Sendable {
     }
 
     private static func open(_ spec: HCITransportSpec, security: (configuration: SecurityConfiguration, agent: (any PairingAgent)?)?)
-        async throws -> HCIHost {
-        guard let security else { return try await HCIHost.open(spec) }
-        var configuration = HCIHost.Configuration()
-        configuration.security = security.configuration
-        let host = try await HCIHost.open(spec, configuration: configuration)
-        if let agent = security.agent { await host.setPairingAgent(agent) }
-        return host
+        async throws -> Adapter {
+        guard let security else { return try await Adapter.open(spec) }
+        let adapter = try await Adapter.open(spec, security: security.configuration)
+        if let agent = security.agent { await adapter.setPairingAgent(agent) }
+        return adapter
     }
 
-    /// Lets go of a host ``openHost(_:security:)`` gave: powers it off, unless other managers of the process still
-    /// share it.
-    static func closeHost(_ host: HCIHost, choice: Result<HCITransportSpec, TransportError>) async {
+    /// Lets go of an adapter ``openAdapter(_:security:)`` gave: powers it off, unless other managers of the process
+    /// still share it.
+    static func closeAdapter(_ adapter: Adapter, choice: Result<HCITransportSpec, TransportError>) async {
         if case .success(let spec) = choice, spec != .virtual {
-            await SharedHosts.shared.release(spec, host: host)
+            await SharedAdapters.shared.release(spec, adapter: adapter)
         } else {
-            await host.powerOff()
+            await adapter.powerOff()
         }
     }
 
     /// Opens the controller `choice` names (``controller()``'s answer when the manager was created), powered on; a
-    /// controller that cannot be opened gives a host whose state says why (unsupported, or unauthorized without the
-    /// rights).
-    static func openHost(_ choice: Result<HCITransportSpec, TransportError>,
-                         security: (configuration: SecurityConfiguration, agent: (any PairingAgent)?)?) async -> HCIHost {
+    /// controller that cannot be opened gives an adapter whose state says why (unsupported, or unauthorized without
+    /// the rights).
+    static func openAdapter(_ choice: Result<HCITransportSpec, TransportError>,
+                            security: (configuration: SecurityConfiguration, agent: (any PairingAgent)?)?) async -> Adapter {
         switch choice {
         case .failure(let error):
-            return HCIHost(unavailable: error)
+            return unavailable(error)
         case .success(let spec):
             do {
                 if spec == .virtual {
@@ -106,52 +105,59 @@ public class CBManager: NSObject, @unchecked Sendable {
                     try await EmbeddedDevices.start()
                     return try await open(spec, security: security)
                 }
-                // A real controller (or a TCP port) is opened once per process: the managers share its host, as
+                // A real controller (or a TCP port) is opened once per process: the managers share its adapter, as
                 // an iOS app's managers share the radio.
-                return try await SharedHosts.shared.acquire(spec) { try await open(spec, security: security) }
+                return try await SharedAdapters.shared.acquire(spec) { try await open(spec, security: security) }
             } catch let error as TransportError {
-                return HCIHost(unavailable: error)
+                return unavailable(error)
             } catch {
-                return HCIHost(unavailable: TransportError(.openFailed, "\(error)"))
+                return unavailable(TransportError(.openFailed, "\(error)"))
             }
         }
     }
+
+    /// An adapter whose controller could not be opened: its state says why (`unauthorized` when the operating system
+    /// denied access, `unsupported` otherwise) and every operation fails. Made through `BLEHost`, as `BLE` offers no
+    /// adapter without a controller.
+    private static func unavailable(_ error: TransportError) -> Adapter {
+        Adapter(host: HCIHost(unavailable: error))
+    }
 }
 
-/// The hosts of the real controllers (and TCP ports) this process opened, shared by its managers: a controller can
+/// The adapters of the real controllers (and TCP ports) this process opened, shared by its managers: a controller can
 /// be opened once (a user channel is exclusive; a TCP controller serves one host at a time).
-actor SharedHosts {
-    static let shared = SharedHosts()
-    private var hosts: [HCITransportSpec: (opening: Task<HCIHost, any Error>, users: Int)] = [:]
+actor SharedAdapters {
+    static let shared = SharedAdapters()
+    private var adapters: [HCITransportSpec: (opening: Task<Adapter, any Error>, users: Int)] = [:]
 
-    /// The host of `spec`, opened by `open` unless another manager holds it already (the first manager's security
+    /// The adapter of `spec`, opened by `open` unless another manager holds it already (the first manager's security
     /// configuration applies to all).
-    func acquire(_ spec: HCITransportSpec, open: @escaping @Sendable () async throws -> HCIHost) async throws -> HCIHost {
-        if let entry = hosts[spec] {
-            hosts[spec] = (entry.opening, entry.users + 1)
+    func acquire(_ spec: HCITransportSpec, open: @escaping @Sendable () async throws -> Adapter) async throws -> Adapter {
+        if let entry = adapters[spec] {
+            adapters[spec] = (entry.opening, entry.users + 1)
             return try await entry.opening.value
         }
         let opening = Task { try await open() }
-        hosts[spec] = (opening, 1)
+        adapters[spec] = (opening, 1)
         do {
             return try await opening.value
         } catch {
-            hosts[spec] = nil
+            adapters[spec] = nil
             throw error
         }
     }
 
-    /// One manager less on `spec`'s host; the last one powers it off.
-    func release(_ spec: HCITransportSpec, host: HCIHost) async {
-        guard let entry = hosts[spec] else {
-            await host.powerOff()
+    /// One manager less on `spec`'s adapter; the last one powers it off.
+    func release(_ spec: HCITransportSpec, adapter: Adapter) async {
+        guard let entry = adapters[spec] else {
+            await adapter.powerOff()
             return
         }
         if entry.users > 1 {
-            hosts[spec] = (entry.opening, entry.users - 1)
+            adapters[spec] = (entry.opening, entry.users - 1)
             return
         }
-        hosts[spec] = nil
-        await host.powerOff()
+        adapters[spec] = nil
+        await adapter.powerOff()
     }
 }

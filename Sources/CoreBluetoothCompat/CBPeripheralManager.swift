@@ -1,4 +1,6 @@
 import BLE
+import BLEHost
+import BLEWire
 import Foundation
 
 /// A PSM of an LE credit based L2CAP channel, as CoreBluetooth's `CBL2CAPPSM`.
@@ -159,17 +161,16 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         let controller = Self.controller()
         controllerChoice = controller
         let security = Self.security()
-        manager = Task { await PeripheralManager(host: await CBManager.openHost(controller, security: security)) }
+        manager = Task { await PeripheralManager(adapter: await CBManager.openAdapter(controller, security: security)) }
         super.init()
         protected.withLock { $0.delegate = delegate }
         let opening = manager
         // Requests, subscriptions and centrals are followed from the start, in the order the stack reports them.
         let task = Task { [weak self] in
             let manager = await opening.value
-            let states = await manager.host.events()
+            let states = await manager.adapter.events()
             let centrals = await manager.centralEvents()
             let requests = await manager.requests()
-            let answers = await manager.attributeRequests()
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [weak self] in
                     for await event in states {
@@ -189,12 +190,6 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
                         self.peripheralRequest(request)
                     }
                 }
-                group.addTask { [weak self] in
-                    for await request in answers {
-                        guard let self else { return }
-                        self.attributeRequest(request)
-                    }
-                }
             }
         }
         protected.withLock { $0.tasks.append(task) }
@@ -211,7 +206,7 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         operations.finish()
         let opening = manager
         let choice = controllerChoice
-        Task { await CBManager.closeHost(opening.value.host, choice: choice) }
+        Task { await CBManager.closeAdapter(opening.value.adapter, choice: choice) }
     }
 
     /// The object the events go to (held weakly).
@@ -408,61 +403,9 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
     }
 
     /// The advertising data and scan response for a name and service UUIDs, laid out as ``startAdvertising(_:)``
-    /// documents.
+    /// documents: BLE's one layout rule, `Advertisement.layout(name:serviceUUIDs:txPowerLevel:manufacturerData:)`.
     static func advertisingLayout(name: String?, serviceUUIDs: [BluetoothUUID]) -> (data: AdvertisingData, scanResponse: AdvertisingData) {
-        let limit = AdvertisingData.legacyMaximumLength
-        let flags = ADStructure(type: .flags, data: [ADFlags.leOnlyGeneralDiscoverable.rawValue])
-        func size(_ structures: [ADStructure]) -> Int { structures.reduce(0) { $0 + 2 + $1.data.count } }
-        func lists(_ uuids: [BluetoothUUID], complete: Bool) -> [ADStructure] {
-            let short = uuids.compactMap(\.uint16)
-            let long = uuids.filter { $0.uint16 == nil }
-            var structures: [ADStructure] = []
-            if !short.isEmpty {
-                structures.append(ADStructure(type: complete ? .complete16BitServiceUUIDs : .incomplete16BitServiceUUIDs,
-                                              data: short.flatMap { [UInt8(truncatingIfNeeded: $0), UInt8($0 >> 8)] }))
-            }
-            if !long.isEmpty {
-                structures.append(ADStructure(type: complete ? .complete128BitServiceUUIDs : .incomplete128BitServiceUUIDs,
-                                              data: long.flatMap(\.wireBytes128)))
-            }
-            return structures
-        }
-        /// The name, whole if it fits in `room` bytes of structure, else shortened to whole characters; `nil` if no
-        /// character fits.
-        func nameStructure(_ name: String, room: Int) -> ADStructure? {
-            let bytes = Array(name.utf8)
-            if bytes.count + 2 <= room { return ADStructure(type: .completeLocalName, data: bytes) }
-            var shortened = ""
-            for character in name {
-                guard shortened.utf8.count + String(character).utf8.count + 2 <= room else { break }
-                shortened.append(character)
-            }
-            return shortened.isEmpty ? nil : ADStructure(type: .shortenedLocalName, data: Array(shortened.utf8))
-        }
-        var data = [flags] + lists(serviceUUIDs, complete: true)
-        var response: [ADStructure] = []
-        if size(data) > limit {
-            // Too many UUIDs: as many as fit in the packet, the next ones in the scan response, both incomplete lists.
-            var inData: [BluetoothUUID] = []
-            var inResponse: [BluetoothUUID] = []
-            for uuid in serviceUUIDs {
-                if size([flags] + lists(inData + [uuid], complete: false)) <= limit {
-                    inData.append(uuid)
-                } else if size(lists(inResponse + [uuid], complete: false)) <= limit {
-                    inResponse.append(uuid)
-                }
-            }
-            data = [flags] + lists(inData, complete: false)
-            response = lists(inResponse, complete: false)
-        }
-        if let name, !name.isEmpty {
-            if response.isEmpty, size(data) + 2 + name.utf8.count <= limit {
-                data.append(ADStructure(type: .completeLocalName, data: Array(name.utf8)))
-            } else if let structure = nameStructure(name, room: limit - size(response)) {
-                response.append(structure)
-            }
-        }
-        return (AdvertisingData(structures: data), AdvertisingData(structures: response))
+        Advertisement.layout(name: name, serviceUUIDs: serviceUUIDs)
     }
 
     // MARK: Centrals and requests
@@ -507,6 +450,8 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
                     m.delegate?.peripheralManager(m, central: changed, didUnsubscribeFrom: characteristic)
                 }
             }
+        case .application(let asked):
+            attributeRequest(asked)
         case .write:
             // Writes of stored values: CoreBluetooth's valued characteristics are read-only, so none reaches here.
             break
@@ -629,7 +574,9 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         let opening = manager
         let connection = central.connection
         operations.submit {
-            try? await opening.value.host.requestConnectionParameterUpdate(latency.parameters, handle: connection.handle)
+            // BLE has no call for a peripheral's Connection Parameter Update Request: it is the host's, reached through BLEHost.
+            try? await HCIHost.owned(by: opening.value.adapter).requestConnectionParameterUpdate(latency.parameters,
+                                                                                                 handle: connection.handle)
         }
     }
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import BLE
 import BLEBeacons
+import BLETransport
+import BLEVirtualController
 import Foundation
 
 /// The controller named by `--hci`, for the beacon commands: for `virtual`, a real-time virtual air of the command's

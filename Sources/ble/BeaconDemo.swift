@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLE
 import BLEBeacons
+import BLEVirtualController
 import Foundation
 
 /// `ble demo beacons`: the museum walk on the embedded virtual air.

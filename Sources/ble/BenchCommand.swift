@@ -1,5 +1,7 @@
 import ArgumentParser
 import BLE
+import BLEHost
+import BLEVirtualController
 import Foundation
 
 /// `ble bench`: throughput and latency between two devices, like Bumble's bench app. One side serves the bench
@@ -101,9 +103,11 @@ enum Bench {
             GATTCharacteristicDefinition(uuid: stats, properties: [.read], permissions: [.readable], source: .application),
         ]))
         let tally = Tally()
-        let reads = await manager.attributeRequests()
+        let reads = await manager.requests()
         let answering = Task {
-            for await request in reads { await request.respond(with: await tally.encoded) }
+            for await request in reads {
+                if case .application(let asked) = request.kind { await asked.respond(with: await tally.encoded) }
+            }
         }
         defer { answering.cancel() }
         let requests = await manager.requests()
@@ -111,7 +115,7 @@ enum Bench {
         let centrals = await manager.centralEvents()
         let lengthening = Task {
             for await event in centrals {
-                if case .connected(let central) = event { try? await manager.host.setDataLength(central.handle, octets: 251) }
+                if case .connected(let central) = event { try? await HCIHost.owned(by: manager.adapter).setDataLength(central.handle, octets: 251) }
             }
         }
         defer { lengthening.cancel() }
@@ -372,20 +376,18 @@ struct BenchLoopback: AsyncParsableCommand {
     func run() async throws {
         let air = VirtualAir(clock: .realTime, airTime: airTime ? AirTimeModel() : nil)
         defer { air.shutdown() }
-        let serverHost = HCIHost(transport: air.addController(.init(aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport())
-        let clientHost = HCIHost(transport: air.addController(.init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport())
-        try await serverHost.powerOn()
-        try await clientHost.powerOn()
-        let manager = await PeripheralManager(host: serverHost, deviceName: "SwiftBLEBench")
+        let serverAdapter = try await Adapter(transport: air.addController(.init(aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport())
+        let clientAdapter = try await Adapter(transport: air.addController(.init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport())
+        let manager = await PeripheralManager(adapter: serverAdapter, deviceName: "SwiftBLEBench")
         let json = json
         let server = Task { try await Bench.serve(manager, name: "SwiftBLEBench", json: json) }
         defer { server.cancel() }
-        let central = Central(host: clientHost)
+        let central = Central(adapter: clientAdapter)
         let device = try await findTarget("SwiftBLEBench", central: central, timeout: .seconds(5))
         let peripheral = try await central.connect(device, timeout: .seconds(5), connectionInterval: bench.intervalUnits...bench.intervalUnits)
         try await bench.run(peripheral, json: json)
         try? await central.disconnect(peripheral)
-        await clientHost.powerOff()
-        await serverHost.powerOff()
+        await clientAdapter.powerOff()
+        await serverAdapter.powerOff()
     }
 }

@@ -20,13 +20,14 @@ import Testing
             GATTCharacteristicDefinition(uuid: Self.counter, properties: .read, source: .application),
             GATTCharacteristicDefinition(uuid: Self.guarded, properties: [.read, .write], permissions: [.readable, .writeable], source: .application),
         ]))
-        let requests = await manager.attributeRequests()
+        let requests = await manager.requests()
         // The application: a counter per read, writes of "no" refused with 0x80, other writes accepted 300 ms later,
         // prepared-write sets refused when a part starts with "no".
         let application = Task {
             var reads: UInt8 = 0
             var log: [String] = []
-            for await request in requests {
+            for await event in requests {
+                guard case .application(let request) = event.kind else { continue }
                 switch request.kind {
                 case .read:
                     reads += 1
@@ -85,10 +86,9 @@ import Testing
         defer { air.shutdown() }
         // The host in the middle.
         let middle = air.addController(.init(position: Position(x: 0)))
-        let host = HCIHost(transport: middle.makeHostTransport())
-        try await host.powerOn()
-        let asPeripheral = await PeripheralManager(host: host, deviceName: "Middle")
-        let asCentral = Central(host: host)
+        let adapter = try await Adapter(transport: middle.makeHostTransport())
+        let asPeripheral = await PeripheralManager(adapter: adapter, deviceName: "Middle")
+        let asCentral = Central(adapter: adapter)
         try await asPeripheral.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.guarded, properties: [.read, .write, .notify], permissions: [.readable, .writeable],
                                          value: Array("middle".utf8)),
@@ -119,7 +119,7 @@ import Testing
             if case .connected = event { arrived += 1 }
             if arrived == 2 { break }
         }
-        #expect(await host.connections.filter { $0.role == .central }.count == 2)
+        #expect(await adapter.connections.filter { $0.role == .central }.count == 2)
         #expect(await asPeripheral.connectedCentrals.count == 2)
         // Both roles at once: the middle reads from its peers while its centrals read, write and get notified.
         for (i, remote) in remotes.enumerated() {
@@ -134,7 +134,7 @@ import Testing
             #expect(try await remote.readValue(for: characteristic) == (i == 0 ? Array("middle".utf8) : [UInt8(i - 1)]))
             let values = try await remote.notifications(for: characteristic)
             try await remote.writeValue(Array("client \(i)".utf8), for: characteristic, type: .withResponse)
-            let address = await central.host.address
+            let address = await central.adapter.address?.address
             let link = try #require(await asPeripheral.connectedCentrals.first { $0.peer.address == address })
             let sent = try await asPeripheral.updateValue([UInt8(i)], for: Self.guarded, onSubscribedCentrals: [link])
             #expect(sent.count == 1)

@@ -74,7 +74,7 @@ import Testing
             throw TimedOut()
         }
         #expect(write.kind == .write(characteristic: Self.rx, handle: rx.valueHandle, value: Array("ping".utf8), withResponse: true))
-        let centralAddress = await central.host.address
+        let centralAddress = await central.adapter.address?.address
         #expect(write.central.peer.address == centralAddress)
         let values = try await remote.notifications(for: tx)
         var iterator = values.makeAsyncIterator()
@@ -121,7 +121,7 @@ import Testing
             return out
         }
         for (i, (central, _, _)) in remotes.enumerated() {
-            let address = try #require(await central.host.address)
+            let address = try #require(await central.adapter.address?.address)
             #expect(byAddress[address] == "central-\(i)", "central \(i)")
         }
     }
@@ -185,6 +185,6 @@ func withTimeout<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendabl
         #expect(afterValue == Array("after".utf8), "got \(String(describing: afterValue.map { String(decoding: $0, as: UTF8.self) }))")
         // The peripheral's current link is the one the central's host has up.
         let current = await remote.connection.handle
-        #expect(await central.host.connections.map(\.handle) == [current])
+        #expect(await central.adapter.connections.map(\.handle) == [current])
     }
 }

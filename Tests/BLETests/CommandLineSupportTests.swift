@@ -47,7 +47,7 @@ import Testing
         await manager.powerOff()
         await central.powerOff()
         #expect(await central.state == .poweredOff)
-        #expect(await manager.host.state == .poweredOff)
+        #expect(await manager.adapter.state == .poweredOff)
         await central.powerOff()   // idempotent
     }
 

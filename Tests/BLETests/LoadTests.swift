@@ -66,17 +66,17 @@ import Testing
         let air = VirtualAir(clock: .realTime, seed: 32)
         defer { air.shutdown() }
         let peripheralController = air.addController(.init(aclBufferSize: 251, aclBufferCount: 16))
-        let peripheralHost = HCIHost(transport: peripheralController.makeHostTransport())
-        try await peripheralHost.powerOn()
-        let manager = await PeripheralManager(host: peripheralHost, deviceName: "Soak")
+        let peripheralAdapter = try await Adapter(transport: peripheralController.makeHostTransport())
+        let manager = await PeripheralManager(adapter: peripheralAdapter, deviceName: "Soak")
         try await manager.add(GATTServiceDefinition(uuid: 0xFF00, characteristics: [
             GATTCharacteristicDefinition(uuid: 0xFF01, properties: .notify),
             GATTCharacteristicDefinition(uuid: 0xFF02, properties: .write, permissions: .writeable, source: .application),
         ]))
-        let requests = await manager.attributeRequests()
+        let requests = await manager.requests()
         let writes = WriteLog()
         let answering = Task {
-            for await request in requests {
+            for await event in requests {
+                guard case .application(let request) = event.kind else { continue }
                 guard case .write(let value, _) = request.kind, value.count == 5 else {
                     await request.refuse(.requestNotSupported)
                     continue
@@ -97,7 +97,7 @@ import Testing
         }
         defer { answering.cancel() }
         try await manager.startAdvertising(name: "Soak", restartAfterConnection: true)
-        let address = try #require(await peripheralHost.ownAddress)
+        let address = try #require(await peripheralAdapter.address)
 
         // The centrals connect one after the other, subscribe, and start writing.
         var centrals: [Central] = []
@@ -106,9 +106,8 @@ import Testing
         var tasks: [Task<Void, Never>] = []
         let stop = Flag()
         for i in 0..<count {
-            let host = HCIHost(transport: air.addController(.init(position: Position(x: 1 + Double(i % 8), y: Double(i / 8)))).makeHostTransport())
-            try await host.powerOn()
-            let central = Central(host: host)
+            let adapter = try await Adapter(transport: air.addController(.init(position: Position(x: 1 + Double(i % 8), y: Double(i / 8)))).makeHostTransport())
+            let central = Central(adapter: adapter)
             let device = try await central.connect(address, timeout: .seconds(10))
             let service = try #require(try await device.discoverServices([0xFF00]).first)
             let characteristics = try await device.discoverCharacteristics(for: service)

@@ -21,7 +21,7 @@ import Testing
             let service = try #require(try await remote.discoverServices([BLEAPITests.service]).first)
             let tx = try #require(try await remote.discoverCharacteristics([BLEAPITests.tx], for: service).first)
             streams.append(try await remote.notifications(for: tx).makeAsyncIterator())
-            addresses.append(try #require(await central.host.address))
+            addresses.append(try #require(await central.adapter.address?.address))
             remotes.append(remote)
         }
         let centrals = await manager.connectedCentrals
@@ -70,7 +70,7 @@ import Testing
         #expect(await links.next() == .disconnected(.connectionTerminatedByLocalHost))
         #expect(await values.next() == nil)
         try await Task.sleep(for: .milliseconds(500))
-        #expect(await central.host.connections.isEmpty)
+        #expect(await central.adapter.connections.isEmpty)
         #expect(await manager.connectedCentrals.isEmpty)
     }
 }

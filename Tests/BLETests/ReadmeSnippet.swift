@@ -28,19 +28,20 @@ func readmePeripheral() async throws {
         GATTCharacteristicDefinition(uuid: 0xFFF1, properties: [.read, .write], permissions: [.readable, .writeable],
                                      source: .application),
     ]))
-    let requests = await manager.attributeRequests()
+    let requests = await manager.requests()
     try await manager.startAdvertising(name: "Counter", serviceUUIDs: [0xFFF0], restartAfterConnection: true)
     var count: UInt8 = 0
     for await request in requests {                      // each one attributed to its central: request.central
-        switch request.kind {
+        guard case .application(let asked) = request.kind else { continue }   // stored writes, subscriptions, MTUs
+        switch asked.kind {
         case .read:
             count &+= 1
-            await request.respond(with: [count])
+            await asked.respond(with: [count])
         case .write(let value, _) where value.count == 1:
             count = value[0]
-            await request.accept()
+            await asked.accept()
         case .write, .preparedWrites:
-            await request.refuse(ATTErrorCode(rawValue: 0x80))   // an application error
+            await asked.refuse(ATTErrorCode(rawValue: 0x80))   // an application error
         }
     }
 }
@@ -51,12 +52,13 @@ func readmeBothRoles() async throws {
     try await server.add(GATTServiceDefinition(uuid: 0xFFE0, characteristics: [
         GATTCharacteristicDefinition(uuid: 0xFFE1, properties: .read, source: .application),
     ]))
-    let requests = await server.attributeRequests()
+    let requests = await server.requests()
     let answering = Task {
         var ticks: UInt8 = 0
         for await request in requests {
+            guard case .application(let asked) = request.kind else { continue }
             ticks &+= 1
-            await request.respond(with: [ticks])
+            await asked.respond(with: [ticks])
         }
     }
     try await server.startAdvertising(name: "Ticker", serviceUUIDs: [0xFFE0])

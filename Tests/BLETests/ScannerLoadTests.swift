@@ -1,5 +1,6 @@
 import BLE
 import BLEVirtualController
+import BLEWire
 import Foundation
 import Synchronization
 import Testing
@@ -61,9 +62,8 @@ import Testing
             c.receive(fromHost: .command(HCILESetAdvertisingEnable(isEnabled: true).packet))
             _ = c.drainToHost()
         }
-        let host = HCIHost(transport: air.addController(.init()).makeHostTransport())
-        try await host.powerOn()
-        let central = Central(host: host)
+        let adapter = try await Adapter(transport: air.addController(.init()).makeHostTransport())
+        let central = Central(adapter: adapter)
         let startRSS = LoadTests.residentKB()
         var seen = Set<BluetoothAddress>()
         let clock = ContinuousClock()

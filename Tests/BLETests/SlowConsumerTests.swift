@@ -9,17 +9,15 @@ import Testing
     @Test func aSlowConsumerKeepsTheNewestValuesWithinItsLimit() async throws {
         let air = VirtualAir(clock: .realTime, seed: 5)
         defer { air.shutdown() }
-        let peripheralHost = HCIHost(transport: air.addController(.init(aclBufferSize: 251)).makeHostTransport())
-        try await peripheralHost.powerOn()
-        let manager = await PeripheralManager(host: peripheralHost, deviceName: "Fast")
+        let peripheralAdapter = try await Adapter(transport: air.addController(.init(aclBufferSize: 251)).makeHostTransport())
+        let manager = await PeripheralManager(adapter: peripheralAdapter, deviceName: "Fast")
         try await manager.add(GATTServiceDefinition(uuid: 0xFE00, characteristics: [
             GATTCharacteristicDefinition(uuid: 0xFE01, properties: .notify),
         ]))
         try await manager.startAdvertising(name: "Fast")
-        let address = try #require(await peripheralHost.ownAddress)
-        let centralHost = HCIHost(transport: air.addController(.init(position: Position(x: 1), aclBufferSize: 251)).makeHostTransport())
-        try await centralHost.powerOn()
-        let central = Central(host: centralHost)
+        let address = try #require(await peripheralAdapter.address)
+        let centralAdapter = try await Adapter(transport: air.addController(.init(position: Position(x: 1), aclBufferSize: 251)).makeHostTransport())
+        let central = Central(adapter: centralAdapter)
         let device = try await central.connect(address)
         let service = try #require(try await device.discoverServices([0xFE00]).first)
         let characteristic = try #require(try await device.discoverCharacteristics(for: service).first)

@@ -1,5 +1,6 @@
 import BLE
 import BLEProfiles
+import BLETransport
 import Foundation
 import Synchronization
 import Testing

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// The tutorials' health devices: the frame that scales and similar devices stream over a notify characteristic.
 ///
 /// Given by the device: the payload length is big-endian at bytes 3–4 of the header, and the whole frame is the

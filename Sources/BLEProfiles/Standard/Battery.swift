@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Battery Service 1.0 (0x180F): the battery level of a device, read and notified.
 public enum BatteryService {
     /// The service UUID (0x180F).

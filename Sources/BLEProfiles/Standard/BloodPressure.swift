@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Blood Pressure Service 1.0 (0x1810): blood pressure measurements indicated, the cuff pressure notified while
 /// measuring, and the features the monitor supports.
 public enum BloodPressureService {

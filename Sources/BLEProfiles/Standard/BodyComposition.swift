@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Body Composition Service 1.0 (0x181B): body composition measurements indicated and the features the analyser
 /// reports.
 public enum BodyCompositionService {

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Current Time Service 1.1 (0x1805): the device's date and time (read, notified when adjusted, writable) and its
 /// local time information.
 public enum CurrentTimeService {
@@ -293,11 +295,11 @@ public actor SimulatedClock {
     /// Publishes the services, advertises, answers reads and writes and advances one second every `tick`.
     public func start(tick: Duration = .seconds(1)) async throws {
         guard ticker == nil else { return }
-        let requests = await manager.attributeRequests()
+        let requests = await manager.requests()
         try await standardPublish([CurrentTimeService.definition(localTime: Self.localTime), DeviceInformationService.definition(.simulated(model: "CLOCK-1"))],
                                   on: manager, name: name)
         listener = Task { [weak self] in
-            for await request in requests { await self?.answer(request) }
+            for await request in requests { if case .application(let asked) = request.kind { await self?.answer(asked) } }
         }
         ticker = standardTicker(every: tick) { [weak self] in await self?.step() ?? false }
     }

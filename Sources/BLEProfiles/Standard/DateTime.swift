@@ -1,3 +1,5 @@
+import BLEWire
+
 /// GATT Specification Supplement (Date Time, 0x2A08): a calendar date and wall-clock time, 7 bytes (year
 /// UInt16, month, day, hours, minutes, seconds). A year, month or day of 0 means "not known". Used as the time stamp
 /// of many health measurements and inside Current Time.

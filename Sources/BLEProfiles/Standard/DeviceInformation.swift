@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Device Information Service 1.1 (0x180A): the manufacturer, model, serial number, revisions and identifiers of a
 /// device, each in a read-only characteristic the device may or may not have.
 public enum DeviceInformationService {

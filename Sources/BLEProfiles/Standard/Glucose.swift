@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Glucose Service 1.0 (0x1808): stored glucose measurements (with optional contexts) reported through a Record
 /// Access Control Point, and the meter's features.
 public enum GlucoseService {

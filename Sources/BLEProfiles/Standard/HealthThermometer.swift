@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Health Thermometer Service 1.0 (0x1809): temperature measurements indicated, intermediate temperatures notified,
 /// and where the temperature is taken.
 public enum HealthThermometerService {
@@ -201,11 +203,11 @@ public actor SimulatedThermometer {
     /// Publishes the services, advertises and measures every `tick`.
     public func start(tick: Duration = .seconds(1)) async throws {
         guard ticker == nil else { return }
-        let requests = await manager.attributeRequests()
+        let requests = await manager.requests()
         try await standardPublish([HealthThermometerService.definition(type: .tympanum, intervalRange: Self.intervalRange),
                                    DeviceInformationService.definition(.simulated(model: "THERMO-1"))], on: manager, name: name)
         listener = Task { [weak self] in
-            for await request in requests { await self?.answer(request) }
+            for await request in requests { if case .application(let asked) = request.kind { await self?.answer(asked) } }
         }
         ticker = standardTicker(every: tick) { [weak self] in await self?.step() ?? false }
     }

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Heart Rate Service 1.0 (0x180D): heart rate measurements notified, the sensor's body location, and a control
 /// point that resets the energy expended.
 public enum HeartRateService {
@@ -243,11 +245,11 @@ public actor SimulatedHeartRateMonitor {
     /// Publishes the services, advertises, answers the control point and notifies a measurement every `tick`.
     public func start(tick: Duration = .seconds(1)) async throws {
         guard tasks.isEmpty else { return }
-        let requests = await manager.attributeRequests()
+        let requests = await manager.requests()
         try await standardPublish([HeartRateService.definition(location: .chest), BatteryService.definition(level: BatteryLevel(clamping: 87)),
                                    DeviceInformationService.definition(.simulated(model: "HRM-1"))], on: manager, name: name)
         tasks.append(Task { [weak self] in
-            for await request in requests { await self?.answer(request) }
+            for await request in requests { if case .application(let asked) = request.kind { await self?.answer(asked) } }
         })
         tasks.append(standardTicker(every: tick) { [weak self] in await self?.step() ?? false })
     }

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// The bit layout and special values the two IEEE-11073 decimal floating-point types share: a signed mantissa in the
 /// low bits, a signed base-10 exponent in the high bits, and five mantissa values reserved with exponent 0.
 struct StandardFloatLayout: Sendable {

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// GATT Specification Supplement (Record Access Control Point, 0x2A52), as Glucose Service 1.0, 3.4 uses it: the op
 /// codes of the Record Access Control Point.
 public struct RACPOpCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {

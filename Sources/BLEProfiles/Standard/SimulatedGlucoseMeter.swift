@@ -47,12 +47,14 @@ public actor SimulatedGlucoseMeter {
     /// Publishes the services, advertises, answers the control point and stores a new measurement every `tick`.
     public func start(tick: Duration = .seconds(1)) async throws {
         guard tasks.isEmpty else { return }
-        let requests = await manager.attributeRequests()
+        // Two streams of the same requests: the control point's answers and the subscription tracking run apart, as
+        // before, so that a long answer does not hold a subscription change back.
+        let requests = await manager.requests()
         let changes = await manager.requests()
         try await standardPublish([GlucoseService.definition(features: Self.features), DeviceInformationService.definition(.simulated(model: "GLUCO-1"))],
                                   on: manager, name: name)
         tasks.append(Task { [weak self] in
-            for await request in requests { await self?.answer(request) }
+            for await request in requests { if case .application(let asked) = request.kind { await self?.answer(asked) } }
         })
         tasks.append(Task { [weak self] in
             for await change in changes { await self?.track(change) }

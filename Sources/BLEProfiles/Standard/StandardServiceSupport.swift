@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Why a standard-service client could not do what it was asked.
 public enum StandardServiceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The peripheral does not publish the service.

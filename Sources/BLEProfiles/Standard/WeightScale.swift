@@ -1,3 +1,5 @@
+import BLEWire
+
 /// Weight Scale Service 1.0 (0x181D): weight measurements indicated and the scale's features.
 public enum WeightScaleService {
     /// The service UUID (0x181D).

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// The fitness band's UUIDs: the Mi Band 1 layout (a vendor service 0xFEE0) and the Immediate Alert service the
 /// band vibrates through.
 public enum FitnessBand {

@@ -1,3 +1,5 @@
+import BLEWire
+
 /// The streaming health scale's vendor UUIDs (128-bit, this module's choice).
 public enum HealthScale {
     /// The scale's vendor service, `7D2E0001-5C3A-4B8E-9F41-5357424C4553`.

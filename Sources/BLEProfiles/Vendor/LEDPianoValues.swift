@@ -1,3 +1,5 @@
+import BLEWire
+
 /// The LED piano's UUIDs: a keyboard service whose characteristic notifies MIDI messages, and an LED service whose
 /// characteristic takes LED frames (``PianoLEDFrame``).
 public enum LEDPiano {

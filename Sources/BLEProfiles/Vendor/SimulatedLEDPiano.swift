@@ -40,10 +40,10 @@ public actor SimulatedLEDPiano {
         try await manager.add(GATTServiceDefinition(uuid: LEDPiano.ledService, characteristics: [
             GATTCharacteristicDefinition(uuid: LEDPiano.ledControl, properties: .write, permissions: .writeable, source: .application),
         ]))
-        let requests = await manager.attributeRequests()
+        let requests = await manager.requests()
         try await manager.startAdvertising(name: name, serviceUUIDs: [LEDPiano.keyService, LEDPiano.ledService], restartAfterConnection: true)
         tasks.append(Task { [weak self] in
-            for await request in requests { await self?.answer(request) }
+            for await request in requests { if case .application(let asked) = request.kind { await self?.answer(asked) } }
         })
         tasks.append(Task { [weak self] in
             while !Task.isCancelled {

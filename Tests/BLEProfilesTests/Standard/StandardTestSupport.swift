@@ -1,6 +1,7 @@
 import BLE
 import BLEProfiles
 import BLEVirtualController
+import BLEWire
 import Testing
 
 struct StandardTimedOut: Error {}

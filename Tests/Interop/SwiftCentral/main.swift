@@ -14,6 +14,7 @@
 // heart-rate notifications; disconnect; reconnect with a reconnection policy; the peripheral disconnects (control
 // point) and the policy reconnects, restoring the subscription; a final disconnect that must not reconnect.
 import BLE
+import BLETransport
 import Foundation
 
 let began = ContinuousClock.now
@@ -350,9 +351,9 @@ result("subscription_restored", 1)
 // 13. Disconnect on purpose: no reconnection follows, whatever reason the controller reports.
 await step("final disconnect") { try await central.disconnect(again) }
 try? await Task.sleep(for: .seconds(1.5))
-let links = await central.host.connections
+let links = await central.adapter.connections
 result("stayed_disconnected", links.isEmpty ? 1 : 0)
-await central.host.powerOff()
+await central.adapter.powerOff()
 result("done", 1)
 }
 
