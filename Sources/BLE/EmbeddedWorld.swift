@@ -89,7 +89,7 @@ extension HCIHost {
         do {
             try await host.powerOn()
         } catch let error as HostError {
-            throw HostError(error.kind, "the controller at \(spec) did not come up: \(error.reason)")
+            throw HostError(error.code, "the controller at \(spec) did not come up: \(error.reason)")
         }
         return host
     }

@@ -299,8 +299,8 @@ public actor GATTEngine {
                 return try await runOnce(procedure, on: link)
             } catch let error as GATTError {
                 // Robust caching: the server's database changed under this client, whose cache is stale.
-                if case .att(.databaseOutOfSync, _) = error.kind { forgetCachedDatabase(of: link) }
-                guard attempts < 2, case .att(let code, _) = error.kind,
+                if case .att(.databaseOutOfSync, _) = error.code { forgetCachedDatabase(of: link) }
+                guard attempts < 2, case .att(let code, _) = error.code,
                       [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code),
                       let connection = links[link]?.connection, await host.pairsOnDemand,
                       let security = await host.security(of: connection) else { throw error }
@@ -313,7 +313,7 @@ public actor GATTEngine {
                     _ = try await host.pair(connection, mitm: mitm, force: security.isEncrypted && code != .insufficientEncryption)
                 } catch let failure {
                     // The refusal stands; the reason says why the link could not be secured.
-                    throw GATTError(error.kind, "\(error.reason); securing the link failed: \(failure)")
+                    throw GATTError(error.code, "\(error.reason); securing the link failed: \(failure)")
                 }
             }
         }

@@ -156,7 +156,7 @@ extension HCIHost {
         do {
             return try await openL2CAPChannelOnce(spsm: spsm, handle: handle, link: id, parameters: parameters)
         } catch let error as HostError {
-            guard case .l2capConnectionFailed(.refused(let result)) = error.kind, pairsOnDemand,
+            guard case .l2capConnectionFailed(.refused(let result)) = error.code, pairsOnDemand,
                   [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(result),
                   let connection = links[handle]?.connection, current(handle, is: id),
                   let security = security(of: connection) else { throw error }

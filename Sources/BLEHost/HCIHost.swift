@@ -127,7 +127,7 @@ public actor HCIHost {
             try await bringUp()
             setState(.poweredOn)
         } catch let error as HostError {
-            if case .transportClosed = error.kind { setState(.poweredOff) } else { setState(.unsupported) }
+            if case .transportClosed = error.code { setState(.poweredOff) } else { setState(.unsupported) }
             throw error
         }
     }

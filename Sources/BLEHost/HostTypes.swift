@@ -29,9 +29,9 @@ public enum AdapterState: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Why a host operation failed.
-public struct HostError: Error, Sendable, CustomStringConvertible {
+public struct HostError: BLEError {
     /// The kind of failure.
-    public enum Kind: Sendable, Hashable {
+    public enum Code: Sendable, Hashable {
         /// The controller answered a command with an error status.
         case commandFailed(HCIOpcode, HCIStatus)
         /// The controller did not answer a command in time.
@@ -59,17 +59,21 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The kind of failure.
-    public var kind: Kind
+    public var code: Code
     /// A human-readable explanation.
     public var reason: String
+    /// The source file that raised the error.
+    public var file: String
+    /// The source line that raised the error.
+    public var line: Int
 
     /// Creates an error.
-    public init(_ kind: Kind, _ reason: String) {
-        self.kind = kind
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
         self.reason = reason
+        self.file = file
+        self.line = line
     }
-
-    public var description: String { reason }
 }
 
 /// One advertising report as a scanner sees it.

@@ -295,7 +295,7 @@ func cbError(_ error: any Error) -> any Error {
     case let error as CBError: return error
     case let error as CBATTError: return error
     case let error as GATTError:
-        switch error.kind {
+        switch error.code {
         case .att(let code, _): return CBATTError(attCode: code.rawValue, reason: error.reason)
         case .disconnected: return CBError(.peripheralDisconnected, reason: error.reason)
         case .timeout: return CBError(.connectionTimeout, reason: error.reason)
@@ -304,7 +304,7 @@ func cbError(_ error: any Error) -> any Error {
         case .malformedResponse: return CBError(.unknown, reason: error.reason)
         }
     case let error as HostError:
-        switch error.kind {
+        switch error.code {
         case .connectionTimedOut: return CBError(.connectionTimeout, reason: error.reason)
         case .connectionFailed: return CBError(.connectionFailed, reason: error.reason)
         case .notConnected, .transportClosed, .notPoweredOn: return CBError(.notConnected, reason: error.reason)

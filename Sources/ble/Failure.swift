@@ -74,19 +74,19 @@ func exitStatus(for error: any Error) -> Int32 {
     case let e as InContext: return exitStatus(for: e.underlying)
     case let e as CommandFailure: return e.status
     case let e as HostError:
-        switch e.kind {
+        switch e.code {
         case .commandTimedOut, .connectionTimedOut: return ExitStatus.notFoundOrTimedOut
         case .commandFailed, .malformedResponse, .connectionFailed, .l2capConnectionFailed, .l2cap: return ExitStatus.protocolError
         case .transportClosed, .notPoweredOn, .connectionInProgress, .notConnected, .l2capChannelClosed: return ExitStatus.failure
         }
     case let e as GATTError:
-        switch e.kind {
+        switch e.code {
         case .timeout: return ExitStatus.notFoundOrTimedOut
         case .att, .malformedResponse, .invalidValueLength: return ExitStatus.protocolError
         case .disconnected, .cancelled: return ExitStatus.failure
         }
     case let e as SecurityError:
-        switch e.kind {
+        switch e.code {
         case .pairingFailed, .encryptionFailed: return ExitStatus.protocolError
         case .timedOut: return ExitStatus.notFoundOrTimedOut
         case .disconnected: return ExitStatus.failure

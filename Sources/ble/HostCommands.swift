@@ -144,7 +144,7 @@ struct Explore: AsyncParsableCommand {
                             fields["value"] = .string(value.hexString())
                         } catch let error as GATTError {
                             // The device refused this one (encryption needed, an application error...): say so, go on.
-                            guard case .att(let code, _) = error.kind else { throw InContext(context: "reading \(c.uuid) on \(target.target)", underlying: error) }
+                            guard case .att(let code, _) = error.code else { throw InContext(context: "reading \(c.uuid) on \(target.target)", underlying: error) }
                             valueText = " ! \(error.reason)"
                             fields["error"] = .string(error.reason)
                             fields["att_error"] = .integer(code.rawValue)

@@ -164,7 +164,7 @@ struct Pair: AsyncParsableCommand {
     }
 
     private func describe(_ error: SecurityError) -> String {
-        switch error.kind {
+        switch error.code {
         case .pairingFailed(let failure): failure.reason.map { "\($0)" } ?? "\(failure)"
         case .encryptionFailed(let status):
             "the device refused the stored key (\(status)); it may have lost the bond: `ble bonds remove \(target.target)` and pair again"

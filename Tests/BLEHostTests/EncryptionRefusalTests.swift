@@ -118,7 +118,7 @@ final class RefusingEncryptionTransport: HCITransport {
         await #expect {
             try await client.read(c.handle, attribute: value)
         } throws: { error in
-            if case .att(.insufficientEncryption, _)? = (error as? GATTError)?.kind { true } else { false }
+            if case .att(.insufficientEncryption, _)? = (error as? GATTError)?.code { true } else { false }
         }
     }
 }

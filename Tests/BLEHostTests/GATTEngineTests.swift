@@ -218,7 +218,7 @@ import Testing
             _ = try await client.discoverPrimaryServices(c.handle)
             Issue.record("backwards handles must fail discovery")
         } catch let error as GATTError {
-            #expect(error.kind == .malformedResponse)
+            #expect(error.code == .malformedResponse)
         }
         #expect(await central.connections.count == 1, "the link stays up")
     }
@@ -241,7 +241,7 @@ import Testing
             _ = try await client.read(c.handle, attribute: 3)
             Issue.record("a silent server must time out")
         } catch let error as GATTError {
-            #expect(error.kind == .timeout)
+            #expect(error.code == .timeout)
         }
         _ = try await next(events) { if case .disconnected = $0 { true } else { nil } }
     }

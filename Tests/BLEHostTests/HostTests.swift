@@ -89,7 +89,7 @@ import Testing
             _ = try await central.connect(to: nobody, timeout: .milliseconds(300))
             Issue.record("nobody advertises: the connection must time out")
         } catch let error as HostError {
-            #expect(error.kind == .connectionTimedOut)
+            #expect(error.code == .connectionTimedOut)
         }
         // The controller is free again: a real connection works afterwards.
         let (peripheral, pc) = try await world.host(at: 1)
@@ -211,7 +211,7 @@ import Testing
             try await host.powerOn()
             Issue.record("a silent controller must not power on")
         } catch let error as HostError {
-            #expect(error.kind == .commandTimedOut(.reset))
+            #expect(error.code == .commandTimedOut(.reset))
         }
         #expect(await host.state == .unsupported)
     }

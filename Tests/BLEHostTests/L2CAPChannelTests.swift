@@ -84,7 +84,7 @@ import Testing
             _ = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
             Issue.record("the channel opened")
         } catch let error as HostError {
-            #expect(error.kind == .l2capConnectionFailed(.refused(.spsmNotSupported)))
+            #expect(error.code == .l2capConnectionFailed(.refused(.spsmNotSupported)))
         }
         // The peripheral opens one to the central; the link drops; both streams finish.
         let incoming = try await central.listen(spsm: spsm)
@@ -116,7 +116,7 @@ import Testing
             _ = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
             Issue.record("the channel opened")
         } catch let error as HostError {
-            #expect(error.kind == .l2capConnectionFailed(.timedOut))
+            #expect(error.code == .l2capConnectionFailed(.timedOut))
         }
         #expect(clock.now - start >= .milliseconds(200))
         // The request did reach the peer: an LE Credit Based Connection Request for SPSM 0x0080.
@@ -265,7 +265,7 @@ import Testing
             _ = try await withTimeout { try await central.openL2CAPChannel(spsm: first, on: c) }
             Issue.record("the channel opened")
         } catch let error as HostError {
-            #expect(error.kind == .l2capConnectionFailed(.refused(.spsmNotSupported)))
+            #expect(error.code == .l2capConnectionFailed(.refused(.spsmNotSupported)))
         }
         #expect(try await peripheral.listen().spsm == first)
         // The channel already open stays open.

@@ -108,7 +108,7 @@ struct L2CAPInteropTests {
                 }
                 Issue.record("a channel to an unserved SPSM opened")
             } catch let error as HostError {
-                #expect(error.kind == .l2capConnectionFailed(.refused(.spsmNotSupported)), "enhanced: \(enhanced)")
+                #expect(error.code == .l2capConnectionFailed(.refused(.spsmNotSupported)), "enhanced: \(enhanced)")
             }
         }
         try await channel.close()

@@ -59,13 +59,13 @@ import Testing
     }
 
     /// Expects `body` to throw a ``SecurityError`` of `kind` within 5 s.
-    static func expectSecurityError(_ kind: SecurityError.Kind, sourceLocation: SourceLocation = #_sourceLocation,
+    static func expectSecurityError(_ kind: SecurityError.Code, sourceLocation: SourceLocation = #_sourceLocation,
                                     _ body: @escaping @Sendable () async throws -> LinkSecurity) async {
         let result = await outcome(body)
         #expect(result != nil, "no outcome within 5 s", sourceLocation: sourceLocation)
         if case .success(let security)? = result { Issue.record("succeeded: \(security)", sourceLocation: sourceLocation) }
         if case .failure(let error)? = result {
-            #expect((error as? SecurityError)?.kind == kind, "\(error)", sourceLocation: sourceLocation)
+            #expect((error as? SecurityError)?.code == kind, "\(error)", sourceLocation: sourceLocation)
         }
     }
 

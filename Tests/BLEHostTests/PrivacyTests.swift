@@ -58,7 +58,7 @@ import Testing
                 let (c, p) = try await connect(central, to: peripheral, at: found.address, timeout: .milliseconds(1500))
                 return (found, c, p)
             } catch let error as HostError where attempt < 4 {
-                guard case .connectionTimedOut = error.kind else { throw error }
+                guard case .connectionTimedOut = error.code else { throw error }
             }
         }
     }

@@ -122,12 +122,12 @@ import Testing
     }
 
     /// Expects `body` to throw a ``SecurityError`` of `kind` (whatever its text).
-    func expectSecurityError(_ kind: SecurityError.Kind, sourceLocation: SourceLocation = #_sourceLocation,
+    func expectSecurityError(_ kind: SecurityError.Code, sourceLocation: SourceLocation = #_sourceLocation,
                              _ body: () async throws -> LinkSecurity) async {
         await #expect(sourceLocation: sourceLocation) {
             try await body()
         } throws: { error in
-            (error as? SecurityError)?.kind == kind
+            (error as? SecurityError)?.code == kind
         }
     }
 

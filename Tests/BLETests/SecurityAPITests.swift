@@ -111,7 +111,7 @@ struct TypingAgent: PairingAgent {
         await #expect {
             try await remote.readValue(for: encrypted)
         } throws: { error in
-            guard case .att(let code, _)? = (error as? GATTError)?.kind else { return false }
+            guard case .att(let code, _)? = (error as? GATTError)?.code else { return false }
             return code == .insufficientAuthentication
         }
         #expect(await remote.security.isEncrypted == false)

@@ -81,7 +81,7 @@ extension BondStore {
 }
 
 /// Why a bond store could not read or write.
-public struct BondStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct BondStoreError: BLEError {
     /// What went wrong.
     public enum Code: Sendable, Hashable {
         /// The store could not be read or written (permissions, disk).
@@ -94,12 +94,16 @@ public struct BondStoreError: Error, Sendable, Hashable, CustomStringConvertible
     public var code: Code
     /// A human-readable explanation.
     public var reason: String
+    /// The source file that raised the error.
+    public var file: String
+    /// The source line that raised the error.
+    public var line: Int
 
     /// Creates an error.
-    public init(_ code: Code, _ reason: String) {
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.reason = reason
+        self.file = file
+        self.line = line
     }
-
-    public var description: String { reason }
 }

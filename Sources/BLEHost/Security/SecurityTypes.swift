@@ -123,9 +123,9 @@ public struct PairingOutcome: Sendable, Hashable {
 }
 
 /// Why pairing or encryption failed.
-public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct SecurityError: BLEError {
     /// What failed.
-    public enum Kind: Sendable, Hashable {
+    public enum Code: Sendable, Hashable {
         /// The pairing failed (sent or received Pairing Failed, or the Security Manager timeout).
         case pairingFailed(SMPPairingFailure)
         /// The controller could not encrypt the link with the key (for a bond: the peer lost its keys, 0x06).
@@ -137,15 +137,19 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// What failed.
-    public var kind: Kind
+    public var code: Code
     /// A human-readable explanation.
     public var reason: String
+    /// The source file that raised the error.
+    public var file: String
+    /// The source line that raised the error.
+    public var line: Int
 
     /// Creates an error.
-    public init(_ kind: Kind, _ reason: String) {
-        self.kind = kind
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
         self.reason = reason
+        self.file = file
+        self.line = line
     }
-
-    public var description: String { reason }
 }

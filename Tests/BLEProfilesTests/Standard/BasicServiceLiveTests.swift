@@ -124,7 +124,7 @@ import Testing
             do {
                 try await client.writeControlPoint(value)
             } catch let error as GATTError {
-                guard case .att(let code, _) = error.kind else { Issue.record("\(error)"); continue }
+                guard case .att(let code, _) = error.code else { Issue.record("\(error)"); continue }
                 #expect(code == HeartRateService.controlPointNotSupported)
                 #expect(code.rawValue == 0x80)
             }
@@ -165,7 +165,7 @@ import Testing
             do {
                 try await client.setMeasurementInterval(refused)
             } catch let error as GATTError {
-                guard case .att(let code, _) = error.kind else { throw error }
+                guard case .att(let code, _) = error.code else { throw error }
                 #expect(code == .outOfRange)
             }
         }

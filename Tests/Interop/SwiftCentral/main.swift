@@ -219,7 +219,7 @@ do {
     let secret = try await peripheral.readValue(for: characteristic(customSecret))
     fail("read of \(customSecret) on an unencrypted link returned \(secret.hexString())")
 } catch let error as GATTError {
-    guard case .att(let code, _) = error.kind else { fail("read of \(customSecret): \(error)") }
+    guard case .att(let code, _) = error.code else { fail("read of \(customSecret): \(error)") }
     result("read_error_\(uuidKey(customSecret))", hex(code.rawValue))
 } catch {
     fail("read of \(customSecret): \(error)")
@@ -253,7 +253,7 @@ do {
     try await peripheral.writeValue((0..<600).map { UInt8(truncatingIfNeeded: $0) }, for: longWritable, type: .withResponse)
     fail("a 600-byte write was accepted")
 } catch let error as GATTError {
-    switch error.kind {
+    switch error.code {
     case .invalidValueLength: result("long_write_600", "refused")
     case .att(let code, _): result("long_write_600", hex(code.rawValue))
     default: fail("600-byte write: \(error)")
@@ -330,7 +330,7 @@ let linkEvents = await again.linkEvents()
 var linkIterator = linkEvents.makeAsyncIterator()
 do {
     try await again.writeValue(Array("disconnect".utf8), for: characteristic(customControl), type: .withResponse)
-} catch let error as GATTError where error.kind == .disconnected {
+} catch let error as GATTError where error.code == .disconnected {
     log("the control point write's response was overtaken by the disconnection")
 } catch {
     fail("write to the control point: \(error)")

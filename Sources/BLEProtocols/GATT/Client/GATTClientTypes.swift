@@ -65,9 +65,9 @@ public struct GATTDescriptor: Sendable, Hashable {
 }
 
 /// Why a GATT operation failed.
-public struct GATTError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct GATTError: BLEError {
     /// The kind of failure.
-    public enum Kind: Sendable, Hashable {
+    public enum Code: Sendable, Hashable {
         /// The server answered with an ATT error.
         case att(ATTErrorCode, handle: AttributeHandle)
         /// No response within the ATT transaction timeout (30 s); the link was closed, as the spec requires.
@@ -82,16 +82,19 @@ public struct GATTError: Error, Sendable, Hashable, CustomStringConvertible {
         case cancelled
     }
     /// The kind of failure.
-    public var kind: Kind
+    public var code: Code
     /// A human-readable explanation.
     public var reason: String
+    /// The source file that raised the error.
+    public var file: String
+    /// The source line that raised the error.
+    public var line: Int
+
     /// Creates an error.
-    public init(_ kind: Kind, _ reason: String) {
-        self.kind = kind
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
         self.reason = reason
+        self.file = file
+        self.line = line
     }
-    public var description: String { reason }
-    /// Errors are equal when their kinds are (the reason is for people).
-    public static func == (lhs: GATTError, rhs: GATTError) -> Bool { lhs.kind == rhs.kind }
-    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
 }
