@@ -176,6 +176,10 @@ public typealias HCITransport = BLETransport.HCITransport
 
 // MARK: Errors
 
+/// The one shape of the stack's errors: a code, a reason and where it was raised; equal on the code. Every error type
+/// below conforms, so `(error as? any BLEError)?.reason` reads any of them.
+public typealias BLEError = BLEWire.BLEError
+
 /// Why an adapter operation failed (a command refused, a connection that failed or timed out, a closed transport).
 public typealias HostError = BLEHost.HostError
 /// Why a GATT operation failed: an ATT error from the server, a timeout, a malformed response, a cancellation, or

@@ -311,6 +311,7 @@ func cbError(_ error: any Error) -> any Error {
         default: return CBError(.unknown, reason: error.reason)
         }
     case is CancellationError: return CBError(.operationCancelled, reason: "cancelled")
+    case let error as any BLEError: return CBError(.unknown, reason: error.reason)
     default: return CBError(.unknown, reason: "\(error)")
     }
 }

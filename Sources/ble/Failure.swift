@@ -56,12 +56,8 @@ func describeError(_ error: any Error) -> String {
     switch error {
     case let e as InContext: e.description
     case let e as CommandFailure: e.message
-    case let e as HostError: e.reason
-    case let e as GATTError: e.reason
-    case let e as TransportError: e.reason
-    case let e as SecurityError: e.reason
-    case let e as BondStoreError: e.reason
     case let e as WireError: "malformed data: \(e.reason)"
+    case let e as any BLEError: e.reason
     case let e as HCIStatus: "the controller answered \(e)"
     case is CancellationError: "interrupted"
     default: "\(error)"

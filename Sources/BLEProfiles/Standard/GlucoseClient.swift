@@ -37,11 +37,11 @@ public struct GlucoseClient: Sendable {
         ]
         defer { for listener in listeners { listener.cancel() } }
         let response = try await perform(.report(filter))
-        if response == .response(request: .abortOperation, code: .success) { throw StandardServiceError.aborted }
-        guard case .response(.reportStoredRecords, let code) = response else { throw StandardServiceError.unexpectedResponse(response.encoded) }
+        if response == .response(request: .abortOperation, code: .success) { throw StandardServiceError(.aborted) }
+        guard case .response(.reportStoredRecords, let code) = response else { throw StandardServiceError(.unexpectedResponse(response.encoded)) }
         guard code == .success else {
             if code == .noRecordsFound { return [] }
-            throw StandardServiceError.recordAccessFailed(code)
+            throw StandardServiceError(.recordAccessFailed(code))
         }
         try await waitUntilQuiet(collector)
         return try await collector.records()
@@ -51,8 +51,8 @@ public struct GlucoseClient: Sendable {
     /// example with No Records Found) unless the meter answers Success.
     public func deleteRecords(_ filter: RACPRecordFilter) async throws {
         let response = try await perform(.delete(filter))
-        guard case .response(.deleteStoredRecords, let code) = response else { throw StandardServiceError.unexpectedResponse(response.encoded) }
-        guard code == .success else { throw StandardServiceError.recordAccessFailed(code) }
+        guard case .response(.deleteStoredRecords, let code) = response else { throw StandardServiceError(.unexpectedResponse(response.encoded)) }
+        guard code == .success else { throw StandardServiceError(.recordAccessFailed(code)) }
     }
 
     /// The number of stored records `filter` selects.
@@ -60,8 +60,8 @@ public struct GlucoseClient: Sendable {
         let response = try await perform(.count(filter))
         switch response {
         case .numberOfRecords(let count): return Int(count)
-        case .response(.reportNumberOfStoredRecords, let code): throw StandardServiceError.recordAccessFailed(code)
-        default: throw StandardServiceError.unexpectedResponse(response.encoded)
+        case .response(.reportNumberOfStoredRecords, let code): throw StandardServiceError(.recordAccessFailed(code))
+        default: throw StandardServiceError(.unexpectedResponse(response.encoded))
         }
     }
 
@@ -73,8 +73,8 @@ public struct GlucoseClient: Sendable {
         let listener = Task { for await value in measurements { await collector.measurement(value) } }
         defer { listener.cancel() }
         let response = try await perform(.abort)
-        guard case .response(.abortOperation, let code) = response else { throw StandardServiceError.unexpectedResponse(response.encoded) }
-        guard code == .success else { throw StandardServiceError.recordAccessFailed(code) }
+        guard case .response(.abortOperation, let code) = response else { throw StandardServiceError(.unexpectedResponse(response.encoded)) }
+        guard code == .success else { throw StandardServiceError(.recordAccessFailed(code)) }
         try await waitUntilQuiet(collector)
     }
 
@@ -108,7 +108,7 @@ public struct GlucoseClient: Sendable {
                 return nil
             }
             defer { group.cancelAll() }
-            guard let first = try await group.next(), let response = first else { throw StandardServiceError.timedOut }
+            guard let first = try await group.next(), let response = first else { throw StandardServiceError(.timedOut) }
             return response
         }
     }

@@ -1,30 +1,50 @@
 import BLEWire
 
 /// Why a standard-service client could not do what it was asked.
-public enum StandardServiceError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The peripheral does not publish the service.
-    case serviceNotFound(BluetoothUUID)
-    /// The service lacks a characteristic the operation needs.
-    case characteristicNotFound(BluetoothUUID)
-    /// A control point answered with something other than what the procedure expects (bytes as received).
-    case unexpectedResponse([UInt8])
-    /// A Record Access Control Point procedure ended with this response code.
-    case recordAccessFailed(RACPResponseCode)
-    /// No response came in time.
-    case timedOut
-    /// The procedure was aborted (a Record Access Control Point report stopped by Abort Operation).
-    case aborted
+public struct StandardServiceError: BLEError {
+    /// What went wrong.
+    public enum Code: Sendable, Hashable, CustomStringConvertible {
+        /// The peripheral does not publish the service.
+        case serviceNotFound(BluetoothUUID)
+        /// The service lacks a characteristic the operation needs.
+        case characteristicNotFound(BluetoothUUID)
+        /// A control point answered with something other than what the procedure expects (bytes as received).
+        case unexpectedResponse([UInt8])
+        /// A Record Access Control Point procedure ended with this response code.
+        case recordAccessFailed(RACPResponseCode)
+        /// No response came in time.
+        case timedOut
+        /// The procedure was aborted (a Record Access Control Point report stopped by Abort Operation).
+        case aborted
 
-    /// What went wrong, in words.
-    public var description: String {
-        switch self {
-        case .serviceNotFound(let uuid): "the peripheral has no service \(uuid)"
-        case .characteristicNotFound(let uuid): "the service has no characteristic \(uuid)"
-        case .unexpectedResponse(let bytes): "unexpected control point response \(bytes.hexString())"
-        case .recordAccessFailed(let code): "record access failed: \(code)"
-        case .timedOut: "no response in time"
-        case .aborted: "aborted"
+        /// What went wrong, in words.
+        public var description: String {
+            switch self {
+            case .serviceNotFound(let uuid): "the peripheral has no service \(uuid)"
+            case .characteristicNotFound(let uuid): "the service has no characteristic \(uuid)"
+            case .unexpectedResponse(let bytes): "unexpected control point response \(bytes.hexString())"
+            case .recordAccessFailed(let code): "record access failed: \(code)"
+            case .timedOut: "no response in time"
+            case .aborted: "aborted"
+            }
         }
+}
+
+    /// What went wrong.
+    public var code: Code
+    /// A human-readable explanation.
+    public var reason: String
+    /// The source file that raised the error.
+    public var file: String
+    /// The source line that raised the error.
+    public var line: Int
+
+    /// Creates an error; the reason defaults to the code's description.
+    public init(_ code: Code, _ reason: String? = nil, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.reason = reason ?? code.description
+        self.file = file
+        self.line = line
     }
 }
 
@@ -34,14 +54,14 @@ struct StandardDiscoveredService: Sendable {
     let characteristics: [GATTCharacteristic]
 
     static func discover(_ uuid: BluetoothUUID, on peripheral: RemotePeripheral) async throws -> StandardDiscoveredService {
-        guard let service = try await peripheral.discoverServices([uuid]).first else { throw StandardServiceError.serviceNotFound(uuid) }
+        guard let service = try await peripheral.discoverServices([uuid]).first else { throw StandardServiceError(.serviceNotFound(uuid)) }
         return StandardDiscoveredService(peripheral: peripheral, characteristics: try await peripheral.discoverCharacteristics(for: service))
     }
 
     func has(_ uuid: BluetoothUUID) -> Bool { characteristics.contains { $0.uuid == uuid } }
 
     func characteristic(_ uuid: BluetoothUUID) throws(StandardServiceError) -> GATTCharacteristic {
-        guard let found = characteristics.first(where: { $0.uuid == uuid }) else { throw .characteristicNotFound(uuid) }
+        guard let found = characteristics.first(where: { $0.uuid == uuid }) else { throw StandardServiceError(.characteristicNotFound(uuid)) }
         return found
     }
 

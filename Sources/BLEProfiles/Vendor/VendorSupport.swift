@@ -1,7 +1,28 @@
+import BLEWire
 /// What a vendor device client found missing or wrong on the peripheral.
-public enum VendorDeviceError: Error, Sendable, Hashable {
-    /// The peripheral does not publish this characteristic in this service.
-    case missingCharacteristic(BluetoothUUID, service: BluetoothUUID)
+public struct VendorDeviceError: BLEError {
+    /// What went wrong.
+    public enum Code: Sendable, Hashable {
+        /// The peripheral does not publish this characteristic in this service.
+        case missingCharacteristic(BluetoothUUID, service: BluetoothUUID)
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A human-readable explanation.
+    public var reason: String
+    /// The source file that raised the error.
+    public var file: String
+    /// The source line that raised the error.
+    public var line: Int
+
+    /// Creates an error.
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.reason = reason
+        self.file = file
+        self.line = line
+    }
 }
 
 /// Finds a characteristic of a service on a peripheral, remembering what it found.
@@ -15,7 +36,8 @@ actor CharacteristicFinder {
         if let characteristic = found[uuid] { return characteristic }
         guard let published = try await peripheral.discoverServices([service]).first,
               let characteristic = try await peripheral.discoverCharacteristics([uuid], for: published).first else {
-            throw VendorDeviceError.missingCharacteristic(uuid, service: service)
+            throw VendorDeviceError(.missingCharacteristic(uuid, service: service),
+                                    "the peripheral has no characteristic \(uuid) in service \(service)")
         }
         found[uuid] = characteristic
         return characteristic

@@ -77,7 +77,7 @@ import Testing
         defer { link.air.shutdown() }
         let information = try await DeviceInformationClient(peripheral: link.remote).read()
         #expect(information == DeviceInformation(manufacturerName: "ACME", firmwareRevision: "9.9"))
-        await #expect(throws: StandardServiceError.serviceNotFound(BatteryService.uuid)) {
+        await #expect(throws: StandardServiceError(.serviceNotFound(BatteryService.uuid))) {
             _ = try await BatteryServiceClient(peripheral: link.remote)
         }
         withExtendedLifetime(link) {}

@@ -307,7 +307,7 @@ import Testing
         #expect(try await client.numberOfRecords() == 8)
         #expect(try await client.records(.first).map(\.sequenceNumber) == [5])
         #expect(await link.simulator.records.map(\.sequenceNumber) == Array(5...12))
-        await #expect(throws: StandardServiceError.recordAccessFailed(.noRecordsFound)) { try await client.deleteRecords(.sequenceNumbers(100...200)) }
+        await #expect(throws: StandardServiceError(.recordAccessFailed(.noRecordsFound))) { try await client.deleteRecords(.sequenceNumbers(100...200)) }
         #expect(try await client.records(.sequenceNumbers(1...4)).isEmpty)
         // Filters by user facing time are not supported by this meter.
         #expect(try await client.perform(RACPRequest(opCode: .reportStoredRecords, operator: .greaterThanOrEqual, operand: [0x02, 0xEA, 0x07, 1, 1, 0, 0, 0]))
@@ -367,7 +367,7 @@ import Testing
         }
         #expect(reporting)
         try await client.abort()
-        await #expect(throws: StandardServiceError.aborted) { _ = try await withStandardTimeout { try await report.value } }
+        await #expect(throws: StandardServiceError(.aborted)) { _ = try await withStandardTimeout { try await report.value } }
         #expect(try await client.records(.last).map(\.sequenceNumber) == [400])
         await link.simulator.stop()
         withExtendedLifetime(link) {}
