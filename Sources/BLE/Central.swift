@@ -146,7 +146,7 @@ public final class Central: Sendable {
         let engine = await engine()
         let peripheral = RemotePeripheral(central: self, engine: engine, connection: connection, name: name)
         await peripheral.link.startWatching(peripheral, policy: reconnect)
-        if exchangeMTU { _ = try? await engine.exchangeMTU(connection.handle) }
+        if exchangeMTU { _ = try? await engine.exchangeMTU(connection) }
         return peripheral
     }
 

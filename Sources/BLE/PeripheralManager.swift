@@ -150,7 +150,7 @@ public final class PeripheralManager: Sendable {
     /// The longest value ``updateValue(_:for:in:onSubscribedCentrals:)`` can send to `central` (ATT_MTU − 3, like
     /// CoreBluetooth's `CBCentral.maximumUpdateValueLength`).
     public func maximumUpdateValueLength(for central: HostConnection) async -> Int {
-        ATT.maximumNotificationValueLength(mtu: await engine.mtu(central.handle))
+        ATT.maximumNotificationValueLength(mtu: await engine.mtu(central))
     }
 
     /// Stops advertising.
@@ -160,15 +160,15 @@ public final class PeripheralManager: Sendable {
     }
 
     /// Sets a characteristic's value and pushes it to the subscribed centrals, or only to `centrals` among them;
-    /// returns the links it reached (like `updateValue(_:for:onSubscribedCentrals:)`). Indications wait for each
+    /// returns the centrals it reached (like `updateValue(_:for:onSubscribedCentrals:)`). Indications wait for each
     /// central's confirmation, one outstanding indication per central.
     @discardableResult
     public func updateValue(_ value: [UInt8], for characteristic: BluetoothUUID, in service: BluetoothUUID? = nil,
-                            onSubscribedCentrals centrals: [HostConnection]? = nil) async throws -> [ConnectionHandle] {
+                            onSubscribedCentrals centrals: [HostConnection]? = nil) async throws -> [HostConnection] {
         guard let handle = await engine.database.valueHandle(of: characteristic, in: service) else {
             throw GATTError(.att(.attributeNotFound, handle: 0), "no characteristic \(characteristic) is published")
         }
-        return try await engine.updateValue(value, for: handle, onLinks: centrals.map { Set($0.map(\.handle)) })
+        return try await engine.updateValue(value, for: handle, onLinks: centrals.map { Set($0.map(\.link)) })
     }
 
     /// Sets the value of the characteristic whose value handle is `valueHandle` and pushes it to the subscribed
@@ -176,11 +176,11 @@ public final class PeripheralManager: Sendable {
     /// where a characteristic UUID appears more than once. Throws when no characteristic value has that handle.
     @discardableResult
     public func updateValue(_ value: [UInt8], forValueHandle valueHandle: AttributeHandle,
-                            onSubscribedCentrals centrals: [HostConnection]? = nil) async throws -> [ConnectionHandle] {
+                            onSubscribedCentrals centrals: [HostConnection]? = nil) async throws -> [HostConnection] {
         guard case .characteristicValue = await engine.database.attribute(valueHandle)?.role else {
             throw GATTError(.att(.attributeNotFound, handle: valueHandle), "no characteristic value has handle \(valueHandle)")
         }
-        return try await engine.updateValue(value, for: valueHandle, onLinks: centrals.map { Set($0.map(\.handle)) })
+        return try await engine.updateValue(value, for: valueHandle, onLinks: centrals.map { Set($0.map(\.link)) })
     }
 
     /// Whether an update would go out to every central without waiting for controller buffers (like

@@ -75,32 +75,32 @@ public final class RemotePeripheral: Sendable, Identifiable {
 
     /// Exchanges MTUs (asking for 247); returns the effective ATT_MTU.
     @discardableResult
-    public func exchangeMTU() async throws -> Int { try await engine.exchangeMTU(await link.handle) }
+    public func exchangeMTU() async throws -> Int { try await engine.exchangeMTU(await link.connection) }
 
     /// The effective ATT_MTU.
-    public var mtu: Int { get async { await engine.mtu(await link.handle) } }
+    public var mtu: Int { get async { await engine.mtu(await link.connection) } }
 
     /// The longest value a write of `type` takes: ATT_MTU − 3 for `.withoutResponse` (one Write Command), 512 for
     /// `.withResponse` (values longer than ATT_MTU − 3 go as prepared writes), as in CoreBluetooth.
     public func maximumWriteValueLength(for type: WriteType) async -> Int {
-        await engine.maximumWriteValueLength(await link.handle, withResponse: type == .withResponse)
+        await engine.maximumWriteValueLength(await link.connection, withResponse: type == .withResponse)
     }
 
     /// Whether a write without response can go out now without queueing behind full controller buffers (like
     /// `canSendWriteWithoutResponse`).
-    public var canSendWriteWithoutResponse: Bool { get async { await central.host.isReadyToSend(await link.handle) } }
+    public var canSendWriteWithoutResponse: Bool { get async { await central.host.isReadyToSend(await link.connection) } }
 
     /// Discovers primary services (all, or those in `uuids`).
     public func discoverServices(_ uuids: [BluetoothUUID]? = nil) async throws -> [GATTService] {
-        guard let uuids else { return try await engine.discoverPrimaryServices(await link.handle) }
+        guard let uuids else { return try await engine.discoverPrimaryServices(await link.connection) }
         var found: [GATTService] = []
-        for uuid in uuids { found += try await engine.discoverPrimaryServices(await link.handle, uuid: uuid) }
+        for uuid in uuids { found += try await engine.discoverPrimaryServices(await link.connection, uuid: uuid) }
         return found.sorted { $0.startHandle < $1.startHandle }
     }
 
     /// Discovers the characteristics of a service (all, or those in `uuids`).
     public func discoverCharacteristics(_ uuids: [BluetoothUUID]? = nil, for service: GATTService) async throws -> [GATTCharacteristic] {
-        let all = try await engine.discoverCharacteristics(await link.handle, of: service)
+        let all = try await engine.discoverCharacteristics(await link.connection, of: service)
         guard let uuids else { return all }
         return all.filter { uuids.contains($0.uuid) }
     }
@@ -113,41 +113,41 @@ public final class RemotePeripheral: Sendable, Identifiable {
     /// only some are wanted. With a cache (``Central/useGATTCache(_:)``), an unchanged device known from before is
     /// ready after one round trip.
     public func discoverAll(descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
-        try await engine.discoverDatabase(await link.handle, descriptors: descriptors)
+        try await engine.discoverDatabase(await link.connection, descriptors: descriptors)
     }
 
     /// ``discoverAll(descriptors:)`` with how it went: the ATT round trips before the result was ready and whether
     /// the GATT cache answered (what `ble explore` reports).
     public func discoverAllReporting(descriptors: Bool = true) async throws -> (services: [GATTDiscoveredService], report: GATTDiscoveryReport) {
-        try await engine.discoverDatabaseReporting(await link.handle, descriptors: descriptors)
+        try await engine.discoverDatabaseReporting(await link.connection, descriptors: descriptors)
     }
 
     /// Discovers a characteristic's descriptors.
     public func discoverDescriptors(for characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
-        try await engine.discoverDescriptors(await link.handle, of: characteristic)
+        try await engine.discoverDescriptors(await link.connection, of: characteristic)
     }
 
     /// Reads a characteristic's value (a long value whole).
     public func readValue(for characteristic: GATTCharacteristic) async throws -> [UInt8] {
-        try await engine.read(await link.handle, attribute: characteristic.valueHandle)
+        try await engine.read(await link.connection, attribute: characteristic.valueHandle)
     }
 
     /// Reads a descriptor's value.
     public func readValue(for descriptor: GATTDescriptor) async throws -> [UInt8] {
-        try await engine.read(await link.handle, attribute: descriptor.handle)
+        try await engine.read(await link.connection, attribute: descriptor.handle)
     }
 
     /// Writes a descriptor's value (with a Write Request; long values as prepared writes). A Client Characteristic
     /// Configuration descriptor is better left to ``notifications(for:)``, which keeps the subscriptions' books.
     public func writeValue(_ value: [UInt8], for descriptor: GATTDescriptor) async throws {
-        try await engine.write(await link.handle, attribute: descriptor.handle, value: value)
+        try await engine.write(await link.connection, attribute: descriptor.handle, value: value)
     }
 
     /// Writes a characteristic's value.
     public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic, type: WriteType) async throws {
         switch type {
-        case .withResponse: try await engine.write(await link.handle, attribute: characteristic.valueHandle, value: value)
-        case .withoutResponse: try await engine.writeWithoutResponse(await link.handle, attribute: characteristic.valueHandle, value: value)
+        case .withResponse: try await engine.write(await link.connection, attribute: characteristic.valueHandle, value: value)
+        case .withoutResponse: try await engine.writeWithoutResponse(await link.connection, attribute: characteristic.valueHandle, value: value)
         }
     }
 
@@ -181,28 +181,28 @@ public final class RemotePeripheral: Sendable, Identifiable {
     /// Service Changed indications from the peripheral (the handle ranges whose attributes changed; rediscover
     /// them), like `peripheral(_:didModifyServices:)`.
     public func servicesChanged() async throws -> AsyncStream<ClosedRange<AttributeHandle>> {
-        try await engine.serviceChanges(await link.handle)
+        try await engine.serviceChanges(await link.connection)
     }
 
     /// The services a service includes.
     public func discoverIncludedServices(for service: GATTService) async throws -> [GATTService] {
-        try await engine.discoverIncludedServices(await link.handle, of: service)
+        try await engine.discoverIncludedServices(await link.connection, of: service)
     }
 
     /// Reads the values of every characteristic of type `uuid` without discovering them (Read Using Characteristic
     /// UUID).
     public func readValues(ofType uuid: BluetoothUUID) async throws -> [[UInt8]] {
-        try await engine.read(await link.handle, byType: uuid).map(\.value)
+        try await engine.read(await link.connection, byType: uuid).map(\.value)
     }
 
     /// Reads several values in one request.
     public func readValues(for characteristics: [GATTCharacteristic]) async throws -> [[UInt8]] {
-        try await engine.readMultiple(await link.handle, attributes: characteristics.map(\.valueHandle))
+        try await engine.readMultiple(await link.connection, attributes: characteristics.map(\.valueHandle))
     }
 
     /// The link's RSSI in dBm (HCI Read RSSI).
     public func readRSSI() async throws -> Int8 {
-        try await central.host.send(HCIReadRSSI(handle: await link.handle)).rssi
+        try await central.host.send(HCIReadRSSI(handle: await link.connection.handle)).rssi
     }
 
     /// Asks the link layer to move the link to the PHYs preferred for each direction (empty: no preference), as
@@ -210,14 +210,14 @@ public final class RemotePeripheral: Sendable, Identifiable {
     /// on the fastest PHY both sides accept (LE 2M, LE 1M, LE Coded), or unchanged.
     @discardableResult
     public func setPreferredPHY(transmit: LEPHYs, receive: LEPHYs) async throws -> (transmit: LEPHY, receive: LEPHY) {
-        let updated = try await central.host.setPHY(await link.handle, transmit: transmit, receive: receive)
+        let updated = try await central.host.setPHY(await link.connection, transmit: transmit, receive: receive)
         return (updated.txPHY, updated.rxPHY)
     }
 
     /// Asks the link layer for link-layer packets of up to `octets` payload octets (27…251; Data Length Extension):
     /// long values then cross in fewer packets. ``connection``'s `maxTxOctets` follows once the controller agrees.
     public func setDataLength(_ octets: UInt16 = 251) async throws {
-        try await central.host.setDataLength(await link.handle, octets: octets)
+        try await central.host.setDataLength(await link.connection, octets: octets)
     }
 }
 
@@ -322,7 +322,7 @@ actor PeripheralLink {
     /// Subscribes on the current link and forwards its values to every consumer of the subscription.
     private func bind(_ valueHandle: AttributeHandle, engine: GATTEngine) async throws {
         guard let s = subscriptions[valueHandle] else { return }
-        let values = try await engine.subscribe(handle, valueHandle: valueHandle, cccdHandle: s.cccd, indications: s.indications)
+        let values = try await engine.subscribe(connection, valueHandle: valueHandle, cccdHandle: s.cccd, indications: s.indications)
         subscriptions[valueHandle]?.forwarder = Task { [weak self] in
             for await value in values { await self?.deliver(value, valueHandle: valueHandle) }
             // The link's stream ended: unless a reconnection will restore it, so does the subscription.
@@ -345,7 +345,7 @@ actor PeripheralLink {
         guard let s = subscriptions.removeValue(forKey: valueHandle) else { return }
         s.forwarder?.cancel()
         for c in s.consumers.values { c.finish() }
-        try await engine.unsubscribe(handle, valueHandle: valueHandle, cccdHandle: s.cccd)
+        try await engine.unsubscribe(connection, valueHandle: valueHandle, cccdHandle: s.cccd)
     }
 
     /// Watches the link: its state follows the host's events; when it is lost (not disconnected by this central) and

@@ -43,17 +43,17 @@ enum AirTimeBenchmarks {
         let link = try await central.connect(to: address, connectionInterval: interval...interval)
         let client = GATTEngine(host: central)
         await client.start()
-        _ = try await central.setPHY(link.handle, transmit: .le2M, receive: .le2M)
-        try await central.setDataLength(link.handle, octets: 251)
+        _ = try await central.setPHY(link, transmit: .le2M, receive: .le2M)
+        try await central.setDataLength(link, octets: 251)
         guard let peripheralLink = await peripheral.connections.first else { return nil }
-        try await peripheral.setDataLength(peripheralLink.handle, octets: 251)
-        _ = try await client.exchangeMTU(link.handle)
+        try await peripheral.setDataLength(peripheralLink, octets: 251)
+        _ = try await client.exchangeMTU(link)
         let characteristics = try await client.discoverCharacteristics(
-            link.handle, of: GATTService(uuid: 0xFFF0, isPrimary: true, startHandle: 1, endHandle: 0xFFFF))
+            link, of: GATTService(uuid: 0xFFF0, isPrimary: true, startHandle: 1, endHandle: 0xFFFF))
         guard let notifying = characteristics.first(where: { $0.uuid == notify }),
               let writable = characteristics.first(where: { $0.uuid == write }) else { return nil }
-        let values = try await client.subscribe(link.handle, valueHandle: notifying.valueHandle, cccdHandle: AttributeHandle(rawValue: notifying.valueHandle.rawValue + 1))
-        while await !server.isSubscribed(peripheralLink.handle, valueHandle: notifying.valueHandle) {
+        let values = try await client.subscribe(link, valueHandle: notifying.valueHandle, cccdHandle: AttributeHandle(rawValue: notifying.valueHandle.rawValue + 1))
+        while await !server.isSubscribed(peripheralLink, valueHandle: notifying.valueHandle) {
             try await Task.sleep(for: .milliseconds(5))
         }
         return Setup(air: air, peripheral: peripheral, central: central, server: server, client: client, link: link,
@@ -100,7 +100,7 @@ enum AirTimeBenchmarks {
             }
             return nil
         }
-        for _ in 0..<count { try await s.client.writeWithoutResponse(s.link.handle, attribute: s.writeHandle, value: payload) }
+        for _ in 0..<count { try await s.client.writeWithoutResponse(s.link, attribute: s.writeHandle, value: payload) }
         guard let (first, last) = await receiver.value else { return 0 }
         return Double((count - 1) * 244 * 8) / seconds(last - first)
     }
@@ -108,7 +108,7 @@ enum AirTimeBenchmarks {
     /// `count` writes with response, one after the other: the connection events each took.
     static func eventsPerWrite(_ s: Setup, count: Int, interval: UInt16) async throws -> Double {
         let start = s.air.now
-        for n in 0..<count { try await s.client.write(s.link.handle, attribute: s.writeHandle, value: [UInt8(truncatingIfNeeded: n)]) }
+        for n in 0..<count { try await s.client.write(s.link, attribute: s.writeHandle, value: [UInt8(truncatingIfNeeded: n)]) }
         return seconds(s.air.now - start) / (Double(interval) * 0.00125) / Double(count)
     }
 

@@ -91,9 +91,9 @@ enum GATTBenchmarks {
         let clock = ContinuousClock()
         for _ in 0..<5 {
             let link = try await central.connect(to: target)
-            _ = try await client.exchangeMTU(link.handle)
+            _ = try await client.exchangeMTU(link)
             let start = clock.now
-            let (services, report) = try await client.discoverDatabaseReporting(link.handle)
+            let (services, report) = try await client.discoverDatabaseReporting(link)
             let (seconds, attoseconds) = (clock.now - start).components
             times.append(Double(seconds) * 1e3 + Double(attoseconds) / 1e15)
             requests = report.requests
@@ -129,16 +129,16 @@ enum GATTBenchmarks {
         let link = try await central.connect(to: address)
         let client = GATTEngine(host: central)
         await client.start()
-        _ = try await client.exchangeMTU(link.handle)
-        guard let service = try await client.discoverPrimaryServices(link.handle, uuid: 0xFFF0).first,
-              let characteristic = try await client.discoverCharacteristics(link.handle, of: service).first,
-              let cccd = try await client.discoverDescriptors(link.handle, of: characteristic).first else { return nil }
-        let values = try await client.subscribe(link.handle, valueHandle: characteristic.valueHandle, cccdHandle: cccd.handle)
-        // The peripheral's link handle is its own; wait until its single link shows the subscription.
+        _ = try await client.exchangeMTU(link)
+        guard let service = try await client.discoverPrimaryServices(link, uuid: 0xFFF0).first,
+              let characteristic = try await client.discoverCharacteristics(link, of: service).first,
+              let cccd = try await client.discoverDescriptors(link, of: characteristic).first else { return nil }
+        let values = try await client.subscribe(link, valueHandle: characteristic.valueHandle, cccdHandle: cccd.handle)
+        // The peripheral's link is its own; wait until its single link shows the subscription.
         while true {
-            let handles = await peripheral.connections.map(\.handle)
+            let links = await peripheral.connections
             var subscribed = false
-            for h in handles where await server.isSubscribed(h, valueHandle: characteristic.valueHandle) { subscribed = true }
+            for link in links where await server.isSubscribed(link, valueHandle: characteristic.valueHandle) { subscribed = true }
             if subscribed { break }
             try await Task.sleep(for: .milliseconds(5))
         }
@@ -180,21 +180,21 @@ enum GATTBenchmarks {
         let link = try await central.connect(to: address)
         let client = GATTEngine(host: central)
         await client.start()
-        if exchangeMTU { _ = try await client.exchangeMTU(link.handle) }
+        if exchangeMTU { _ = try await client.exchangeMTU(link) }
         let before = await client.requestCount
         var characteristics = 0, descriptors = 0
         let services: [GATTService]
         if whole {
-            let found = try await client.discoverDatabase(link.handle)
+            let found = try await client.discoverDatabase(link)
             services = found.map(\.service)
             characteristics = found.reduce(0) { $0 + $1.characteristics.count }
             descriptors = found.reduce(0) { $0 + $1.characteristics.reduce(0) { $0 + $1.descriptors.count } }
         } else {
-            services = try await client.discoverPrimaryServices(link.handle)
+            services = try await client.discoverPrimaryServices(link)
             for service in services {
-                let found = try await client.discoverCharacteristics(link.handle, of: service)
+                let found = try await client.discoverCharacteristics(link, of: service)
                 characteristics += found.count
-                for c in found { descriptors += try await client.discoverDescriptors(link.handle, of: c).count }
+                for c in found { descriptors += try await client.discoverDescriptors(link, of: c).count }
             }
         }
         let requests = await client.requestCount - before
@@ -224,10 +224,10 @@ enum GATTBenchmarks {
         for _ in 0..<2 {
             try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "bench")))
             let link = try await central.connect(to: address)
-            _ = try await client.exchangeMTU(link.handle)
+            _ = try await client.exchangeMTU(link)
             let clock = ContinuousClock()
             let start = clock.now
-            let (_, report) = try await client.discoverDatabaseReporting(link.handle)
+            let (_, report) = try await client.discoverDatabaseReporting(link)
             reports.append((report, clock.now - start))
             let events = await central.events()
             try await central.disconnect(link)

@@ -37,15 +37,15 @@ enum MemoryBenchmarks {
             try await central.powerOn()
             let link = try await central.connect(to: address)
             let client = await central.gattEngine()
-            _ = try await client.exchangeMTU(link.handle)
-            streams.append(try await client.subscribe(link.handle, valueHandle: valueHandle,
+            _ = try await client.exchangeMTU(link)
+            streams.append(try await client.subscribe(link, valueHandle: valueHandle,
                                                       cccdHandle: AttributeHandle(rawValue: valueHandle.rawValue + 1)))
             hosts.append(central)
             clients.append(client)
         }
         while await peripheral.connections.count < count { try await Task.sleep(for: .milliseconds(5)) }
         for link in await peripheral.connections {
-            while await !server.isSubscribed(link.handle, valueHandle: valueHandle) { try await Task.sleep(for: .milliseconds(5)) }
+            while await !server.isSubscribed(link, valueHandle: valueHandle) { try await Task.sleep(for: .milliseconds(5)) }
         }
         _ = try await server.updateValue([UInt8](repeating: 1, count: 244), for: valueHandle)
         for stream in streams {

@@ -1,18 +1,18 @@
 import BLEProtocols
 import BLEWire
 
-/// GATT client procedures on the link with a connection handle: each runs one ``GATTProcedure`` over the link's
+/// GATT client procedures on a link (its ``HostConnection``): each runs one ``GATTProcedure`` over the link's
 /// ``ATTBearer``. Core 5.4, Vol 3, Part G, 4.
 extension GATTEngine {
     /// Exchanges MTUs (the client asks for ``preferredMTU``); returns the effective ATT_MTU. A client exchanges MTUs
     /// once per link (Core 5.4, Vol 3, Part F, 3.4.2.1): later calls return the MTU without asking again.
-    public func exchangeMTU(_ handle: ConnectionHandle) async throws -> Int {
-        let link = try await link(handle)
+    public func exchangeMTU(_ connection: HostConnection) async throws -> Int {
+        let link = try await link(connection)
         if links[link]?.exchangedMTU == true, let mtu = links[link]?.server.mtu { return mtu }
         links[link]?.exchangedMTU = true
         let mtu: Int
         do {
-            mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: handle)
+            mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: connection)
         } catch {
             links[link]?.exchangedMTU = false
             throw error
@@ -22,18 +22,18 @@ extension GATTEngine {
     }
 
     /// Discovers primary services (all, or those of type `uuid`).
-    public func discoverPrimaryServices(_ handle: ConnectionHandle, uuid: BluetoothUUID? = nil) async throws -> [GATTService] {
-        try await run(PrimaryServiceDiscovery(uuid: uuid), on: handle)
+    public func discoverPrimaryServices(_ connection: HostConnection, uuid: BluetoothUUID? = nil) async throws -> [GATTService] {
+        try await run(PrimaryServiceDiscovery(uuid: uuid), on: connection)
     }
 
     /// Discovers the characteristics of `service` (all, or those of type `uuid`).
-    public func discoverCharacteristics(_ handle: ConnectionHandle, of service: GATTService, uuid: BluetoothUUID? = nil) async throws -> [GATTCharacteristic] {
-        try await run(CharacteristicDiscovery(of: service, uuid: uuid), on: handle)
+    public func discoverCharacteristics(_ connection: HostConnection, of service: GATTService, uuid: BluetoothUUID? = nil) async throws -> [GATTCharacteristic] {
+        try await run(CharacteristicDiscovery(of: service, uuid: uuid), on: connection)
     }
 
     /// Discovers the descriptors of `characteristic`.
-    public func discoverDescriptors(_ handle: ConnectionHandle, of characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
-        try await run(DescriptorDiscovery(of: characteristic), on: handle)
+    public func discoverDescriptors(_ connection: HostConnection, of characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
+        try await run(DescriptorDiscovery(of: characteristic), on: connection)
     }
 
     /// Discovers every primary service, its characteristics and (unless `descriptors` is false) their descriptors in
@@ -47,32 +47,32 @@ extension GATTEngine {
     /// this client enables robust caching there, so that the peer answers Database Out Of Sync if its database
     /// changes during the connection (after a fresh discovery before returning; after a cached one in the background,
     /// as the next request). Core 5.4, Vol 3, Part G, 2.5.2.
-    public func discoverDatabase(_ handle: ConnectionHandle, descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
-        try await discoverDatabaseReporting(handle, descriptors: descriptors).services
+    public func discoverDatabase(_ connection: HostConnection, descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
+        try await discoverDatabaseReporting(connection, descriptors: descriptors).services
     }
 
     /// ``discoverDatabase(_:descriptors:)`` with how it went: the round trips before the result was ready, and
     /// whether the cache answered.
-    public func discoverDatabaseReporting(_ handle: ConnectionHandle, descriptors: Bool = true) async throws
+    public func discoverDatabaseReporting(_ connection: HostConnection, descriptors: Bool = true) async throws
         -> (services: [GATTDiscoveredService], report: GATTDiscoveryReport) {
         let start = requestCount
         guard let cache else {
-            let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: handle)
+            let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: connection)
             let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
             lastDiscovery = report
             return (services, report)
         }
-        let link = try await link(handle)
+        let link = try await link(connection)
         guard let connection = links[link]?.connection else { throw GATTError(.disconnected, "the link went down") }
         let peer = await host.security(of: connection)?.peerIdentity ?? connection.peer
-        let hash = try await readDatabaseHash(handle)
+        let hash = try await readDatabaseHash(connection)
         if let hash, let entry = cache.entry(for: peer), entry.hash == hash, entry.hasDescriptors || !descriptors {
             adopt(entry.services, of: peer, on: link)
             let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: true)
             lastDiscovery = report
             if let features = robustCachingTarget(entry.services, on: link) {
                 links[link]?.enabledRobustCaching = true
-                Task { try? await self.write(handle, attribute: features, value: [0x01]) }
+                Task { try? await self.write(connection, attribute: features, value: [0x01]) }
             }
             return (descriptors ? entry.services : entry.services.map { service in
                 GATTDiscoveredService(service: service.service, characteristics: service.characteristics.map {
@@ -80,7 +80,7 @@ extension GATTEngine {
                 })
             }, report)
         }
-        let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: handle)
+        let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: connection)
         if let hash {
             cache.store(GATTCache.Entry(hash: hash, services: services, hasDescriptors: descriptors), for: peer)
             adopt(services, of: peer, on: link)
@@ -89,7 +89,7 @@ extension GATTEngine {
         }
         if let features = robustCachingTarget(services, on: link) {
             links[link]?.enabledRobustCaching = true
-            try? await write(handle, attribute: features, value: [0x01])
+            try? await write(connection, attribute: features, value: [0x01])
         }
         let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
         lastDiscovery = report
@@ -100,9 +100,9 @@ extension GATTEngine {
     public func setCache(_ cache: GATTCache?) { self.cache = cache }
 
     /// The peer's Database Hash (Read Using Characteristic UUID over the whole range), `nil` when it has none.
-    public func readDatabaseHash(_ handle: ConnectionHandle) async throws -> [UInt8]? {
+    public func readDatabaseHash(_ connection: HostConnection) async throws -> [UInt8]? {
         do {
-            return try await read(handle, byType: 0x2B2A).first { $0.value.count == 16 }?.value
+            return try await read(connection, byType: 0x2B2A).first { $0.value.count == 16 }?.value
         } catch let error as GATTError {
             if case .att = error.code { return nil }
             throw error
@@ -131,59 +131,59 @@ extension GATTEngine {
     }
 
     /// Discovers the services a service includes. Core 5.4, Vol 3, Part G, 4.5.1.
-    public func discoverIncludedServices(_ handle: ConnectionHandle, of service: GATTService) async throws -> [GATTService] {
-        try await run(IncludedServiceDiscovery(of: service), on: handle)
+    public func discoverIncludedServices(_ connection: HostConnection, of service: GATTService) async throws -> [GATTService] {
+        try await run(IncludedServiceDiscovery(of: service), on: connection)
     }
 
     /// Reads the values of characteristics of type `uuid` in `range` without discovering them (Read Using
     /// Characteristic UUID). Core 5.4, Vol 3, Part G, 4.8.2.
-    public func read(_ handle: ConnectionHandle, byType uuid: BluetoothUUID, in range: ClosedRange<AttributeHandle> = 1...0xFFFF) async throws -> [(handle: AttributeHandle, value: [UInt8])] {
-        try await run(ReadByType(type: uuid, in: range), on: handle)
+    public func read(_ connection: HostConnection, byType uuid: BluetoothUUID, in range: ClosedRange<AttributeHandle> = 1...0xFFFF) async throws -> [(handle: AttributeHandle, value: [UInt8])] {
+        try await run(ReadByType(type: uuid, in: range), on: connection)
     }
 
     /// Reads several values in one request (Read Multiple Variable Length Values, each value whole up to the MTU).
     /// Core 5.4, Vol 3, Part G, 4.8.5.
-    public func readMultiple(_ handle: ConnectionHandle, attributes: [AttributeHandle]) async throws -> [[UInt8]] {
+    public func readMultiple(_ connection: HostConnection, attributes: [AttributeHandle]) async throws -> [[UInt8]] {
         guard attributes.count >= 2 else {
             var values: [[UInt8]] = []
-            for attribute in attributes { values.append(try await read(handle, attribute: attribute)) }
+            for attribute in attributes { values.append(try await read(connection, attribute: attribute)) }
             return values
         }
-        return try await run(MultipleRead(handles: attributes), on: handle)
+        return try await run(MultipleRead(handles: attributes), on: connection)
     }
 
     /// Reads a value; long values are read whole with Read Blob. Core 5.4, Vol 3, Part G, 4.8.1 and 4.8.3.
-    public func read(_ handle: ConnectionHandle, attribute: AttributeHandle) async throws -> [UInt8] {
-        try await run(ValueRead(handle: attribute, mtu: mtu(handle)), on: handle)
+    public func read(_ connection: HostConnection, attribute: AttributeHandle) async throws -> [UInt8] {
+        try await run(ValueRead(handle: attribute, mtu: mtu(connection)), on: connection)
     }
 
     /// Writes a value with a Write Request, or with prepared writes (reliably: each echo is checked) when it does
     /// not fit one PDU. Core 5.4, Vol 3, Part G, 4.9.3 and 4.9.4.
-    public func write(_ handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8]) async throws {
-        try await run(ValueWrite(handle: attribute, value: value, mtu: mtu(handle)), on: handle)
+    public func write(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8]) async throws {
+        try await run(ValueWrite(handle: attribute, value: value, mtu: mtu(connection)), on: connection)
     }
 
     /// Writes without response (a Write Command of at most ATT_MTU − 3 bytes).
-    public func writeWithoutResponse(_ handle: ConnectionHandle, attribute: AttributeHandle, value: [UInt8]) async throws {
-        guard value.count <= ATT.maximumWriteValueLength(mtu: mtu(handle)) else {
-            throw GATTError(.invalidValueLength, "\(value.count) bytes exceed ATT_MTU − 3 = \(ATT.maximumWriteValueLength(mtu: mtu(handle)))")
+    public func writeWithoutResponse(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8]) async throws {
+        guard value.count <= ATT.maximumWriteValueLength(mtu: mtu(connection)) else {
+            throw GATTError(.invalidValueLength, "\(value.count) bytes exceed ATT_MTU − 3 = \(ATT.maximumWriteValueLength(mtu: mtu(connection)))")
         }
-        try await sendUnanswered(.writeCommand(.init(handle: attribute, value: value)), on: try await link(handle))
+        try await sendUnanswered(.writeCommand(.init(handle: attribute, value: value)), on: try await link(connection))
     }
 
     /// Subscribes to notifications (or indications) of a characteristic by writing its CCCD; the stream delivers
     /// the values and finishes when the link goes down. Several subscribers of one characteristic each get every
     /// value. A subscriber more than ``notificationBufferingLimit`` values behind loses the oldest
     /// (``droppedNotificationCount``): notifications have no flow control, and memory stays bounded.
-    public func subscribe(_ handle: ConnectionHandle, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
-        let link = try await link(handle)
+    public func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
+        let link = try await link(connection)
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(notificationBufferingLimit))
         let id = nextSubscriber
         nextSubscriber += 1
         links[link]?.subscribers[valueHandle, default: [:]][id] = continuation
         continuation.onTermination = { [weak self] _ in Task { await self?.dropSubscriber(id, valueHandle: valueHandle, on: link) } }
         do {
-            try await write(handle, attribute: cccdHandle, value: indications ? [0x02, 0x00] : [0x01, 0x00])
+            try await write(connection, attribute: cccdHandle, value: indications ? [0x02, 0x00] : [0x01, 0x00])
         } catch {
             links[link]?.subscribers[valueHandle]?[id] = nil
             continuation.finish()
@@ -197,19 +197,19 @@ extension GATTEngine {
     }
 
     /// Stops notifications: writes 0 to the CCCD and finishes the streams.
-    public func unsubscribe(_ handle: ConnectionHandle, valueHandle: AttributeHandle, cccdHandle: AttributeHandle) async throws {
-        let link = try await link(handle)
+    public func unsubscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle) async throws {
+        let link = try await link(connection)
         for s in links[link]?.subscribers.removeValue(forKey: valueHandle)?.values ?? [:].values { s.finish() }
-        try await write(handle, attribute: cccdHandle, value: [0x00, 0x00])
+        try await write(connection, attribute: cccdHandle, value: [0x00, 0x00])
     }
 
     /// Subscribes to the peer's Service Changed indications; each one yields the affected handle range.
-    public func serviceChanges(_ handle: ConnectionHandle) async throws -> AsyncStream<ClosedRange<AttributeHandle>> {
-        guard let gatt = try await discoverPrimaryServices(handle, uuid: 0x1801).first,
-              let characteristic = try await discoverCharacteristics(handle, of: gatt, uuid: 0x2A05).first,
-              let cccd = try await discoverDescriptors(handle, of: characteristic).first(where: { $0.uuid == BluetoothUUID(0x2902) })
+    public func serviceChanges(_ connection: HostConnection) async throws -> AsyncStream<ClosedRange<AttributeHandle>> {
+        guard let gatt = try await discoverPrimaryServices(connection, uuid: 0x1801).first,
+              let characteristic = try await discoverCharacteristics(connection, of: gatt, uuid: 0x2A05).first,
+              let cccd = try await discoverDescriptors(connection, of: characteristic).first(where: { $0.uuid == BluetoothUUID(0x2902) })
         else { throw GATTError(.att(.attributeNotFound, handle: 0), "the peer has no Service Changed characteristic") }
-        let values = try await subscribe(handle, valueHandle: characteristic.valueHandle, cccdHandle: cccd.handle, indications: true)
+        let values = try await subscribe(connection, valueHandle: characteristic.valueHandle, cccdHandle: cccd.handle, indications: true)
         return AsyncStream { continuation in
             let task = Task {
                 for await value in values where value.count == 4 {

@@ -134,8 +134,9 @@ extension GATTEngine {
         writer.write(range.upperBound)
         let value = writer.bytes
         let confirmed = (try? await updateValue(value, for: serviceChanged)) ?? []
-        for handle in confirmed {
-            guard let link = linkOfHandle[handle], links[link]?.server.isSubscribed(serviceChanged, indications: true) == true else { continue }
+        for connection in confirmed {
+            let link = connection.link
+            guard links[link]?.server.isSubscribed(serviceChanged, indications: true) == true else { continue }
             links[link]?.server.becameChangeAware()
         }
     }
@@ -172,8 +173,8 @@ extension GATTEngine {
     /// A value longer than a subscriber's ATT_MTU − 3 is refused (``GATTError/Code/invalidValueLength``) rather than
     /// cut.
     @discardableResult
-    public func updateValue(_ value: [UInt8], for valueHandle: AttributeHandle, onLinks only: Set<ConnectionHandle>? = nil) async throws -> [ConnectionHandle] {
-        let targets = links.values.filter { only?.contains($0.connection.handle) ?? true }.sorted { $0.connection.handle < $1.connection.handle }
+    public func updateValue(_ value: [UInt8], for valueHandle: AttributeHandle, onLinks only: Set<LinkID>? = nil) async throws -> [HostConnection] {
+        let targets = links.values.filter { only?.contains($0.connection.link) ?? true }.sorted { $0.connection.handle < $1.connection.handle }
         // A change-unaware client with robust caching gets nothing but Service Changed until it catches up (its
         // handles may mean something else to it). Core 5.4, Vol 3, Part G, 2.5.2.1.
         let isServiceChanged = database.attribute(valueHandle)?.type == BluetoothUUID(0x2A05)
@@ -185,7 +186,7 @@ extension GATTEngine {
             throw GATTError(.invalidValueLength, "\(value.count) bytes do not fit a notification at ATT_MTU \(small.server.mtu) (at most \(ATT.maximumNotificationValueLength(mtu: small.server.mtu)))")
         }
         database.setValue(value, for: valueHandle)
-        var sent: [ConnectionHandle] = []
+        var sent: [HostConnection] = []
         var failure: (any Error)?
         for target in subscribed {
             let link = target.connection.link
@@ -195,7 +196,7 @@ extension GATTEngine {
                 } else {
                     try await indicate(value, valueHandle: valueHandle, on: link)
                 }
-                sent.append(target.connection.handle)
+                sent.append(target.connection)
             } catch {
                 failure = failure ?? error
             }
@@ -221,13 +222,13 @@ extension GATTEngine {
     /// Whether every link has room to send now (the ready signal behind
     /// `peripheralManagerIsReady(toUpdateSubscribers:)`).
     public func isReadyToUpdateSubscribers() async -> Bool {
-        for state in links.values where !(await host.isReadyToSend(state.connection.handle)) { return false }
+        for state in links.values where !(await host.isReadyToSend(state.connection)) { return false }
         return true
     }
 
     /// Whether a client on `handle` subscribed to `valueHandle`.
-    public func isSubscribed(_ handle: ConnectionHandle, valueHandle: AttributeHandle) -> Bool {
-        guard let link = linkOfHandle[handle], let s = links[link]?.server else { return false }
+    public func isSubscribed(_ connection: HostConnection, valueHandle: AttributeHandle) -> Bool {
+        guard let s = links[connection.link]?.server else { return false }
         return s.isSubscribed(valueHandle) || s.isSubscribed(valueHandle, indications: true)
     }
 }

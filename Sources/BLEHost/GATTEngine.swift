@@ -203,11 +203,11 @@ public actor GATTEngine {
     }
 
     /// The current link of `handle`, attaching it when the host has it but its connection event is still in flight.
-    func link(_ handle: ConnectionHandle) async throws -> LinkID {
-        if let link = linkOfHandle[handle] { return link }
-        if let connection = await host.connections.first(where: { $0.handle == handle }) { await attach(connection) }
-        guard let link = linkOfHandle[handle] else { throw GATTError(.disconnected, "no ATT bearer on connection handle \(handle)") }
-        return link
+    func link(_ connection: HostConnection) async throws -> LinkID {
+        if links[connection.link] != nil { return connection.link }
+        if await host.connections.contains(where: { $0.link == connection.link }) { await attach(connection) }
+        guard links[connection.link] != nil else { throw GATTError(.disconnected, "no ATT bearer on \(connection.link)") }
+        return connection.link
     }
 
     // MARK: Driving the bearer
@@ -291,8 +291,8 @@ public actor GATTEngine {
     /// (``HCIHost/pairsOnDemand``), the link is secured (the bond's key, or pairing) and the procedure runs again, as
     /// CoreBluetooth does. An unencrypted link first gets the host's usual pairing; a link already encrypted and still
     /// refused for authentication gets an authenticated (MITM) pairing: at most these two attempts.
-    public func run<P: GATTProcedure>(_ procedure: P, on handle: ConnectionHandle) async throws -> P.Output {
-        let link = try await link(handle)
+    public func run<P: GATTProcedure>(_ procedure: P, on connection: HostConnection) async throws -> P.Output {
+        let link = try await link(connection)
         var attempts = 0
         while true {
             do {
@@ -357,15 +357,15 @@ public actor GATTEngine {
     }
 
     /// The effective ATT_MTU of the link with `handle`.
-    public func mtu(_ handle: ConnectionHandle) -> Int {
-        linkOfHandle[handle].flatMap { links[$0]?.server.mtu } ?? ATT.defaultLEMTU
+    public func mtu(_ connection: HostConnection) -> Int {
+        links[connection.link]?.server.mtu ?? ATT.defaultLEMTU
     }
 
     /// The longest value one write carries: ATT_MTU − 3 without response (one Write Command); 512 with response,
     /// since ``write(_:attribute:value:)`` sends longer values as prepared writes (what CoreBluetooth's
     /// `maximumWriteValueLength(for:)` answers too).
-    public func maximumWriteValueLength(_ handle: ConnectionHandle, withResponse: Bool) -> Int {
-        withResponse ? ATT.maximumAttributeValueLength : ATT.maximumWriteValueLength(mtu: mtu(handle))
+    public func maximumWriteValueLength(_ connection: HostConnection, withResponse: Bool) -> Int {
+        withResponse ? ATT.maximumAttributeValueLength : ATT.maximumWriteValueLength(mtu: mtu(connection))
     }
 }
 

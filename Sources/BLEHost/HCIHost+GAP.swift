@@ -208,30 +208,27 @@ extension HCIHost {
         performGAP(gap.machine.timerFired(firing.key, now: now))
     }
 
-    /// Disconnects a link (reason 0x13, Remote User Terminated Connection).
-    public func disconnect(_ handle: ConnectionHandle, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
-        guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
-        _ = try await send(HCIDisconnect(handle: handle, reason: reason))
-    }
-
-    /// Disconnects `connection`'s link, if it is still up (never a newer link that got its handle).
+    /// Disconnects `connection`'s link, if it is still up (never a newer link that got its handle); the reason is 0x13,
+    /// Remote User Terminated Connection, unless given.
     public func disconnect(_ connection: HostConnection, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
         guard current(connection.handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
         _ = try await send(HCIDisconnect(handle: connection.handle, reason: reason))
     }
 
     /// Asks the controller to change a link's parameters (central role).
-    public func updateConnection(_ handle: ConnectionHandle, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
+    public func updateConnection(_ connection: HostConnection, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
                                  supervisionTimeout: UInt16) async throws {
-        _ = try await send(HCILEConnectionUpdate(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax,
+        guard current(connection.handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        _ = try await send(HCILEConnectionUpdate(handle: connection.handle, intervalMin: intervalMin, intervalMax: intervalMax,
                                                  maxLatency: latency, supervisionTimeout: supervisionTimeout))
     }
 
     /// Asks the link layer to move a link to the PHYs preferred for each direction (LE Set PHY) and returns the link
     /// once the PHY Update procedure ends (LE PHY Update Complete): each direction on the fastest PHY both sides
     /// accept, or unchanged. Empty sets mean no preference. Either side may ask. Core 5.4, Vol 4, Part E, 7.8.49.
-    public func setPHY(_ handle: ConnectionHandle, transmit: LEPHYs, receive: LEPHYs) async throws -> HostConnection {
-        guard links[handle] != nil else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+    public func setPHY(_ connection: HostConnection, transmit: LEPHYs, receive: LEPHYs) async throws -> HostConnection {
+        let handle = connection.handle
+        guard current(handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
         let allPHYs: UInt8 = (transmit.isEmpty ? 0x01 : 0) | (receive.isEmpty ? 0x02 : 0)
         let id = links.newWaiterID()
         // The waiter is in place before the command goes out: the update may complete right after its Command Status.
@@ -255,7 +252,9 @@ extension HCIHost {
     /// Asks the link layer to send link-layer packets of up to `octets` payload octets (27…251) on a link (LE Set Data
     /// Length); the link's ``HostConnection/maxTxOctets`` follows when the controller reports the change. Larger packets
     /// carry the same data in fewer packets and less air time. Core 5.4, Vol 4, Part E, 7.8.33.
-    public func setDataLength(_ handle: ConnectionHandle, octets: UInt16 = 251) async throws {
+    public func setDataLength(_ connection: HostConnection, octets: UInt16 = 251) async throws {
+        guard current(connection.handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        let handle = connection.handle
         let octets = min(251, max(27, octets))
         // TX time for `octets` on LE Coded (S=8) is beyond the 0x4290 cap; the controller takes the cap.
         let time = UInt16(min(0x4290, (Int(octets) + 14) * 8 * 8 + 336))

@@ -8,15 +8,10 @@ extension HCIHost {
     /// Frames kept for a fixed channel nobody has opened yet (so nothing sent right after connecting is lost).
     static let pendingFrameLimit = 64
 
-    /// The payloads arriving on fixed channel `channel` of connection `handle`, in order. The stream finishes when
+    /// The payloads arriving on fixed channel `channel` of `connection`'s link, in order. The stream finishes when
     /// the link goes down. Frames that arrived before the channel was opened are delivered first. Opening a channel
     /// the host answers itself (LE signaling, SMP) takes it over: the host stops answering on it.
-    public func openFixedChannel(_ channel: L2CAPChannelID, handle: ConnectionHandle) throws -> AsyncStream<[UInt8]> {
-        try openFixedChannel(channel, handle: handle, link: nil)
-    }
-
-    /// Opens fixed channel `channel` of `connection`'s link; throws when that link is down (even if a newer link got
-    /// its handle).
+    /// Throws when that link is down (even if a newer link got its handle).
     public func openFixedChannel(_ channel: L2CAPChannelID, on connection: HostConnection) throws -> AsyncStream<[UInt8]> {
         try openFixedChannel(channel, handle: connection.handle, link: connection.link)
     }
@@ -38,15 +33,10 @@ extension HCIHost {
         return stream
     }
 
-    /// Sends one L2CAP payload on a channel, fragmented to the controller's buffers under flow control.
+    /// Sends one L2CAP payload on a channel of `connection`'s link (never on a newer link that got its handle), fragmented to the controller's buffers under flow control.
     ///
     /// Back-pressure: while the link already has ``linkQueueLimit`` packets waiting for controller buffers, the call
     /// waits until Number Of Completed Packets drains them, so a sender can never queue without bound.
-    public func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) async throws {
-        try await sendL2CAP(payload, channel: channel, handle: handle, link: nil)
-    }
-
-    /// Sends one L2CAP payload on a channel of `connection`'s link (never on a newer link that got its handle).
     public func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, on connection: HostConnection) async throws {
         try await sendL2CAP(payload, channel: channel, handle: connection.handle, link: connection.link)
     }
@@ -71,7 +61,7 @@ extension HCIHost {
 
     /// Whether a send on `handle` would go out without waiting (the ready signal behind
     /// `canSendWriteWithoutResponse` and `peripheralManagerIsReady(toUpdateSubscribers:)`).
-    public func isReadyToSend(_ handle: ConnectionHandle) -> Bool { acl.hasRoom(on: handle) }
+    public func isReadyToSend(_ connection: HostConnection) -> Bool { acl.hasRoom(on: connection.handle) }
 
     /// Packets queued on the controller's behalf that it has no buffer for yet, over all links.
     public var queuedACLPacketCount: Int { acl.flow.queuedPacketCount }
@@ -146,8 +136,9 @@ extension HCIHost {
 
     /// Sends a peripheral's Connection Parameter Update Request to the central. Returns once it is queued; the
     /// central's answer arrives as a `connectionUpdated` event when it applies the values.
-    public func requestConnectionParameterUpdate(_ request: L2CAPConnectionParameterUpdateRequest, handle: ConnectionHandle) async throws {
-        guard var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+    public func requestConnectionParameterUpdate(_ request: L2CAPConnectionParameterUpdateRequest, on connection: HostConnection) async throws {
+        let handle = connection.handle
+        guard current(handle, is: connection.link), var link = links[handle] else { throw HostError(.notConnected, "\(connection.link) is down") }
         let actions: [L2CAPChannelManager.Action]
         do {
             actions = try link.l2cap.requestConnectionParameterUpdate(request)

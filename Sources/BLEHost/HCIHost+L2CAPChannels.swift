@@ -136,14 +136,9 @@ extension HCIHost {
         stopListening(spsm: spsm)
     }
 
-    /// Opens an LE credit based channel to `spsm` on link `handle` (L2CAP_LE_CREDIT_BASED_CONNECTION_REQ). Throws
-    /// when the peer refuses, does not answer within the signaling timeout, or the link drops.
-    public func openL2CAPChannel(spsm: L2CAPSPSM, on handle: ConnectionHandle,
-                                 parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> L2CAPChannel {
-        try await openL2CAPChannel(spsm: spsm, handle: handle, link: nil, parameters: parameters)
-    }
-
-    /// Opens an LE credit based channel to `spsm` on `connection`'s link (never on a newer link that got its handle).
+    /// Opens an LE credit based channel to `spsm` on `connection`'s link (L2CAP_LE_CREDIT_BASED_CONNECTION_REQ), never
+    /// on a newer link that got its handle. Throws when the peer refuses, does not answer within the signaling
+    /// timeout, or the link drops.
     public func openL2CAPChannel(spsm: L2CAPSPSM, on connection: HostConnection,
                                  parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> L2CAPChannel {
         try await openL2CAPChannel(spsm: spsm, handle: connection.handle, link: connection.link, parameters: parameters)
@@ -187,15 +182,9 @@ extension HCIHost {
         }
     }
 
-    /// Opens `count` (1...5) enhanced credit based channels to `spsm` on link `handle` in one
-    /// L2CAP_CREDIT_BASED_CONNECTION_REQ (MTU and MPS at least 64). Returns the channels that opened, in request
-    /// order; throws the first failure when none did.
-    public func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, on handle: ConnectionHandle,
-                                  parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> [L2CAPChannel] {
-        try await openL2CAPChannels(spsm: spsm, count: count, handle: handle, link: nil, parameters: parameters)
-    }
-
-    /// Opens enhanced credit based channels on `connection`'s link (never on a newer link that got its handle).
+    /// Opens `count` (1...5) enhanced credit based channels to `spsm` on `connection`'s link (never on a newer link that
+    /// got its handle) in one L2CAP_CREDIT_BASED_CONNECTION_REQ (MTU and MPS at least 64). Returns the channels that
+    /// opened, in request order; throws the first failure when none did.
     public func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, on connection: HostConnection,
                                   parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> [L2CAPChannel] {
         try await openL2CAPChannels(spsm: spsm, count: count, handle: connection.handle, link: connection.link,

@@ -473,7 +473,7 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         operations.submit {
             // BLE has no call for a peripheral's Connection Parameter Update Request: it is the host's, reached through BLEHost.
             try? await HCIHost.owned(by: opening.value.adapter).requestConnectionParameterUpdate(latency.parameters,
-                                                                                                 handle: connection.handle)
+                                                                                                 on: connection)
         }
     }
 

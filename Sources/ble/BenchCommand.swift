@@ -115,7 +115,7 @@ enum Bench {
         let centrals = await manager.centralEvents()
         let lengthening = Task {
             for await event in centrals {
-                if case .connected(let central) = event { try? await HCIHost.owned(by: manager.adapter).setDataLength(central.handle, octets: 251) }
+                if case .connected(let central) = event { try? await HCIHost.owned(by: manager.adapter).setDataLength(central, octets: 251) }
             }
         }
         defer { lengthening.cancel() }

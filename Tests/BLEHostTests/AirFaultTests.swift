@@ -37,7 +37,7 @@ import Testing
             try await peripheral.startAdvertising(.init(data: AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "F")))
             let c = try await central.connect(to: LEAddress(pc.address, type: .public), timeout: .seconds(5),
                                               supervisionTimeout: supervisionTimeout)
-            _ = try await client.exchangeMTU(c.handle)
+            _ = try await client.exchangeMTU(c)
             let handle = try #require(await server.database.valueHandle(of: AirFaultTests.value))
             return (c, handle)
         }
@@ -49,10 +49,10 @@ import Testing
         let (c, handle) = try await rig.connect()
         rig.world.air.setFaults(LinkFaults(packetLoss: 0.2, crcErrors: 0.05, seed: 21), between: rig.pc, rig.cc)
         let long = (0..<512).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        try await rig.client.write(c.handle, attribute: handle, value: long)
-        #expect(try await rig.client.read(c.handle, attribute: handle) == long)
+        try await rig.client.write(c, attribute: handle, value: long)
+        #expect(try await rig.client.read(c, attribute: handle) == long)
         let cccd = AttributeHandle(rawValue: handle.rawValue + 1)
-        let values = try await rig.client.subscribe(c.handle, valueHandle: handle, cccdHandle: cccd)
+        let values = try await rig.client.subscribe(c, valueHandle: handle, cccdHandle: cccd)
         let receiving = Task { await values.prefix(20).reduce(into: [[UInt8]]()) { $0.append($1) } }
         for i in 0..<20 { _ = try await rig.server.updateValue([UInt8(i), 0xEE], for: handle) }
         let got = try await withTimeout(20) { await receiving.value }
@@ -74,7 +74,7 @@ import Testing
             rig.world.air.airTime = AirTimeModel()
             let before = await rig.client.requestCount
             let long = Array(repeating: UInt8(0x42), count: 512)
-            let (client, link, attribute) = (rig.client, c.handle, handle)
+            let (client, link, attribute) = (rig.client, c, handle)
             let writing = Task { try await client.write(link, attribute: attribute, value: long) }
             for _ in 0..<500 where await rig.client.requestCount - before < 2 { try await Task.sleep(for: .milliseconds(1)) }
             rig.world.air.setFaults(LinkFaults(packetLoss: 1, seed: 4), between: rig.pc, rig.cc)
@@ -88,7 +88,7 @@ import Testing
             rig.world.air.setFaults(nil, between: rig.pc, rig.cc)
             for _ in 0..<200 where await !rig.peripheral.connections.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
             (c, handle) = try await rig.connect()
-            #expect(try await rig.client.read(c.handle, attribute: handle) == Array("initial".utf8))
+            #expect(try await rig.client.read(c, attribute: handle) == Array("initial".utf8))
             return
         }
     }

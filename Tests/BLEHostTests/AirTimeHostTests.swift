@@ -32,14 +32,14 @@ import Testing
         #expect(link.txPHY == .le1M && link.maxTxOctets == 27)
 
         // LE 2M both ways: the central's connection says so when the procedure ends; the peripheral hears of it.
-        let updated = try await central.setPHY(link.handle, transmit: .le2M, receive: .le2M)
+        let updated = try await central.setPHY(link, transmit: .le2M, receive: .le2M)
         #expect(updated.txPHY == .le2M && updated.rxPHY == .le2M)
         let peripheralLink = try await next(peripheralEvents) { event -> HostConnection? in
             if case .connectionUpdated(let c) = event, c.txPHY == .le2M { c } else { nil }
         }
         #expect(peripheralLink.rxPHY == .le2M)
         // 251-octet packets from the peripheral.
-        try await peripheral.setDataLength(peripheralLink.handle, octets: 251)
+        try await peripheral.setDataLength(peripheralLink, octets: 251)
         var centralSide = await central.connections.first
         for _ in 0..<100 where centralSide?.maxRxOctets != 251 {
             try await Task.sleep(for: .milliseconds(5))
@@ -49,11 +49,11 @@ import Testing
 
         let client = GATTEngine(host: central)
         await client.start()
-        #expect(try await client.exchangeMTU(link.handle) == 247)
+        #expect(try await client.exchangeMTU(link) == 247)
         let valueHandle = try #require(await server.database.valueHandle(of: Self.notify))
-        let values = try await client.subscribe(link.handle, valueHandle: valueHandle,
+        let values = try await client.subscribe(link, valueHandle: valueHandle,
                                                 cccdHandle: AttributeHandle(rawValue: valueHandle.rawValue + 1))
-        while await !server.isSubscribed(peripheralLink.handle, valueHandle: valueHandle) { try await Task.sleep(for: .milliseconds(5)) }
+        while await !server.isSubscribed(peripheralLink, valueHandle: valueHandle) { try await Task.sleep(for: .milliseconds(5)) }
 
         // 40 notifications of 244 octets: at most 5 per 7.5 ms event, so the last arrives at least 7 events after the
         // first could leave (58.07 ms: 7 events and 4 exchanges). Measured from before the first is sent, as a lower
@@ -75,7 +75,7 @@ import Testing
         #expect(spread >= .microseconds(7 * 7500), "\(spread)")
         // Writes with response: a request in one event, its response in the next, so each takes two events.
         let start = air.now
-        for n in 0..<6 { try await client.write(link.handle, attribute: valueHandle, value: [UInt8(n)]) }
+        for n in 0..<6 { try await client.write(link, attribute: valueHandle, value: [UInt8(n)]) }
         #expect(air.now - start >= .microseconds(11 * 7500), "\(air.now - start)")
         await central.powerOff()
         await peripheral.powerOff()
@@ -89,9 +89,9 @@ import Testing
         try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "phy")))
         let link = try await central.connect(to: LEAddress(pc.address, type: .public), timeout: .seconds(5))
         await #expect(throws: HostError.self) {
-            try await central.setPHY(link.handle, transmit: LEPHYs(rawValue: 0x08), receive: .le2M)
+            try await central.setPHY(link, transmit: LEPHYs(rawValue: 0x08), receive: .le2M)
         }
-        let updated = try await central.setPHY(link.handle, transmit: .le2M, receive: .le2M)
+        let updated = try await central.setPHY(link, transmit: .le2M, receive: .le2M)
         #expect(updated.txPHY == .le2M && updated.rxPHY == .le2M)
         withExtendedLifetime(peripheral) {}
     }

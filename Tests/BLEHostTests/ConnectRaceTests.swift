@@ -71,7 +71,7 @@ final class CommandStatusWithCompletionTransport: HCITransport {
                 Issue.record("round \(round): \(error)")
                 return
             }
-            try await central.disconnect(connection.handle)
+            try await central.disconnect(connection)
             _ = try await next(events) { if case .disconnected(let c, _) = $0, c.link == connection.link { true } else { nil } }
         }
     }

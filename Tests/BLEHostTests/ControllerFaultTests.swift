@@ -42,7 +42,7 @@ import Testing
         let value = try #require(await e1.database.valueHandle(of: Self.slow))
         let events = await central.events()
         let p1Events = await p1.events()
-        let waiting = Task { try await client.read(c1.handle, attribute: value) }
+        let waiting = Task { try await client.read(c1, attribute: value) }
         try await Task.sleep(for: .milliseconds(50))
 
         cc.injectHardwareError(code: 0x21)
@@ -70,7 +70,7 @@ import Testing
         #expect(reason == .connectionTimeout)
         // The host works again.
         let again = try await connect(central, to: p1, pc1)
-        #expect(try await client.discoverPrimaryServices(again.handle).map(\.uuid).contains(0xFFF0))
+        #expect(try await client.discoverPrimaryServices(again).map(\.uuid).contains(0xFFF0))
     }
 
     /// Both ways a controller serves a TCP host: reading through the transport's stream, and on its reader thread
@@ -97,7 +97,7 @@ import Testing
         let c1 = try await connect(central, to: p1, pc1)
         let value = try #require(await e1.database.valueHandle(of: Self.slow))
         let events = await central.events()
-        let waiting = Task { try await client.read(c1.handle, attribute: value) }
+        let waiting = Task { try await client.read(c1, attribute: value) }
         try await Task.sleep(for: .milliseconds(50))
 
         await accepted.close()

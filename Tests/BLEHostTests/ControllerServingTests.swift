@@ -44,12 +44,12 @@ import Testing
         let link = try await centralHost.connect(to: LEAddress(peripheralController.address, type: .public), timeout: .seconds(5))
         let client = GATTEngine(host: centralHost)
         await client.start()
-        #expect(try await client.exchangeMTU(link.handle) == 247)
+        #expect(try await client.exchangeMTU(link) == 247)
         let handle = try #require(await engine.database.valueHandle(of: Self.value))
         // Requests cross from the reader-thread side, responses from the task side, many times over.
         for n in 0..<100 {
-            try await client.write(link.handle, attribute: handle, value: [UInt8](repeating: UInt8(n), count: 200))
-            #expect(try await client.read(link.handle, attribute: handle) == [UInt8](repeating: UInt8(n), count: 200))
+            try await client.write(link, attribute: handle, value: [UInt8](repeating: UInt8(n), count: 200))
+            #expect(try await client.read(link, attribute: handle) == [UInt8](repeating: UInt8(n), count: 200))
         }
         withExtendedLifetime(engine) {}
         await centralHost.powerOff()

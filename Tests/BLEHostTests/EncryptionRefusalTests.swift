@@ -103,10 +103,10 @@ final class RefusingEncryptionTransport: HCITransport {
         await client.start()
         let (c, p) = try await connect(central, peripheral, peripheralAddress: peripheralController.address)
         #expect(try await central.pair(c).isEncrypted)
-        let service = try #require(try await client.discoverPrimaryServices(c.handle, uuid: PairingTests.service).first)
-        let value = try #require(try await client.discoverCharacteristics(c.handle, of: service)
+        let service = try #require(try await client.discoverPrimaryServices(c, uuid: PairingTests.service).first)
+        let value = try #require(try await client.discoverCharacteristics(c, of: service)
             .first { $0.uuid == PairingTests.encrypted }?.valueHandle)
-        #expect(try await client.read(c.handle, attribute: value) == Array("top-secret".utf8))
+        #expect(try await client.read(c, attribute: value) == Array("top-secret".utf8))
 
         transport.inject(.event(HCIEncryptionChangeEvent(status: .success, handle: p.handle, encryptionEnabled: 0).packet))
         let deadline = ContinuousClock.now + .seconds(5)
@@ -116,7 +116,7 @@ final class RefusingEncryptionTransport: HCITransport {
         #expect(await peripheral.security(of: p)?.isEncrypted == false)
         try await Task.sleep(for: .milliseconds(100))
         await #expect {
-            try await client.read(c.handle, attribute: value)
+            try await client.read(c, attribute: value)
         } throws: { error in
             if case .att(.insufficientEncryption, _)? = (error as? GATTError)?.code { true } else { false }
         }

@@ -34,7 +34,7 @@ import Testing
         func connect() async throws -> HostConnection {
             try await peripheral.startAdvertising(.init(data: AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "Lab")))
             let c = try await central.connect(to: LEAddress(address, type: .public), timeout: .seconds(5))
-            _ = try await client.exchangeMTU(c.handle)
+            _ = try await client.exchangeMTU(c)
             return c
         }
 
@@ -65,26 +65,26 @@ import Testing
         let rig = try await Rig(cache: GATTCache(fileURL: file))
         defer { withExtendedLifetime(rig) {} }
         var c = try await rig.connect()
-        let fresh = try await rig.client.discoverDatabase(c.handle)
+        let fresh = try await rig.client.discoverDatabase(c)
         #expect(await rig.client.lastDiscovery == GATTDiscoveryReport(requests: 11, fromCache: false))
         #expect(rig.cache.entry(for: rig.peer)?.hash == SampleDevice.lab.database(name: SampleDevice.lab.defaultName).hash)
         try await rig.disconnect(c)
 
         c = try await rig.connect()
         let start = await rig.client.requestCount
-        let cached = try await rig.client.discoverDatabase(c.handle)
+        let cached = try await rig.client.discoverDatabase(c)
         #expect(await rig.client.lastDiscovery == GATTDiscoveryReport(requests: 1, fromCache: true))
         #expect(cached == fresh)
         // Robust caching is enabled in the background: one more request, answered.
         try await rig.settle(at: 2, from: start)
         #expect(await rig.client.requestCount - start == 2)
         let name = try #require(Self.valueHandle(0x2A00, in: cached))
-        #expect(try await rig.client.read(c.handle, attribute: name) == Array(SampleDevice.lab.defaultName.utf8))
+        #expect(try await rig.client.read(c, attribute: name) == Array(SampleDevice.lab.defaultName.utf8))
 
         // The file holds the same entry for the next process; without descriptors asked, they are left out.
         let reloaded = GATTCache(fileURL: file)
         #expect(reloaded.entry(for: rig.peer) == rig.cache.entry(for: rig.peer))
-        let bare = try await rig.client.discoverDatabase(c.handle, descriptors: false)
+        let bare = try await rig.client.discoverDatabase(c, descriptors: false)
         #expect(bare.map(\.service) == fresh.map(\.service))
         #expect(bare.allSatisfy { $0.characteristics.allSatisfy(\.descriptors.isEmpty) })
     }
@@ -94,13 +94,13 @@ import Testing
         let rig = try await Rig()
         defer { withExtendedLifetime(rig) {} }
         var c = try await rig.connect()
-        let first = try await rig.client.discoverDatabase(c.handle)
+        let first = try await rig.client.discoverDatabase(c)
         try await rig.disconnect(c)
         try await rig.server.addService(GATTServiceDefinition(uuid: 0x180A, characteristics: [
             GATTCharacteristicDefinition(uuid: 0x2A29, properties: .read, value: Array("Maker".utf8)),
         ]))
         c = try await rig.connect()
-        let again = try await rig.client.discoverDatabase(c.handle)
+        let again = try await rig.client.discoverDatabase(c)
         #expect(await rig.client.lastDiscovery?.fromCache == false)
         #expect(again.count == first.count + 1 && again.last?.service.uuid == BluetoothUUID(0x180A))
         #expect(rig.cache.entry(for: rig.peer)?.hash == (await rig.server.database.hash))
@@ -114,15 +114,15 @@ import Testing
         let rig = try await Rig()
         defer { withExtendedLifetime(rig) {} }
         let c = try await rig.connect()
-        let first = try await rig.client.discoverDatabase(c.handle)
+        let first = try await rig.client.discoverDatabase(c)
         let name = try #require(Self.valueHandle(0x2A00, in: first))
         try await rig.server.addService(GATTServiceDefinition(uuid: 0x180A, characteristics: [
             GATTCharacteristicDefinition(uuid: 0x2A29, properties: .read, value: Array("Maker".utf8)),
         ]))
-        await #expect(throws: GATTError(.att(.databaseOutOfSync, handle: name), "")) { try await rig.client.read(c.handle, attribute: name) }
+        await #expect(throws: GATTError(.att(.databaseOutOfSync, handle: name), "")) { try await rig.client.read(c, attribute: name) }
         #expect(rig.cache.entry(for: rig.peer) == nil)
-        #expect(try await rig.client.read(c.handle, attribute: name) == Array(SampleDevice.lab.defaultName.utf8))
-        let again = try await rig.client.discoverDatabase(c.handle)
+        #expect(try await rig.client.read(c, attribute: name) == Array(SampleDevice.lab.defaultName.utf8))
+        let again = try await rig.client.discoverDatabase(c)
         #expect(await rig.client.lastDiscovery?.fromCache == false)
         #expect(again.last?.service.uuid == BluetoothUUID(0x180A))
     }
@@ -133,9 +133,9 @@ import Testing
         let rig = try await Rig()
         defer { withExtendedLifetime(rig) {} }
         let c = try await rig.connect()
-        let first = try await rig.client.discoverDatabase(c.handle)
+        let first = try await rig.client.discoverDatabase(c)
         let name = try #require(Self.valueHandle(0x2A00, in: first))
-        let changes = try await rig.client.serviceChanges(c.handle)
+        let changes = try await rig.client.serviceChanges(c)
         let range = try await rig.server.addService(GATTServiceDefinition(uuid: 0x180A, characteristics: [
             GATTCharacteristicDefinition(uuid: 0x2A29, properties: .read, value: Array("Maker".utf8)),
         ]))
@@ -145,7 +145,7 @@ import Testing
         }
         #expect(heard == range)
         #expect(rig.cache.entry(for: rig.peer) == nil)
-        #expect(try await rig.client.read(c.handle, attribute: name) == Array(SampleDevice.lab.defaultName.utf8))
+        #expect(try await rig.client.read(c, attribute: name) == Array(SampleDevice.lab.defaultName.utf8))
     }
 
     /// A server built without caching has no hash: the client discovers every time and caches nothing.
@@ -162,8 +162,8 @@ import Testing
         defer { withExtendedLifetime((world, server)) {} }
         try await peripheral.startAdvertising(.init(data: AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "Old")))
         let c = try await central.connect(to: LEAddress(pc.address, type: .public), timeout: .seconds(5))
-        #expect(try await client.readDatabaseHash(c.handle) == nil)
-        let services = try await client.discoverDatabase(c.handle)
+        #expect(try await client.readDatabaseHash(c) == nil)
+        let services = try await client.discoverDatabase(c)
         #expect(services.map(\.service.uuid) == [0x1800, 0x1801])
         #expect(cache.peers.isEmpty)
     }
@@ -178,7 +178,7 @@ extension PairingTests {
         var outcome: Result<[UInt8], GATTError> = .failure(GATTError(.timeout, "not read"))
         for _ in 0..<100 {
             do {
-                outcome = .success(try await s.client.read(s.c.handle, attribute: handle))
+                outcome = .success(try await s.client.read(s.c, attribute: handle))
             } catch let error as GATTError {
                 outcome = .failure(error)
             }
@@ -191,9 +191,9 @@ extension PairingTests {
     @Test func aBondedClientKeepsItsFeaturesAndLearnsOfAChangeWhileAway() async throws {
         var s = try await setUp()
         _ = try await s.central.pair(s.c)
-        let gatt = try #require(try await s.client.discoverPrimaryServices(s.c.handle, uuid: 0x1801).first)
-        let features = try #require(try await s.client.discoverCharacteristics(s.c.handle, of: gatt, uuid: 0x2B29).first?.valueHandle)
-        try await s.client.write(s.c.handle, attribute: features, value: [0x01])
+        let gatt = try #require(try await s.client.discoverPrimaryServices(s.c, uuid: 0x1801).first)
+        let features = try #require(try await s.client.discoverCharacteristics(s.c, of: gatt, uuid: 0x2B29).first?.valueHandle)
+        try await s.client.write(s.c, attribute: features, value: [0x01])
 
         // Back, encrypted with the bond: robust caching is still on.
         try await s.reconnect()
@@ -212,6 +212,6 @@ extension PairingTests {
         _ = try await s.central.pair(s.c)
         let refused = try await readFeatures(s, features) { if case .failure = $0 { true } else { false } }
         #expect(refused == .failure(GATTError(.att(.databaseOutOfSync, handle: features), "")))
-        #expect(try await s.client.read(s.c.handle, attribute: features) == [0x01])
+        #expect(try await s.client.read(s.c, attribute: features) == [0x01])
     }
 }

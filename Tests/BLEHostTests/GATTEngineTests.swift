@@ -49,27 +49,27 @@ import Testing
         let (world, server, _, centrals) = try await setUp()
         defer { withExtendedLifetime((world, server)) {} }
         let (_, client, c) = centrals[0]
-        #expect(try await client.exchangeMTU(c.handle) == 247)
-        #expect(await client.maximumWriteValueLength(c.handle, withResponse: false) == 244)
-        #expect(await client.maximumWriteValueLength(c.handle, withResponse: true) == 512)
-        let services = try await client.discoverPrimaryServices(c.handle)
+        #expect(try await client.exchangeMTU(c) == 247)
+        #expect(await client.maximumWriteValueLength(c, withResponse: false) == 244)
+        #expect(await client.maximumWriteValueLength(c, withResponse: true) == 512)
+        let services = try await client.discoverPrimaryServices(c)
         #expect(services.map(\.uuid) == [0x1800, 0x1801, 0x180F, 0x180D, Self.custom])
-        let byUUID = try await client.discoverPrimaryServices(c.handle, uuid: Self.custom)
+        let byUUID = try await client.discoverPrimaryServices(c, uuid: Self.custom)
         #expect(byUUID.count == 1 && byUUID.first?.startHandle == services.last?.startHandle)
         let customService = try #require(services.last)
-        let characteristics = try await client.discoverCharacteristics(c.handle, of: customService)
+        let characteristics = try await client.discoverCharacteristics(c, of: customService)
         #expect(characteristics.map(\.uuid) == [Self.writable, Self.long])
         #expect(characteristics.first?.properties == [.read, .write, .writeWithoutResponse])
-        let battery = try #require(try await client.discoverCharacteristics(c.handle, of: services[2]).first)
-        let descriptors = try await client.discoverDescriptors(c.handle, of: battery)
+        let battery = try #require(try await client.discoverCharacteristics(c, of: services[2]).first)
+        let descriptors = try await client.discoverDescriptors(c, of: battery)
         #expect(descriptors.map(\.uuid) == [0x2902])
         // A 300-byte value needs a Read and a Read Blob at MTU 247.
-        #expect(try await client.read(c.handle, attribute: characteristics[1].valueHandle) == Self.longValue)
+        #expect(try await client.read(c, attribute: characteristics[1].valueHandle) == Self.longValue)
         let w = characteristics[0].valueHandle
-        try await client.write(c.handle, attribute: w, value: Array("with response".utf8))
-        #expect(try await client.read(c.handle, attribute: w) == Array("with response".utf8))
-        try await client.writeWithoutResponse(c.handle, attribute: w, value: Array("without".utf8))
-        #expect(try await client.read(c.handle, attribute: w) == Array("without".utf8))
+        try await client.write(c, attribute: w, value: Array("with response".utf8))
+        #expect(try await client.read(c, attribute: w) == Array("with response".utf8))
+        try await client.writeWithoutResponse(c, attribute: w, value: Array("without".utf8))
+        #expect(try await client.read(c, attribute: w) == Array("without".utf8))
     }
 
     @Test func longValuesUpToTheATTLimit() async throws {
@@ -77,22 +77,22 @@ import Testing
         defer { withExtendedLifetime((world, server)) {} }
         let (_, client, c) = centrals[0]
         // At the default MTU 23: a 512-byte value takes 29 prepared writes and a Read + 23 Read Blobs.
-        let handle = try #require(try await client.discoverCharacteristics(c.handle, of: try await client.discoverPrimaryServices(c.handle, uuid: Self.custom)[0], uuid: Self.writable).first?.valueHandle)
+        let handle = try #require(try await client.discoverCharacteristics(c, of: try await client.discoverPrimaryServices(c, uuid: Self.custom)[0], uuid: Self.writable).first?.valueHandle)
         let value = (0..<512).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        try await client.write(c.handle, attribute: handle, value: value)
-        #expect(try await client.read(c.handle, attribute: handle) == value)
+        try await client.write(c, attribute: handle, value: value)
+        #expect(try await client.read(c, attribute: handle) == value)
         // 600 bytes exceed the 512-byte attribute limit (Core 5.4, Vol 3, Part F, 3.2.9): refused.
-        await #expect(throws: GATTError.self) { try await client.write(c.handle, attribute: handle, value: Array(repeating: 1, count: 600)) }
+        await #expect(throws: GATTError.self) { try await client.write(c, attribute: handle, value: Array(repeating: 1, count: 600)) }
     }
 
     @Test func notificationBurstArrivesCompleteAndInOrder() async throws {
         let (world, server, _, centrals) = try await setUp()
         defer { withExtendedLifetime(world) {} }
         let (_, client, c) = centrals[0]
-        _ = try await client.exchangeMTU(c.handle)
-        let battery = try #require(try await client.discoverCharacteristics(c.handle, of: try await client.discoverPrimaryServices(c.handle, uuid: 0x180F)[0]).first)
-        let cccd = try #require(try await client.discoverDescriptors(c.handle, of: battery).first { $0.uuid == BluetoothUUID(0x2902) })
-        let values = try await client.subscribe(c.handle, valueHandle: battery.valueHandle, cccdHandle: cccd.handle)
+        _ = try await client.exchangeMTU(c)
+        let battery = try #require(try await client.discoverCharacteristics(c, of: try await client.discoverPrimaryServices(c, uuid: 0x180F)[0]).first)
+        let cccd = try #require(try await client.discoverDescriptors(c, of: battery).first { $0.uuid == BluetoothUUID(0x2902) })
+        let values = try await client.subscribe(c, valueHandle: battery.valueHandle, cccdHandle: cccd.handle)
         let count = 200
         let received = Task { () -> [[UInt8]] in
             var out: [[UInt8]] = []
@@ -118,9 +118,9 @@ import Testing
         let (world, server, _, centrals) = try await setUp()
         defer { withExtendedLifetime(world) {} }
         let (_, client, c) = centrals[0]
-        let hr = try #require(try await client.discoverCharacteristics(c.handle, of: try await client.discoverPrimaryServices(c.handle, uuid: 0x180D)[0]).first)
-        let cccd = try #require(try await client.discoverDescriptors(c.handle, of: hr).first)
-        let values = try await client.subscribe(c.handle, valueHandle: hr.valueHandle, cccdHandle: cccd.handle, indications: true)
+        let hr = try #require(try await client.discoverCharacteristics(c, of: try await client.discoverPrimaryServices(c, uuid: 0x180D)[0]).first)
+        let cccd = try #require(try await client.discoverDescriptors(c, of: hr).first)
+        let values = try await client.subscribe(c, valueHandle: hr.valueHandle, cccdHandle: cccd.handle, indications: true)
         var iterator = values.makeAsyncIterator()
         for bpm in UInt8(60)..<UInt8(65) {
             // updateValue returns only after the client confirmed the indication.
@@ -139,12 +139,12 @@ import Testing
         let (central, _) = try await world.host(at: 1)
         try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "Sample")))
         let c = try await central.connect(to: LEAddress(pc.address, type: .public), timeout: .seconds(5))
-        let att = try await central.openFixedChannel(.att, handle: c.handle)
+        let att = try await central.openFixedChannel(.att, on: c)
         let hr = try #require(await server.database.valueHandle(of: 0x2A37))
         let log = PDULog()
         let reader = Task { for await pdu in att { await log.append(pdu) } }
         defer { reader.cancel() }
-        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(hr.next), value: [0x02, 0x00])).encoded, channel: .att, handle: c.handle)
+        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(hr.next), value: [0x02, 0x00])).encoded, channel: .att, on: c)
         try await log.waitFor(count: 1)
         #expect(await log.entries == [[0x13]])
         let first = Task { try await server.updateValue([0, 1], for: hr) }
@@ -153,15 +153,15 @@ import Testing
         // Give a wrongly eager server every chance to send the second indication now.
         try await Task.sleep(for: .milliseconds(300))
         await log.append([0xFF])   // marks the moment the confirmation goes out
-        try await central.sendL2CAP([0x1E], channel: .att, handle: c.handle)
+        try await central.sendL2CAP([0x1E], channel: .att, on: c)
         try await log.waitFor(count: 4)
-        try await central.sendL2CAP([0x1E], channel: .att, handle: c.handle)
+        try await central.sendL2CAP([0x1E], channel: .att, on: c)
         let h = [UInt8(truncatingIfNeeded: hr.rawValue), UInt8(hr.rawValue >> 8)]
         let indications = await log.entries.dropFirst()
         #expect(Array(indications) == [[0x1D] + h + [0, 1], [0xFF], [0x1D] + h + [0, 2]]
                 || Array(indications) == [[0x1D] + h + [0, 2], [0xFF], [0x1D] + h + [0, 1]])
-        #expect(try await first.value == [c.handle])
-        #expect(try await second.value == [c.handle])
+        #expect(try await first.value.map(\.handle) == [c.handle])
+        #expect(try await second.value.map(\.handle) == [c.handle])
         withExtendedLifetime(world) {}
     }
 
@@ -172,7 +172,7 @@ import Testing
         let handle = try #require(await server.database.valueHandle(of: Self.writable))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, (_, client, c)) in centrals.enumerated() {
-                group.addTask { try await client.write(c.handle, attribute: handle, value: Array("central-\(i)".utf8)) }
+                group.addTask { try await client.write(c, attribute: handle, value: Array("central-\(i)".utf8)) }
             }
             try await group.waitForAll()
         }
@@ -203,19 +203,19 @@ import Testing
         let c = try await central.connect(to: LEAddress(fc.address, type: .public), timeout: .seconds(5))
         let fakeLink = try await next(fakeEvents) { if case .connected(let c) = $0 { c } else { nil } }
         // The fake server answers Read By Group Type with services going backwards.
-        let att = try await fake.openFixedChannel(.att, handle: fakeLink.handle)
+        let att = try await fake.openFixedChannel(.att, on: fakeLink)
         let responder = Task {
             for await _ in att {
                 let response = ATTPDU.readByGroupTypeResponse(.init(entries: [
                     .init(handle: 0x0010, endGroupHandle: 0x0012, value: [0x0F, 0x18]),
                     .init(handle: 0x0005, endGroupHandle: 0x0006, value: [0x0A, 0x18]),
                 ]))
-                try? await fake.sendL2CAP(response.encoded, channel: .att, handle: fakeLink.handle)
+                try? await fake.sendL2CAP(response.encoded, channel: .att, on: fakeLink)
             }
         }
         defer { responder.cancel() }
         do {
-            _ = try await client.discoverPrimaryServices(c.handle)
+            _ = try await client.discoverPrimaryServices(c)
             Issue.record("backwards handles must fail discovery")
         } catch let error as GATTError {
             #expect(error.code == .malformedResponse)
@@ -235,10 +235,10 @@ import Testing
         let c = try await central.connect(to: LEAddress(sc.address, type: .public), timeout: .seconds(5))
         // The peer opens its ATT channel and never answers.
         let link = try await next(silentEvents) { if case .connected(let c) = $0 { c } else { nil } }
-        _ = try await silent.openFixedChannel(.att, handle: link.handle)
+        _ = try await silent.openFixedChannel(.att, on: link)
         let events = await central.events()
         do {
-            _ = try await client.read(c.handle, attribute: 3)
+            _ = try await client.read(c, attribute: 3)
             Issue.record("a silent server must time out")
         } catch let error as GATTError {
             #expect(error.code == .timeout)
@@ -260,10 +260,10 @@ import Testing
         try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "Sample")))
         let c = try await central.connect(to: LEAddress(pc.address, type: .public), timeout: .seconds(5))
         // A raw client: write the heart-rate CCCD for indications, then never confirm.
-        let att = try await central.openFixedChannel(.att, handle: c.handle)
+        let att = try await central.openFixedChannel(.att, on: c)
         var responses = att.makeAsyncIterator()
         let hr = try #require(await server.database.valueHandle(of: 0x2A37))
-        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(hr.next), value: [0x02, 0x00])).encoded, channel: .att, handle: c.handle)
+        try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(hr.next), value: [0x02, 0x00])).encoded, channel: .att, on: c)
         #expect(await responses.next() == [0x13])
         let events = await peripheral.events()
         await #expect(throws: GATTError.self) { try await server.updateValue([0, 70], for: hr) }

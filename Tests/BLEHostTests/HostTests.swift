@@ -56,12 +56,12 @@ import Testing
         let (c, p) = try await connect(central, peripheral, peripheralAddress: pc.address)
         #expect(c.role == .central && p.role == .peripheral)
         #expect(c.peer.address == pc.address)
-        let atPeripheral = try await peripheral.openFixedChannel(.att, handle: p.handle)
-        let atCentral = try await central.openFixedChannel(.att, handle: c.handle)
+        let atPeripheral = try await peripheral.openFixedChannel(.att, on: p)
+        let atCentral = try await central.openFixedChannel(.att, on: c)
         // 600 bytes each way: 23 fragments of 27 bytes under flow control (8 buffers).
         let big = (0..<600).map { UInt8(truncatingIfNeeded: $0 * 7) }
-        try await central.sendL2CAP(big, channel: .att, handle: c.handle)
-        try await peripheral.sendL2CAP(Array(big.reversed()), channel: .att, handle: p.handle)
+        try await central.sendL2CAP(big, channel: .att, on: c)
+        try await peripheral.sendL2CAP(Array(big.reversed()), channel: .att, on: p)
         let got = try await withTimeout { () async throws -> [UInt8] in
             for await payload in atPeripheral { return payload }
             throw TimedOut()
@@ -74,11 +74,11 @@ import Testing
         #expect(back == big.reversed())
         let centralEvents = await central.events()
         let peripheralEvents = await peripheral.events()
-        try await central.disconnect(c.handle)
+        try await central.disconnect(c)
         #expect(try await next(centralEvents) { if case .disconnected(_, let r) = $0 { r } else { nil } } == HCIStatus.connectionTerminatedByLocalHost)
         #expect(try await next(peripheralEvents) { if case .disconnected(_, let r) = $0 { r } else { nil } } == HCIStatus.remoteUserTerminatedConnection)
         #expect(await central.connections.isEmpty)
-        await #expect(throws: HostError.self) { try await central.sendL2CAP([1], channel: .att, handle: c.handle) }
+        await #expect(throws: HostError.self) { try await central.sendL2CAP([1], channel: .att, on: c) }
     }
 
     @Test func connectTimesOutAndCancels() async throws {
@@ -121,25 +121,25 @@ import Testing
         let (central, _) = try await world.host(at: 1)
         let (c, p) = try await connect(central, peripheral, peripheralAddress: pc.address)
         // The central takes its signaling channel over to speak raw signaling to the peripheral's host.
-        let raw = try await central.openFixedChannel(.leSignaling, handle: c.handle)
+        let raw = try await central.openFixedChannel(.leSignaling, on: c)
         var iterator = raw.makeAsyncIterator()
         // Unknown code 0x7E, identifier 9 → Command Reject 0x0000, identifier 9.
-        try await central.sendL2CAP([0x7E, 0x09, 0x01, 0x00, 0xFF], channel: .leSignaling, handle: c.handle)
+        try await central.sendL2CAP([0x7E, 0x09, 0x01, 0x00, 0xFF], channel: .leSignaling, on: c)
         #expect(try L2CAPSignalingPDU(bytes: await iterator.next() ?? []) == .commandReject(identifier: 9, reason: .commandNotUnderstood))
         // A truncated Connection Parameter Update Request, identifier 10 → Command Reject, identifier 10.
-        try await central.sendL2CAP([0x12, 0x0A, 0x02, 0x00, 0x06, 0x00], channel: .leSignaling, handle: c.handle)
+        try await central.sendL2CAP([0x12, 0x0A, 0x02, 0x00, 0x06, 0x00], channel: .leSignaling, on: c)
         #expect(try L2CAPSignalingPDU(bytes: await iterator.next() ?? []) == .commandReject(identifier: 10, reason: .commandNotUnderstood))
         // A Connection Parameter Update Request sent to a peripheral → Command Reject (only centrals take it).
         try await central.sendL2CAP(L2CAPSignalingPDU.connectionParameterUpdateRequest(identifier: 11, .init(intervalMin: 6, intervalMax: 12, latency: 0, timeout: 200)).encoded,
-                                    channel: .leSignaling, handle: c.handle)
+                                    channel: .leSignaling, on: c)
         #expect(try L2CAPSignalingPDU(bytes: await iterator.next() ?? []) == .commandReject(identifier: 11, reason: .commandNotUnderstood))
         // Disconnection Request for a CID that is not open → Command Reject invalid CID.
         try await central.sendL2CAP(L2CAPSignalingPDU.disconnectionRequest(identifier: 12, destinationCID: 0x40, sourceCID: 0x41).encoded,
-                                    channel: .leSignaling, handle: c.handle)
+                                    channel: .leSignaling, on: c)
         #expect(try L2CAPSignalingPDU(bytes: await iterator.next() ?? []) == .commandReject(identifier: 12, reason: .invalidCID(local: 0x40, remote: 0x41)))
         // Identifier 0 is illegal: dropped without an answer; the next command is answered normally.
-        try await central.sendL2CAP([0x7E, 0x00, 0x00, 0x00], channel: .leSignaling, handle: c.handle)
-        try await central.sendL2CAP([0x7E, 0x0D, 0x00, 0x00], channel: .leSignaling, handle: c.handle)
+        try await central.sendL2CAP([0x7E, 0x00, 0x00, 0x00], channel: .leSignaling, on: c)
+        try await central.sendL2CAP([0x7E, 0x0D, 0x00, 0x00], channel: .leSignaling, on: c)
         #expect(try L2CAPSignalingPDU(bytes: await iterator.next() ?? []) == .commandReject(identifier: 13, reason: .commandNotUnderstood))
         // The peripheral still serves: its link is up.
         #expect(await peripheral.connections.map(\.handle) == [p.handle])
@@ -151,7 +151,7 @@ import Testing
         let (central, _) = try await world.host(at: 1)
         let (_, p) = try await connect(central, peripheral, peripheralAddress: pc.address)
         let events = await peripheral.events()
-        try await peripheral.requestConnectionParameterUpdate(.init(intervalMin: 6, intervalMax: 8, latency: 0, timeout: 300), handle: p.handle)
+        try await peripheral.requestConnectionParameterUpdate(.init(intervalMin: 6, intervalMax: 8, latency: 0, timeout: 300), on: p)
         let updated = try await next(events) { if case .connectionUpdated(let c) = $0 { c } else { nil } }
         #expect(updated.interval == 8 && updated.supervisionTimeout == 300)
     }
@@ -161,11 +161,11 @@ import Testing
         let (peripheral, pc) = try await world.host()
         let (central, _) = try await world.host(at: 1)
         let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
-        let smp = try await central.openFixedChannel(.smp, handle: c.handle)
+        let smp = try await central.openFixedChannel(.smp, on: c)
         var iterator = smp.makeAsyncIterator()
         let request = SMPPDU.pairingRequest(.init(ioCapability: .noInputNoOutput, authRequirements: [.bonding, .secureConnections],
                                                   initiatorKeyDistribution: [.encryptionKey], responderKeyDistribution: [.encryptionKey]))
-        try await central.sendL2CAP(request.encoded, channel: .smp, handle: c.handle)
+        try await central.sendL2CAP(request.encoded, channel: .smp, on: c)
         // The peripheral's Security Manager answers with its features (Just Works, Secure Connections, bonding).
         guard case .pairingResponse(let response) = try SMPPDU(bytes: await iterator.next() ?? []) else {
             Issue.record("no Pairing Response")
@@ -173,7 +173,7 @@ import Testing
         }
         #expect(response.authRequirements.contains(.secureConnections) && response.maximumEncryptionKeySize == 16)
         // Malformed SMP → Invalid Parameters.
-        try await central.sendL2CAP([0x01, 0x03], channel: .smp, handle: c.handle)
+        try await central.sendL2CAP([0x01, 0x03], channel: .smp, on: c)
         #expect(try SMPPDU(bytes: await iterator.next() ?? []) == .pairingFailed(.invalidParameters))
     }
 
@@ -255,7 +255,7 @@ import Testing
         let (peripheral, pc) = try await world.host(aclSize: 27, aclCount: 2)
         let (central, _) = try await world.host(at: 1, aclSize: 27, aclCount: 2)
         let (c, p) = try await connect(central, peripheral, peripheralAddress: pc.address)
-        let inbox = try await peripheral.openFixedChannel(.att, handle: p.handle)
+        let inbox = try await peripheral.openFixedChannel(.att, on: p)
         let limit = await central.linkQueueLimit
         #expect(limit == 16)
         let count = 300
@@ -270,14 +270,14 @@ import Testing
         var sawNotReady = false
         for i in 0..<count {
             // 200-byte payloads: 8 fragments each against 2 controller buffers.
-            try await central.sendL2CAP([UInt8(truncatingIfNeeded: i)] + Array(repeating: 0, count: 199), channel: .att, handle: c.handle)
-            if await !central.isReadyToSend(c.handle) { sawNotReady = true }
+            try await central.sendL2CAP([UInt8(truncatingIfNeeded: i)] + Array(repeating: 0, count: 199), channel: .att, on: c)
+            if await !central.isReadyToSend(c) { sawNotReady = true }
             #expect(await central.queuedACLPacketCount <= limit + 8)
         }
         let got = try await withTimeout { await receiver.value }
         #expect(got == (0..<count).map { UInt8(truncatingIfNeeded: $0) })
         #expect(sawNotReady, "the link reported not ready while full")
         try await Task.sleep(for: .milliseconds(50))
-        #expect(await central.isReadyToSend(c.handle))
+        #expect(await central.isReadyToSend(c))
     }
 }

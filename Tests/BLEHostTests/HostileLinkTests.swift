@@ -99,7 +99,7 @@ import Testing
             send([0x0A, UInt8(truncatingIfNeeded: battery.rawValue), UInt8(battery.rawValue >> 8)], cid: 0x0004)
             let reply = try await frames(within: 2, count: 1)
             #expect(reply.first?.0 == 0x0004 && reply.first?.1 == [0x0B, 87], "\(reply)", sourceLocation: sourceLocation)
-            #expect(try await client.read(otherLink.handle, attribute: battery) == [87], sourceLocation: sourceLocation)
+            #expect(try await client.read(otherLink, attribute: battery) == [87], sourceLocation: sourceLocation)
             #expect(await host.connections.count == 2, sourceLocation: sourceLocation)
         }
     }

@@ -16,7 +16,7 @@ extension HostileServerTests {
         let central: HCIHost
         let client: GATTEngine
         let link: HostConnection
-        let fakeHandle: ConnectionHandle
+        let fakeLink: HostConnection
         /// Every ATT PDU the central sent the fake.
         final class Log: Sendable { let pdus = Mutex<[[UInt8]]>([]) }
         let received = Log()
@@ -32,8 +32,8 @@ extension HostileServerTests {
             let fakeEvents = await fake.events()
             try await fake.startAdvertising(.init(data: AdvertisingData(localName: "Fake")))
             link = try await central.connect(to: LEAddress(fc.address, type: .public), timeout: .seconds(5))
-            fakeHandle = try await next(fakeEvents) { if case .connected(let c) = $0 { c.handle } else { nil } }
-            let att = try await fake.openFixedChannel(.att, handle: fakeHandle)
+            fakeLink = try await next(fakeEvents) { if case .connected(let c) = $0 { c } else { nil } }
+            let att = try await fake.openFixedChannel(.att, on: fakeLink)
             let log = received
             reader = Task {
                 for await pdu in att { log.pdus.withLock { $0.append(pdu) } }
@@ -43,7 +43,7 @@ extension HostileServerTests {
         deinit { reader.cancel() }
 
         func send(_ pdu: [UInt8]) async throws {
-            try await fake.sendL2CAP(pdu, channel: .att, handle: fakeHandle)
+            try await fake.sendL2CAP(pdu, channel: .att, on: fakeLink)
         }
 
         /// Waits (up to two seconds) until the central has sent `count` PDUs in all, and returns them.
@@ -59,7 +59,7 @@ extension HostileServerTests {
 
     /// Subscribes the central to value handle 0x0010 (its CCCD at 0x0011), the fake accepting the CCCD write.
     func subscribe(_ f: Fake, indications: Bool) async throws -> AsyncStream<[UInt8]> {
-        async let stream = f.client.subscribe(f.link.handle, valueHandle: 0x0010, cccdHandle: 0x0011, indications: indications)
+        async let stream = f.client.subscribe(f.link, valueHandle: 0x0010, cccdHandle: 0x0011, indications: indications)
         let write = try await f.waitForReceived(1)
         #expect(write.last == [0x12, 0x11, 0x00, indications ? 0x02 : 0x01, 0x00])
         try await f.send([0x13])
@@ -69,7 +69,7 @@ extension HostileServerTests {
     /// The central reads handle 3 and the fake answers `[value]`.
     func readServed(_ f: Fake, _ value: UInt8, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let before = f.received.pdus.withLock { $0.count }
-        async let read = f.client.read(f.link.handle, attribute: 3)
+        async let read = f.client.read(f.link, attribute: 3)
         let sent = try await f.waitForReceived(before + 1)
         #expect(sent.last == [0x0A, 0x03, 0x00], sourceLocation: sourceLocation)
         try await f.send([0x0B, value])
@@ -125,7 +125,7 @@ extension HostileServerTests {
     /// injected time in `ATTBearerTests`; here it is shortened to 300 ms to prove the wiring.
     @Test func aSilentServerTimesOutAndTheLinkIsClosed() async throws {
         let f = try await Fake(transactionTimeout: .milliseconds(300))
-        await #expect(throws: GATTError(.timeout, "")) { try await f.client.read(f.link.handle, attribute: 3) }
+        await #expect(throws: GATTError(.timeout, "")) { try await f.client.read(f.link, attribute: 3) }
         #expect(try await f.waitForReceived(1).first == [0x0A, 0x03, 0x00])
         var connections = await f.central.connections.count
         for _ in 0..<200 where connections > 0 {

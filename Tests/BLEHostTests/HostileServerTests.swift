@@ -20,14 +20,14 @@ import Testing
         try await fake.startAdvertising(.init(data: AdvertisingData(localName: "Fake")))
         let c = try await central.connect(to: LEAddress(fc.address, type: .public), timeout: .seconds(5))
         let fakeLink = try await next(fakeEvents) { if case .connected(let c) = $0 { c } else { nil } }
-        let att = try await fake.openFixedChannel(.att, handle: fakeLink.handle)
+        let att = try await fake.openFixedChannel(.att, on: fakeLink)
         let responder = Task {
             var script = script
             for await request in att {
                 let opcode = ATTOpcode(rawValue: request.first ?? 0)
                 let response = script.isEmpty ? ATTPDU.errorResponse(.init(requestOpcode: opcode, handle: 0, error: .requestNotSupported))
                     : script.removeFirst()
-                try? await fake.sendL2CAP(response.encoded, channel: .att, handle: fakeLink.handle)
+                try? await fake.sendL2CAP(response.encoded, channel: .att, on: fakeLink)
             }
         }
         return (world, client, central, c, responder)
@@ -44,9 +44,9 @@ import Testing
         ])
         defer { responder.cancel(); withExtendedLifetime(world) {} }
         let service = GATTService(uuid: 0x180D, isPrimary: true, startHandle: 0xFFF0, endHandle: 0xFFFF)
-        let characteristics = try await client.discoverCharacteristics(c.handle, of: service)
+        let characteristics = try await client.discoverCharacteristics(c, of: service)
         #expect(characteristics.map(\.valueHandle) == [0xFFFF])
-        #expect(try await client.discoverDescriptors(c.handle, of: characteristics[0]).isEmpty)
+        #expect(try await client.discoverDescriptors(c, of: characteristics[0]).isEmpty)
         #expect(await central.connections.count == 1)
     }
 
@@ -58,9 +58,9 @@ import Testing
         ])
         defer { responder.cancel(); withExtendedLifetime(world) {} }
         let service = GATTService(uuid: 0x180D, isPrimary: true, startHandle: 0x0001, endHandle: 0x0030)
-        await #expect(throws: GATTError(.malformedResponse, "")) { try await client.discoverCharacteristics(c.handle, of: service) }
+        await #expect(throws: GATTError(.malformedResponse, "")) { try await client.discoverCharacteristics(c, of: service) }
         // The link is up and the next request is served.
-        #expect(try await client.read(c.handle, attribute: 0x0003) == [42])
+        #expect(try await client.read(c, attribute: 0x0003) == [42])
         #expect(await central.connections.count == 1)
     }
 
@@ -75,11 +75,11 @@ import Testing
             .readResponse(.init(value: [7])),
         ])
         defer { responder.cancel(); withExtendedLifetime(world) {} }
-        _ = try await client.exchangeMTU(c.handle)
-        await #expect(throws: GATTError(.malformedResponse, "")) { try await client.read(c.handle, attribute: 3) }
-        await #expect(throws: GATTError(.malformedResponse, "")) { try await client.read(c.handle, attribute: 3) }
-        await #expect(throws: GATTError(.malformedResponse, "")) { try await client.read(c.handle, attribute: 3) }
-        #expect(try await client.read(c.handle, attribute: 3) == [7])
+        _ = try await client.exchangeMTU(c)
+        await #expect(throws: GATTError(.malformedResponse, "")) { try await client.read(c, attribute: 3) }
+        await #expect(throws: GATTError(.malformedResponse, "")) { try await client.read(c, attribute: 3) }
+        await #expect(throws: GATTError(.malformedResponse, "")) { try await client.read(c, attribute: 3) }
+        #expect(try await client.read(c, attribute: 3) == [7])
         #expect(await central.connections.count == 1)
     }
 }

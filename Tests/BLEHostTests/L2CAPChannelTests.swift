@@ -43,7 +43,7 @@ import Testing
         let incoming = try await peripheral.listen(spsm: spsm, parameters: .init(mtu: 2048, mps: 247, initialCredits: 8))
         let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
         let centralSide = try await withTimeout {
-            try await central.openL2CAPChannel(spsm: spsm, on: c.handle, parameters: .init(mtu: 1024, mps: 200, initialCredits: 5))
+            try await central.openL2CAPChannel(spsm: spsm, on: c, parameters: .init(mtu: 1024, mps: 200, initialCredits: 5))
         }
         let peripheralSide = try await withTimeout { () -> L2CAPChannel in
             for await channel in incoming { return channel }
@@ -81,14 +81,14 @@ import Testing
         let (c, p) = try await connect(central, peripheral, peripheralAddress: pc.address)
         // Nobody listens on the SPSM: refused with 0x0002.
         do {
-            _ = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
+            _ = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c) }
             Issue.record("the channel opened")
         } catch let error as HostError {
             #expect(error.code == .l2capConnectionFailed(.refused(.spsmNotSupported)))
         }
         // The peripheral opens one to the central; the link drops; both streams finish.
         let incoming = try await central.listen(spsm: spsm)
-        let channel = try await withTimeout { try await peripheral.openL2CAPChannel(spsm: self.spsm, on: p.handle) }
+        let channel = try await withTimeout { try await peripheral.openL2CAPChannel(spsm: self.spsm, on: p) }
         let other = try await withTimeout { () -> L2CAPChannel in
             for await channel in incoming { return channel }
             throw TimedOut()
@@ -96,7 +96,7 @@ import Testing
         try await channel.send(Array("hello".utf8))
         var iterator = other.incoming.makeAsyncIterator()
         #expect(await iterator.next() == Array("hello".utf8))
-        try await central.disconnect(c.handle)
+        try await central.disconnect(c)
         try await withTimeout { for await _ in channel.incoming {} }
         #expect(await iterator.next() == nil)
     }
@@ -109,11 +109,11 @@ import Testing
         let (central, _) = try await world.host(at: 1, configuration: quick)
         let (c, p) = try await connect(central, peripheral, peripheralAddress: pc.address)
         // The peripheral's signaling channel is taken over by a consumer that never answers.
-        let silent = try await peripheral.openFixedChannel(.leSignaling, handle: p.handle)
+        let silent = try await peripheral.openFixedChannel(.leSignaling, on: p)
         let clock = ContinuousClock()
         let start = clock.now
         do {
-            _ = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
+            _ = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c) }
             Issue.record("the channel opened")
         } catch let error as HostError {
             #expect(error.code == .l2capConnectionFailed(.timedOut))
@@ -141,7 +141,7 @@ import Testing
         // Four credits, and every SDU fits one K-frame.
         let incoming = try await peripheral.listen(spsm: spsm, parameters: .init(mtu: 100, mps: 100, initialCredits: 4))
         let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
-        let sender = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
+        let sender = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c) }
         let receiver = try await withTimeout { () -> L2CAPChannel in
             for await channel in incoming { return channel }
             throw TimedOut()
@@ -170,13 +170,13 @@ import Testing
         let (central, _) = try await world.host(at: 1)
         let incoming = try await peripheral.listen(spsm: spsm, parameters: .init(mtu: 100, mps: 50, initialCredits: 4))
         let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
-        let channel = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c.handle) }
+        let channel = try await withTimeout { try await central.openL2CAPChannel(spsm: self.spsm, on: c) }
         let accepted = try await withTimeout { () -> L2CAPChannel in
             for await channel in incoming { return channel }
             throw TimedOut()
         }
         // Bypassing the central's manager: a K-frame announcing a 101-byte SDU against the peripheral's MTU 100.
-        try await central.sendL2CAP([0x65, 0x00, 0x01, 0x02], channel: channel.info.remoteCID, handle: c.handle)
+        try await central.sendL2CAP([0x65, 0x00, 0x01, 0x02], channel: channel.info.remoteCID, on: c)
         // The peripheral disconnects the channel: both sides' streams finish.
         try await withTimeout { for await _ in accepted.incoming {} }
         try await withTimeout { for await _ in channel.incoming {} }

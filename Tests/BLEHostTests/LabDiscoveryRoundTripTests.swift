@@ -71,16 +71,16 @@ import Testing
         await client.start()
         try await peripheral.startAdvertising(.init(data: AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "Lab")))
         let c = try await central.connect(to: LEAddress(pc.address, type: .public), timeout: .seconds(5))
-        #expect(try await client.exchangeMTU(c.handle) == 247)
+        #expect(try await client.exchangeMTU(c) == 247)
         let before = await client.requestCount
-        let all = try await client.discoverDatabase(c.handle)
+        let all = try await client.discoverDatabase(c)
         #expect(await client.requestCount - before == 9)
-        let services = try await client.discoverPrimaryServices(c.handle)
+        let services = try await client.discoverPrimaryServices(c)
         #expect(all.map(\.service) == services)
         for (entry, service) in zip(all, services) {
-            #expect(entry.characteristics.map(\.characteristic) == (try await client.discoverCharacteristics(c.handle, of: service)))
+            #expect(entry.characteristics.map(\.characteristic) == (try await client.discoverCharacteristics(c, of: service)))
             for item in entry.characteristics {
-                #expect(item.descriptors == (try await client.discoverDescriptors(c.handle, of: item.characteristic)))
+                #expect(item.descriptors == (try await client.discoverDescriptors(c, of: item.characteristic)))
             }
         }
         let custom = try #require(all.first { $0.service.uuid == SampleDevice.customService })

@@ -61,8 +61,8 @@ final class ScriptedAgent: PairingAgent {
 
         /// The value handles of the encrypted and authenticated characteristics.
         func handles() async throws -> (AttributeHandle, AttributeHandle) {
-            let s = try #require(try await client.discoverPrimaryServices(c.handle, uuid: PairingTests.service).first)
-            let chars = try await client.discoverCharacteristics(c.handle, of: s)
+            let s = try #require(try await client.discoverPrimaryServices(c, uuid: PairingTests.service).first)
+            let chars = try await client.discoverCharacteristics(c, of: s)
             return (try #require(chars.first { $0.uuid == PairingTests.encrypted }?.valueHandle),
                     try #require(chars.first { $0.uuid == PairingTests.authenticated }?.valueHandle))
         }
@@ -111,7 +111,7 @@ final class ScriptedAgent: PairingAgent {
         await s.central.setPairsOnDemand(false)
         let (encrypted, authenticated) = try await s.handles()
         // Unpaired and unencrypted: no key for this client, so Insufficient Authentication (Core 5.4, Vol 3, Part C, 10.3.1).
-        #expect(await attError { try await s.client.read(s.c.handle, attribute: encrypted) } == .insufficientAuthentication)
+        #expect(await attError { try await s.client.read(s.c, attribute: encrypted) } == .insufficientAuthentication)
         let peripheralEvents = await s.peripheral.events()
         let security = try await s.central.pair(s.c)
         #expect(security.level == SMPSecurityLevel(secureConnections: true, authenticated: false, keySize: 16))
@@ -119,9 +119,9 @@ final class ScriptedAgent: PairingAgent {
         let outcome = try await next(peripheralEvents) { if case .pairingCompleted(_, let o) = $0 { o } else { nil } }
         #expect(outcome.method == .justWorks && outcome.bonded && outcome.security.secureConnections)
         #expect(await s.peripheral.security(of: s.p)?.isEncrypted == true)
-        #expect(try await s.client.read(s.c.handle, attribute: encrypted) == Array("top-secret".utf8))
+        #expect(try await s.client.read(s.c, attribute: encrypted) == Array("top-secret".utf8))
         // Just Works is not authenticated: the MITM-protected value stays refused.
-        #expect(await attError { try await s.client.read(s.c.handle, attribute: authenticated) } == .insufficientAuthentication)
+        #expect(await attError { try await s.client.read(s.c, attribute: authenticated) } == .insufficientAuthentication)
         // Both sides stored a bond with the other's identity, with the same Secure Connections key.
         let centralBonds = try s.central.bondStore.allBonds()
         let peripheralBonds = try s.peripheral.bondStore.allBonds()
@@ -137,13 +137,13 @@ final class ScriptedAgent: PairingAgent {
         _ = try await next(peripheralKeyRefresh) { if case .pairingCompleted = $0 { true } else { nil } }
         let refreshed = try s.central.bondStore.allBonds()
         #expect(refreshed.count == 1 && refreshed.first?.peerKey != centralBonds.first?.peerKey)
-        #expect(try await s.client.read(s.c.handle, attribute: encrypted) == Array("top-secret".utf8))
+        #expect(try await s.client.read(s.c, attribute: encrypted) == Array("top-secret".utf8))
     }
 
     @Test func readingAProtectedValuePairsOnDemandAndRetries() async throws {
         let s = try await setUp()
         let (encrypted, _) = try await s.handles()
-        #expect(try await s.client.read(s.c.handle, attribute: encrypted) == Array("top-secret".utf8))
+        #expect(try await s.client.read(s.c, attribute: encrypted) == Array("top-secret".utf8))
         #expect(await s.central.security(of: s.c)?.isEncrypted == true)
     }
 
@@ -152,7 +152,7 @@ final class ScriptedAgent: PairingAgent {
         let s = try await setUp(central: SecurityConfiguration(ioCapability: .keyboardOnly, mitm: true),
                                 peripheral: SecurityConfiguration(ioCapability: .displayOnly, fixedPasskey: 123456), centralAgent: agent)
         let (_, authenticated) = try await s.handles()
-        #expect(try await s.client.read(s.c.handle, attribute: authenticated) == Array("authenticated".utf8))
+        #expect(try await s.client.read(s.c, attribute: authenticated) == Array("authenticated".utf8))
         #expect(await s.central.security(of: s.c)?.level == SMPSecurityLevel(secureConnections: true, authenticated: true, keySize: 16))
         #expect(agent.shown.withLock { $0 } == ["enter"])
     }
@@ -261,10 +261,10 @@ final class ScriptedAgent: PairingAgent {
         }
         #expect(await s.central.security(of: s.c)?.isEncrypted == false)
         await s.central.setPairsOnDemand(false)
-        #expect(await attError { try await s.client.read(s.c.handle, attribute: encrypted) } == .insufficientAuthentication)
+        #expect(await attError { try await s.client.read(s.c, attribute: encrypted) } == .insufficientAuthentication)
         // Pairing again (forced) makes a new bond and serves the value.
         _ = try await s.central.pair(s.c, force: true)
-        #expect(try await s.client.read(s.c.handle, attribute: encrypted) == Array("top-secret".utf8))
+        #expect(try await s.client.read(s.c, attribute: encrypted) == Array("top-secret".utf8))
     }
 
     @Test func aRefusedPairingRequestIsAnsweredPairingNotSupported() async throws {

@@ -44,21 +44,21 @@ import Testing
         let (b, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
 
         // The raw central speaks ATT, SMP and signaling itself.
-        let att = try await rawCentral.openFixedChannel(.att, handle: a.handle)
-        let smp = try await rawCentral.openFixedChannel(.smp, handle: a.handle)
-        let signaling = try await rawCentral.openFixedChannel(.leSignaling, handle: a.handle)
+        let att = try await rawCentral.openFixedChannel(.att, on: a)
+        let smp = try await rawCentral.openFixedChannel(.smp, on: a)
+        let signaling = try await rawCentral.openFixedChannel(.leSignaling, on: a)
         var attIterator = att.makeAsyncIterator()
-        try await rawCentral.sendL2CAP(ATTPDU.exchangeMTURequest(.init(mtu: 247)).encoded, channel: .att, handle: a.handle)
+        try await rawCentral.sendL2CAP(ATTPDU.exchangeMTURequest(.init(mtu: 247)).encoded, channel: .att, on: a)
         #expect(try await attIterator.next().map(ATTPDU.init(bytes:)) == .exchangeMTUResponse(.init(mtu: 247)))
         let battery = try #require(await server.database.valueHandle(of: 0x2A19))
-        try await rawCentral.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(battery.next), value: [0x01, 0x00])).encoded, channel: .att, handle: a.handle)
+        try await rawCentral.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(battery.next), value: [0x01, 0x00])).encoded, channel: .att, on: a)
         #expect(try await attIterator.next().map(ATTPDU.init(bytes:)) == .writeResponse(.init()))
 
         // 300 notifications of 244 bytes: 10 ACL packets each against 2 controller buffers keep the queue full.
         let count = 300
         let burst = Task {
             for i in 0..<count {
-                _ = try await server.updateValue([UInt8(truncatingIfNeeded: i)] + Array(repeating: 0xEE, count: 243), for: battery, onLinks: [a.handle])
+                _ = try await server.updateValue([UInt8(truncatingIfNeeded: i)] + Array(repeating: 0xEE, count: 243), for: battery, onLinks: [a.link])
             }
         }
         let received = Task { () -> Int in
@@ -74,12 +74,12 @@ import Testing
                                                   initiatorKeyDistribution: [.encryptionKey], responderKeyDistribution: [.encryptionKey]))
         for round in 0..<10 {
             try await Task.sleep(for: .milliseconds(5))
-            try await rawCentral.sendL2CAP(pairing.encoded, channel: .smp, handle: a.handle)
-            try await rawCentral.sendL2CAP([0x7E, UInt8(round + 1), 0x00, 0x00], channel: .leSignaling, handle: a.handle)
+            try await rawCentral.sendL2CAP(pairing.encoded, channel: .smp, on: a)
+            try await rawCentral.sendL2CAP([0x7E, UInt8(round + 1), 0x00, 0x00], channel: .leSignaling, on: a)
         }
         // Another central is served meanwhile.
         let name = try await withTimeout(10) {
-            try await client.read(b.handle, byType: 0x2A29)
+            try await client.read(b, byType: 0x2A29)
         }
         #expect(name.first?.value == Array("swift-ble".utf8))
         // Every SMP and signaling command was answered, and the whole burst arrived.
@@ -120,7 +120,7 @@ import Testing
         let requester = Task {
             for i in 0..<40 {
                 try await peripheral.requestConnectionParameterUpdate(.init(intervalMin: 6, intervalMax: UInt16(8 + i % 2 * 2), latency: 0, timeout: 300),
-                                                                      handle: p.handle)
+                                                                      on: p)
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
@@ -129,10 +129,10 @@ import Testing
         let found = try await withTimeout(10) { () -> Int in
             var found = 0
             for _ in 0..<3 {
-                for service in try await client.discoverPrimaryServices(c.handle) {
-                    for characteristic in try await client.discoverCharacteristics(c.handle, of: service) {
+                for service in try await client.discoverPrimaryServices(c) {
+                    for characteristic in try await client.discoverCharacteristics(c, of: service) {
                         found += 1
-                        _ = try await client.discoverDescriptors(c.handle, of: characteristic)
+                        _ = try await client.discoverDescriptors(c, of: characteristic)
                     }
                 }
             }
@@ -161,7 +161,7 @@ import Testing
         let outcome = try await next(events) { if case .encryptionChanged(_, let status, let enabled) = $0 { (status, enabled) } else { nil } }
         #expect(outcome.0 != .success && !outcome.1)
         for _ in 0..<5 {
-            let value = try await withTimeout(5) { try await client.read(b.handle, byType: 0x2A24) }
+            let value = try await withTimeout(5) { try await client.read(b, byType: 0x2A24) }
             #expect(value.first?.value == Array("model".utf8))
         }
         withExtendedLifetime((world, server)) {}

@@ -73,7 +73,7 @@ import Testing
 
         /// The link is still up and served, and another peer still pairs with our host.
         func stillServed(encrypted: Bool = false) async throws {
-            let names = try await rawClient.read(rawLink.handle, byType: 0x2A00)
+            let names = try await rawClient.read(rawLink, byType: 0x2A00)
             #expect(names.map(\.value) == [Array("Target".utf8)])
             #expect(await target.security(of: targetLink)?.isEncrypted == encrypted)
             let (other, otherController) = try await world.host(at: 2)

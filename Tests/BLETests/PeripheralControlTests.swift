@@ -27,7 +27,7 @@ import Testing
         let centrals = await manager.connectedCentrals
         let first = try #require(centrals.first { $0.peer.address == addresses[0] })
         #expect(try await manager.updateValue(Array("only-first".utf8), for: BLEAPITests.tx, onSubscribedCentrals: [first])
-                == [first.handle])
+                .map(\.link) == [first.link])
         #expect(await streams[0].next() == Array("only-first".utf8))
         #expect(try await manager.updateValue(Array("everyone".utf8), for: BLEAPITests.tx).count == 2)
         #expect(await streams[0].next() == Array("everyone".utf8))
