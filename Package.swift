@@ -113,8 +113,11 @@ let package = Package(
             dependencies: ["BLEWire", "BLETransport", "BLEProtocols", "BLEHost"],
             path: "Fuzz/Targets",
             swiftSettings: strict),
+        // Helpers shared by the test targets (vectors, time limits), at the wire level so that no test target links
+        // more than it tests; it imports Testing for `#expect` and `Issue.record`, and only test targets depend on it.
+        .target(name: "BLETestSupport", dependencies: ["BLEWire"], path: "Tests/BLETestSupport", swiftSettings: strict),
         .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
-        .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
+        .testTarget(name: "BLEWireTests", dependencies: ["BLEWire", "BLETestSupport"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire"], swiftSettings: strict),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire"], swiftSettings: strict),
         .testTarget(
@@ -124,7 +127,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BLEBeaconsTests",
-            dependencies: ["BLEBeacons", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            dependencies: ["BLEBeacons", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire",
+                           "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEProfilesTests",
