@@ -119,11 +119,11 @@ let package = Package(
         .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire", "BLETestSupport"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire"], swiftSettings: strict),
-        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire"], swiftSettings: strict),
+        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire", "BLETestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BLETests",
             // The lower modules are listed because the tests import them by name (BLE does not re-export them).
-            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire", "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEBeaconsTests",
@@ -132,7 +132,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BLEProfilesTests",
-            dependencies: ["BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            dependencies: ["BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire",
+                           "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "ExamplesTests",
@@ -147,7 +148,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "BLEHostTests",
-            dependencies: ["BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire"],
+            dependencies: ["BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire", "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEVirtualControllerTests",

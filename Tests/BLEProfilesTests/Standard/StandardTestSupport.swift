@@ -1,28 +1,13 @@
 import BLE
 import BLEProfiles
+import BLETestSupport
 import BLEVirtualController
 import BLEWire
 import Testing
 
-struct StandardTimedOut: Error {}
-
-/// `body`'s value, or ``StandardTimedOut`` after `seconds`.
-func withStandardTimeout<T: Sendable>(_ seconds: Double = 5, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw StandardTimedOut()
-        }
-        guard let first = try await group.next() else { throw StandardTimedOut() }
-        group.cancelAll()
-        return first
-    }
-}
-
-/// The first `count` values of `stream`, or ``StandardTimedOut``.
+/// The first `count` values of `stream`, or ``TimedOut``.
 func standardCollect<T: Sendable>(_ count: Int, from stream: AsyncThrowingStream<T, any Error>, seconds: Double = 5) async throws -> [T] {
-    try await withStandardTimeout(seconds) {
+    try await withTimeout(seconds) {
         var values: [T] = []
         for try await value in stream {
             values.append(value)
