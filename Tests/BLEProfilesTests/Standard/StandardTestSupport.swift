@@ -37,25 +37,7 @@ struct StandardLink<Simulator: Sendable>: Sendable {
     }
 }
 
-/// Bytes from a hex string with optional spaces ("0A 1B").
-func standardHex(_ text: String) -> [UInt8] {
-    let digits = text.filter { !$0.isWhitespace }
-    var bytes: [UInt8] = []
-    var index = digits.startIndex
-    while index < digits.endIndex {
-        let next = digits.index(index, offsetBy: 2, limitedBy: digits.endIndex) ?? digits.endIndex
-        if let byte = UInt8(digits[index..<next], radix: 16) { bytes.append(byte) }
-        index = next
-    }
-    return bytes
-}
-
 /// Whether decoding `bytes` as `T` throws a ``WireError`` with `code`.
 func standardThrows<T: WireCodable>(_ type: T.Type, _ bytes: [UInt8], _ code: WireError.Code) -> Bool {
-    do {
-        _ = try T(bytes: bytes)
-        return false
-    } catch {
-        return error.code == code
-    }
+    decodeErrorCode(type, bytes) == code
 }
