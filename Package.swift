@@ -113,22 +113,32 @@ let package = Package(
             dependencies: ["BLEWire", "BLETransport", "BLEProtocols", "BLEHost"],
             path: "Fuzz/Targets",
             swiftSettings: strict),
+        // Helpers shared by the test targets (vectors, time limits), at the wire level so that no test target links
+        // more than it tests; it imports Testing for `#expect` and `Issue.record`, and only test targets depend on it.
+        .target(name: "BLETestSupport", dependencies: ["BLEWire"], path: "Tests/BLETestSupport", swiftSettings: strict),
+        // Helpers for the protocol machines' tests: the ATTServer machine and scripted servers behind a synchronous
+        // transport, for the GATT client procedures (BLEProtocolsTests, BLEHostTests).
+        .target(
+            name: "BLEProtocolsTestSupport", dependencies: ["BLEProtocols", "BLEWire"], path: "Tests/BLEProtocolsTestSupport",
+            swiftSettings: strict),
         .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
-        .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"], swiftSettings: strict),
-        .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire"], swiftSettings: strict),
-        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire"], swiftSettings: strict),
+        .testTarget(name: "BLEWireTests", dependencies: ["BLEWire", "BLETestSupport"], swiftSettings: strict),
+        .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire", "BLEProtocolsTestSupport"], swiftSettings: strict),
+        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire", "BLETestSupport"], swiftSettings: strict),
         .testTarget(
             name: "BLETests",
             // The lower modules are listed because the tests import them by name (BLE does not re-export them).
-            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire", "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEBeaconsTests",
-            dependencies: ["BLEBeacons", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            dependencies: ["BLEBeacons", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire",
+                           "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEProfilesTests",
-            dependencies: ["BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+            dependencies: ["BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire",
+                           "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "ExamplesTests",
@@ -143,7 +153,8 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "BLEHostTests",
-            dependencies: ["BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire"],
+            dependencies: ["BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire", "BLETestSupport",
+                           "BLEProtocolsTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEVirtualControllerTests",

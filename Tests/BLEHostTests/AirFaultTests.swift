@@ -1,5 +1,6 @@
 import BLEHost
 import BLEProtocols
+import BLETestSupport
 import BLEVirtualController
 import BLEWire
 import Testing

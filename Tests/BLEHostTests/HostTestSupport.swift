@@ -1,24 +1,9 @@
 import BLEHost
+import BLETestSupport
 import BLETransport
 import BLEVirtualController
 import BLEWire
 import Testing
-
-struct TimedOut: Error {}
-
-/// Runs `body`, failing with `TimedOut` after `seconds`.
-func withTimeout<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw TimedOut()
-        }
-        guard let first = try await group.next() else { throw TimedOut() }
-        group.cancelAll()
-        return first
-    }
-}
 
 /// Hosts on virtual controllers on one real-time simulated air.
 final class World: Sendable {

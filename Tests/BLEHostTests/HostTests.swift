@@ -1,4 +1,5 @@
 import BLEHost
+import BLETestSupport
 import BLETransport
 import BLEVirtualController
 import BLEWire

@@ -1,5 +1,6 @@
 import BLEHost
 import BLEProtocols
+import BLEProtocolsTestSupport
 import BLEWire
 import Testing
 
@@ -9,38 +10,13 @@ import Testing
     /// Requests after the MTU exchange: per service (services, each one's characteristics, each characteristic's
     /// descriptors, as the benchmark and CoreBluetooth-style callers do) and with ``DatabaseDiscovery``.
     static func count(mtu: Int) throws -> (perService: Int, whole: Int, same: Bool) {
-        final class Server {
-            var database = SampleDevice.lab.database(name: SampleDevice.lab.defaultName)
-            var connection = ATTServerConnection()
-            var requests = 0
-            func answer(_ pdu: ATTPDU) throws(GATTError) -> ATTPDU {
-                requests += 1
-                let output = ATTServer.handle(pdu.encoded, connection: &connection, database: &database)
-                guard let bytes = output.response, let response = try? ATTPDU(bytes: bytes) else { throw GATTError(.malformedResponse, "no response") }
-                return response
-            }
-            init(mtu: Int) throws {
-                var exchange = MTUExchange(clientMTU: mtu)
-                _ = try exchange.run(answer)
-                requests = 0
-            }
-        }
-        let slow = try Server(mtu: mtu)
-        var expected: [GATTDiscoveredService] = []
-        var services = PrimaryServiceDiscovery()
-        for service in try services.run(slow.answer) {
-            var characteristics = CharacteristicDiscovery(of: service)
-            var entries: [GATTDiscoveredCharacteristic] = []
-            for characteristic in try characteristics.run(slow.answer) {
-                var descriptors = DescriptorDiscovery(of: characteristic)
-                entries.append(GATTDiscoveredCharacteristic(characteristic: characteristic, descriptors: try descriptors.run(slow.answer)))
-            }
-            expected.append(GATTDiscoveredService(service: service, characteristics: entries))
-        }
-        let fast = try Server(mtu: mtu)
+        let lab = SampleDevice.lab.database(name: SampleDevice.lab.defaultName)
+        let slow = try SynchronousATTServer(lab, mtu: mtu)
+        let expected = try discoverPerService(slow.answer)
+        let fast = try SynchronousATTServer(lab, mtu: mtu)
         var discovery = DatabaseDiscovery()
         let found = try discovery.run(fast.answer)
-        return (slow.requests, fast.requests, found == expected && expected.count == 6)
+        return (slow.requests.count, fast.requests.count, found == expected && expected.count == 6)
     }
 
     /// MTU 247: 3 Read By Group Type (the 16-bit services, the 128-bit one, Attribute Not Found); per service 6 Read

@@ -1,5 +1,6 @@
 import BLEHost
 import BLEProtocols
+import BLETestSupport
 import BLETransport
 import BLEVirtualController
 import BLEWire

@@ -1,6 +1,7 @@
 import BLE
 import BLEHost
 import BLEProtocols
+import BLETestSupport
 import BLEVirtualController
 import Testing
 
@@ -124,21 +125,6 @@ import Testing
             let address = try #require(await central.adapter.address?.address)
             #expect(byAddress[address] == "central-\(i)", "central \(i)")
         }
-    }
-}
-
-struct TimedOut: Error {}
-
-func withTimeout<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw TimedOut()
-        }
-        guard let first = try await group.next() else { throw TimedOut() }
-        group.cancelAll()
-        return first
     }
 }
 

@@ -1,5 +1,6 @@
 import BLE
 import BLEHost
+import BLETestSupport
 import BLEVirtualController
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 import BLE
 import BLEHost
 import BLEProtocols
+import BLETestSupport
 import BLEVirtualController
 import Testing
 

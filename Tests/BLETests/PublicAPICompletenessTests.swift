@@ -1,6 +1,7 @@
 import BLE
 import BLEHost
 import BLEProtocols
+import BLETestSupport
 import BLETransport
 import BLEVirtualController
 import Testing

@@ -1,4 +1,5 @@
 import BLE
+import BLETestSupport
 import Foundation
 import Testing
 

@@ -1,25 +1,10 @@
+import BLETestSupport
 import BLETransport
 import BLEWire
 
-struct TimedOut: Error {}
-
-/// Runs `body`, failing with `TimedOut` after `seconds` so a broken test fails instead of hanging.
-func withTimeout<T: Sendable>(_ seconds: Double = 5, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw TimedOut()
-        }
-        guard let first = try await group.next() else { throw TimedOut() }
-        group.cancelAll()
-        return first
-    }
-}
-
 /// Collects `count` packets from a transport's incoming stream.
 func collect(_ transport: any HCITransport, _ count: Int) async throws -> [HCIPacket] {
-    try await withTimeout {
+    try await withTimeout(5) {
         var out: [HCIPacket] = []
         for try await packet in transport.incoming {
             out.append(packet)

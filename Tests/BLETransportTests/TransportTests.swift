@@ -1,3 +1,4 @@
+import BLETestSupport
 import BLETransport
 import BLEWire
 import Foundation
@@ -24,7 +25,7 @@ import Glibc
         let server = try H4TCPServer(host: "127.0.0.1", port: 0)
         #expect(server.port != 0)
         let client = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
-        let accepted = try await withTimeout { () async throws -> FileDescriptorTransport in
+        let accepted = try await withTimeout(5) { () async throws -> FileDescriptorTransport in
             for await connection in server.connections { return connection }
             throw TimedOut()
         }
@@ -39,7 +40,7 @@ import Glibc
         #expect(try await collect(accepted, 2 * samplePackets.count + 1) == samplePackets + samplePackets + [samplePackets[0]])
         // Closing the client ends the server side's stream.
         await client.close()
-        let rest = try await withTimeout { () async throws -> Int in
+        let rest = try await withTimeout(5) { () async throws -> Int in
             var n = 0
             for try await _ in accepted.incoming { n += 1 }
             return n
@@ -56,7 +57,7 @@ import Glibc
         let server = try H4TCPServer(host: "127.0.0.1", port: 0, startReading: false)
         defer { server.close() }
         let client = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
-        let accepted = try await withTimeout { () async throws -> FileDescriptorTransport in
+        let accepted = try await withTimeout(5) { () async throws -> FileDescriptorTransport in
             for await connection in server.connections { return connection }
             throw TimedOut()
         }
@@ -78,7 +79,7 @@ import Glibc
 
         // Started by `incoming`: a stream as usual, and no handler afterwards.
         let second = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
-        let streamed = try await withTimeout { () async throws -> FileDescriptorTransport in
+        let streamed = try await withTimeout(5) { () async throws -> FileDescriptorTransport in
             for await connection in server.connections { return connection }
             throw TimedOut()
         }
@@ -88,12 +89,12 @@ import Glibc
         await second.close()
         // Closing one never read: the stream just ends.
         let third = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
-        let unread = try await withTimeout { () async throws -> FileDescriptorTransport in
+        let unread = try await withTimeout(5) { () async throws -> FileDescriptorTransport in
             for await connection in server.connections { return connection }
             throw TimedOut()
         }
         await unread.close()
-        let rest = try await withTimeout { () async throws -> Int in
+        let rest = try await withTimeout(5) { () async throws -> Int in
             var n = 0
             for try await _ in unread.incoming { n += 1 }
             return n
@@ -118,7 +119,7 @@ import Glibc
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         #expect(rc == 0)
-        let accepted = try await withTimeout { () async throws -> FileDescriptorTransport in
+        let accepted = try await withTimeout(5) { () async throws -> FileDescriptorTransport in
             for await connection in server.connections { return connection }
             throw TimedOut()
         }
@@ -198,7 +199,7 @@ import Glibc
     @Test func sendingToAGonePeerThrows() async throws {
         let server = try H4TCPServer(host: "127.0.0.1", port: 0)
         let client = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
-        let accepted = try await withTimeout { () async throws -> FileDescriptorTransport in
+        let accepted = try await withTimeout(5) { () async throws -> FileDescriptorTransport in
             for await connection in server.connections { return connection }
             throw TimedOut()
         }

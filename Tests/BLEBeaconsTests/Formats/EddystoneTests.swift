@@ -1,4 +1,5 @@
 import BLEBeacons
+import BLETestSupport
 import BLEWire
 import Testing
 

@@ -1,5 +1,6 @@
 import BLE
 import BLEProfiles
+import BLETestSupport
 import Testing
 
 /// Clients against their simulators through the whole stack (HCI over the virtual air).
@@ -58,7 +59,7 @@ import Testing
         }
         #expect(delivered)
         try await manager.updateValue([101], for: BatteryService.batteryLevel)
-        let (seen, code) = try await withStandardTimeout { await outcome.value }
+        let (seen, code) = try await withTimeout(5) { await outcome.value }
         #expect(seen == [42])
         #expect(code == .invalidValue)
         await #expect(throws: WireError.self) {

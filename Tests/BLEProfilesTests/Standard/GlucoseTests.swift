@@ -1,5 +1,6 @@
 import BLE
 import BLEProfiles
+import BLETestSupport
 import Testing
 
 @Suite struct GlucoseCodecTests {
@@ -329,7 +330,7 @@ import Testing
         let responses = try await link.remote.notifications(for: racp)
         // Start a long report; once its first record arrives, another procedure is refused with 0x80 and Abort stops it.
         try await link.remote.writeValue(RACPRequest.report(.all).encoded, for: racp, type: .withResponse)
-        let first = try await withStandardTimeout {
+        let first = try await withTimeout(5) {
             for await value in notified { return try GlucoseMeasurement(bytes: value).sequenceNumber }
             return UInt16(0)
         }
@@ -338,7 +339,7 @@ import Testing
             try await link.remote.writeValue(RACPRequest.count(.all).encoded, for: racp, type: .withResponse)
         }
         try await link.remote.writeValue(RACPRequest.abort.encoded, for: racp, type: .withResponse)
-        let response = try await withStandardTimeout {
+        let response = try await withTimeout(5) {
             for await value in responses { return try RACPResponse(bytes: value) }
             return RACPResponse.numberOfRecords(0)
         }
@@ -367,7 +368,7 @@ import Testing
         }
         #expect(reporting)
         try await client.abort()
-        await #expect(throws: StandardServiceError(.aborted)) { _ = try await withStandardTimeout { try await report.value } }
+        await #expect(throws: StandardServiceError(.aborted)) { _ = try await withTimeout(5) { try await report.value } }
         #expect(try await client.records(.last).map(\.sequenceNumber) == [400])
         await link.simulator.stop()
         withExtendedLifetime(link) {}
@@ -381,7 +382,7 @@ import Testing
         // Indications of the control point enabled, notifications of the measurement not.
         let responses = try await link.remote.notifications(for: racp)
         try await link.remote.writeValue(RACPRequest.report(.all).encoded, for: racp, type: .withResponse)
-        let response = try await withStandardTimeout {
+        let response = try await withTimeout(5) {
             for await value in responses { return try RACPResponse(bytes: value) }
             return RACPResponse.numberOfRecords(0)
         }

@@ -1,5 +1,6 @@
 import BLE
 import BLEProfiles
+import BLETestSupport
 import BLEVirtualController
 import Testing
 
@@ -36,7 +37,7 @@ import Testing
         ]
         for monitor in monitors { try await monitor.start(tick: .milliseconds(5)) }
         var runs: [[UInt16]] = []
-        try await withStandardTimeout {
+        try await withTimeout(5) {
             for monitor in monitors {
                 while await monitor.sent.count < 30 { try await Task.sleep(for: .milliseconds(5)) }
                 await monitor.stop()

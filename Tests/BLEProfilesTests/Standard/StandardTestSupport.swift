@@ -1,28 +1,13 @@
 import BLE
 import BLEProfiles
+import BLETestSupport
 import BLEVirtualController
 import BLEWire
 import Testing
 
-struct StandardTimedOut: Error {}
-
-/// `body`'s value, or ``StandardTimedOut`` after `seconds`.
-func withStandardTimeout<T: Sendable>(_ seconds: Double = 5, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw StandardTimedOut()
-        }
-        guard let first = try await group.next() else { throw StandardTimedOut() }
-        group.cancelAll()
-        return first
-    }
-}
-
-/// The first `count` values of `stream`, or ``StandardTimedOut``.
+/// The first `count` values of `stream`, or ``TimedOut``.
 func standardCollect<T: Sendable>(_ count: Int, from stream: AsyncThrowingStream<T, any Error>, seconds: Double = 5) async throws -> [T] {
-    try await withStandardTimeout(seconds) {
+    try await withTimeout(seconds) {
         var values: [T] = []
         for try await value in stream {
             values.append(value)
@@ -52,25 +37,7 @@ struct StandardLink<Simulator: Sendable>: Sendable {
     }
 }
 
-/// Bytes from a hex string with optional spaces ("0A 1B").
-func standardHex(_ text: String) -> [UInt8] {
-    let digits = text.filter { !$0.isWhitespace }
-    var bytes: [UInt8] = []
-    var index = digits.startIndex
-    while index < digits.endIndex {
-        let next = digits.index(index, offsetBy: 2, limitedBy: digits.endIndex) ?? digits.endIndex
-        if let byte = UInt8(digits[index..<next], radix: 16) { bytes.append(byte) }
-        index = next
-    }
-    return bytes
-}
-
 /// Whether decoding `bytes` as `T` throws a ``WireError`` with `code`.
 func standardThrows<T: WireCodable>(_ type: T.Type, _ bytes: [UInt8], _ code: WireError.Code) -> Bool {
-    do {
-        _ = try T(bytes: bytes)
-        return false
-    } catch {
-        return error.code == code
-    }
+    decodeErrorCode(type, bytes) == code
 }

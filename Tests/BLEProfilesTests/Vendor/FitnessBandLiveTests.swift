@@ -2,6 +2,7 @@ import BLE
 import BLEHost
 import BLEProfiles
 import BLEProtocols
+import BLETestSupport
 import BLEVirtualController
 import Testing
 
@@ -21,7 +22,7 @@ import Testing
         #expect(first <= (await band.steps))
 
         let events = try await client.events()
-        let seen = try await within {
+        let seen = try await withTimeout(5) {
             var seen: [FitnessBandClient.Event] = []
             for try await event in events {
                 seen.append(event)
@@ -45,11 +46,11 @@ import Testing
         let alertLevel = try #require(try await remote.discoverCharacteristics([FitnessBand.alertLevel], for: alertService).first)
         try await remote.writeValue([0x07], for: alertLevel, type: .withoutResponse)
         try await client.vibrate(.mild)
-        try await eventually { await band.alerts.count == 4 }
+        try await eventually(5) { await band.alerts.count == 4 }
         #expect(await band.alerts == [.high, .shake, .stop, .mild])
         #expect(await band.isVibrating)
         try await client.stopVibrating()
-        try await eventually { await band.alerts.count == 5 }
+        try await eventually(5) { await band.alerts.count == 5 }
         #expect(await band.isVibrating == false)
         await band.stop()
         withExtendedLifetime((rig, events)) {}

@@ -2,6 +2,7 @@ import BLE
 import BLEHost
 import BLEProfiles
 import BLEProtocols
+import BLETestSupport
 import BLEVirtualController
 import Testing
 
@@ -14,7 +15,7 @@ import Testing
         let client = HealthScaleClient(peripheral: try await rig.connect())
 
         let events = try await client.readings()
-        let received = try await within(.seconds(15)) {
+        let received = try await withTimeout(15) {
             var received: [HealthScaleClient.Event] = []
             for try await event in events {
                 received.append(event)
@@ -53,7 +54,7 @@ import Testing
         try await rig.manager.startAdvertising(name: "Bad Scale", serviceUUIDs: [HealthScale.service])
         let client = HealthScaleClient(peripheral: try await rig.connect())
         let events = try await client.readings()
-        try await within {
+        try await withTimeout(5) {
             for await request in requests { if case .subscription(HealthScale.stream, _, true, _) = request.kind { return } }
         }
         let first = HealthScaleReading(sequence: 1, weightGrams: 70_000, impedanceOhms: 480)
@@ -69,7 +70,7 @@ import Testing
             try second.frame.encoded(),
         ]
         for value in notifications { try await rig.manager.updateValue(value, for: HealthScale.stream) }
-        let received = try await within(.seconds(15)) {
+        let received = try await withTimeout(15) {
             var received: [HealthScaleClient.Event] = []
             for try await event in events {
                 received.append(event)

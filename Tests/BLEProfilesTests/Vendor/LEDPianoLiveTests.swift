@@ -2,6 +2,7 @@ import BLE
 import BLEHost
 import BLEProfiles
 import BLEProtocols
+import BLETestSupport
 import BLEVirtualController
 import Testing
 
@@ -38,7 +39,7 @@ import Testing
         await #expect(throws: WireError.self) { try await client.light(key: 0x73) }
         #expect(await piano.ledFrames.count == 116)
 
-        let messages = try await within {
+        let messages = try await withTimeout(5) {
             var messages: [MIDIMessage] = []
             for try await message in keys {
                 messages.append(message)
@@ -75,12 +76,12 @@ import Testing
         try await rig.manager.startAdvertising(name: "Odd Piano", serviceUUIDs: [LEDPiano.keyService])
         let client = LEDPianoClient(peripheral: try await rig.connect())
         let keys = try await client.keyEvents()
-        try await within {
+        try await withTimeout(5) {
             for await request in requests { if case .subscription(LEDPiano.keyEvents, _, true, _) = request.kind { return } }
         }
         try await rig.manager.updateValue([0x90, 60, 100], for: LEDPiano.keyEvents)
         try await rig.manager.updateValue([0xB0, 7, 100], for: LEDPiano.keyEvents)   // a control change
-        let outcome = try await within { () -> ([MIDIMessage], WireError?) in
+        let outcome = try await withTimeout(5) { () -> ([MIDIMessage], WireError?) in
             var messages: [MIDIMessage] = []
             do {
                 for try await message in keys { messages.append(message) }

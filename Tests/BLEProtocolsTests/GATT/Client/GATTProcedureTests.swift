@@ -1,4 +1,5 @@
 import BLEProtocols
+import BLEProtocolsTestSupport
 import BLEWire
 import Testing
 
@@ -25,23 +26,8 @@ import Testing
         ])
     }
 
-    /// A server machine behind a synchronous transport.
-    final class Server {
-        var database = GATTProcedureTests.database()
-        var connection = ATTServerConnection()
-        var requests = 0
-        func answer(_ pdu: ATTPDU) throws(GATTError) -> ATTPDU {
-            requests += 1
-            let output = ATTServer.handle(pdu.encoded, connection: &connection, database: &database)
-            guard let bytes = output.response, let response = try? ATTPDU(bytes: bytes) else {
-                throw GATTError(.malformedResponse, "no response")
-            }
-            return response
-        }
-    }
-
     @Test func fullDiscoveryMatchesTheDatabase() throws {
-        let server = Server()
+        let server = try SynchronousATTServer(Self.database())
         var mtu = MTUExchange(clientMTU: 247)
         #expect(try mtu.run(server.answer) == 247)
         var services = PrimaryServiceDiscovery()
@@ -57,15 +43,15 @@ import Testing
         var descriptors = DescriptorDiscovery(of: hr[0])
         #expect(try descriptors.run(server.answer).map(\.uuid) == [0x2902])
         var none = DescriptorDiscovery(of: hr[1])
-        let before = server.requests
+        let before = server.requests.count
         #expect(try none.run(server.answer).isEmpty)
-        #expect(server.requests == before, "no request when the value is the characteristic's last handle")
+        #expect(server.requests.count == before, "no request when the value is the characteristic's last handle")
         var includes = IncludedServiceDiscovery(of: found[3])
         #expect(try includes.run(server.answer) == [GATTService(uuid: 0x180F, isPrimary: false, startHandle: found[2].startHandle, endHandle: found[2].endHandle)])
     }
 
     @Test func longValuesReadAndWriteWhole() throws {
-        let server = Server()
+        let server = try SynchronousATTServer(Self.database())
         var services = PrimaryServiceDiscovery(uuid: Self.custom)
         let service = try #require(try services.run(server.answer).first)
         var discovery = CharacteristicDiscovery(of: service, uuid: Self.long)
@@ -79,31 +65,15 @@ import Testing
         #expect(try again.run(server.answer) == value)
         // 513 bytes are refused before anything is sent.
         var tooLong = ValueWrite(handle: characteristic.valueHandle, value: Array(repeating: 0, count: 513), mtu: 247)
-        let requests = server.requests
+        let requests = server.requests.count
         #expect(throws: GATTError(.invalidValueLength, "")) { try tooLong.run(server.answer) }
-        #expect(server.requests == requests)
-    }
-
-    /// A server that answers from a script, recording the requests.
-    final class Script {
-        var responses: [ATTPDU]
-        var requests: [ATTPDU] = []
-        init(_ responses: [ATTPDU]) { self.responses = responses }
-        func answer(_ pdu: ATTPDU) throws(GATTError) -> ATTPDU {
-            requests.append(pdu)
-            guard !responses.isEmpty else { throw GATTError(.timeout, "script ran out") }
-            return responses.removeFirst()
-        }
-    }
-
-    static func declaration(_ handle: AttributeHandle, value: UInt16, uuid: UInt16 = 0x2A19) -> ATTReadByTypeResponse.Entry {
-        .init(handle: handle, value: [0x02, UInt8(truncatingIfNeeded: value), UInt8(value >> 8), UInt8(truncatingIfNeeded: uuid), UInt8(uuid >> 8)])
+        #expect(server.requests.count == requests)
     }
 
     /// Include declarations come in handle order, but the services they reference may lie anywhere in the database:
     /// their ranges need not rise (the GATT client fuzz target's input, which an ordering check wrongly refused).
     @Test func includedServicesMayReferenceServicesInAnyOrder() throws {
-        let script = Script([.readByTypeResponse(.init(entries: [
+        let script = ScriptedATTServer([.readByTypeResponse(.init(entries: [
             .init(handle: 0x0907, value: [0x09, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]),   // 0xFF09…0xFFFF, service 0xFFFF
             .init(handle: 0xFFFF, value: [0x0D, 0x00, 0x01, 0x0F, 0x30, 0x03]),   // 0x000D…0x0F01, service 0x0330
         ]))])
@@ -115,7 +85,7 @@ import Testing
 
     /// A characteristic whose value handle is 0xFFFF has no room for descriptors: nothing to ask, no overflow.
     @Test func aValueHandleAt0xFFFFEndsTheWalk() throws {
-        let script = Script([.readByTypeResponse(.init(entries: [Self.declaration(0xFFFE, value: 0xFFFF)]))])
+        let script = ScriptedATTServer([.readByTypeResponse(.init(entries: [.declaration(0xFFFE, value: 0xFFFF)]))])
         var discovery = CharacteristicDiscovery(in: 0xFFF0...0xFFFF)
         let found = try discovery.run(script.answer)
         #expect(found.map(\.valueHandle) == [0xFFFF] && found[0].endHandle == 0xFFFF)
@@ -126,43 +96,43 @@ import Testing
     }
 
     @Test func declarationsOutOfOrderOrRepeatedAreRejected() {
-        let backwards = Script([.readByTypeResponse(.init(entries: [Self.declaration(0x0020, value: 0x0021), Self.declaration(0x0010, value: 0x0011)]))])
+        let backwards = ScriptedATTServer([.readByTypeResponse(.init(entries: [.declaration(0x0020, value: 0x0021), .declaration(0x0010, value: 0x0011)]))])
         var a = CharacteristicDiscovery(in: 0x0001...0x0030)
         #expect(throws: GATTError(.malformedResponse, "")) { try a.run(backwards.answer) }
-        let repeated = Script([.readByTypeResponse(.init(entries: [Self.declaration(0x0010, value: 0x0011), Self.declaration(0x0010, value: 0x0011)]))])
+        let repeated = ScriptedATTServer([.readByTypeResponse(.init(entries: [.declaration(0x0010, value: 0x0011), .declaration(0x0010, value: 0x0011)]))])
         var b = CharacteristicDiscovery(in: 0x0001...0x0030)
         #expect(throws: GATTError(.malformedResponse, "")) { try b.run(repeated.answer) }
         // A second page that goes back before the first.
-        let secondPage = Script([
-            .readByTypeResponse(.init(entries: [Self.declaration(0x0010, value: 0x0011)])),
-            .readByTypeResponse(.init(entries: [Self.declaration(0x0005, value: 0x0006)])),
+        let secondPage = ScriptedATTServer([
+            .readByTypeResponse(.init(entries: [.declaration(0x0010, value: 0x0011)])),
+            .readByTypeResponse(.init(entries: [.declaration(0x0005, value: 0x0006)])),
         ])
         var c = CharacteristicDiscovery(in: 0x0001...0x0030)
         #expect(throws: GATTError(.malformedResponse, "")) { try c.run(secondPage.answer) }
         // A value handle before its declaration, or past the range.
-        let badValue = Script([.readByTypeResponse(.init(entries: [Self.declaration(0x0010, value: 0x0010)]))])
+        let badValue = ScriptedATTServer([.readByTypeResponse(.init(entries: [.declaration(0x0010, value: 0x0010)]))])
         var d = CharacteristicDiscovery(in: 0x0001...0x0030)
         #expect(throws: GATTError(.malformedResponse, "")) { try d.run(badValue.answer) }
         // Declarations that overlap (a value handle at the next declaration).
-        let overlapping = Script([.readByTypeResponse(.init(entries: [Self.declaration(0x0010, value: 0x0012), Self.declaration(0x0012, value: 0x0013)]))])
+        let overlapping = ScriptedATTServer([.readByTypeResponse(.init(entries: [.declaration(0x0010, value: 0x0012), .declaration(0x0012, value: 0x0013)]))])
         var e = CharacteristicDiscovery(in: 0x0001...0x0030)
         #expect(throws: GATTError(.malformedResponse, "")) { try e.run(overlapping.answer) }
         // A handle outside the requested range.
-        let outside = Script([.readByTypeResponse(.init(entries: [Self.declaration(0x0040, value: 0x0041)]))])
+        let outside = ScriptedATTServer([.readByTypeResponse(.init(entries: [.declaration(0x0040, value: 0x0041)]))])
         var f = CharacteristicDiscovery(in: 0x0001...0x0030)
         #expect(throws: GATTError(.malformedResponse, "")) { try f.run(outside.answer) }
     }
 
     @Test func servicesThatOverlapOrInvertAreRejected() throws {
         func group(_ start: AttributeHandle, _ end: AttributeHandle) -> ATTReadByGroupTypeResponse.Entry { .init(handle: start, endGroupHandle: end, value: [0x0F, 0x18]) }
-        let overlap = Script([.readByGroupTypeResponse(.init(entries: [group(1, 10), group(5, 12)]))])
+        let overlap = ScriptedATTServer([.readByGroupTypeResponse(.init(entries: [group(1, 10), group(5, 12)]))])
         var a = PrimaryServiceDiscovery()
         #expect(throws: GATTError(.malformedResponse, "")) { try a.run(overlap.answer) }
-        let inverted = Script([.readByGroupTypeResponse(.init(entries: [group(10, 5)]))])
+        let inverted = ScriptedATTServer([.readByGroupTypeResponse(.init(entries: [group(10, 5)]))])
         var b = PrimaryServiceDiscovery()
         #expect(throws: GATTError(.malformedResponse, "")) { try b.run(inverted.answer) }
         // A group ending at 0xFFFF ends the walk.
-        let last = Script([.readByGroupTypeResponse(.init(entries: [group(1, 0xFFFF)]))])
+        let last = ScriptedATTServer([.readByGroupTypeResponse(.init(entries: [group(1, 0xFFFF)]))])
         var c = PrimaryServiceDiscovery()
         #expect(try c.run(last.answer).count == 1)
         #expect(last.requests.count == 1)
@@ -206,17 +176,17 @@ import Testing
 
     @Test func readsLongerThan512BytesAreRefused() {
         // At MTU 517 a single Read Response may carry 516 bytes: more than an attribute value may hold.
-        let script = Script([.readResponse(.init(value: Array(repeating: 1, count: 516)))])
+        let script = ScriptedATTServer([.readResponse(.init(value: Array(repeating: 1, count: 516)))])
         var read = ValueRead(handle: 3, mtu: 517)
         #expect(throws: GATTError(.malformedResponse, "")) { try read.run(script.answer) }
         // A response longer than ATT_MTU − 1.
-        let oversized = Script([.readResponse(.init(value: Array(repeating: 1, count: 30)))])
+        let oversized = ScriptedATTServer([.readResponse(.init(value: Array(repeating: 1, count: 30)))])
         var small = ValueRead(handle: 3, mtu: 23)
         #expect(throws: GATTError(.malformedResponse, "")) { try small.run(oversized.answer) }
     }
 
     @Test func aWrongEchoCancelsThePreparedWrites() {
-        let script = Script([
+        let script = ScriptedATTServer([
             .prepareWriteResponse(.init(handle: 3, offset: 0, value: [0xFF])),
             .executeWriteResponse(.init()),
         ])
@@ -226,10 +196,10 @@ import Testing
     }
 
     @Test func errorsOtherThanNotFoundFailTheProcedure() {
-        let script = Script([.errorResponse(.init(requestOpcode: .readByTypeRequest, handle: 1, error: .insufficientAuthentication))])
+        let script = ScriptedATTServer([.errorResponse(.init(requestOpcode: .readByTypeRequest, handle: 1, error: .insufficientAuthentication))])
         var discovery = CharacteristicDiscovery(in: 1...0xFFFF)
         #expect(throws: GATTError(.att(.insufficientAuthentication, handle: 1), "")) { try discovery.run(script.answer) }
-        let empty = Script([.findInformationResponse(.init(entries: []))])
+        let empty = ScriptedATTServer([.findInformationResponse(.init(entries: []))])
         var descriptors = DescriptorDiscovery(in: 1...10)
         #expect(throws: GATTError(.malformedResponse, "")) { try descriptors.run(empty.answer) }
     }

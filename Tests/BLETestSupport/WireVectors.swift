@@ -2,7 +2,7 @@ import BLEWire
 import Testing
 
 /// Checks a byte-exact vector both ways: `value` encodes to `hex`, and `hex` decodes to `value`.
-func expectVector<T: WireCodable & Equatable>(
+public func expectVector<T: WireCodable & Equatable>(
     _ value: T, _ hex: String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
     guard let bytes = [UInt8](hex: hex) else {
@@ -19,7 +19,7 @@ func expectVector<T: WireCodable & Equatable>(
 }
 
 /// Drip-feed: every strict prefix of a valid encoding must throw a `WireError` (never crash, never succeed).
-func expectDripFeed<T: WireCodable>(
+public func expectDripFeed<T: WireCodable>(
     _ type: T.Type, _ hex: String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
     guard let bytes = [UInt8](hex: hex) else {
@@ -34,9 +34,14 @@ func expectDripFeed<T: WireCodable>(
     }
 }
 
-/// Decodes `hex` as `T` and returns the thrown error's code, or `nil` if it decoded.
-func decodeErrorCode<T: WireCodable>(_ type: T.Type, _ hex: String) -> WireError.Code? {
+/// Decodes `hex` as `T` and returns the thrown error's code, or `nil` if it decoded (or `hex` is not hex).
+public func decodeErrorCode<T: WireCodable>(_ type: T.Type, _ hex: String) -> WireError.Code? {
     guard let bytes = [UInt8](hex: hex) else { return nil }
+    return decodeErrorCode(type, bytes)
+}
+
+/// Decodes `bytes` as `T` and returns the thrown error's code, or `nil` if it decoded.
+public func decodeErrorCode<T: WireCodable>(_ type: T.Type, _ bytes: [UInt8]) -> WireError.Code? {
     do {
         _ = try T(bytes: bytes)
         return nil
