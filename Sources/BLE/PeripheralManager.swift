@@ -126,7 +126,7 @@ public final class PeripheralManager: Sendable {
     /// can connect (legacy advertising stops when a connection is made).
     public func startAdvertising(name: String? = nil, serviceUUIDs: [BluetoothUUID] = [], manufacturerData: ManufacturerData? = nil,
                                  txPowerLevel: Int8? = nil, restartAfterConnection: Bool = false) async throws {
-        let layout = Advertisement.layout(name: name, serviceUUIDs: serviceUUIDs, txPowerLevel: txPowerLevel,
+        let layout = AdvertisingData.layout(name: name, serviceUUIDs: serviceUUIDs, txPowerLevel: txPowerLevel,
                                           manufacturerData: manufacturerData)
         let options = HCIHost.AdvertisingOptions(data: layout.data, scanResponse: layout.scanResponse)
         try await host.startAdvertising(options)

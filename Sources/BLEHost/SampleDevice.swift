@@ -114,15 +114,17 @@ public enum SampleDevice: String, CaseIterable, Sendable {
         return services
     }
 
-    /// Its advertising data (Heart Rate and Battery UUIDs, manufacturer data `lab` for the lab device, the name
-    /// shortened if it does not fit) and scan response (manufacturer data `scanrsp`): a scanner shows both
-    /// manufacturer data structures only when it merges the scan response.
+    /// Its advertising data and scan response, laid out by the stack's one rule (``AdvertisingData/layout(name:serviceUUIDs:txPowerLevel:manufacturerData:scanResponse:)``):
+    /// Heart Rate and Battery UUIDs, manufacturer data `lab` for the lab device and the name in the packet (the name
+    /// moves to the scan response when it does not fit), and manufacturer data `scanrsp` in the scan response: a
+    /// scanner shows both manufacturer data structures only when it merges the scan response.
     public func advertising(name: String) -> HCIHost.AdvertisingOptions {
-        var data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: [0x180D, 0x180F],
-                                   manufacturerData: self == .lab ? ManufacturerData(companyID: .testing, data: Array("lab".utf8)) : nil)
-        data.appendLocalName(name)
-        return HCIHost.AdvertisingOptions(data: data, scanResponse: AdvertisingData(
-            manufacturerData: ManufacturerData(companyID: .testing, data: Array("scanrsp".utf8))))
+        let scanResponse = AdvertisingData(manufacturerData: ManufacturerData(companyID: .testing, data: Array("scanrsp".utf8)))
+        let layout = AdvertisingData.layout(
+            name: name, serviceUUIDs: [0x180D, 0x180F],
+            manufacturerData: self == .lab ? ManufacturerData(companyID: .testing, data: Array("lab".utf8)) : nil,
+            scanResponse: scanResponse.structures)
+        return HCIHost.AdvertisingOptions(data: layout.data, scanResponse: layout.scanResponse)
     }
 }
 

@@ -300,9 +300,9 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
     }
 
     /// The advertising data and scan response for a name and service UUIDs, laid out as ``startAdvertising(_:)``
-    /// documents: BLE's one layout rule, `Advertisement.layout(name:serviceUUIDs:txPowerLevel:manufacturerData:)`.
+    /// documents: BLE's one layout rule, `AdvertisingData.layout(name:serviceUUIDs:txPowerLevel:manufacturerData:)`.
     static func advertisingLayout(name: String?, serviceUUIDs: [BluetoothUUID]) -> (data: AdvertisingData, scanResponse: AdvertisingData) {
-        Advertisement.layout(name: name, serviceUUIDs: serviceUUIDs)
+        AdvertisingData.layout(name: name, serviceUUIDs: serviceUUIDs)
     }
 
     // MARK: Centrals and requests

@@ -11,7 +11,7 @@ import Testing
 
     @Test func everythingThatFitsStaysInThePacketInTheOrderPeripheralManagerAlwaysUsed() {
         let maker = ManufacturerData(companyID: .testing, data: [1, 2])
-        let layout = Advertisement.layout(name: "Lab", serviceUUIDs: [0x180F], txPowerLevel: -4, manufacturerData: maker)
+        let layout = AdvertisingData.layout(name: "Lab", serviceUUIDs: [0x180F], txPowerLevel: -4, manufacturerData: maker)
         // Flags, UUIDs, TX power, manufacturer data (as AdvertisingData's initializer orders them), then the name.
         var expected = AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: [0x180F], txPowerLevel: -4,
                                        manufacturerData: maker)
@@ -22,13 +22,13 @@ import Testing
 
     @Test func aNameThatDoesNotFitGoesWholeToTheScanResponse() {
         let maker = ManufacturerData(companyID: .testing, data: Array(repeating: 7, count: 16))
-        let layout = Advertisement.layout(name: "A UART with a long name", serviceUUIDs: [0x180D], manufacturerData: maker)
+        let layout = AdvertisingData.layout(name: "A UART with a long name", serviceUUIDs: [0x180D], manufacturerData: maker)
         #expect(layout.data == AdvertisingData(flags: .leOnlyGeneralDiscoverable, serviceUUIDs: [0x180D], manufacturerData: maker))
         #expect(layout.scanResponse == AdvertisingData(localName: "A UART with a long name"))
     }
 
     @Test func thirtyTwoBitUUIDsAreListedAsSuch() {
-        let (data, response) = hex(Advertisement.layout(name: nil, serviceUUIDs: [BluetoothUUID(uint32: 0x1234_5678)]))
+        let (data, response) = hex(AdvertisingData.layout(name: nil, serviceUUIDs: [BluetoothUUID(uint32: 0x1234_5678)]))
         #expect(data == "020106" + "050578563412")
         #expect(response == "")
     }
@@ -36,7 +36,7 @@ import Testing
     @Test func uuidsOverflowAroundWhatMustStayInThePacket() {
         let first = BluetoothUUID("E20A39F4-73F5-4BC4-A12F-17D1AD07A961") ?? 0
         let second = BluetoothUUID("08590F7E-DB05-467E-8757-72F6FAEB13D4") ?? 0
-        let layout = Advertisement.layout(name: "Overflowing name", serviceUUIDs: [first, second], txPowerLevel: 0)
+        let layout = AdvertisingData.layout(name: "Overflowing name", serviceUUIDs: [first, second], txPowerLevel: 0)
         // Flags (3) + one incomplete 128-bit list (18) + TX power (3) = 24 bytes: the second UUID and the name go to
         // the scan response, the name shortened to what is left of its 31 bytes.
         #expect(layout.data.structures.map(\.type) == [.flags, .incomplete128BitServiceUUIDs, .txPowerLevel])

@@ -1,9 +1,7 @@
-import BLEWire
-
-extension Advertisement {
+extension AdvertisingData {
     /// The advertising data and scan response for a name, service UUIDs, a TX power level and manufacturer data: the
-    /// one layout rule of ``PeripheralManager/startAdvertising(name:serviceUUIDs:manufacturerData:txPowerLevel:restartAfterConnection:)``
-    /// and CoreBluetoothCompat's `CBPeripheralManager.startAdvertising(_:)`.
+    /// one layout rule of the stack — `PeripheralManager.startAdvertising(name:serviceUUIDs:manufacturerData:txPowerLevel:restartAfterConnection:)`,
+    /// CoreBluetoothCompat's `CBPeripheralManager.startAdvertising(_:)` and the host's sample devices use it.
     ///
     /// The advertising packet carries the Flags (LE General Discoverable, BR/EDR not supported), the service UUIDs as
     /// complete lists (16-, 32- and 128-bit), the TX power level, the manufacturer data and, when it fits after
@@ -19,15 +17,18 @@ extension Advertisement {
     ///   - serviceUUIDs: the service UUIDs, in the order they should be listed.
     ///   - txPowerLevel: the TX Power Level structure's value, in dBm (`nil`: none).
     ///   - manufacturerData: the manufacturer specific data (`nil`: none).
+    ///   - scanResponse: structures that belong in the scan response whatever fits (they come first there, before
+    ///     UUIDs or a name that did not fit in the packet).
     /// - Returns: the advertising data and the scan response (empty when everything fits in the packet).
     public static func layout(name: String?, serviceUUIDs: [BluetoothUUID], txPowerLevel: Int8? = nil,
-                              manufacturerData: ManufacturerData? = nil) -> (data: AdvertisingData, scanResponse: AdvertisingData) {
+                              manufacturerData: ManufacturerData? = nil,
+                              scanResponse extras: [ADStructure] = []) -> (data: AdvertisingData, scanResponse: AdvertisingData) {
         let limit = AdvertisingData.legacyMaximumLength
         let flags = ADStructure(type: .flags, data: [ADFlags.leOnlyGeneralDiscoverable.rawValue])
         // What stays in the packet whatever else does not fit.
         let fixed = AdvertisingData(txPowerLevel: txPowerLevel, manufacturerData: manufacturerData).structures
         var data = [flags] + uuidLists(serviceUUIDs, complete: true) + fixed
-        var response: [ADStructure] = []
+        var response = extras
         if size(data) > limit {
             // Too many UUIDs: as many as fit in the packet, the next ones in the scan response, both incomplete lists.
             var inData: [BluetoothUUID] = []
@@ -35,15 +36,15 @@ extension Advertisement {
             for uuid in serviceUUIDs {
                 if size([flags] + uuidLists(inData + [uuid], complete: false) + fixed) <= limit {
                     inData.append(uuid)
-                } else if size(uuidLists(inResponse + [uuid], complete: false)) <= limit {
+                } else if size(extras + uuidLists(inResponse + [uuid], complete: false)) <= limit {
                     inResponse.append(uuid)
                 }
             }
             data = [flags] + uuidLists(inData, complete: false) + fixed
-            response = uuidLists(inResponse, complete: false)
+            response = extras + uuidLists(inResponse, complete: false)
         }
         if let name, !name.isEmpty {
-            if response.isEmpty, size(data) + 2 + name.utf8.count <= limit {
+            if response.count == extras.count, size(data) + 2 + name.utf8.count <= limit {
                 data.append(ADStructure(type: .completeLocalName, data: Array(name.utf8)))
             } else if let structure = nameStructure(name, room: limit - size(response)) {
                 response.append(structure)
