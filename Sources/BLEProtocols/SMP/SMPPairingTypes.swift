@@ -74,7 +74,7 @@ public struct SMPPairingResult: Hashable, Sendable {
 }
 
 /// Why a pairing ended without success. Core 5.4, Vol 3, Part H, 3.5.5 (Pairing Failed) and 3.4 (the timeout).
-public enum SMPPairingFailure: Hashable, Sendable, Error, CustomStringConvertible {
+public enum SMPPairingFailure: Hashable, Sendable, CustomStringConvertible {
     /// This side sent Pairing Failed with the reason.
     case sent(SMPPairingFailedReason)
     /// The peer sent Pairing Failed with the reason.
