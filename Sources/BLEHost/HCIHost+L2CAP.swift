@@ -46,7 +46,15 @@ extension HCIHost {
             await withCheckedContinuation { acl.waitForRoom($0) }
         }
         guard current(handle, is: link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
-        sendACL(acl.flow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
+        let packets = acl.flow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded)
+        guard !packets.isEmpty else { return }
+        // Nothing waits for a reply here: the caller drains the outbox itself when nobody does, off the actor, so the
+        // host goes on meanwhile and what it queues joins the batch.
+        do {
+            try await outbox.send(packets.map { .acl($0) })
+        } catch {
+            transportEnded(error)
+        }
     }
 
     /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.

@@ -23,7 +23,7 @@ final class PipeShared: Sendable {
     }
 }
 
-final class PipeEnd: ImmediateHCITransport {
+final class PipeEnd: HCITransport {
     let incoming: AsyncThrowingStream<HCIPacket, any Error>
     private let peer: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     private let shared: PipeShared
@@ -40,7 +40,7 @@ final class PipeEnd: ImmediateHCITransport {
         peer.yield(packet)
     }
 
-    func sendNow(_ packets: [HCIPacket]) throws {
+    func send(_ packets: [HCIPacket]) async throws {
         guard !shared.closed.load(ordering: .acquiring) else { throw TransportError(.closed, "pipe closed") }
         for packet in packets { peer.yield(packet) }
     }

@@ -29,15 +29,6 @@ extension HCITransport {
 }
 
 /// Why a transport failed.
-/// A transport that hands packets on without suspending: ``sendNow(_:)`` has given them to the stream, the socket or
-/// the simulated controller behind it when it returns. A host writes to such a transport straight from its own
-/// isolation, in order, with no task between; any other transport is written by a task of the host's that drains
-/// its outbox.
-public protocol ImmediateHCITransport: HCITransport {
-    /// Sends packets in order before returning; throws when the transport is closed or the write fails.
-    func sendNow(_ packets: [HCIPacket]) throws
-}
-
 public struct TransportError: BLEError {
     /// The kind of failure.
     public enum Code: Sendable, Hashable {

@@ -210,7 +210,7 @@ extension VirtualController {
 }
 
 /// The in-process host side of a virtual controller.
-final class VirtualHostTransport: ImmediateHCITransport {
+final class VirtualHostTransport: HCITransport {
     let controller: VirtualController
     let closed = Atomic<Bool>(false)
     let incoming: AsyncThrowingStream<HCIPacket, any Error>
@@ -242,7 +242,7 @@ final class VirtualHostTransport: ImmediateHCITransport {
         controller.receive(fromHost: packet)
     }
 
-    func sendNow(_ packets: [HCIPacket]) throws {
+    func send(_ packets: [HCIPacket]) async throws {
         guard !closed.load(ordering: .acquiring) else { throw TransportError(.closed, "virtual controller transport closed") }
         controller.receive(fromHost: packets)
     }

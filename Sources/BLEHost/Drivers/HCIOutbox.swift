@@ -2,17 +2,17 @@ import BLETransport
 import BLEWire
 import Synchronization
 
-/// Where the host's packets leave for the controller: in order, and without suspending whoever writes them.
+/// Where the host's packets leave for the controller: one queue, in order, drained by one sender at a time.
 ///
-/// Nothing the host sends makes it wait for the transport, so a driver registers the continuation that receives a
-/// reply before the request leaves, in one step, and no reply can overtake it. An ``ImmediateHCITransport`` (the
-/// in-process pipe, the virtual controller, sockets and serial ports) is written at once; any other transport is
-/// written by one task that drains what gathered meanwhile in one batch.
+/// Handing packets over never suspends (``write(_:)``), so a driver registers the continuation that receives a reply
+/// before the request leaves, in one step, and no reply can overtake it. Whoever hands packets over while nobody is
+/// draining becomes the drainer: an async caller with nothing to register (``send(_:)``, the ACL data path) drains
+/// itself, off the host's executor, so the host goes on while the transport works and what it queues meanwhile
+/// leaves in the same batch; a synchronous caller starts a task that drains.
 final class HCIOutbox: Sendable {
     private let transport: any HCITransport
-    private let immediate: (any ImmediateHCITransport)?
     private let state = Mutex(Pending())
-    /// Told when a write by the draining task fails (an immediate write throws to its caller instead).
+    /// Told when a write fails.
     private let failureHandler = Mutex<(@Sendable (any Error) async -> Void)?>(nil)
 
     private struct Pending: ~Copyable {
@@ -23,31 +23,23 @@ final class HCIOutbox: Sendable {
 
     init(_ transport: any HCITransport) {
         self.transport = transport
-        self.immediate = transport as? any ImmediateHCITransport
     }
 
-    /// Sets what is told when a write by the draining task fails.
+    /// Sets what is told when a write fails (the transport has ended).
     func onFailure(_ handler: @escaping @Sendable (any Error) async -> Void) {
         failureHandler.withLock { $0 = handler }
     }
 
-    /// Hands `packets` on, in order after everything written before. Throws when an immediate write fails; a
-    /// failure of the draining task reaches the ``onFailure(_:)`` handler.
+    /// Hands `packets` over without suspending, in order after everything handed over before; a task sends them
+    /// when nobody is draining. Throws when the transport has ended.
     func write(_ packets: [HCIPacket]) throws {
-        guard !packets.isEmpty else { return }
-        if let immediate {
-            try immediate.sendNow(packets)
-            return
-        }
-        let (accepted, startDraining) = state.withLock { pending -> (Bool, Bool) in
-            guard !pending.closed else { return (false, false) }
-            pending.packets.append(contentsOf: packets)
-            guard !pending.draining else { return (true, false) }
-            pending.draining = true
-            return (true, true)
-        }
-        guard accepted else { throw TransportError(.closed, "the transport closed") }
-        if startDraining { Task { await self.drain() } }
+        if try enqueue(packets) { Task { await self.drain() } }
+    }
+
+    /// Hands `packets` over and, when nobody is draining, sends everything queued before returning. Throws when the
+    /// transport has ended.
+    func send(_ packets: [HCIPacket]) async throws {
+        if try enqueue(packets) { await drain() }
     }
 
     /// Drops what is waiting and refuses what comes (the transport ended): writes throw from now on.
@@ -58,6 +50,21 @@ final class HCIOutbox: Sendable {
         }
     }
 
+    /// Queues `packets`; returns whether the caller must drain (nobody is).
+    private func enqueue(_ packets: [HCIPacket]) throws -> Bool {
+        guard !packets.isEmpty else { return false }
+        let (accepted, mustDrain) = state.withLock { pending -> (Bool, Bool) in
+            guard !pending.closed else { return (false, false) }
+            pending.packets.append(contentsOf: packets)
+            guard !pending.draining else { return (true, false) }
+            pending.draining = true
+            return (true, true)
+        }
+        guard accepted else { throw TransportError(.closed, "the transport closed") }
+        return mustDrain
+    }
+
+    /// Sends what is queued, batch after batch, until the queue is empty.
     private func drain() async {
         while true {
             let batch = state.withLock { pending -> [HCIPacket] in
