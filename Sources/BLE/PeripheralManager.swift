@@ -153,6 +153,13 @@ public final class PeripheralManager: Sendable {
         ATT.maximumNotificationValueLength(mtu: await engine.mtu(central))
     }
 
+    /// Asks the link layer to send link-layer packets of up to `octets` payload octets (27…251) on `central`'s link
+    /// (LE Set Data Length, which either side of a link may use); the link's data length follows when the controller
+    /// reports the change. Larger packets carry the same data in fewer packets and less air time.
+    public func setDataLength(_ octets: UInt16 = 251, for central: HostConnection) async throws {
+        try await host.setDataLength(central, octets: octets)
+    }
+
     /// Stops advertising.
     public func stopAdvertising() async throws {
         await store.setRestart(nil, host: host)

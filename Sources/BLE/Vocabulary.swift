@@ -200,6 +200,9 @@ public typealias L2CAPError = BLEProtocols.L2CAPError
 
 /// The simulated air of an ``EmbeddedWorld``.
 public typealias VirtualAir = BLEVirtualController.VirtualAir
+/// The simulated air's model of air time (connection events, packet times on each PHY), for a ``VirtualAir`` that
+/// paces links as a radio would.
+public typealias AirTimeModel = BLEVirtualController.AirTimeModel
 /// A place on the simulated air, in metres: distance sets the RSSI and the range.
 public typealias Position = BLEVirtualController.Position
 /// The sample devices the embedded world runs and `ble serve` serves.

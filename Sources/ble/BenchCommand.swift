@@ -1,7 +1,5 @@
 import ArgumentParser
 import BLE
-import BLEHost
-import BLEVirtualController
 import Foundation
 
 /// `ble bench`: throughput and latency between two devices, like Bumble's bench app. One side serves the bench
@@ -115,7 +113,7 @@ enum Bench {
         let centrals = await manager.centralEvents()
         let lengthening = Task {
             for await event in centrals {
-                if case .connected(let central) = event { try? await HCIHost.owned(by: manager.adapter).setDataLength(central, octets: 251) }
+                if case .connected(let central) = event { try? await manager.setDataLength(251, for: central) }
             }
         }
         defer { lengthening.cancel() }
