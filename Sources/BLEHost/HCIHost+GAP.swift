@@ -39,7 +39,13 @@ extension HCIHost {
         let (id, generation, actions) = gap.machine.startScan(parameters, now: now)
         gap.scanStreams[generation] = continuation
         continuation.onTermination = { [weak self] _ in Task { await self?.scanStreamEnded(generation) } }
-        try await run(id, actions)
+        do {
+            try await run(id, actions)
+        } catch {
+            // The scan never started: its stream (which nobody got) is dropped.
+            gap.scanStreams.removeValue(forKey: generation)?.finish(throwing: error)
+            throw error
+        }
         return stream
     }
 
