@@ -4,11 +4,15 @@ import BLEWire
 import Logging
 
 /// The host side of one controller: brings it up, sends typed commands under HCI flow control, routes events and
-/// ACL data, and runs L2CAP per connection (fixed channels ATT and SMP, LE signaling, LE credit based channels).
+/// ACL data, and runs L2CAP per connection (fixed channels ATT and SMP, LE signaling, LE credit based channels), the
+/// Security Manager and GAP.
 ///
-/// One actor per controller. A single reader task consumes the transport; every state machine it drives
-/// (``HCICommandFlow``, ``ACLFlow``, ``L2CAPReassembler``, one ``L2CAPChannelManager`` per link) is sans-I/O and
-/// lives in this actor.
+/// One actor per controller, composing one driver per concern: commands (`CommandDriver`), ACL data (`ACLDriver`),
+/// the links (`LinkRegistry`), L2CAP (`L2CAPDriver`), the Security Manager (`SecurityDriver`) and GAP (`GAPDriver`,
+/// running the `GAPProcedures` machine). A single reader task consumes the transport and routes each event to the
+/// driver that owns it; every packet for the controller leaves through one outbox (`HCIOutbox`), and handing it
+/// over never suspends, so whoever waits for a reply is registered before the request leaves. Every machine the
+/// drivers run is sans-I/O and lives in this actor.
 public actor HCIHost {
     /// Bring-up and timing settings.
     public struct Configuration: Sendable {
@@ -48,6 +52,7 @@ public actor HCIHost {
     var controller = ControllerState()
     /// The GATT engine of this host's links, while someone holds it (see ``gattEngine()``).
     var gatt = SharedGATT()
+    /// The task reading the transport.
     var reader: Task<Void, Never>?
     /// Scanning, advertising, connection setup and this side's own address.
     var gap: GAPDriver
