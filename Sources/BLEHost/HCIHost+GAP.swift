@@ -181,7 +181,14 @@ extension HCIHost {
                 if let waiter = gap.waiters.removeValue(forKey: id) {
                     waiter(failure.map { .failed($0) } ?? .done)
                 } else if let failure {
-                    logger.warning("GAP: \(id) failed: \(GAPDriver.error(failure))")
+                    // A procedure nobody waits for (a scan's stop, an address rotation, an advertising restart). When
+                    // the controller is gone that is reported already, and its procedures ending with it is expected.
+                    switch failure {
+                    case .controllerLost, .command(_, .cancelled):
+                        logger.debug("GAP: \(id) ended with the controller")
+                    default:
+                        logger.warning("GAP: \(id) failed: \(GAPDriver.error(failure))")
+                    }
                 }
             case .connected(let id, let handle):
                 gap.waiters.removeValue(forKey: id)?(.connected(handle))
