@@ -47,7 +47,4 @@ struct TimerSet<Key: Hashable & Sendable> {
     mutating func cancelAll(where matches: (Key) -> Bool = { _ in true }) {
         for key in tasks.keys where matches(key) { cancel(key) }
     }
-
-    /// Whether the timer `key` is set.
-    func isSet(_ key: Key) -> Bool { tasks[key] != nil }
 }

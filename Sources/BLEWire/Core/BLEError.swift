@@ -28,11 +28,4 @@ extension BLEError {
 
     /// The reason.
     public var description: String { reason }
-
-    /// The code, erased: for code that handles any of the stack's errors alike (a CLI printing the code beside the
-    /// reason, a log).
-    public var anyCode: AnyHashable { AnyHashable(code) }
-
-    /// Where the error was raised, as `file:line`.
-    public var location: String { "\(file):\(line)" }
 }
