@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Interop scenarios with Bumble (Google's Python Bluetooth stack, bumble==0.0.236) as the independent peer.
 
-    interop.py [--controllers bumble|ble|ble,bumble] [--ble PATH/TO/ble] [--central PATH/TO/interop-central]
+    interop.py [--controllers ble|bumble|rootcanal|ble,bumble,rootcanal] [--ble PATH/TO/ble] [--central PATH/TO/interop-central]
                [--only TEXT] [--snoop] [--lab-args "--no-ext-adv --fragment-rx --acl-num 4 ..."]
 
-Run it through run.sh, which installs Bumble into $REPO/.venv-bumble first (bootstrap.sh) and documents the options.
+Run it through run.sh, which installs Bumble and RootCanal into $REPO/.venv-bumble first (bootstrap.sh) and documents the options.
 Standard library only: the Bumble peers and the trace decoders run with the venv's python.
 
 The program is three tables and one engine:
@@ -181,6 +181,14 @@ def bumble_controllers(h, ports, snoop_dir, large_acl):
     return argv
 
 
+def rootcanal_controllers(h, ports, snoop_dir, large_acl):
+    # RootCanal 1.10's buffers are its own (LE ACL 27 octets); large_acl cannot change them.
+    argv = [h.py, os.path.join(PEERS, 'rootcanal_controllers.py'), *map(str, ports)]
+    if snoop_dir:
+        argv += ['--snoop-dir', snoop_dir]
+    return argv
+
+
 CONTROLLER_KINDS = {kind.name: kind for kind in [
     ControllerKind('ble', ble_controllers, needs_ble=True, fresh_per_client=False, bumbles_own=False,
                    local_disconnect_reason='0x16', scan_response_heard=True, arbitrates_connects=True),
@@ -189,6 +197,9 @@ CONTROLLER_KINDS = {kind.name: kind for kind in [
     # second of two simultaneous initiators believes it is connected to a peripheral that never saw it.
     ControllerKind('bumble', bumble_controllers, needs_ble=False, fresh_per_client=True, bumbles_own=True,
                    local_disconnect_reason='0x13', scan_response_heard=False, arbitrates_connects=False),
+    # Android's RootCanal 1.10.0 (PyPI rootcanal): a new controller for every client of a port.
+    ControllerKind('rootcanal', rootcanal_controllers, needs_ble=False, fresh_per_client=True, bumbles_own=False,
+                   local_disconnect_reason='0x16', scan_response_heard=True, arbitrates_connects=True),
 ]}
 
 

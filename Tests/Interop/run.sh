@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Interop scenarios with Bumble (Google's Python Bluetooth stack, bumble==0.0.236) as the independent peer.
 #
-#   Tests/Interop/run.sh [--controllers bumble|ble|ble,bumble] [--ble PATH/TO/ble] [--central PATH/TO/interop-central]
+#   Tests/Interop/run.sh [--controllers ble|bumble|rootcanal|ble,bumble,rootcanal] [--ble PATH/TO/ble] [--central PATH/TO/interop-central]
 #                        [--only TEXT] [--snoop]
 #                        [--lab-args "--no-ext-adv --fragment-rx --acl-num 4 ..."]
 #
-#   --controllers  whose linked virtual controllers the hosts attach to: Bumble's (peers/lab_controllers.py) or ours
-#                  (`ble controller --tcp 127.0.0.1:P1 127.0.0.1:P2`); a comma list runs every scenario on each.
+#   --controllers  whose linked virtual controllers the hosts attach to: Bumble's (peers/lab_controllers.py), ours
+#                  (`ble controller --tcp 127.0.0.1:P1 127.0.0.1:P2`) or Android's RootCanal 1.10.0
+#                  (peers/rootcanal_controllers.py); a comma list runs every scenario on each.
 #                  Default: ble when --ble is given, else bumble.
 #   --ble PATH     the ble binary (swift build --product ble; then "$(swift build --show-bin-path)/ble"). Scenarios
 #                  that need it (our controllers, our host) are skipped without it.
@@ -19,7 +20,7 @@
 #   --lab-args     extra options for Bumble's controllers (peers/lab_controllers.py --help), e.g. --no-ext-adv makes
 #                  the Bumble hosts use the legacy advertising/scanning commands, as on a controller without them.
 #
-# Installs Bumble into $REPO/.venv-bumble when missing (bootstrap.sh), then runs interop.py (the scenario table and
+# Installs Bumble and RootCanal into $REPO/.venv-bumble when missing (bootstrap.sh), then runs interop.py (the scenario table and
 # the engine) with the venv's python: it picks free loopback ports from the OS, starts every process in its own
 # process group and stops every one of them on exit, prints the logs of a failed scenario, and ends with the line
 # 'N passed, M failed' (exit status 1 when anything failed or nothing ran). Logs: $REPO/interop-logs/.
