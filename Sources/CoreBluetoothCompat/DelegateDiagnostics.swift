@@ -66,7 +66,7 @@ public enum CBDelegateDiagnostics {
         if let custom {
             custom(message)
         } else {
-            FileHandle.standardError.write(Data((message + "\n").utf8))
+            try? FileHandle.standardError.write(contentsOf: Data((message + "\n").utf8))
         }
     }
 }

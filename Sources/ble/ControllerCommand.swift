@@ -58,7 +58,7 @@ struct ControllerCommand: AsyncParsableCommand {
         let air = VirtualAir(clock: .realTime, seed: seed, radio: RadioModel(noiseSigma: noise), airTime: airTime ? AirTimeModel() : nil)
         // Accepted hosts are read only once attached: the controller then handles their packets on the reader thread.
         let servers = try parsed.map { try H4TCPServer(host: $0.0, port: $0.1, startReading: false) }
-        FileHandle.standardOutput.write(("READY " + servers.map { String($0.port) }.joined(separator: " ") + "\n").data(using: .utf8) ?? Data())
+        writeLine("READY " + servers.map { String($0.port) }.joined(separator: " "))
         let snoopDir = snoopDir
         let (aclSize, aclCount, spacing) = (aclSize, aclCount, spacing)
         let configuration: @Sendable (Int) -> VirtualController.Configuration = { index in
@@ -82,15 +82,15 @@ struct ControllerCommand: AsyncParsableCommand {
                             do {
                                 transport = SnoopingTransport(client, writer: try BTSnoopWriter(path: path), role: .controller)
                             } catch {
-                                FileHandle.standardError.write("port \(server.port): cannot capture to \(path): \(error)\n".data(using: .utf8) ?? Data())
+                                writeErrorLine("port \(server.port): cannot capture to \(path): \(error)")
                             }
                         }
-                        FileHandle.standardError.write("port \(server.port): host attached (session \(session))\n".data(using: .utf8) ?? Data())
+                        writeErrorLine("port \(server.port): host attached (session \(session))")
                         let attached = transport
                         let number = session
                         Task {
                             await controller.attach(attached)
-                            FileHandle.standardError.write("port \(server.port): host detached (session \(number))\n".data(using: .utf8) ?? Data())
+                            writeErrorLine("port \(server.port): host detached (session \(number))")
                         }
                     }
                 }

@@ -1,14 +1,20 @@
 import BLE
 import Foundation
 
-/// Writes a line to standard output unbuffered, so a peer process reading it (or a kill) never loses it.
+/// Writes a line to standard output unbuffered, so a peer process reading it (or a kill) never loses it. When the
+/// reader has gone (`ble scan --duplicates | head -3`: EPIPE), there is nobody left to tell anything: the tool ends
+/// quietly with status 0, as `yes | head` does, instead of trapping in Foundation's non-throwing `write`.
 func writeLine(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    do {
+        try FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
+    } catch {
+        exit(0)
+    }
 }
 
-/// Writes a line to standard error.
+/// Writes a line to standard error (dropped when standard error is closed: there is nowhere else to say it).
 func writeErrorLine(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
 }
 
 /// Prints one result: `text` for people, or with `--json` the `fields` as one JSON object on a line (keys sorted,
