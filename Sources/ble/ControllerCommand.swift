@@ -14,10 +14,18 @@ struct ControllerCommand: AsyncParsableCommand {
             links then drop by supervision timeout). Controllers sit on one simulated air, --spacing metres apart, \
             with stable public addresses 00:5B:00:00:00:NN (NN = 1 for the first port). Prints 'READY <ports>' once \
             every port listens.
+
+            On Linux, --vhci N also gives the kernel N adapters through its virtual HCI driver (/dev/vhci, module \
+            hci_vhci), on the same air after the TCP ports: the kernel names them hciN, and READY lists those names \
+            after the ports. A host then reaches them through the kernel, e.g. `ble serve --hci hci0` on the HCI \
+            user channel.
             """)
 
     @Option(name: .customLong("tcp"), parsing: .upToNextOption, help: "HOST:PORT to listen on, one per controller.")
-    var endpoints: [String]
+    var endpoints: [String] = []
+
+    @Option(help: "Linux: give the kernel this many adapters through /dev/vhci, each one of these controllers.")
+    var vhci: Int = 0
 
     @Option(help: "ACL buffer size reported by LE Read Buffer Size.")
     var aclSize: Int = 27
@@ -47,7 +55,8 @@ struct ControllerCommand: AsyncParsableCommand {
             }
             return (String(text[..<colon]), port)
         }
-        guard !parsed.isEmpty else { throw ValidationError("give at least one --tcp HOST:PORT") }
+        guard !parsed.isEmpty || vhci > 0 else { throw ValidationError("give at least one --tcp HOST:PORT or --vhci N") }
+        guard vhci >= 0, vhci <= 16 else { throw ValidationError("--vhci takes 0 to 16 adapters") }
         if let snoopDir {
             do {
                 try FileManager.default.createDirectory(atPath: snoopDir, withIntermediateDirectories: true)
@@ -58,7 +67,6 @@ struct ControllerCommand: AsyncParsableCommand {
         let air = VirtualAir(clock: .realTime, seed: seed, radio: RadioModel(noiseSigma: noise), airTime: airTime ? AirTimeModel() : nil)
         // Accepted hosts are read only once attached: the controller then handles their packets on the reader thread.
         let servers = try parsed.map { try H4TCPServer(host: $0.0, port: $0.1, startReading: false) }
-        writeLine("READY " + servers.map { String($0.port) }.joined(separator: " "))
         let snoopDir = snoopDir
         let (aclSize, aclCount, spacing) = (aclSize, aclCount, spacing)
         let configuration: @Sendable (Int) -> VirtualController.Configuration = { index in
@@ -66,7 +74,26 @@ struct ControllerCommand: AsyncParsableCommand {
                                             position: Position(x: Double(index) * spacing),
                                             aclBufferSize: aclSize, aclBufferCount: aclCount)
         }
+        let adapters = try kernelAdapters(count: vhci)
+        writeLine("READY " + (servers.map { String($0.port) } + adapters.map { "hci\($0.index)" }).joined(separator: " "))
         await withTaskGroup(of: Void.self) { group in
+            for (offset, adapter) in adapters.enumerated() {
+                let controller = air.addController(configuration(servers.count + offset))
+                var transport: any HCITransport = adapter.transport
+                if let snoopDir {
+                    let path = "\(snoopDir)/controller-hci\(adapter.index).btsnoop"
+                    do {
+                        transport = SnoopingTransport(adapter.transport, writer: try BTSnoopWriter(path: path), role: .controller)
+                    } catch {
+                        writeErrorLine("hci\(adapter.index): cannot capture to \(path): \(error)")
+                    }
+                }
+                let attached = transport
+                group.addTask {
+                    await controller.attach(attached)
+                    writeErrorLine("hci\(adapter.index): the kernel closed the adapter")
+                }
+            }
             for (index, server) in servers.enumerated() {
                 group.addTask {
                     let current = ControllerSlot()
@@ -98,6 +125,26 @@ struct ControllerCommand: AsyncParsableCommand {
         }
     }
 }
+
+extension ControllerCommand {
+    /// `count` adapters from the kernel's virtual HCI driver (none asked: none, on any system).
+    func kernelAdapters(count: Int) throws -> [VirtualHCIDevice] {
+        guard count > 0 else { return [] }
+        #if os(Linux)
+        return try (0..<count).map { _ in try VirtualHCIDevice.create() }
+        #else
+        throw ValidationError("--vhci needs Linux's virtual HCI driver (/dev/vhci)")
+        #endif
+    }
+}
+
+#if !os(Linux)
+/// Elsewhere there is no kernel driver to ask; the type only names what `--vhci` would have made.
+struct VirtualHCIDevice {
+    let index: UInt16
+    let transport: any HCITransport
+}
+#endif
 
 /// The controller currently serving one port.
 actor ControllerSlot {
