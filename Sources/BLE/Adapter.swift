@@ -106,6 +106,12 @@ public final class Adapter: Sendable {
     /// connects with now; `nil` with privacy off.
     public var privateAddress: LEAddress? { get async { await host.privateAddress } }
 
+    /// What the controller can do, as read when it powered on: its version and maker, the commands it lists, its
+    /// LMP and LE features, its ACL buffers, its largest data length, its PHYs, its list sizes, its public address.
+    /// Before the controller is up, nothing is known. The adapter sends the controller no command it does not list;
+    /// a call that needs something it lacks throws ``HostError`` with code `.unsupportedByController(…)`.
+    public var capabilities: ControllerCapabilities { get async { await host.capabilities } }
+
     /// The links up now, in both roles, ordered by connection handle.
     public var connections: [HostConnection] { get async { await host.connections } }
 

@@ -68,6 +68,23 @@ public typealias LEPHY = BLEWire.LEPHY
 /// A set of PHYs, as a PHY preference names them.
 public typealias LEPHYs = BLEWire.LEPHYs
 
+// MARK: The controller
+
+/// What the adapter's controller can do, as read when it powered on: version, supported commands, features,
+/// buffers, limits (``Adapter/capabilities``).
+public typealias ControllerCapabilities = BLEHost.ControllerCapabilities
+/// Something a call may need of the controller; a call that needs what the controller lacks throws
+/// ``HostError`` with code `.unsupportedByController(capability)`.
+public typealias ControllerCapability = BLEHost.ControllerCapability
+/// A Core Specification version as the HCI and the link layer report it ("5.3").
+public typealias HCIVersion = BLEWire.HCIVersion
+/// The LE features of a link layer (LE 2M PHY, Data Packet Length Extension, …), with their names.
+public typealias LEFeatures = BLEWire.LEFeatures
+/// The HCI commands a controller lists as supported (64 octets of bits), with their names.
+public typealias HCISupportedCommands = BLEWire.HCISupportedCommands
+/// An HCI command opcode.
+public typealias HCIOpcode = BLEWire.HCIOpcode
+
 // MARK: GATT, client side
 
 /// A service a central discovered on a peripheral, with its handle range.

@@ -239,9 +239,21 @@ extension HCIHost {
     /// Asks the link layer to move a link to the PHYs preferred for each direction (LE Set PHY) and returns the link
     /// once the PHY Update procedure ends (LE PHY Update Complete): each direction on the fastest PHY both sides
     /// accept, or unchanged. Empty sets mean no preference. Either side may ask. Core 5.4, Vol 4, Part E, 7.8.49.
+    ///
+    /// PHYs the controller does not support (``ControllerCapabilities/phys``) are left out of the preferences.
+    ///
+    /// - Throws: ``HostError``; ``HostError/Code/unsupportedByController(_:)`` when the controller lacks LE Set PHY,
+    ///   or every PHY asked for in a direction (`.twoMegabitPHY`, `.codedPHY`), without sending anything.
     public func setPHY(_ connection: HostConnection, transmit: LEPHYs, receive: LEPHYs) async throws -> HostConnection {
         let handle = connection.handle
         guard current(handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        let capabilities = controller.capabilities
+        let usable = capabilities.allows(.leSetPHY) ? capabilities.phys : .le1M
+        for asked in [transmit, receive] where !asked.isEmpty && asked.isDisjoint(with: usable) {
+            throw capabilities.unsupported(asked.contains(.le2M) ? .twoMegabitPHY : asked.contains(.leCoded) ? .codedPHY : .phyUpdate)
+        }
+        guard capabilities.allows(.leSetPHY) else { throw capabilities.unsupported(.phyUpdate) }
+        let (transmit, receive) = (transmit.intersection(usable), receive.intersection(usable))
         let allPHYs: UInt8 = (transmit.isEmpty ? 0x01 : 0) | (receive.isEmpty ? 0x02 : 0)
         let id = links.newWaiterID()
         // The waiter is in place before the command goes out: the update may complete right after its Command Status.
@@ -265,8 +277,12 @@ extension HCIHost {
     /// Asks the link layer to send link-layer packets of up to `octets` payload octets (27…251) on a link (LE Set Data
     /// Length); the link's ``HostConnection/maxTxOctets`` follows when the controller reports the change. Larger packets
     /// carry the same data in fewer packets and less air time. Core 5.4, Vol 4, Part E, 7.8.33.
+    ///
+    /// - Throws: ``HostError``; ``HostError/Code/unsupportedByController(_:)`` (`.dataLengthExtension`) when the
+    ///   controller does not list LE Set Data Length, without sending anything: links then keep 27-octet packets.
     public func setDataLength(_ connection: HostConnection, octets: UInt16 = 251) async throws {
         guard current(connection.handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        guard controller.capabilities.supports(.dataLengthExtension) else { throw controller.capabilities.unsupported(.dataLengthExtension) }
         let handle = connection.handle
         let octets = min(251, max(27, octets))
         // TX time for `octets` on LE Coded (S=8) is beyond the 0x4290 cap; the controller takes the cap.

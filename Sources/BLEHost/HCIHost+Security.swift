@@ -219,7 +219,12 @@ extension HCIHost {
     /// A PDU from a link's SMP channel.
     func receiveSMP(_ payload: [UInt8], handle: ConnectionHandle) {
         // An empty frame carries no command to answer: it is dropped, like empty frames on the other fixed channels.
-        guard !payload.isEmpty, var link = links[handle] else { return }
+        guard let first = payload.first, var link = links[handle] else { return }
+        // A reserved code is ignored, whatever is under way. Core 5.4, Vol 3, Part H, 3.3.
+        guard !SMPCode(rawValue: first).isReserved else {
+            logger.debug("ignoring an SMP PDU with the reserved code 0x\([first].hexString()) on \(link.connection.link)")
+            return
+        }
         let connection = link.connection
         // After the timeout nothing more is accepted on this link. Core 5.4, Vol 3, Part H, 3.4.
         guard !link.security.timedOut else { return }

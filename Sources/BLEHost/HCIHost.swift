@@ -73,8 +73,11 @@ public actor HCIHost {
     public var privateAddress: LEAddress? { gap.machine.privateAddress }
     /// The controller's ACL buffers (after bring-up).
     public var aclBuffers: (size: Int, count: Int) { (acl.flow.bufferSize, acl.flow.bufferCount) }
-    /// The controller's supported commands (after bring-up).
-    public var supportedCommands: HCISupportedCommands { controller.supportedCommands }
+    /// The controller's supported commands (after bring-up): ``capabilities``' ``ControllerCapabilities/supportedCommands``.
+    public var supportedCommands: HCISupportedCommands { controller.capabilities.supportedCommands }
+    /// What the controller can do, as read when it powered on (version, commands, features, buffers, limits); before
+    /// power-on, nothing is known. The host sends no command it does not list (``ControllerCapabilities/allows(_:)``).
+    public var capabilities: ControllerCapabilities { controller.capabilities }
     /// Frames received on fixed channels nobody handles, or that could not be decoded.
     public var droppedFrames: Int { controller.droppedFrames }
     /// Why the transport could not be opened, for a host created with ``init(unavailable:)``.
@@ -139,26 +142,24 @@ public actor HCIHost {
 
     private func bringUp() async throws {
         performGAP(gap.machine.controllerLost())
+        controller.capabilities = ControllerCapabilities()
         _ = try await send(HCIReset())
-        controller.supportedCommands = (try? await send(HCIReadLocalSupportedCommands()))?.supportedCommands ?? HCISupportedCommands()
-        let features = try await send(HCIReadLocalSupportedFeatures()).features
-        guard features & (1 << 38) != 0 else {
-            throw HostError(.commandFailed(.readLocalSupportedFeatures, .unsupportedFeatureOrParameterValue),
-                            "the controller does not support LE")
+        var found = ControllerCapabilities()
+        do {
+            found.supportedCommands = try await send(HCIReadLocalSupportedCommands()).supportedCommands
+            found.commandSource = .controller
+        } catch let error as HostError where error.code != .transportClosed {
+            // Every LE controller should answer (the command dates from 1.2); one that does not is taken for a bare
+            // Core 4.0 LE controller: the host sends it only what 4.0 requires, and tries nothing later.
+            logger.info("the controller did not answer Read Local Supported Commands (\(error.reason)); assuming Core 4.0 LE commands")
+            found.supportedCommands = ControllerCapabilities.bluetooth40Commands
+            found.commandSource = .assumed
         }
-        // Disconnection Complete, Encryption Change, Hardware Error, Data Buffer Overflow, Key Refresh, LE Meta.
-        _ = try await send(HCISetEventMask(mask: 1 << 4 | 1 << 7 | 1 << 15 | 1 << 25 | 1 << 47 | 1 << 61))
-        // Connection Complete, Advertising Report, Update Complete, Remote Features, LTK Request, Data Length Change,
-        // Enhanced Connection Complete, PHY Update Complete, Extended Advertising Report.
-        _ = try await send(HCILESetEventMask(mask: 0x1F | 1 << 6 | 1 << 9 | 1 << 11 | 1 << 12))
-        var buffers = try await send(HCILEReadBufferSize())
-        if buffers.leACLDataPacketLength == 0 || buffers.totalNumLEACLDataPackets == 0 {
-            let shared = try await send(HCIReadBufferSize())
-            buffers.leACLDataPacketLength = shared.aclDataPacketLength
-            buffers.totalNumLEACLDataPackets = UInt8(clamping: shared.totalNumACLDataPackets)
-        }
-        acl.flow = ACLFlow(bufferSize: Int(buffers.leACLDataPacketLength), bufferCount: Int(buffers.totalNumLEACLDataPackets))
-        let bdAddr = try await send(HCIReadBDADDR()).address
+        // From here on, the host sends only what the controller lists.
+        controller.capabilities = found
+        try await readCapabilities(into: &found)
+        controller.capabilities = found
+        let bdAddr = found.allows(.readBDADDR) ? try await send(HCIReadBDADDR()).address : .zero
         if bdAddr != .zero {
             controller.publicAddress = bdAddr
             controller.ownAddress = LEAddress(bdAddr, type: .public)
@@ -176,7 +177,76 @@ public actor HCIHost {
             _ = try await send(HCILESetRandomAddress(address: chosen.address))
             controller.ownAddress = chosen
         }
+        controller.capabilities.publicAddress = controller.publicAddress
         gap.machine.identityAddress = controller.ownAddress
+    }
+
+    /// Reads what the controller can do (each command only when listed) and sets the event masks and the ACL
+    /// buffers. Throws when the controller does not do LE or gives no buffer sizes.
+    private func readCapabilities(into found: inout ControllerCapabilities) async throws {
+        if found.allows(.readLocalVersionInformation), let v = try? await send(HCIReadLocalVersionInformation()) {
+            found.version = .init(hciVersion: HCIVersion(rawValue: v.hciVersion), hciRevision: v.hciSubversion,
+                                  lmpVersion: HCIVersion(rawValue: v.lmpVersion), lmpSubversion: v.lmpSubversion,
+                                  company: CompanyIdentifier(rawValue: v.companyIdentifier))
+        }
+        if found.allows(.readLocalSupportedFeatures) {
+            found.lmpFeatures = try await send(HCIReadLocalSupportedFeatures()).features
+            guard found.lmpFeatures & (1 << 38) != 0 else {
+                throw HostError(.commandFailed(.readLocalSupportedFeatures, .unsupportedFeatureOrParameterValue),
+                                "the controller does not support LE")
+            }
+        }
+        // Disconnection Complete, Encryption Change, Hardware Error, Data Buffer Overflow, Key Refresh, LE Meta.
+        _ = try await send(HCISetEventMask(mask: 1 << 4 | 1 << 7 | 1 << 15 | 1 << 25 | 1 << 47 | 1 << 61))
+        // Connection Complete, Advertising Report, Update Complete, Remote Features, LTK Request, Data Length Change,
+        // Enhanced Connection Complete, PHY Update Complete, Extended Advertising Report.
+        _ = try await send(HCILESetEventMask(mask: 0x1F | 1 << 6 | 1 << 9 | 1 << 11 | 1 << 12))
+        if found.allows(.leReadLocalSupportedFeatures) {
+            found.leFeatures = try await send(HCILEReadLocalSupportedFeatures()).features
+        }
+        let buffers = try await readBuffers(found)
+        found.buffers = buffers
+        acl.flow = ACLFlow(bufferSize: buffers.aclPacketLength, bufferCount: buffers.aclPacketCount)
+        if found.allows(.leReadMaximumDataLength) {
+            let m = try await send(HCILEReadMaximumDataLength())
+            found.maximumDataLength = .init(maxTxOctets: Int(m.supportedMaxTxOctets), maxTxTime: Int(m.supportedMaxTxTime),
+                                            maxRxOctets: Int(m.supportedMaxRxOctets), maxRxTime: Int(m.supportedMaxRxTime))
+        }
+        if found.allows(.leReadFilterAcceptListSize) {
+            found.filterAcceptListSize = Int(try await send(HCILEReadFilterAcceptListSize()).size)
+        }
+        if found.allows(.leReadResolvingListSize) {
+            found.resolvingListSize = Int(try await send(HCILEReadResolvingListSize()).size)
+        }
+    }
+
+    /// The LE ACL buffers: LE Read Buffer Size [v2] when listed, else [v1]; either answering 0 (LE shares the BR/EDR
+    /// buffers), or neither listed, Read Buffer Size. Core 5.4, Vol 4, Part E, 7.8.2 and 7.4.5.
+    private func readBuffers(_ found: ControllerCapabilities) async throws -> ControllerCapabilities.Buffers {
+        var le: ControllerCapabilities.Buffers?
+        if found.allows(.leReadBufferSizeV2) {
+            let v2 = try await send(HCILEReadBufferSizeV2())
+            le = .init(aclPacketLength: Int(v2.leACLDataPacketLength), aclPacketCount: Int(v2.totalNumLEACLDataPackets),
+                       isoPacketLength: Int(v2.isoDataPacketLength), isoPacketCount: Int(v2.totalNumISODataPackets),
+                       source: .leReadBufferSizeV2)
+        } else if found.allows(.leReadBufferSize) {
+            let v1 = try await send(HCILEReadBufferSize())
+            le = .init(aclPacketLength: Int(v1.leACLDataPacketLength), aclPacketCount: Int(v1.totalNumLEACLDataPackets),
+                       source: .leReadBufferSizeV1)
+        }
+        if var le, le.aclPacketLength > 0, le.aclPacketCount > 0 {
+            le.aclPacketLength = min(le.aclPacketLength, 0xFFFF)
+            return le
+        }
+        guard found.allows(.readBufferSize) else {
+            throw found.unsupported(.command(.leReadBufferSize))
+        }
+        let shared = try await send(HCIReadBufferSize())
+        guard shared.aclDataPacketLength > 0, shared.totalNumACLDataPackets > 0 else {
+            throw HostError(.malformedResponse(.readBufferSize), "the controller reports no ACL buffers")
+        }
+        return .init(aclPacketLength: Int(shared.aclDataPacketLength), aclPacketCount: Int(shared.totalNumACLDataPackets),
+                     isoPacketLength: le?.isoPacketLength ?? 0, isoPacketCount: le?.isoPacketCount ?? 0, source: .readBufferSize)
     }
 
     /// Closes the transport; the state becomes `poweredOff`.
@@ -189,7 +259,11 @@ public actor HCIHost {
 
     /// Sends a typed command and returns its return parameters once the controller answers (Command Complete), or
     /// once it accepts it (Command Status, for commands whose outcome comes in a later event).
+    ///
+    /// - Throws: ``HostError``; ``HostError/Code/unsupportedByController(_:)`` (`.command(opcode)`) without sending
+    ///   anything when the controller does not list the command.
     public func send<C: HCICommand>(_ command: C) async throws -> C.ReturnParameters {
+        guard controller.capabilities.allows(C.opcode) else { throw controller.capabilities.unsupported(.command(C.opcode)) }
         let outcome = await withCheckedContinuation { continuation in
             submit(command) { continuation.resume(returning: $0) }
         }
@@ -199,9 +273,20 @@ public actor HCIHost {
     /// Queues `command` for the controller; `completion` gets its outcome, in this actor, while the event (timeout,
     /// reset) that ended it is handled. Never suspends: what waits for the outcome is in place before the command
     /// leaves.
+    ///
+    /// The gate: a command the controller does not list is not sent; `completion` gets Unknown HCI Command (what the
+    /// controller would have answered) in a later step of this actor, never inside the caller's.
     func submit<C: HCICommand>(_ command: C, then completion: @escaping CommandDriver.Completion) {
+        guard controller.capabilities.allows(C.opcode) else {
+            logger.debug("not sending \(C.self): the controller does not list it")
+            Task { [self] in refused(completion) }
+            return
+        }
         perform(commands.submit(command, then: completion))
     }
+
+    /// Ends a command the gate kept back as the controller would have.
+    private func refused(_ completion: CommandDriver.Completion) { completion(.failed(.unknownCommand)) }
 
     /// A command's return parameters from its outcome, or the error it ended with.
     func returnParameters<C: HCICommand>(of command: C.Type, _ outcome: HCICommandFlow.Outcome) throws -> C.ReturnParameters {

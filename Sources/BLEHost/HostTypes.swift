@@ -56,6 +56,9 @@ public struct HostError: BLEError {
         case l2capChannelClosed
         /// An L2CAP request the manager refused locally (invalid SPSM or parameters, SDU above the peer's MTU, ...).
         case l2cap(L2CAPError.Code)
+        /// The controller lacks what the call needs (it does not list the command, or its LE features lack the
+        /// feature; see ``ControllerCapabilities``). Nothing was sent to it.
+        case unsupportedByController(ControllerCapability)
     }
 
     /// The kind of failure.

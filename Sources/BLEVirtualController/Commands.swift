@@ -45,21 +45,22 @@ extension World {
         .leSetPHY: { $0.leSetPHY($1, $2) },
     ]
 
-    /// The Supported_Commands mask: exactly the implemented commands.
-    static let supportedCommands: HCISupportedCommands = {
+    /// The Supported_Commands mask of a controller with `profile`: exactly the implemented commands it keeps.
+    static func supportedCommands(_ profile: ControllerProfile) -> HCISupportedCommands {
         var mask = HCISupportedCommands()
-        for opcode in handlers.keys { mask.insert(opcode) }
+        for opcode in handlers.keys where !profile.omittedCommands.contains(opcode) { mask.insert(opcode) }
         return mask
-    }()
+    }
 
     /// LMP features: LE Supported (Controller) and BR/EDR Not Supported. Core 5.4, Vol 2, Part C, 3.3.
     static let lmpFeatures: UInt64 = 1 << 37 | 1 << 38
-    /// The LE features this controller implements.
-    static let leFeatures: LEFeatures = [.encryption, .dataPacketLengthExtension, .le2MPHY, .leCodedPHY]
+    /// The LE features of controller `id`'s link layer (its profile's).
+    func leFeatures(of id: Int) -> LEFeatures { controllers[id]?.configuration.profile.leFeatures ?? [] }
 
     /// Handles one command packet from controller `id`'s host.
     mutating func command(_ id: Int, _ packet: HCICommandPacket) {
-        if let handler = Self.handlers[packet.opcode] {
+        let omitted = controllers[id]?.configuration.profile.omittedCommands.contains(packet.opcode) ?? false
+        if !omitted, let handler = Self.handlers[packet.opcode] {
             handler(&self, id, packet)
         } else {
             fail(id, packet.opcode, CommandCompletions.completion(ofUnknown: packet.opcode), .unknownCommand)
@@ -111,14 +112,15 @@ extension World {
     }
 
     mutating func readLocalVersion(_ id: Int, _ packet: HCICommandPacket) {
-        guard decode(HCIReadLocalVersionInformation.self, id, packet) != nil else { return }
+        guard decode(HCIReadLocalVersionInformation.self, id, packet) != nil, let profile = controllers[id]?.configuration.profile else { return }
         complete(id, HCIReadLocalVersionInformation.self,
-                 .init(hciVersion: 0x0D, hciSubversion: 0x0001, lmpVersion: 0x0D, companyIdentifier: 0xFFFF, lmpSubversion: 0x0001))
+                 .init(hciVersion: profile.version, hciSubversion: 0x0001, lmpVersion: profile.version,
+                       companyIdentifier: profile.companyIdentifier, lmpSubversion: 0x0001))
     }
 
     mutating func readSupportedCommands(_ id: Int, _ packet: HCICommandPacket) {
-        guard decode(HCIReadLocalSupportedCommands.self, id, packet) != nil else { return }
-        complete(id, HCIReadLocalSupportedCommands.self, .init(supportedCommands: Self.supportedCommands))
+        guard decode(HCIReadLocalSupportedCommands.self, id, packet) != nil, let profile = controllers[id]?.configuration.profile else { return }
+        complete(id, HCIReadLocalSupportedCommands.self, .init(supportedCommands: Self.supportedCommands(profile)))
     }
 
     mutating func readSupportedFeatures(_ id: Int, _ packet: HCICommandPacket) {
@@ -170,7 +172,7 @@ extension World {
 
     mutating func leReadFeatures(_ id: Int, _ packet: HCICommandPacket) {
         guard decode(HCILEReadLocalSupportedFeatures.self, id, packet) != nil else { return }
-        complete(id, HCILEReadLocalSupportedFeatures.self, .init(features: Self.leFeatures))
+        complete(id, HCILEReadLocalSupportedFeatures.self, .init(features: leFeatures(of: id)))
     }
 
     mutating func leSetRandomAddress(_ id: Int, _ packet: HCICommandPacket) {

@@ -76,11 +76,11 @@ extension World {
 
     mutating func leReadRemoteFeatures(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILEReadRemoteFeatures.self, id, packet) else { return }
-        guard linkID(controller: id, handle: c.handle) != nil else {
+        guard let linkID = linkID(controller: id, handle: c.handle), let peer = links[linkID]?.peer(of: id) else {
             return status(id, HCILEReadRemoteFeatures.opcode, .unknownConnectionIdentifier)
         }
         status(id, HCILEReadRemoteFeatures.opcode, .success)
-        emit(id, HCILEReadRemoteFeaturesCompleteEvent(handle: c.handle, features: Self.leFeatures).packet)
+        emit(id, HCILEReadRemoteFeaturesCompleteEvent(handle: c.handle, features: leFeatures(of: peer.controller)).packet)
     }
 
     mutating func leSetDataLength(_ id: Int, _ packet: HCICommandPacket) {
@@ -94,6 +94,9 @@ extension World {
             return
         }
         complete(id, HCILESetDataLength.self, .init(handle: c.handle))
+        // A peer whose link layer lacks Data Length Extension answers the Data Length Update procedure with
+        // LL_UNKNOWN_RSP: nothing changes. Core 5.4, Vol 6, Part B, 5.1.9.
+        guard let peer = link.peer(of: id), leFeatures(of: peer.controller).contains(.dataPacketLengthExtension) else { return }
         let isCentral = link.central.controller == id
         let previous = isCentral ? link.centralTxOctets : link.peripheralTxOctets
         guard previous != c.txOctets else { return }
@@ -128,10 +131,11 @@ extension World {
 
     mutating func leSetDefaultPHY(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetDefaultPHY.self, id, packet) else { return }
-        let status = Self.phyPreferenceStatus(allPHYs: c.allPHYs, tx: c.txPHYs, rx: c.rxPHYs)
+        let status = Self.phyPreferenceStatus(allPHYs: c.allPHYs, tx: c.txPHYs, rx: c.rxPHYs, supported: phys(of: id))
         if status == .success {
-            controllers[id]?.defaultTxPHYs = c.allPHYs & 0x01 != 0 ? Self.supportedPHYs : LEPHYs(rawValue: c.txPHYs)
-            controllers[id]?.defaultRxPHYs = c.allPHYs & 0x02 != 0 ? Self.supportedPHYs : LEPHYs(rawValue: c.rxPHYs)
+            let phys = phys(of: id)
+            controllers[id]?.defaultTxPHYs = c.allPHYs & 0x01 != 0 ? phys : LEPHYs(rawValue: c.txPHYs)
+            controllers[id]?.defaultRxPHYs = c.allPHYs & 0x02 != 0 ? phys : LEPHYs(rawValue: c.rxPHYs)
         }
         emit(id, HCICommandCompleteEvent(opcode: HCILESetDefaultPHY.opcode, returnParameters: [status.rawValue]).packet)
     }
@@ -141,7 +145,7 @@ extension World {
         guard let linkID = linkID(controller: id, handle: c.handle), let link = links[linkID] else {
             return status(id, HCILESetPHY.opcode, .unknownConnectionIdentifier)
         }
-        let check = Self.phyPreferenceStatus(allPHYs: c.allPHYs, tx: c.txPHYs.rawValue, rx: c.rxPHYs.rawValue)
+        let check = Self.phyPreferenceStatus(allPHYs: c.allPHYs, tx: c.txPHYs.rawValue, rx: c.rxPHYs.rawValue, supported: phys(of: id))
         guard check == .success, c.phyOptions <= 2 else {
             return status(id, HCILESetPHY.opcode, check == .success ? .invalidCommandParameters : check)
         }
@@ -149,8 +153,8 @@ extension World {
         status(id, HCILESetPHY.opcode, .success)
         links[linkID]?.phyUpdatePending = true
         queue.schedule(.phyUpdate(link: linkID, requester: id,
-                                  transmit: c.allPHYs & 0x01 != 0 ? Self.supportedPHYs : c.txPHYs,
-                                  receive: c.allPHYs & 0x02 != 0 ? Self.supportedPHYs : c.rxPHYs),
+                                  transmit: c.allPHYs & 0x01 != 0 ? phys(of: id) : c.txPHYs,
+                                  receive: c.allPHYs & 0x02 != 0 ? phys(of: id) : c.rxPHYs),
                        at: now + 6 * link.intervalNanos)
     }
 
@@ -181,17 +185,18 @@ extension World {
         }
     }
 
-    /// The PHYs this controller supports: LE 1M, LE 2M and LE Coded.
-    static let supportedPHYs: LEPHYs = [.le1M, .le2M, .leCoded]
+    /// The PHYs controller `id`'s link layer uses (its profile's).
+    func phys(of id: Int) -> LEPHYs { controllers[id]?.configuration.profile.phys ?? .le1M }
 
     /// LE Set Default PHY / LE Set PHY preferences: a direction the host did not leave open (All_PHYs bit clear) needs
-    /// at least one PHY (Invalid HCI Command Parameters); only the three PHYs exist (Unsupported Feature or Parameter
-    /// Value). Core 5.4, Vol 4, Part E, 7.8.48–7.8.49.
-    static func phyPreferenceStatus(allPHYs: UInt8, tx: UInt8, rx: UInt8) -> HCIStatus {
+    /// at least one PHY (Invalid HCI Command Parameters); only the `supported` PHYs may be named (Unsupported Feature
+    /// or Parameter Value). Core 5.4, Vol 4, Part E, 7.8.48–7.8.49.
+    static func phyPreferenceStatus(allPHYs: UInt8, tx: UInt8, rx: UInt8, supported: LEPHYs) -> HCIStatus {
         guard allPHYs & ~0x03 == 0 else { return .invalidCommandParameters }
         let txOpen = allPHYs & 0x01 != 0, rxOpen = allPHYs & 0x02 != 0
         if (!txOpen && tx == 0) || (!rxOpen && rx == 0) { return .invalidCommandParameters }
-        if (!txOpen && tx & ~0x07 != 0) || (!rxOpen && rx & ~0x07 != 0) { return .unsupportedFeatureOrParameterValue }
+        let unsupported = ~supported.rawValue
+        if (!txOpen && tx & unsupported != 0) || (!rxOpen && rx & unsupported != 0) { return .unsupportedFeatureOrParameterValue }
         return .success
     }
 

@@ -27,11 +27,15 @@ public final class VirtualController: Sendable {
         /// Give each new connection the lowest handle not in use, as many controllers do (Bumble's among them), so a
         /// quick reconnection gets the handle of the link just closed. Otherwise handles go round 0x0001...0x0EFF.
         public var reusesHandles: Bool
+        /// What the controller says it is and can do (``ControllerProfile/full`` by default).
+        public var profile: ControllerProfile
 
         /// Creates a configuration.
         public init(address: BluetoothAddress? = nil, position: Position = Position(), txPower: Int8 = 0,
-                    aclBufferSize: Int = 27, aclBufferCount: Int = 8, name: String? = nil, reusesHandles: Bool = false) {
+                    aclBufferSize: Int = 27, aclBufferCount: Int = 8, name: String? = nil, reusesHandles: Bool = false,
+                    profile: ControllerProfile = .full) {
             self.reusesHandles = reusesHandles
+            self.profile = profile
             self.address = address
             self.position = position
             self.txPower = txPower

@@ -197,6 +197,8 @@ struct ControllerState {
         self.address = configuration.address ?? .zero
         self.position = configuration.position
         self.txPower = configuration.txPower
+        self.defaultTxPHYs = configuration.profile.phys
+        self.defaultRxPHYs = configuration.profile.phys
     }
 
     /// The address this controller uses for `ownAddressType` (public, or its random address).

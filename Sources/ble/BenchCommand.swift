@@ -1,6 +1,9 @@
 import ArgumentParser
 import BLE
 import Foundation
+import Logging
+
+private let logger = Logger(label: "ble.bench")
 
 /// `ble bench`: throughput and latency between two devices, like Bumble's bench app. One side serves the bench
 /// service (`ble bench serve`), the other runs against it (`ble bench run TARGET`); `ble bench loopback` runs both in
@@ -109,10 +112,13 @@ enum Bench {
         }
         defer { answering.cancel() }
         let requests = await manager.requests()
-        // Each central's link gets the longest link-layer packets this side may send (Data Length Extension).
+        // Each central's link gets the longest link-layer packets this side may send (Data Length Extension), when
+        // the controller has it; without it (a Core 4.1 controller) links keep 27-octet packets and nothing is asked.
         let centrals = await manager.centralEvents()
+        let lengthens = await manager.adapter.capabilities.supports(.dataLengthExtension)
+        if !lengthens { logger.debug("the controller lacks LE Data Length Extension: centrals' links keep 27-octet packets") }
         let lengthening = Task {
-            for await event in centrals {
+            for await event in centrals where lengthens {
                 if case .connected(let central) = event { try? await manager.setDataLength(251, for: central) }
             }
         }
@@ -314,17 +320,38 @@ struct BenchRunOptions: ParsableArguments {
 
     var intervalUnits: UInt16 { UInt16((intervalMs / 1.25).rounded()) }
 
+    /// Says that `option` was not applied because the controller lacks it, and what happens instead.
+    private func skipped(_ option: String, _ error: HostError, json: Bool, then instead: String) {
+        emit(json, "--\(option): \(error.reason); \(instead)",
+             ["event": "skipped", "option": .string(option), "reason": .string(error.reason)])
+    }
+
     /// Sets the link up as asked, then runs each mode.
+    ///
+    /// `--phy` and `--data-length` ask; they do not require. When this side's controller lacks what one asks for (a
+    /// Core 4.1 controller has neither LE Set PHY nor LE Set Data Length), the measurement goes on without it, on
+    /// LE 1M or with 27-octet packets, after a line saying so (JSON: `"event": "skipped"`) — as when the peer
+    /// declines. Other failures still end the run.
     func run(_ peripheral: RemotePeripheral, json: Bool) async throws {
         if let phy {
             let wanted = try Bench.phys(phy)
-            let (tx, rx) = try await peripheral.setPreferredPHY(transmit: wanted, receive: wanted)
-            emit(json, "PHY: \(tx) out, \(rx) in", ["event": "phy", "transmit": .string("\(tx)"), "receive": .string("\(rx)")])
+            do {
+                let (tx, rx) = try await peripheral.setPreferredPHY(transmit: wanted, receive: wanted)
+                emit(json, "PHY: \(tx) out, \(rx) in", ["event": "phy", "transmit": .string("\(tx)"), "receive": .string("\(rx)")])
+            } catch let error as HostError {
+                guard case .unsupportedByController = error.code else { throw error }
+                skipped("phy", error, json: json, then: "measuring on LE 1M")
+            }
         }
         if let dataLength {
-            try await peripheral.setDataLength(dataLength)
-            // The Data Length Change arrives after the command's completion.
-            try await Task.sleep(for: .milliseconds(Int(intervalMs * 4)))
+            do {
+                try await peripheral.setDataLength(dataLength)
+                // The Data Length Change arrives after the command's completion.
+                try await Task.sleep(for: .milliseconds(Int(intervalMs * 4)))
+            } catch let error as HostError {
+                guard case .unsupportedByController = error.code else { throw error }
+                skipped("data-length", error, json: json, then: "measuring with the default 27-octet packets")
+            }
         }
         for mode in mode { try await Bench.run(peripheral, mode: mode, count: count, size: size, json: json) }
     }

@@ -45,6 +45,9 @@ struct ControllerCommand: AsyncParsableCommand {
     @Option(help: "Directory for one btsnoop capture per client connection (controller's view).")
     var snoopDir: String?
 
+    @Option(help: "What the controllers say they are: full (Core 5.4, every command the virtual controller has) or 4.1 (no Data Length Extension, no LE Set PHY, no LE Read Buffer Size [v2]).")
+    var profile: String = "full"
+
     @Flag(help: "Model air time on connections: connection events, PHYs, data length (see AirTimeModel); without it packets cross links at once.")
     var airTime = false
 
@@ -57,6 +60,12 @@ struct ControllerCommand: AsyncParsableCommand {
         }
         guard !parsed.isEmpty || vhci > 0 else { throw ValidationError("give at least one --tcp HOST:PORT or --vhci N") }
         guard vhci >= 0, vhci <= 16 else { throw ValidationError("--vhci takes 0 to 16 adapters") }
+        let chosen: ControllerProfile
+        switch profile {
+        case "full": chosen = .full
+        case "4.1": chosen = .bluetooth41
+        default: throw ValidationError("--profile takes full or 4.1, not \(profile)")
+        }
         if let snoopDir {
             do {
                 try FileManager.default.createDirectory(atPath: snoopDir, withIntermediateDirectories: true)
@@ -72,7 +81,7 @@ struct ControllerCommand: AsyncParsableCommand {
         let configuration: @Sendable (Int) -> VirtualController.Configuration = { index in
             VirtualController.Configuration(address: BluetoothAddress(0x005B_0000_0000 | UInt64(index + 1)),
                                             position: Position(x: Double(index) * spacing),
-                                            aclBufferSize: aclSize, aclBufferCount: aclCount)
+                                            aclBufferSize: aclSize, aclBufferCount: aclCount, profile: chosen)
         }
         let adapters = try kernelAdapters(count: vhci)
         writeLine("READY " + (servers.map { String($0.port) } + adapters.map { "hci\($0.index)" }).joined(separator: " "))

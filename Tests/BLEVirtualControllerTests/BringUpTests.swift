@@ -27,9 +27,10 @@ import Testing
         #expect(r1 != r2)
     }
 
-    @Test func supportedCommandsMaskMatchesBehaviour() throws {
+    @Test(arguments: [ControllerProfile.full, .bluetooth41])
+    func supportedCommandsMaskMatchesBehaviour(profile: ControllerProfile) throws {
         let bench = Bench()
-        let a = try bench.controller()
+        let a = try bench.controller(profile: profile)
         let mask = try bench.call(a, HCIReadLocalSupportedCommands()).supportedCommands
         for opcode in HCISupportedCommands.positions.keys {
             // A parameterless probe: a listed command never answers Unknown HCI Command; an unlisted one always does.
@@ -43,6 +44,26 @@ import Testing
             }
         }
         #expect(mask.contains(.leCreateConnection) && mask.contains(.leEnableEncryption) && !mask.contains(.leEncrypt))
+        #expect(mask.contains(.leSetDataLength) == (profile == .full) && mask.contains(.leSetPHY) == (profile == .full))
+        #expect(mask.contains(.leReadBufferSizeV2) == (profile == .full) && mask.contains(.leReadBufferSize))
+    }
+
+    @Test func aCore41ProfileSaysSoAndKeepsItsLinksWithinIt() throws {
+        let bench = Bench()
+        let old = try bench.controller(profile: .bluetooth41)
+        let new = try bench.controller(at: 1)
+        let version = try bench.call(old, HCIReadLocalVersionInformation())
+        #expect(version.hciVersion == 0x07 && version.lmpVersion == 0x07)
+        #expect(try bench.call(old, HCILEReadLocalSupportedFeatures()).features == [.encryption])
+        #expect(bench.status(of: .leSetDataLength, in: try bench.send(old, HCILESetDataLength(handle: 1, txOctets: 251, txTime: 2120)))
+                == .unknownCommand)
+        // The full controller asks for longer packets on a link with the 4.1 one: the peer has no Data Length
+        // Extension, so nothing changes (no LE Data Length Change on either side).
+        let (handle, _) = try bench.connect(new, old)
+        let answer = try bench.send(new, HCILESetDataLength(handle: handle, txOctets: 251, txTime: 2120))
+        #expect(bench.status(of: .leSetDataLength, in: answer) == .success && answer.count == 1)
+        bench.advance(.seconds(1))
+        #expect(try bench.drain(old).isEmpty)
     }
 
     @Test func unknownCommandsAnsweredInBothStyles() throws {

@@ -11,9 +11,10 @@ struct Bench {
     }
 
     /// Adds a buffered controller and enables every event (page 1 incl. LE Meta; all LE subevents).
-    func controller(at x: Double = 0, txPower: Int8 = 0, aclSize: Int = 27, aclCount: Int = 8) throws -> VirtualController {
+    func controller(at x: Double = 0, txPower: Int8 = 0, aclSize: Int = 27, aclCount: Int = 8,
+                    profile: ControllerProfile = .full) throws -> VirtualController {
         let c = air.addController(.init(position: Position(x: x), txPower: txPower, aclBufferSize: aclSize,
-                                        aclBufferCount: aclCount), buffered: true)
+                                        aclBufferCount: aclCount, profile: profile), buffered: true)
         try expectSuccess(c, HCIReset())
         try expectSuccess(c, HCISetEventMask(mask: 0x3FFF_FFFF_FFFF_FFFF))
         try expectSuccess(c, HCILESetEventMask(mask: 0xFFFF_FFFF))

@@ -1,6 +1,7 @@
 import BLE
 import BLEProfiles
 import BLETransport
+import BLEVirtualController
 import Foundation
 import Synchronization
 import Testing
@@ -13,8 +14,9 @@ final class DemoAir: Sendable {
     private let accepting: [Task<Void, Never>]
     private let accepted = AcceptCounter()
 
-    /// An air with `ports` TCP-served controllers (each serves one host connection at a time).
-    init(ports: Int = 1) throws {
+    /// An air with `ports` TCP-served controllers (each serves one host connection at a time); controller `index`
+    /// has `profiles[index]` (``ControllerProfile/full`` past the end).
+    init(ports: Int = 1, profiles: [ControllerProfile] = []) throws {
         servers = try (0..<ports).map { _ in try H4TCPServer(host: "127.0.0.1", port: 0) }
         let air = air
         var tasks: [Task<Void, Never>] = []
@@ -22,7 +24,8 @@ final class DemoAir: Sendable {
             tasks.append(Task { [accepted] in
                 for await client in server.connections {
                     accepted.count.withLock { $0 += 1 }
-                    let controller = air.addController(.init(position: Position(x: Double(index) * 0.5)))
+                    let profile = index < profiles.count ? profiles[index] : .full
+                    let controller = air.addController(.init(position: Position(x: Double(index) * 0.5), profile: profile))
                     Task { await controller.attach(client) }
                 }
             })

@@ -10,8 +10,8 @@ struct ControllerState {
     var publicAddress: BluetoothAddress?
     /// This host's identity address (see ``HCIHost/ownAddress``).
     var ownAddress: LEAddress?
-    /// The controller's supported commands.
-    var supportedCommands = HCISupportedCommands()
+    /// What the controller can do, as read at bring-up; also the gate on the commands the host sends.
+    var capabilities = ControllerCapabilities()
     /// Why the transport could not be opened, for a host created with ``HCIHost/init(unavailable:)``.
     var unavailableReason: TransportError?
     /// Frames received on fixed channels nobody handles, or that could not be decoded.

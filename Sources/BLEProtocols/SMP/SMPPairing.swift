@@ -279,8 +279,13 @@ public struct SMPPairing: Sendable {
     }
 
     /// A PDU from the SMP channel.
+    ///
+    /// A PDU whose code is reserved (0x00, 0x0F and up) is ignored: no answer, no change of state, a pairing under
+    /// way goes on. Core 5.4, Vol 3, Part H, 3.3. Defined codes this role does not take, or that come out of
+    /// sequence, are still answered with Pairing Failed.
     public mutating func receive(_ bytes: [UInt8]) -> [Action] {
         guard !isFinished else { return [] }
+        if let code = bytes.first, SMPCode(rawValue: code).isReserved { return [] }
         let pdu: SMPPDU
         do {
             pdu = try SMPPDU(bytes: bytes)
@@ -292,7 +297,7 @@ public struct SMPPairing: Sendable {
             phase = .failed
             return [.cancelTimer, .fail(.received(reason))]
         case .unknown:
-            return fail(.commandNotSupported)
+            return []   // a reserved code, ignored above; every defined code decodes to its own case
         case .keypressNotification:
             return []
         case .securityRequest:

@@ -30,6 +30,10 @@ public struct SMPCode: RawRepresentable, Hashable, Sendable {
     public static let pairingDHKeyCheck = SMPCode(rawValue: 0x0D)
     /// Keypress notification (0x0E).
     public static let keypressNotification = SMPCode(rawValue: 0x0E)
+
+    /// Whether the code is reserved for future use (0x00, and 0x0F to 0xFF): a PDU with such a code is ignored.
+    /// Core 5.4, Vol 3, Part H, 3.3.
+    public var isReserved: Bool { rawValue == 0x00 || rawValue >= 0x0F }
 }
 
 /// Pairing Failed reasons. Core 5.4, Vol 3, Part H, 3.5.5. Open code.

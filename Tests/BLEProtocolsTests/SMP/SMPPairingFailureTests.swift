@@ -143,8 +143,74 @@ import Testing
                 == .send(.pairingFailed(.commandNotSupported)))
         var responder = try SMPFixtures.responder()
         #expect(responder.receive(SMPPDU.securityRequest([.bonding]).encoded).first == .send(.pairingFailed(.commandNotSupported)))
-        var unknown = try SMPFixtures.responder()
-        #expect(unknown.receive([0x0F, 0x01]).first == .send(.pairingFailed(.commandNotSupported)))
+        // A defined code this side does not implement the answer to is not a reserved code: Keypress Notification
+        // (0x0E) is taken and ignored without a failure either way.
+        var keypress = try SMPFixtures.responder()
+        #expect(keypress.receive(SMPPDU.keypressNotification(0).encoded).isEmpty && !keypress.isFinished)
+    }
+
+    /// The reserved codes (Core 5.4, Vol 3, Part H, 3.3: 0x00 and 0x0F–0xFF), bare and with parameters.
+    static let reserved: [[UInt8]] = [[0x00], [0x0F], [0x0F, 0x01], [0x10, 0xAA, 0xBB], [0x7F], [0xFF], [0xFF, 0x01, 0x02]]
+
+    /// A reserved code yields nothing and changes nothing, in either role, idle or mid-pairing: the machine that
+    /// got it answers the next PDU exactly as a twin that did not (same fixture, same seed: a copy would share its
+    /// random source).
+    @Test(arguments: reserved) func reservedCodesAreIgnoredInBothRoles(_ pdu: [UInt8]) throws {
+        #expect(SMPCode(rawValue: pdu[0]).isReserved)
+        let request = SMPPDU.pairingRequest(SMPPairingFeatures(
+            ioCapability: .noInputNoOutput, authRequirements: [.bonding, .secureConnections],
+            initiatorKeyDistribution: [], responderKeyDistribution: [])).encoded
+        // Responder, idle: then a Pairing Request.
+        var responder = try SMPFixtures.responder()
+        #expect(responder.receive(pdu).isEmpty && !responder.isFinished)
+        var untouched = try SMPFixtures.responder()
+        #expect(responder.receive(request) == untouched.receive(request))
+        // Responder, after phase 1: then the initiator's public key.
+        var midway = try responderAfterPhase1()
+        #expect(midway.receive(pdu).isEmpty && !midway.isFinished)
+        var initiator = try SMPFixtures.initiator()
+        _ = initiator.start()
+        var answering = try SMPFixtures.responder()
+        let response = try #require(Self.firstSent(answering.receive(request)))
+        let publicKey = try #require(Self.firstSent(initiator.receive(response)))
+        var reference = try responderAfterPhase1()
+        #expect(midway.receive(publicKey) == reference.receive(publicKey))
+        // Initiator, idle: then started.
+        var central = try SMPFixtures.initiator()
+        #expect(central.receive(pdu).isEmpty && !central.isFinished)
+        var copy = try SMPFixtures.initiator()
+        #expect(central.start() == copy.start())
+        // Initiator, waiting for the Pairing Response: then the response.
+        var started = try SMPFixtures.initiator()
+        _ = started.start()
+        var startedCopy = try SMPFixtures.initiator()
+        _ = startedCopy.start()
+        #expect(started.receive(pdu).isEmpty && !started.isFinished)
+        #expect(started.receive(response) == startedCopy.receive(response))
+    }
+
+    /// The bytes of the first PDU among `actions`.
+    static func firstSent(_ actions: [SMPPairing.Action]) -> [UInt8]? {
+        actions.lazy.compactMap { if case .send(let pdu) = $0 { pdu.encoded } else { nil } }.first
+    }
+
+    /// Reserved PDUs before every PDU of a pairing, to both sides: the pairing completes as it does without them,
+    /// and nobody sends anything more.
+    @Test(arguments: [false, true]) func reservedCodesInTheMiddleOfAPairingChangeNothing(legacy: Bool) throws {
+        var configuration = Configuration()
+        configuration.secureConnections = !legacy
+        configuration.bonding = true
+        var plain = try SMPLink(configuration, configuration)
+        plain.pair()
+        var noisy = try SMPLink(configuration, configuration)
+        noisy.interleaved = Self.reserved
+        noisy.pair()
+        let initiatorResult = try #require(noisy.result(.initiator))
+        let responderResult = try #require(noisy.result(.responder))
+        #expect(initiatorResult == plain.result(.initiator) && responderResult == plain.result(.responder))
+        #expect(noisy.failure(.initiator) == nil && noisy.failure(.responder) == nil)
+        #expect(noisy.sent(.initiator) == plain.sent(.initiator) && noisy.sent(.responder) == plain.sent(.responder))
+        #expect(noisy.encryptionKeys.initiator != nil && noisy.encryptionKeys.initiator == noisy.encryptionKeys.responder)
     }
 
     /// p - y for the P-256 prime p: the Y coordinate of the negated point (both most significant octet first).

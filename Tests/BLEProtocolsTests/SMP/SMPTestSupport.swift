@@ -58,6 +58,8 @@ struct SMPLink {
     var tamper: ((Role, [UInt8]) -> [UInt8])?
     /// The key size the controller reports.
     var reportedKeySize = 16
+    /// PDUs delivered to a machine before each PDU on its way (reserved codes the machines must ignore).
+    var interleaved: [[UInt8]] = []
     private var displayed: UInt32?
     private var passkeyRequests: [Role] = []
     private var numbers: [Role: UInt32] = [:]
@@ -92,6 +94,12 @@ struct SMPLink {
 
     mutating func deliver(_ bytes: [UInt8], to role: Role) {
         let bytes = tamper?(role, bytes) ?? bytes
+        for extra in interleaved {
+            switch role {
+            case .initiator: handle(initiator.receive(extra), from: .initiator)
+            case .responder: handle(responder.receive(extra), from: .responder)
+            }
+        }
         switch role {
         case .initiator: handle(initiator.receive(bytes), from: .initiator)
         case .responder: handle(responder.receive(bytes), from: .responder)

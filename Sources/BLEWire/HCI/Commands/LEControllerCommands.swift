@@ -100,38 +100,6 @@ public struct HCILEReadBufferSizeV2: HCIParameterlessCommand, Hashable {
     }
 }
 
-/// LE feature bits. Core 5.4, Vol 6, Part B, 4.6.
-public struct LEFeatures: OptionSet, Hashable, Sendable {
-    public var rawValue: UInt64
-    public init(rawValue: UInt64) { self.rawValue = rawValue }
-    /// Encryption (1).
-    public static let encryption = LEFeatures(rawValue: 1 << 0)
-    /// Connection parameters request (1).
-    public static let connectionParametersRequest = LEFeatures(rawValue: 1 << 1)
-    /// Extended reject indication (1).
-    public static let extendedRejectIndication = LEFeatures(rawValue: 1 << 2)
-    /// Peripheral initiated features exchange (1).
-    public static let peripheralInitiatedFeaturesExchange = LEFeatures(rawValue: 1 << 3)
-    /// Ping (1).
-    public static let ping = LEFeatures(rawValue: 1 << 4)
-    /// Data packet length extension (1).
-    public static let dataPacketLengthExtension = LEFeatures(rawValue: 1 << 5)
-    /// LL privacy (1).
-    public static let llPrivacy = LEFeatures(rawValue: 1 << 6)
-    /// Extended scanning filter policies (1).
-    public static let extendedScanningFilterPolicies = LEFeatures(rawValue: 1 << 7)
-    /// LE 2 MPHY (1).
-    public static let le2MPHY = LEFeatures(rawValue: 1 << 8)
-    /// LE coded PHY (1).
-    public static let leCodedPHY = LEFeatures(rawValue: 1 << 11)
-    /// Extended advertising (1).
-    public static let extendedAdvertising = LEFeatures(rawValue: 1 << 12)
-    /// Periodic advertising (1).
-    public static let periodicAdvertising = LEFeatures(rawValue: 1 << 13)
-    /// Channel selection algorithm 2 (1).
-    public static let channelSelectionAlgorithm2 = LEFeatures(rawValue: 1 << 14)
-}
-
 /// LE Read Local Supported Features. Core 5.4, Vol 4, Part E, 7.8.3.
 public struct HCILEReadLocalSupportedFeatures: HCIParameterlessCommand, Hashable {
     /// The command's opcode.
