@@ -56,6 +56,9 @@ public struct HostError: BLEError {
         case l2capChannelClosed
         /// An L2CAP request the manager refused locally (invalid SPSM or parameters, SDU above the peer's MTU, ...).
         case l2cap(L2CAPError.Code)
+        /// A channel closed with data sent on it that the controller did not confirm delivered (the close's wait ran
+        /// out, or the link or the peer ended it first): how much was sent and how much confirmed.
+        case undeliveredData(L2CAPDelivery)
     }
 
     /// The kind of failure.

@@ -343,7 +343,7 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         operations.submit {
             let central = await opening.value
             // A failure means the link is already gone: its disconnection event reports it.
-            try? await central.disconnect(remote)
+            _ = try? await central.disconnect(remote)
         }
     }
 }

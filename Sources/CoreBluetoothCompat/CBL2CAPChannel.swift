@@ -184,7 +184,7 @@ final class ChannelPipe: Sendable {
         waiter?.resume()
         guard both else { return }
         let channel = channel
-        sends.submit { try? await channel.close() }
+        sends.submit { _ = try? await channel.close() }
     }
 }
 

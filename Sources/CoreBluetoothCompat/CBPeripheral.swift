@@ -207,7 +207,7 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         }
         guard current else {
             // Cancelled while the attempt was under way: the link is not wanted.
-            try? await central.disconnect(remote)
+            _ = try? await central.disconnect(remote)
             return
         }
         let states = await remote.stateUpdates()
