@@ -304,8 +304,9 @@ extension HCIHost {
                     performL2CAP(actions, handle: handle)
                 }
             }
-            if case .timedOut(let packets) = outcome {
-                logger.warning("handle \(handle): \(cid) closed with \(packets) ACL packet(s) not completed by the controller")
+            if case .timedOut = outcome {
+                let delivery = channel.delivery.report
+                logger.warning("handle \(handle): \(cid) closed when its wait ran out, \(delivery.unconfirmedOctets) of \(delivery.sentOctets) octet(s) not confirmed delivered")
             }
         } else if isCurrent(channel) {
             // Closed already (by the peer, or another close): its delivery as it stands.
