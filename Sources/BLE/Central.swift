@@ -158,12 +158,17 @@ public final class Central: Sendable {
     }
 
     /// Disconnects a peripheral (no automatic reconnection follows).
-    public func disconnect(_ peripheral: RemotePeripheral) async throws {
+    ///
+    /// The disconnection waits (5 s at most) until the controller completed the data already queued on the link —
+    /// writes without response, L2CAP channel data — so that it is not discarded; the result says how that ended
+    /// (``DeliveryOutcome/completed``, or how many packets were not confirmed when the link was disconnected anyway).
+    @discardableResult
+    public func disconnect(_ peripheral: RemotePeripheral) async throws -> DeliveryOutcome {
         // Told before the command goes out: the link-loss watcher must not take this disconnection for a loss, whatever
         // reason the controller reports (Bumble's reports 0x13 to the initiator, not 0x16).
         await peripheral.link.disconnectRequested()
         do {
-            try await host.disconnect(await peripheral.connection)
+            return try await host.disconnect(await peripheral.connection)
         } catch {
             await peripheral.link.disconnectFailed()
             throw error

@@ -203,10 +203,15 @@ public final class PeripheralManager: Sendable {
     /// The centrals connected now.
     public var connectedCentrals: [HostConnection] { get async { await host.connections.filter { $0.role == .peripheral } } }
 
-    /// Disconnects a central (HCI Disconnect with `reason`, Remote User Terminated Connection by default). Returns when
-    /// the controller reports the link closed. CoreBluetooth has no equivalent; a peripheral on Linux often needs it
-    /// (to drop a misbehaving central, or after a control-point command asks for it).
-    public func disconnect(_ central: HostConnection, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
+    /// Disconnects a central (HCI Disconnect with `reason`, Remote User Terminated Connection by default). CoreBluetooth
+    /// has no equivalent; a peripheral on Linux often needs it (to drop a misbehaving central, or after a control-point
+    /// command asks for it).
+    ///
+    /// HCI Disconnect goes once the controller completed the data already queued on the link (notifications, L2CAP
+    /// channel data), or after 5 s; the result says how that wait ended (``DeliveryOutcome/completed``, or how many
+    /// packets were not confirmed when the link was disconnected anyway).
+    @discardableResult
+    public func disconnect(_ central: HostConnection, reason: HCIStatus = .remoteUserTerminatedConnection) async throws -> DeliveryOutcome {
         try await host.disconnect(central, reason: reason)
     }
 

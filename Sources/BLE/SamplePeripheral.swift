@@ -110,7 +110,7 @@ public actor SamplePeripheral {
                 tasks.append(Task {
                     // After the Write Response has left (it is queued before this event is delivered).
                     try? await Task.sleep(for: .milliseconds(100))
-                    try? await manager.disconnect(link)
+                    _ = try? await manager.disconnect(link)
                 })
             }
         case .subscription(let characteristic, _, let notify, let indicate):

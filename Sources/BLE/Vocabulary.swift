@@ -182,6 +182,10 @@ public typealias L2CAPSPSM = BLEWire.L2CAPSPSM
 public typealias L2CAPChannelParameters = BLEProtocols.L2CAPChannelParameters
 /// The security a published channel requires of the links that open it.
 public typealias L2CAPSecurityRequirement = BLEProtocols.L2CAPSecurityRequirement
+/// What became of the octets sent on an ``L2CAPChannel``: sent, and confirmed by the controller before it closed.
+public typealias L2CAPDelivery = BLEHost.L2CAPDelivery
+/// How a disconnection's wait for the link's queued data ended: every packet completed, or how many were not.
+public typealias DeliveryOutcome = BLEProtocols.DeliveryOutcome
 
 // MARK: Transports
 

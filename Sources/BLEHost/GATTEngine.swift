@@ -245,7 +245,7 @@ public actor GATTEngine {
                 await serve(bytes, on: link)
             case .closeLink:
                 // Core 5.4, Vol 3, Part F, 3.3.3: no further ATT on this bearer; the link is closed.
-                if let connection = links[link]?.connection { try? await host.disconnect(connection) }
+                if let connection = links[link]?.connection { _ = try? await host.disconnect(connection) }
             }
         }
     }

@@ -223,9 +223,26 @@ extension HCIHost {
 
     /// Disconnects `connection`'s link, if it is still up (never a newer link that got its handle); the reason is 0x13,
     /// Remote User Terminated Connection, unless given.
-    public func disconnect(_ connection: HostConnection, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
+    ///
+    /// HCI Disconnect goes once the controller completed the ACL data the host had queued on the link when it was
+    /// called (a controller that disconnects discards what it still holds), or after
+    /// ``Configuration/disconnectTimeout`` (5 s by default), whichever comes first; a cancelled caller stops waiting.
+    /// Returns how that wait ended: ``DeliveryOutcome/completed``, or with the packets not confirmed (then the link was
+    /// disconnected anyway; a warning is logged), or ``DeliveryOutcome/linkClosed(unconfirmedPackets:)`` when the link
+    /// went down meanwhile (nothing left to disconnect). Throws when the link is already down, or the controller
+    /// refuses the command.
+    @discardableResult
+    public func disconnect(_ connection: HostConnection, reason: HCIStatus = .remoteUserTerminatedConnection) async throws -> DeliveryOutcome {
         guard current(connection.handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        let outcome = await awaitDelivery(on: connection.handle, timeout: configuration.disconnectTimeout)
+        guard current(connection.handle, is: connection.link) else {
+            return .linkClosed(unconfirmedPackets: outcome.unconfirmedPackets)
+        }
+        if outcome != .completed {
+            logger.warning("\(connection.link): disconnecting with \(outcome.unconfirmedPackets) ACL packet(s) not completed by the controller")
+        }
         _ = try await send(HCIDisconnect(handle: connection.handle, reason: reason))
+        return outcome
     }
 
     /// Asks the controller to change a link's parameters (central role).

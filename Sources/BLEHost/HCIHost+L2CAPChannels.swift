@@ -4,7 +4,9 @@ import BLEWire
 /// An LE credit based channel on one link. Core 5.4, Vol 3, Part A, 10.1.
 ///
 /// Incoming SDUs arrive in order on ``incoming``, which finishes when the channel closes (either side, a protocol
-/// violation, or link loss). ``send(_:)`` returns once every K-frame of the SDU went out under the peer's credits.
+/// violation, or link loss). ``send(_:)`` returns once every K-frame of the SDU went out under the peer's credits,
+/// queued for the controller; ``close()`` waits until the controller confirmed all of it before the channel closes,
+/// and says when it could not.
 public struct L2CAPChannel: Sendable {
     /// The channel as the link's L2CAP manager reported it when it opened.
     public let info: L2CAPChannelInfo
@@ -16,6 +18,8 @@ public struct L2CAPChannel: Sendable {
     /// The link's identity (the channel never moves to a newer link that got the same handle).
     public let link: LinkID
     let host: HCIHost
+    /// The octets sent on the channel and confirmed by the controller.
+    let delivery: ChannelDelivery
 
     /// This side's CID.
     public var localCID: L2CAPChannelID { info.localCID }
@@ -27,8 +31,21 @@ public struct L2CAPChannel: Sendable {
     /// the calling task is cancelled while waiting for credits (the SDU still goes out whole as credits arrive).
     public func send(_ sdu: [UInt8]) async throws { try await host.sendSDU(sdu, on: self) }
 
-    /// Closes the channel (Disconnection Request); ``incoming`` finishes.
-    public func close() async throws { try await host.closeL2CAPChannel(self) }
+    /// Closes the channel once what was sent on it is delivered, and returns what was: ``incoming`` finishes, and the
+    /// Disconnection Request goes after every K-frame of the SDUs sent went to the controller (under the peer's
+    /// credits) and the controller reported them completed (Number Of Completed Packets), or after the host's
+    /// ``HCIHost/Configuration/l2capCloseTimeout`` (5 s by default), whichever comes first. No new SDU is accepted
+    /// meanwhile. A cancelled caller stops waiting and closes at once.
+    ///
+    /// Throws ``HostError/Code/undeliveredData(_:)`` when some octets sent were not confirmed: the wait ran out (the
+    /// channel is closed all the same, and what was still queued is dropped), or the link or the peer closed the channel
+    /// first. Closing a channel that is already closed returns (or throws) its delivery as it stands.
+    @discardableResult
+    public func close() async throws -> L2CAPDelivery { try await host.closeL2CAPChannel(self, within: nil) }
+
+    /// Closes the channel as ``close()`` does, waiting at most `timeout` for its data to be delivered.
+    @discardableResult
+    public func close(within timeout: Duration) async throws -> L2CAPDelivery { try await host.closeL2CAPChannel(self, within: timeout) }
 }
 
 /// The SDUs arriving on an ``L2CAPChannel``, in order. Each SDU taken from the sequence returns the credits its
@@ -238,6 +255,9 @@ extension HCIHost {
         guard var link = links[channel.handle], link.connection.link == channel.link else {
             throw HostError(.l2capChannelClosed, "the link of \(channel.localCID) is down")
         }
+        guard !link.closingChannels.contains(channel.localCID) else {
+            throw HostError(.l2capChannelClosed, "\(channel.localCID) is closing")
+        }
         let actions: [L2CAPChannelManager.Action]
         do {
             actions = try link.l2cap.send(sdu, on: channel.localCID)
@@ -247,7 +267,11 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         links[channel.handle] = link
+        channel.delivery.sent(sdu.count)
         performL2CAP(actions, handle: channel.handle)
+        if links[channel.handle]?.l2cap.queuedFrameCount(on: channel.localCID) == 0 {
+            channelHandedOn(channel.localCID, handle: channel.handle)
+        }
         // Then the peer's credits: wait until every K-frame of this channel went out. A cancelled sender stops
         // waiting (its K-frames stay queued and still go out: an SDU is never cut).
         while let link = links[channel.handle], link.connection.link == channel.link, link.l2cap.channel(channel.localCID) != nil,
@@ -265,16 +289,34 @@ extension HCIHost {
         }
     }
 
-    func closeL2CAPChannel(_ channel: L2CAPChannel) async throws {
-        guard var link = links[channel.handle], link.connection.link == channel.link else { return }
-        let actions: [L2CAPChannelManager.Action]
-        do {
-            actions = try link.l2cap.disconnect(channel.localCID)
-        } catch {
-            return  // already closed
+    func closeL2CAPChannel(_ channel: L2CAPChannel, within timeout: Duration?) async throws -> L2CAPDelivery {
+        let handle = channel.handle, cid = channel.localCID
+        if isCurrent(channel), links[handle]?.l2cap.channel(cid) != nil {
+            // Nothing new is taken; what the channel holds goes on under the peer's credits, and the Disconnection
+            // Request waits until the controller completed it all (or the time runs out).
+            links[handle]?.closingChannels.insert(cid)
+            let outcome = await awaitDelivery(on: handle, after: cid, timeout: timeout ?? configuration.l2capCloseTimeout)
+            if isCurrent(channel) {
+                links[handle]?.closingChannels.remove(cid)
+                channel.delivery.confirm(completedThrough: acl.flow.completedTotal(handle: handle))
+                if var link = links[handle], let actions = try? link.l2cap.disconnect(cid) {
+                    links[handle] = link
+                    performL2CAP(actions, handle: handle)
+                }
+            }
+            if case .timedOut = outcome {
+                let delivery = channel.delivery.report
+                logger.warning("handle \(handle): \(cid) closed when its wait ran out, \(delivery.unconfirmedOctets) of \(delivery.sentOctets) octet(s) not confirmed delivered")
+            }
+        } else if isCurrent(channel) {
+            // Closed already (by the peer, or another close): its delivery as it stands.
+            channel.delivery.confirm(completedThrough: acl.flow.completedTotal(handle: handle))
         }
-        links[channel.handle] = link
-        performL2CAP(actions, handle: channel.handle)
+        let delivery = channel.delivery.report
+        guard delivery.unconfirmedOctets == 0 else {
+            throw HostError(.undeliveredData(delivery), "\(cid) closed with \(delivery.unconfirmedOctets) of \(delivery.sentOctets) octet(s) not confirmed delivered")
+        }
+        return delivery
     }
 
     // MARK: Driving the managers
@@ -304,6 +346,9 @@ extension HCIHost {
                 logger.debug("handle \(handle): \(cid) closed: \(reason)")
                 links[handle]?.sduStreams.removeValue(forKey: cid)?.finish()
                 wakeCreditWaiters(cid, handle: handle)
+                // Nothing more leaves on it (what it still held is dropped, and stays unconfirmed in its ledger): a close
+                // waiting behind its queue waits for what the flow has.
+                if !acl.drain.isEmpty { performDrain(acl.drain.channelQueueEmptied(cid, handle: handle, flow: acl.flow)) }
             case .updateConnectionParameters(let request):
                 updates.append(request)
             case .connectionParameterUpdateFinished(let outcome):
@@ -316,6 +361,8 @@ extension HCIHost {
             case .cancelTimer(let timer):
                 l2cap.timers.cancel(L2CAPTimerKey(link: id, timer: timer))
             case .readyToSend(let cid):
+                // This channel's K-frames are all in the flow (queued above, in order).
+                channelHandedOn(cid, handle: handle)
                 wakeCreditWaiters(cid, handle: handle)
             }
         }
@@ -330,11 +377,14 @@ extension HCIHost {
 
     private func channelOpened(_ info: L2CAPChannelInfo, handle: ConnectionHandle, link: LinkID) {
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let delivery = ChannelDelivery()
         links[handle]?.sduStreams[info.localCID] = continuation
+        links[handle]?.deliveries[info.localCID] = delivery
+        links[handle]?.closingChannels.remove(info.localCID)
         let incoming = L2CAPIncomingSDUs(stream: stream) { [self] in
             await self.sduConsumed(handle: handle, link: link, cid: info.localCID)
         }
-        let channel = L2CAPChannel(info: info, handle: handle, incoming: incoming, link: link, host: self)
+        let channel = L2CAPChannel(info: info, handle: handle, incoming: incoming, link: link, host: self, delivery: delivery)
         if info.initiatedLocally {
             resolveOpen(info.localCID, handle: handle, .success(channel))
         } else if let listener = l2cap.listeners[info.spsm] {

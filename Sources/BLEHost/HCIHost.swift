@@ -23,10 +23,20 @@ public actor HCIHost {
         /// How long an L2CAP signaling request (opening or closing a credit based channel, a connection parameter
         /// update request) waits for its response: the RTX timer, 1–60 s in the specification.
         public var l2capSignalingTimeout: Duration = .seconds(30)
+        /// How long closing an LE credit based channel (``L2CAPChannel/close()``) waits, before its Disconnection
+        /// Request goes, for the channel's data to be delivered: every K-frame sent under the peer's credits and
+        /// reported completed by the controller (Number Of Completed Packets). When the time runs out the channel
+        /// closes anyway and the close throws ``HostError/Code/undeliveredData(_:)`` with the octets not confirmed.
+        public var l2capCloseTimeout: Duration = .seconds(5)
+        /// How long ``HCIHost/disconnect(_:reason:)`` waits, before HCI Disconnect goes, for the controller to complete
+        /// the ACL data the host had queued on the link (a controller that disconnects discards what it holds). When
+        /// the time runs out the link is disconnected anyway and the returned ``DeliveryOutcome`` says how many
+        /// packets were not confirmed. A link the peer or the controller ends does not wait.
+        public var disconnectTimeout: Duration = .seconds(5)
         /// Pairing, encryption and bonding.
         public var security = SecurityConfiguration()
-        /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs, 30 s L2CAP signaling timeout, the default
-        /// ``SecurityConfiguration``.
+        /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs, 30 s L2CAP signaling timeout, 5 s for a channel's
+        /// or a link's data to be delivered before it closes, the default ``SecurityConfiguration``.
         public init() {}
     }
 
@@ -414,14 +424,17 @@ public actor HCIHost {
             let released = acl.flow.receive(event)
             acl.wakeSenders()
             sendACL(released)
+            if !acl.drain.isEmpty { performDrain(acl.drain.completed(flow: acl.flow)) }
         case .disconnectionComplete(let e):
-            let released = acl.flow.receive(event)
-            acl.wakeSenders()
-            sendACL(released)
+            // The link's teardown first, while the flow still knows what the controller completed on it (the
+            // delivery of its channels' data, the waits for it); then the flow forgets the link.
             if let link = links.remove(e.handle) {
                 tearDown(link, reason: e.reason, "the link went down")
                 performGAP(gap.machine.disconnected(role: link.connection.role, now: now))
             }
+            let released = acl.flow.receive(event)
+            acl.wakeSenders()
+            sendACL(released)
         case .encryptionChange(let e):
             encryptionChanged(handle: e.handle, status: e.status, enabled: e.encryptionEnabled != 0)
         case .encryptionKeyRefreshComplete(let e):
@@ -471,6 +484,9 @@ public actor HCIHost {
     /// fixed-channel consumers finish, its waiters fail, its L2CAP channels and Security Manager close, and
     /// `.disconnected` is published. The link is already out of ``links``.
     func tearDown(_ link: Link, reason: HCIStatus, _ why: String) {
+        let handle = link.connection.handle
+        for delivery in link.deliveries.values { delivery.confirm(completedThrough: acl.flow.completedTotal(handle: handle)) }
+        performDrain(acl.drain.linkClosed(handle: handle, flow: acl.flow))
         for continuation in link.channels.values { continuation.finish() }
         for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         closeL2CAP(link)

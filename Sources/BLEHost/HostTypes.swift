@@ -59,6 +59,9 @@ public struct HostError: BLEError {
         /// The controller lacks what the call needs (it does not list the command, or its LE features lack the
         /// feature; see ``ControllerCapabilities``). Nothing was sent to it.
         case unsupportedByController(ControllerCapability)
+        /// A channel closed with data sent on it that the controller did not confirm delivered (the close's wait ran
+        /// out, or the link or the peer ended it first): how much was sent and how much confirmed.
+        case undeliveredData(L2CAPDelivery)
     }
 
     /// The kind of failure.

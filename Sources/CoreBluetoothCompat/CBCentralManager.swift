@@ -342,8 +342,11 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         let opening = central
         operations.submit {
             let central = await opening.value
+            // The bytes written on the device's channels go first (the link's disconnection then waits for the
+            // controller to complete them).
+            await peripheral.channelsSettled()
             // A failure means the link is already gone: its disconnection event reports it.
-            try? await central.disconnect(remote)
+            _ = try? await central.disconnect(remote)
         }
     }
 }

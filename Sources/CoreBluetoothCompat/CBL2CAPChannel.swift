@@ -8,7 +8,9 @@ import Foundation
 /// reports `hasSpaceAvailable`. Stream events arrive on the manager's delegate queue (whatever run loop a stream is
 /// scheduled in: on Linux a command-line program often runs `dispatchMain()`, which runs no run loop). Reading never
 /// blocks: with nothing buffered, `read` returns 0 until more arrives (and at the end of the stream, once the channel
-/// closed). Each `write` sends at most one SDU of the peer's MTU. Closing both streams closes the channel.
+/// closed). Each `write` sends at most one SDU of the peer's MTU. Closing both streams closes the channel, once
+/// every byte written before was delivered (the controller confirmed it; 5 s at most); a central's
+/// `cancelPeripheralConnection` lets the bytes written on its channels go first as well.
 public final class CBL2CAPChannel: NSObject, @unchecked Sendable {
     /// The device at the other end: a ``CBPeripheral`` for a channel a central opened, a ``CBCentral`` for one a
     /// peripheral manager accepted.
@@ -19,11 +21,14 @@ public final class CBL2CAPChannel: NSObject, @unchecked Sendable {
     public let outputStream: OutputStream
     /// The channel's PSM.
     public let psm: CBL2CAPPSM
+    /// What moves the streams' bytes (and orders their writes before the channel's close).
+    let pipe: ChannelPipe
 
     init(_ channel: L2CAPChannel, peer: CBPeer, psm: CBL2CAPPSM, deliveringOn queue: DispatchQueue) {
         self.peer = peer
         self.psm = psm
         let pipe = ChannelPipe(channel: channel, queue: queue)
+        self.pipe = pipe
         let input = ChannelInputStream(pipe: pipe)
         let output = ChannelOutputStream(pipe: pipe)
         inputStream = input
@@ -173,7 +178,16 @@ final class ChannelPipe: Sendable {
         state.withLock { input ? ($0.inputOpen = true) : ($0.outputOpen = true) }
     }
 
-    /// A stream closed; when both are, the channel closes.
+    /// Returns once the writes and the close submitted so far are done (the close once the channel's data was
+    /// delivered).
+    func settled() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            sends.submit { continuation.resume() }
+        }
+    }
+
+    /// A stream closed; when both are, the channel closes (after the writes before it: the close waits until the
+    /// controller confirmed their bytes).
     func closed(input: Bool) {
         let (both, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             if input { state.inputClosed = true } else { state.outputClosed = true }
@@ -184,7 +198,7 @@ final class ChannelPipe: Sendable {
         waiter?.resume()
         guard both else { return }
         let channel = channel
-        sends.submit { try? await channel.close() }
+        sends.submit { _ = try? await channel.close() }
     }
 }
 

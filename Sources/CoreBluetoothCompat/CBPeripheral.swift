@@ -108,6 +108,12 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         var maximumWriteWithoutResponse = 20
         /// Writes without response queued and not yet handed to the controller.
         var pendingWritesWithoutResponse = 0
+        /// The L2CAP channels opened to the device, while their application holds them.
+        var channels: [WeakPipe] = []
+    }
+
+    struct WeakPipe {
+        weak var pipe: ChannelPipe?
     }
 
     /// How many writes without response may wait for the controller before ``canSendWriteWithoutResponse`` turns
@@ -207,7 +213,7 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         }
         guard current else {
             // Cancelled while the attempt was under way: the link is not wanted.
-            try? await central.disconnect(remote)
+            _ = try? await central.disconnect(remote)
             return
         }
         let states = await remote.stateUpdates()
@@ -241,6 +247,13 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
     }
 
     /// Marks the peripheral as disconnecting and returns its link, or abandons a pending attempt (returning `nil`).
+    /// Returns once what the application wrote on its channels to the device so far went out (and a channel whose
+    /// streams it closed is closed, its bytes delivered): a disconnection waits for it.
+    func channelsSettled() async {
+        let pipes = protected.withLock { $0.channels.compactMap(\.pipe) }
+        for pipe in pipes { await pipe.settled() }
+    }
+
     func beginDisconnecting() -> RemotePeripheral? {
         protected.withLock { state in
             switch state.state {
@@ -464,6 +477,12 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         let queue = manager?.delegateQueue ?? .main
         run({ try await $0.openL2CAPChannel(L2CAPSPSM(rawValue: PSM)) }) { peripheral, result in
             let channel = (try? result.get()).map { CBL2CAPChannel($0, peer: peripheral, psm: PSM, deliveringOn: queue) }
+            if let channel {
+                peripheral.protected.withLock { state in
+                    state.channels.removeAll { $0.pipe == nil }
+                    state.channels.append(WeakPipe(pipe: channel.pipe))
+                }
+            }
             peripheral.delegate?.peripheral(peripheral, didOpen: channel, error: result.error)
         }
     }

@@ -384,7 +384,7 @@ struct BenchRun: AsyncParsableCommand {
                 try await central.connect(device, timeout: .seconds(10), connectionInterval: bench.intervalUnits...bench.intervalUnits)
             }
             try await bench.run(peripheral, json: options.json)
-            try? await central.disconnect(peripheral)
+            _ = try? await central.disconnect(peripheral)
         }
     }
 }
@@ -411,7 +411,7 @@ struct BenchLoopback: AsyncParsableCommand {
         let device = try await findTarget("SwiftBLEBench", central: central, timeout: .seconds(5))
         let peripheral = try await central.connect(device, timeout: .seconds(5), connectionInterval: bench.intervalUnits...bench.intervalUnits)
         try await bench.run(peripheral, json: json)
-        try? await central.disconnect(peripheral)
+        _ = try? await central.disconnect(peripheral)
         await clientAdapter.powerOff()
         await serverAdapter.powerOff()
     }

@@ -73,7 +73,8 @@ func exitStatus(for error: any Error) -> Int32 {
         switch e.code {
         case .commandTimedOut, .connectionTimedOut: return ExitStatus.notFoundOrTimedOut
         case .commandFailed, .malformedResponse, .connectionFailed, .l2capConnectionFailed, .l2cap: return ExitStatus.protocolError
-        case .transportClosed, .notPoweredOn, .connectionInProgress, .notConnected, .l2capChannelClosed, .unsupportedByController:
+        case .transportClosed, .notPoweredOn, .connectionInProgress, .notConnected, .l2capChannelClosed, .unsupportedByController,
+             .undeliveredData:
             return ExitStatus.failure
         }
     case let e as GATTError:

@@ -166,10 +166,6 @@ struct L2CAPConnect: AsyncParsableCommand {
                 try await during("sending on channel 0x\(String(cid, radix: 16))") { try await opened.send(Array(data[offset..<end])) }
                 offset = end
             }
-            let sent = throughput(data.count, since: start)
-            emit(json, "sent \(data.count) bytes in \(String(format: "%.3f", sent.seconds)) s (\(String(format: "%.2f", sent.megabytesPerSecond)) MB/s)",
-                 ["event": "sent", "bytes": .int(data.count), "seconds": .number(sent.seconds, decimals: 3),
-                  "mb_per_s": .number(sent.megabytesPerSecond, decimals: 3)])
             if expectEcho {
                 let echoed = await receiver.value
                 let both = throughput(2 * data.count, since: start)
@@ -181,7 +177,29 @@ struct L2CAPConnect: AsyncParsableCommand {
             } else {
                 receiver.cancel()
             }
-            try? await opened.close()
+            // Closing waits until the controller confirmed every byte sent (or says how many it did not).
+            try await Self.closeAndReport(opened, sent: data.count, since: start, json: json)
+        }
+    }
+
+    /// Closes the channel once what was sent is delivered, and reports the bytes sent and delivered (confirmed by the
+    /// controller before the channel closed); fails when some were not.
+    static func closeAndReport(_ channel: L2CAPChannel, sent bytes: Int, since start: ContinuousClock.Instant, json: Bool) async throws {
+        let delivered: Int
+        var failure: (any Error)?
+        do {
+            delivered = try await channel.close().confirmedOctets
+        } catch let error as HostError {
+            guard case .undeliveredData(let delivery) = error.code else { throw error }
+            delivered = delivery.confirmedOctets
+            failure = error
+        }
+        let rate = throughput(bytes, since: start)
+        emit(json, "sent \(bytes) bytes, \(delivered) delivered in \(String(format: "%.3f", rate.seconds)) s (\(String(format: "%.2f", rate.megabytesPerSecond)) MB/s)",
+             ["event": "sent", "bytes": .int(bytes), "delivered": .int(delivered), "seconds": .number(rate.seconds, decimals: 3),
+              "mb_per_s": .number(rate.megabytesPerSecond, decimals: 3)])
+        if failure != nil || delivered != bytes {
+            throw CommandFailure.failed("\(bytes - delivered) of \(bytes) bytes were not confirmed delivered before the channel closed")
         }
     }
 }

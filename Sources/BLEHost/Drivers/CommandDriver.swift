@@ -48,11 +48,24 @@ struct CommandDriver {
     }
 }
 
-/// The ACL data driver: ``ACLFlow`` (the controller's LE buffers, shared fairly between links) and the senders
-/// waiting for room in a link's queue.
+/// The ACL data driver: ``ACLFlow`` (the controller's LE buffers, shared fairly between links), the senders
+/// waiting for room in a link's queue, and the closes waiting for a link's data to complete first (``ACLDrain``).
 struct ACLDriver {
     var flow = ACLFlow(bufferSize: 27, bufferCount: 1)
     private var waiters: [CheckedContinuation<Void, Never>] = []
+    /// Channel closes and link disconnections waiting for the controller to complete what was queued before them.
+    var drain = ACLDrain<Int>()
+    /// What takes each drain wait's outcome, in the host's isolation.
+    var drainWaiters: [Int: (DeliveryOutcome) -> Void] = [:]
+    /// The drain waits' time limits.
+    var drainTimers = TimerSet<Int>()
+    private var lastDrainKey = 0
+
+    /// An identity for a new drain wait.
+    mutating func newDrainKey() -> Int {
+        lastDrainKey += 1
+        return lastDrainKey
+    }
 
     /// Packets a link may have waiting for controller buffers before senders wait.
     var queueLimit: Int { max(16, 2 * flow.bufferCount) }

@@ -13,6 +13,10 @@ struct Link {
     var pending: [L2CAPChannelID: [[UInt8]]] = [:]
     /// Per open credit based channel (local CID): the stream of incoming SDUs.
     var sduStreams: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
+    /// Per credit based channel (local CID) opened on this link: the octets sent on it and confirmed by the controller.
+    var deliveries: [L2CAPChannelID: ChannelDelivery] = [:]
+    /// Credit based channels whose close is waiting for their data to be delivered: they take no new SDUs.
+    var closingChannels: Set<L2CAPChannelID> = []
     /// Senders waiting for the peer's credits: per waiter, its channel and continuation.
     var creditWaiters: [Int: (cid: L2CAPChannelID, continuation: CheckedContinuation<Void, Never>)] = [:]
     /// What takes the outcome of each channel this side is opening, per local CID (in place before the request

@@ -8,6 +8,11 @@ import BLEWire
 /// buffer size here and queued per connection; connections are served round-robin so one busy link cannot starve
 /// the others.
 ///
+/// Per connection it also counts, since the connection came up, the packets queued and the packets the controller
+/// completed (``queuedTotal(handle:)``, ``completedTotal(handle:)``): a connection's packets complete in the order they
+/// were queued, so "completed total ≥ the queued total at some moment" says everything queued before that moment was
+/// completed. ``ACLDrain`` waits on these counts before a channel or a link closes.
+///
 /// Sans-I/O: ``enqueue(handle:pdu:)`` and ``receive(_:)`` return the packets to hand to the transport now.
 public struct ACLFlow: Sendable {
     /// Maximum ACL payload per packet.
@@ -16,7 +21,8 @@ public struct ACLFlow: Sendable {
     public let bufferCount: Int
     /// Buffers currently free.
     public private(set) var freeBuffers: Int
-    private var inFlight: [ConnectionHandle: Int] = [:]
+    /// Per connection: packets in the controller's buffers, and the counts since it came up.
+    private var counts: [ConnectionHandle: Counts] = [:]
     private var queues: [ConnectionHandle: FIFO<HCIACLPacket>] = [:]
     private var order: [ConnectionHandle] = []
     private var cursor = 0
@@ -28,12 +34,26 @@ public struct ACLFlow: Sendable {
         self.freeBuffers = self.bufferCount
     }
 
+    private struct Counts: Sendable {
+        var inFlight = 0
+        var queued: UInt64 = 0
+        var completed: UInt64 = 0
+    }
+
     /// Packets queued, over all connections.
     public var queuedPacketCount: Int { queues.values.reduce(0) { $0 + $1.count } }
     /// Packets sent on `handle` and not yet completed.
-    public func inFlightCount(handle: ConnectionHandle) -> Int { inFlight[handle, default: 0] }
+    public func inFlightCount(handle: ConnectionHandle) -> Int { counts[handle]?.inFlight ?? 0 }
     /// Packets queued for `handle`.
     public func queuedCount(handle: ConnectionHandle) -> Int { queues[handle]?.count ?? 0 }
+    /// Packets queued for `handle` since it came up (each fragment counts; sent or not): the mark that "everything
+    /// queued until now" is complete when ``completedTotal(handle:)`` reaches it. 0 for a connection the flow does not
+    /// know (any more).
+    public func queuedTotal(handle: ConnectionHandle) -> UInt64 { counts[handle]?.queued ?? 0 }
+    /// Packets of `handle` the controller reported completed since it came up (Number Of Completed Packets).
+    public func completedTotal(handle: ConnectionHandle) -> UInt64 { counts[handle]?.completed ?? 0 }
+    /// Packets of `handle` queued or in flight: not yet completed by the controller.
+    public func outstandingCount(handle: ConnectionHandle) -> Int { queuedCount(handle: handle) + inFlightCount(handle: handle) }
 
     /// Fragments an L2CAP PDU for `handle`, queues it, and returns the packets that may be sent now.
     public mutating func enqueue(handle: ConnectionHandle, pdu: [UInt8]) -> [HCIACLPacket] {
@@ -50,6 +70,7 @@ public struct ACLFlow: Sendable {
             order.append(handle)
         }
         queues[handle, default: FIFO()].append(contentsOf: fragments)
+        counts[handle, default: Counts()].queued += UInt64(fragments.count)
         return drain()
     }
 
@@ -59,10 +80,12 @@ public struct ACLFlow: Sendable {
         switch event {
         case .numberOfCompletedPackets(let e):
             for entry in e.entries {
-                let held = inFlight[entry.handle, default: 0]
+                guard var count = counts[entry.handle] else { continue }
                 // Never trust the controller to return more than we gave it.
-                let returned = min(held, Int(entry.completedPackets))
-                inFlight[entry.handle] = held - returned
+                let returned = min(count.inFlight, Int(entry.completedPackets))
+                count.inFlight -= returned
+                count.completed += UInt64(returned)
+                counts[entry.handle] = count
                 freeBuffers = min(bufferCount, freeBuffers + returned)
             }
             return drain()
@@ -73,10 +96,10 @@ public struct ACLFlow: Sendable {
         }
     }
 
-    /// Forgets `handle`: its queued packets are dropped and its outstanding packets count as completed.
+    /// Forgets `handle`: its queued packets are dropped, its buffers come back, and its counts start again at 0.
     public mutating func connectionClosed(handle: ConnectionHandle) -> [HCIACLPacket] {
-        freeBuffers = min(bufferCount, freeBuffers + inFlight[handle, default: 0])
-        inFlight[handle] = nil
+        freeBuffers = min(bufferCount, freeBuffers + (counts[handle]?.inFlight ?? 0))
+        counts[handle] = nil
         queues[handle] = nil
         order.removeAll { $0 == handle }
         return drain()
@@ -95,7 +118,7 @@ public struct ACLFlow: Sendable {
                 cursor += 1
                 guard queues[handle]?.isEmpty == false, let packet = queues[handle]?.popFirst() else { continue }
                 out.append(packet)
-                inFlight[handle, default: 0] += 1
+                counts[handle, default: Counts()].inFlight += 1
                 freeBuffers -= 1
                 sentOne = true
                 break

@@ -301,7 +301,7 @@ await step("unsubscribe from 2A37") { try await peripheral.stopNotifications(for
 
 // 10. Disconnect from this side.
 let firstLink = await peripheral.connection.link
-await step("disconnect") { try await central.disconnect(peripheral) }
+_ = await step("disconnect") { try await central.disconnect(peripheral) }
 let reason: HCIStatus = await step("disconnection complete", 5) {
     while true {
         if case .disconnected(let c, let reason) = await next(&hostIterator, "host events"), c.link == firstLink { return reason }
@@ -349,7 +349,7 @@ _ = await step("heart rate on the restored subscription", 5) { await next(&heart
 result("subscription_restored", 1)
 
 // 13. Disconnect on purpose: no reconnection follows, whatever reason the controller reports.
-await step("final disconnect") { try await central.disconnect(again) }
+_ = await step("final disconnect") { try await central.disconnect(again) }
 try? await Task.sleep(for: .seconds(1.5))
 let links = await central.adapter.connections
 result("stayed_disconnected", links.isEmpty ? 1 : 0)

@@ -2,6 +2,8 @@
 """Bumble LE credit based channel peer for swift-ble's `ble l2cap` scenarios, in either role, with throughput.
 
   server: advertises --name, serves an echo on --psm (every SDU back as it came) and prints 'READY'.
+  server --count: takes what arrives without sending anything back; when the channel (or its link) closes, prints
+          RESULT received_bytes=N and RESULT received_sha256=HEX of everything received on it.
   client: scans for --target, connects, opens a channel to --psm, sends --bytes bytes (SDUs of the peer's MTU,
           waiting for credits), waits for all of them back, checks they are identical and prints
           RESULT bytes=N, RESULT identical=1, RESULT seconds=S, RESULT mb_per_s=R (both directions counted).
@@ -10,9 +12,9 @@
           once the peer closes the channel.
 
     l2cap_bench.py --transport tcp-client:127.0.0.1:PORT --role server|client [--psm 0x0080] [--bytes N]
-                   [--name BumbleL2CAPBench] [--target NAME] [--violate] [--run-for SECONDS]
+                   [--name BumbleL2CAPBench] [--target NAME] [--violate] [--count] [--run-for SECONDS]
 """
-import argparse, asyncio, signal, struct, time
+import argparse, asyncio, hashlib, signal, struct, time
 
 from bumble.core import AdvertisingData
 from bumble.device import Device, DeviceConfiguration
@@ -39,10 +41,33 @@ def pattern(count):
     return bytes((i * 31 + (i >> 8)) & 0xFF for i in range(count))
 
 
+def count(channel, connection):
+    """Counts and hashes what arrives on channel; reports it once, when the channel or its link closes."""
+    digest, received, reported = hashlib.sha256(), [0], [False]
+
+    def on_sdu(sdu):
+        digest.update(sdu)
+        received[0] += len(sdu)
+
+    def report(why):
+        if reported[0]:
+            return
+        reported[0] = True
+        log(f'{why}: {received[0]} bytes received')
+        result('received_bytes', received[0])
+        result('received_sha256', digest.hexdigest())
+    channel.sink = on_sdu
+    channel.on('close', lambda: report('channel closed'))
+    connection.on('disconnection', lambda reason: report(f'link closed (reason {reason:#04x})'))
+
+
 async def serve(device, args):
     def on_channel(channel):
         log(f'channel open: ours {channel.source_cid:#06x}, peer MTU {channel.peer_mtu}')
-        channel.sink = channel.write
+        if args.count:
+            count(channel, channel.connection)
+        else:
+            channel.sink = channel.write
     device.create_l2cap_server(LeCreditBasedChannelSpec(psm=args.psm, mtu=2048, mps=247, max_credits=32), handler=on_channel)
     await device.start_advertising(auto_restart=True)
     print('READY', flush=True)
@@ -117,6 +142,7 @@ async def main():
     p.add_argument('--target', default='SwiftBLEL2CAP')
     p.add_argument('--address', help='default: D1:D2:D3:D4:D5:D7 for the server, D1:D2:D3:D4:D5:D8 for the client')
     p.add_argument('--violate', action='store_true')
+    p.add_argument('--count', action='store_true', help='server: count and hash what arrives, send nothing back')
     p.add_argument('--run-for', type=float, default=0)
     args = p.parse_args()
     async with await open_transport(args.transport) as hci_transport:
