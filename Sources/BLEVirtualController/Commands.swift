@@ -21,6 +21,7 @@ extension World {
         .leReadBufferSize: { $0.leReadBufferSize($1, $2) },
         .leReadBufferSizeV2: { $0.leReadBufferSizeV2($1, $2) },
         .leReadLocalSupportedFeatures: { $0.leReadFeatures($1, $2) },
+        .leReadSupportedStates: { $0.leReadSupportedStates($1, $2) },
         .leSetRandomAddress: { $0.leSetRandomAddress($1, $2) },
         .leSetAdvertisingParameters: { $0.leSetAdvertisingParameters($1, $2) },
         .leSetAdvertisingData: { $0.leSetAdvertisingData($1, $2) },
@@ -173,6 +174,14 @@ extension World {
     mutating func leReadFeatures(_ id: Int, _ packet: HCICommandPacket) {
         guard decode(HCILEReadLocalSupportedFeatures.self, id, packet) != nil else { return }
         complete(id, HCILEReadLocalSupportedFeatures.self, .init(features: leFeatures(of: id)))
+    }
+
+    /// Every state and combination the specification defines (bits 0–41): the simulated link layer keeps any number
+    /// of advertising, scanning, initiating and connected roles at once. Mandatory for an LE controller (Linux's
+    /// kernel asks for it while it sets an adapter up, and leaves the adapter unusable when it fails).
+    mutating func leReadSupportedStates(_ id: Int, _ packet: HCICommandPacket) {
+        guard decode(HCILEReadSupportedStates.self, id, packet) != nil else { return }
+        complete(id, HCILEReadSupportedStates.self, .init(states: 0x0000_03FF_FFFF_FFFF))
     }
 
     mutating func leSetRandomAddress(_ id: Int, _ packet: HCICommandPacket) {

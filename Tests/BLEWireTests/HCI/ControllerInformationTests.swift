@@ -13,6 +13,14 @@ import Testing
         #expect(decodeErrorCode(HCIListSizeReturnParameters.self, "000c00") != nil, "a trailing byte is refused")
     }
 
+    @Test func leReadSupportedStates() {
+        #expect(HCILEReadSupportedStates().packet.encoded == [0x1C, 0x20, 0x00])
+        // Status success, LE_States with bits 0-41 set (eight octets, little-endian).
+        expectVector(HCILEReadSupportedStates.ReturnParameters(states: 0x0000_03FF_FFFF_FFFF), "00ffffffffff030000")
+        expectDripFeed(HCILEReadSupportedStates.ReturnParameters.self, "00ffffffffff030000")
+        #expect(decodeErrorCode(HCILEReadSupportedStates.ReturnParameters.self, "00ffff") != nil, "a short answer is refused")
+    }
+
     @Test func versionReturnParametersAndNames() {
         // Status 0, HCI 5.3 (0x0C) revision 0x1234, LMP 5.3 subversion 0x5678, Broadcom (0x000F).
         let parameters = HCIReadLocalVersionInformation.ReturnParameters(hciVersion: 0x0C, hciSubversion: 0x1234, lmpVersion: 0x0C,

@@ -170,6 +170,36 @@ public struct HCILERand: HCIParameterlessCommand, Hashable {
     }
 }
 
+/// LE Read Supported States: which combinations of advertising, scanning, initiating and connection roles the link
+/// layer can be in at once. Core 5.4, Vol 4, Part E, 7.8.27.
+public struct HCILEReadSupportedStates: HCIParameterlessCommand, Hashable {
+    /// The command's opcode.
+    public static let opcode = HCIOpcode.leReadSupportedStates
+    /// Creates the command (it has no parameters).
+    public init() {}
+
+    /// The return parameters (status first).
+    public struct ReturnParameters: WireCodable, Hashable {
+        /// The status.
+        public var status: HCIStatus
+        /// `LE_States`: bit N set when state combination N of the specification's table is supported.
+        public var states: UInt64
+        /// Creates LE Read Supported States return parameters.
+        public init(status: HCIStatus = .success, states: UInt64) {
+            self.status = status
+            self.states = states
+        }
+        public init(from reader: inout ByteReader) throws(WireError) {
+            status = HCIStatus(rawValue: try reader.readUInt8("status"))
+            states = try reader.readUInt64("LE_States")
+        }
+        public func encode(into writer: inout ByteWriter) {
+            writer.write(status.rawValue)
+            writer.write(states)
+        }
+    }
+}
+
 /// LE Set Data Length. Core 5.4, Vol 4, Part E, 7.8.33.
 public struct HCILESetDataLength: HCICommand, Hashable {
     /// The command's opcode.
