@@ -27,6 +27,21 @@ extension RemotePeripheral {
         get async { await central.host.security(of: await link.connection) ?? LinkSecurity() }
     }
 
+    /// The peripheral's identity address, when a bond or this link's pairing told it; `nil` otherwise. It may differ
+    /// from ``id``, the address the peripheral connected from: a device without privacy may distribute its public
+    /// address as identity and advertise from a static random one; a private device connects from resolvable
+    /// private addresses.
+    public var identity: LEAddress? {
+        get async { await security.peerIdentity }
+    }
+
+    /// The bond with this peripheral, as the central finds it for the link: by the identity address, by the address
+    /// the peripheral paired through (see ``Bond/pairedThrough``), or by resolving its private address with the
+    /// bond's IRK. `nil` without one.
+    public var bond: Bond? {
+        get async { await central.host.bond(of: await link.connection) }
+    }
+
     /// Secures the link: with a bond, encrypts with the stored key (no pairing); otherwise pairs (the methods come
     /// from both sides' IO capabilities; the pairing agent answers for the user) and, when both sides bond, stores
     /// the keys. `mitm` asks for an authenticated key; `force` pairs again even when encrypted or bonded.

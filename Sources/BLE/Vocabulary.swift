@@ -161,8 +161,13 @@ public typealias SMPPairingFailedReason = BLEWire.SMPPairingFailedReason
 public typealias SMPIOCapability = BLEWire.SMPIOCapability
 /// The keys a pairing left for one peer, kept so that the next link encrypts without pairing.
 public typealias Bond = BLEHost.Bond
+/// An identity pairing distributes: an IRK and a public or static random identity address.
+public typealias SMPIdentity = BLEProtocols.SMPIdentity
 /// One side's long term key with its EDIV and Rand.
 public typealias BondKey = BLEHost.BondKey
+/// What a GATT server keeps for a bonded client between connections: its Service Changed subscription, Client
+/// Supported Features and the Database Hash it last knew.
+public typealias BondedGATTClient = BLEHost.BondedGATTClient
 /// Where bonds and the local identity resolving key live.
 public typealias BondStore = BLEHost.BondStore
 /// A bond store in memory: bonds last as long as the process.

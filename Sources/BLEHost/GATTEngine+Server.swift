@@ -31,6 +31,8 @@ extension GATTEngine {
             state = refreshed
         }
         for event in output.events { publishServerEvent(event, on: link) }
+        // A bonded client's Service Changed subscription, features and awareness go to its bond as they change.
+        storeBondedClient(link)
         let isRequest = !ATTOpcode(rawValue: bytes.first ?? 0).isCommand
         if let pending = output.pending {
             await ask(pending, connection: state.connection, isRequest: isRequest)
@@ -125,19 +127,18 @@ extension GATTEngine {
     /// Makes every client change-unaware (connected ones and bonded ones away) and indicates Service Changed with
     /// `range` to every client that subscribed to it; a client that confirms is change-aware again. Core 5.4, Vol 3,
     /// Part G, 2.5.2.1 and 7.1.
+    ///
+    /// Bonded clients away are not visited: the Database Hash kept with each bond is the one of the database it was
+    /// aware of, and no longer the database's (see ``identifyBondedClient(_:on:)``).
     private func announceServiceChange(_ range: ClosedRange<AttributeHandle>) async {
         for link in links.keys { links[link]?.server.databaseChanged() }
-        for peer in retainedClients.keys { retainedClients[peer]?.isChangeAware = false }
         guard let serviceChanged = database.valueHandle(of: 0x2A05) else { return }
-        var writer = ByteWriter()
-        writer.write(range.lowerBound)
-        writer.write(range.upperBound)
-        let value = writer.bytes
-        let confirmed = (try? await updateValue(value, for: serviceChanged)) ?? []
+        let confirmed = (try? await updateValue(Self.serviceChangedValue(range), for: serviceChanged)) ?? []
         for connection in confirmed {
             let link = connection.link
             guard links[link]?.server.isSubscribed(serviceChanged, indications: true) == true else { continue }
             links[link]?.server.becameChangeAware()
+            storeBondedClient(link)
         }
     }
 
@@ -207,7 +208,7 @@ extension GATTEngine {
 
     /// Sends one indication on a link once the previous one is confirmed, and waits for its confirmation (the
     /// bearer queues them and closes the link when one is not confirmed in time).
-    private func indicate(_ value: [UInt8], valueHandle: AttributeHandle, on link: LinkID) async throws {
+    func indicate(_ value: [UInt8], valueHandle: AttributeHandle, on link: LinkID) async throws {
         guard let (id, actions) = links[link]?.bearer.indicate(handle: valueHandle, value: value) else {
             throw GATTError(.disconnected, "the link went down")
         }

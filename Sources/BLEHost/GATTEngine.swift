@@ -23,8 +23,15 @@ public actor GATTEngine {
         var exchangedMTU = false
         /// The link is being detached (its disconnection event and the end of its ATT channel both detach it).
         var detaching = false
-        /// The peer's identity when it is bonded: what its robust-caching state is kept under between connections.
-        var bondedPeer: LEAddress?
+        /// The peer's bond, once found (its local identity and the peer's identity address): the bond store keeps
+        /// the client's GATT state with it between connections (``BondedGATTClient``).
+        var bondedClient: BondName?
+        /// The bond was looked for (once per link, when the host first counts the link as bonded).
+        var lookedForBond = false
+        /// The Database Hash of the database the bonded client was last aware of.
+        var awareHash: [UInt8]?
+        /// The client's GATT state as the bond store has it (last read or written).
+        var storedClient: BondedGATTClient?
         /// As a client: the key of the peer's entry in the ``GATTCache`` and its Service Changed value handle.
         var cachedPeer: LEAddress?
         var peerServiceChanged: AttributeHandle?
@@ -32,11 +39,10 @@ public actor GATTEngine {
         var enabledRobustCaching = false
     }
 
-    /// A bonded client's Client Supported Features and change awareness, kept between its connections (Core 5.4,
-    /// Vol 3, Part G, 2.5.2.1 and 7.2), for as long as this engine lives.
-    struct RetainedClient {
-        var features: UInt8
-        var isChangeAware: Bool
+    /// What names a bond in the bond store.
+    struct BondName: Hashable {
+        var local: LEAddress
+        var peer: LEAddress
     }
 
     /// A request the application answers, with the server's state for completing it.
@@ -100,8 +106,6 @@ public actor GATTEngine {
     public internal(set) var lastDiscovery: GATTDiscoveryReport?
     /// The client's cache of peers' databases (``discoverDatabase(_:descriptors:)``), if any.
     public internal(set) var cache: GATTCache?
-    /// Bonded clients' robust-caching state, by identity address.
-    var retainedClients: [LEAddress: RetainedClient] = [:]
     /// ATT requests this engine has sent as a client (round trips), over all links.
     public private(set) var requestCount = 0
 
@@ -123,7 +127,9 @@ public actor GATTEngine {
                 switch event {
                 case .connected(let c): await self.attach(c)
                 case .disconnected(let c, _): await self.detach(c.link)
-                case .securityChanged(let c, let security): await self.setSecurity(security, on: c.link)
+                case .securityChanged(let c, let security):
+                    await self.setSecurity(security, on: c.link)
+                    await self.identifyBondedClient(security, on: c.link)
                 default: break
                 }
             }
@@ -139,7 +145,11 @@ public actor GATTEngine {
         state.server.minimumKeySize = Int(host.configuration.security.minimumKeySize)
         links[link] = state
         linkOfHandle[connection.handle] = link
-        if let security = await host.security(of: connection) { setSecurity(security, on: link) }
+        if let security = await host.security(of: connection) {
+            setSecurity(security, on: link)
+            // A bonded client finds its GATT state as it left it before anything is served.
+            await identifyBondedClient(security, on: link)
+        }
         guard let channel = try? await host.openFixedChannel(.att, on: connection) else {
             await detach(link)
             return
@@ -160,9 +170,6 @@ public actor GATTEngine {
             publishServerEvent(.subscriptionChanged(valueHandle: valueHandle, notify: false, indicate: false), on: link)
         }
         let actions = state.bearer.close(GATTError(.disconnected, "the link went down"))
-        if let peer = state.bondedPeer, state.server.clientSupportedFeatures != 0 {
-            retainedClients[peer] = RetainedClient(features: state.server.clientSupportedFeatures, isChangeAware: state.server.isChangeAware)
-        }
         links[link] = state
         await perform(actions, on: link)
         guard let state = links.removeValue(forKey: link) else { return }
@@ -181,14 +188,6 @@ public actor GATTEngine {
         links[link]?.server.isSecureConnections = security.level?.secureConnections == true
         links[link]?.server.keySize = security.level?.keySize ?? 0
         links[link]?.server.hasLongTermKey = security.isBonded
-        // A bonded client finds its Client Supported Features and change awareness as it left them.
-        if security.isBonded, security.isEncrypted, let state = links[link], state.bondedPeer == nil {
-            let peer = security.peerIdentity ?? state.connection.peer
-            links[link]?.bondedPeer = peer
-            if let retained = retainedClients[peer], state.server.clientSupportedFeatures == 0 {
-                links[link]?.server.restore(clientSupportedFeatures: retained.features, isChangeAware: retained.isChangeAware)
-            }
-        }
     }
 
     /// Asks the host for a link's security now; returns whether it differed from what this engine knew.

@@ -109,13 +109,18 @@ extension HCIHost {
     /// This side's identity address (bonds belong to it).
     var localIdentity: LEAddress? { ownAddress }
 
-    /// The bond with `peer` (its identity address, or a resolvable private address one of the bonds' IRKs resolves).
+    /// The bond with the device whose address on a link is `peer`: the bond whose identity address it is, else the
+    /// one whose device paired through it (a device may distribute a public identity address and use a static random
+    /// one on the air), else the one whose IRK resolves it (a resolvable private address; all-zero IRKs resolve
+    /// nothing). See ``Bond/find(_:among:)``.
     func bond(with peer: LEAddress) -> Bond? {
-        let bonds = storedBonds()
-        if let bond = bonds.first(where: { $0.peer == peer }) { return bond }
-        return ResolvablePrivateAddress.resolve(peer, among: bonds.compactMap { bond in
-            bond.peerIdentityResolvingKey.map { (irk: $0, value: bond) }
-        })
+        Bond.find(peer, among: storedBonds())
+    }
+
+    /// The bond of `connection`'s peer, found as ``bond(with:)`` finds it; `nil` without one (or when the link is down).
+    public func bond(of connection: HostConnection) -> Bond? {
+        guard let link = links[connection.handle], link.connection.link == connection.link else { return nil }
+        return bond(with: connection.peer)
     }
 
     /// The bonds of this side's identity in the bond store (none when it fails, which is logged).
@@ -147,7 +152,7 @@ extension HCIHost {
     func localIdentityResolvingKey() -> [UInt8]? {
         guard let local = localIdentity else { return nil }
         let store = configuration.security.bondStore
-        if let key = try? store.identityResolvingKey(local: local), key.count == 16 { return key }
+        if let key = try? store.identityResolvingKey(local: local), ResolvablePrivateAddress.isIdentityResolvingKey(key) { return key }
         let key = Self.secureRandom(16)
         do {
             try store.setIdentityResolvingKey(key, local: local)
@@ -195,7 +200,9 @@ extension HCIHost {
             ioCapability: settings.ioCapability, bonding: settings.bonding, mitm: settings.mitm || mitm,
             secureConnections: settings.secureConnections, secureConnectionsOnly: settings.secureConnectionsOnly,
             minimumKeySize: settings.minimumKeySize, timeout: settings.timeout, fixedPasskey: settings.fixedPasskey)
-        if settings.bonding, let irk = localIdentityResolvingKey() {
+        if settings.bonding, let distributed = settings.distributedIdentity {
+            configuration.identity = distributed
+        } else if settings.bonding, let irk = localIdentityResolvingKey() {
             configuration.identity = SMPIdentity(identityResolvingKey: irk, address: identity)
         }
         if !securityManager.attempts.mayPair(limiterKey(link), now: now) { configuration.refusal = .repeatedAttempts }
@@ -450,12 +457,19 @@ extension HCIHost {
                 peerKey = result.peer.longTermKey.map { BondKey(longTermKey: $0, ediv: result.peer.ediv, rand: result.peer.rand) }
                 localKey = result.local.longTermKey.map { BondKey(longTermKey: $0, ediv: result.local.ediv, rand: result.local.rand) }
             }
-            let bond = Bond(local: local, peer: identity, peerKey: peerKey, localKey: localKey,
+            // The bond keeps the address the peer paired through beside its identity; an all-zero IRK is no IRK
+            // (Bond drops it).
+            let bond = Bond(local: local, peer: identity, pairedThrough: connection.peer, peerKey: peerKey, localKey: localKey,
                             peerIdentityResolvingKey: result.peer.identityResolvingKey, peerSignatureKey: result.peer.signatureKey,
                             security: result.security, created: Self.secondsSince1970())
             do {
-                if identity != connection.peer { try configuration.security.bondStore.removeBonds(peer: connection.peer, local: local) }
-                try configuration.security.bondStore.save(bond)
+                // The new bond replaces any other this link's address would find: one stored under the address
+                // itself, or one under another identity that paired through it.
+                let store = configuration.security.bondStore
+                var stale: Set<LEAddress> = identity != connection.peer ? [connection.peer] : []
+                for old in storedBonds() where old.peer != identity && old.pairedThrough == connection.peer { stale.insert(old.peer) }
+                for peer in stale { try store.removeBonds(peer: peer, local: local) }
+                try store.save(bond)
                 securityManager.resolvedIdentities = [:]
                 bonded = true
             } catch {

@@ -114,8 +114,10 @@ func printPairingEvents(_ central: Central, json: Bool) async -> Task<Void, Neve
                 emit(json, "paired with \(c.peer.address)\(identity): \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
                      SamplePeripheral.pairedFields(outcome, peer: c.peer))
             case .encrypted(let c, let security, let usingBond) where usingBond:
-                emit(json, "encrypted with the bond of \(c.peer.address): \(security.level.map { "\($0)" } ?? "")",
-                     securityFields(security).merging(["event": "encrypted", "peer": .string(c.peer.address.description), "bonded": true]) { $1 })
+                let identity = security.peerIdentity.flatMap { $0 == c.peer ? nil : " (identity \($0))" } ?? ""
+                var fields = securityFields(security).merging(["event": "encrypted", "peer": .string(c.peer.address.description), "bonded": true]) { $1 }
+                if let peerIdentity = security.peerIdentity { fields["identity"] = .string(peerIdentity.address.description) }
+                emit(json, "encrypted with the bond of \(c.peer.address)\(identity): \(security.level.map { "\($0)" } ?? "")", fields)
             default:
                 break
             }
@@ -195,13 +197,34 @@ struct Bonds: AsyncParsableCommand {
         func run() async throws {
             let bonds = try await during("reading \(options.store.path)") { try options.store.allBonds() }
             for bond in bonds.sorted(by: { ($0.local.address, $0.peer.address) < ($1.local.address, $1.peer.address) }) {
-                emit(options.json, "\(bond.peer.address) (\(bond.peer.type)) bonded to \(bond.local.address): \(bond.security)\(bond.peerIdentityResolvingKey != nil ? ", IRK" : "")",
-                     ["peer": .string(bond.peer.address.description), "peer_type": .string("\(bond.peer.type)"),
-                      "local": .string(bond.local.address.description), "secure_connections": .bool(bond.security.secureConnections),
-                      "authenticated": .bool(bond.security.authenticated), "key_size": .integer(bond.security.keySize),
-                      "irk": .bool(bond.peerIdentityResolvingKey != nil), "created": .number(bond.created, decimals: 0)])
+                // "identity 00:1A:7D:DA:71:13 (public), paired through E7:E6:E5:E4:E3:E2 (random static)"
+                let through = bond.pairedThrough.flatMap { $0 == bond.peer ? nil : ", paired through \($0)" } ?? ""
+                var fields: [String: JSONValue] = [
+                    "peer": .string(bond.peer.address.description), "peer_type": .string("\(bond.peer.type)"),
+                    "peer_kind": .string(Bonds.kindName(bond.peer)),
+                    "local": .string(bond.local.address.description), "secure_connections": .bool(bond.security.secureConnections),
+                    "authenticated": .bool(bond.security.authenticated), "key_size": .integer(bond.security.keySize),
+                    "irk": .bool(bond.peerIdentityResolvingKey != nil), "created": .number(bond.created, decimals: 0)]
+                if let paired = bond.pairedThrough {
+                    fields["paired_through"] = .string(paired.address.description)
+                    fields["paired_through_type"] = .string("\(paired.type)")
+                    fields["paired_through_kind"] = .string(Bonds.kindName(paired))
+                }
+                emit(options.json, "identity \(bond.peer)\(through) bonded to \(bond.local.address): \(bond.security)\(bond.peerIdentityResolvingKey != nil ? ", IRK" : "")",
+                     fields)
             }
             if bonds.isEmpty && !options.json { writeLine("no bonds in \(options.store.path)") }
+        }
+    }
+
+    /// An address's kind as the JSON output names it: `public`, `random static`, `resolvable private`, ….
+    static func kindName(_ address: LEAddress) -> String {
+        switch address.kind {
+        case .public: "public"
+        case .randomStatic: "random static"
+        case .randomResolvable: "resolvable private"
+        case .randomNonResolvable: "non-resolvable private"
+        case .invalid: "invalid random"
         }
     }
 

@@ -82,13 +82,26 @@ enum Fixture {
              security: SMPSecurityLevel(secureConnections: true, authenticated: false, keySize: 16), created: created)
     }
 
-    /// A bond with every field set: a legacy pairing with distributed keys both ways, a Rand above 2⁵³.
+    /// The static random address `full`'s peer paired through.
+    static let pairedThrough = address("E7:E6:E5:E4:E3:E2", .random)
+
+    /// A bond with every field set: a legacy pairing with distributed keys both ways, a Rand above 2⁵³, the address
+    /// the peer paired through and the GATT server's state for it.
     static let full = Bond(
-        local: localRandom, peer: peerPublic,
+        local: localRandom, peer: peerPublic, pairedThrough: pairedThrough,
         peerKey: BondKey(longTermKey: key(0x00), ediv: 0x1234, rand: 0xFEDC_BA98_7654_3210),
         localKey: BondKey(longTermKey: key(0x10), ediv: 0xBEEF, rand: 0x0000_0000_0000_0001),
         peerIdentityResolvingKey: key(0x20), peerSignatureKey: key(0x30),
-        security: SMPSecurityLevel(secureConnections: false, authenticated: true, keySize: 7), created: 1_790_000_000.5)
+        security: SMPSecurityLevel(secureConnections: false, authenticated: true, keySize: 7), created: 1_790_000_000.5,
+        gattClient: BondedGATTClient(serviceChangedConfiguration: 2, clientSupportedFeatures: 1, databaseHash: key(0x50)))
+
+    /// `full` as a version 1 file has it: without the fields version 2 added.
+    static var fullVersion1: Bond {
+        var bond = full
+        bond.pairedThrough = nil
+        bond.gattClient = nil
+        return bond
+    }
 
     /// A Secure Connections bond with no optional field, whose peer has an identity type (written as a number).
     static let minimal = Bond(
@@ -97,8 +110,75 @@ enum Fixture {
 
     static let identityKey = key(0x40)
 
-    /// The file that holds `full`, then `minimal`, and `identityKey` for `localRandom`, as FileBondStore writes it.
+    /// The file that holds `full`, then `minimal`, and `identityKey` for `localRandom`, as FileBondStore writes it
+    /// (version 2).
     static let text = """
+        {
+          "bonds" : [
+            {
+              "authenticated" : true,
+              "created" : 1790000000.5,
+              "gatt_client" : {
+                "client_supported_features" : 1,
+                "database_hash" : "505152535455565758595a5b5c5d5e5f",
+                "service_changed_cccd" : 2
+              },
+              "key_size" : 7,
+              "local" : {
+                "address" : "C0:11:22:33:44:55",
+                "type" : "random"
+              },
+              "local_key" : {
+                "ediv" : 48879,
+                "ltk" : "101112131415161718191a1b1c1d1e1f",
+                "rand" : "0000000000000001"
+              },
+              "paired_through" : {
+                "address" : "E7:E6:E5:E4:E3:E2",
+                "type" : "random"
+              },
+              "peer" : {
+                "address" : "00:1A:7D:DA:71:13",
+                "type" : "public"
+              },
+              "peer_csrk" : "303132333435363738393a3b3c3d3e3f",
+              "peer_irk" : "202122232425262728292a2b2c2d2e2f",
+              "peer_key" : {
+                "ediv" : 4660,
+                "ltk" : "000102030405060708090a0b0c0d0e0f",
+                "rand" : "fedcba9876543210"
+              },
+              "secure_connections" : false
+            },
+            {
+              "authenticated" : false,
+              "created" : 1700000000,
+              "key_size" : 16,
+              "local" : {
+                "address" : "C0:11:22:33:44:55",
+                "type" : "random"
+              },
+              "peer" : {
+                "address" : "F0:0D:F0:0D:F0:0D",
+                "type" : 3
+              },
+              "secure_connections" : true
+            }
+          ],
+          "identities" : [
+            {
+              "address" : "C0:11:22:33:44:55",
+              "irk" : "404142434445464748494a4b4c4d4e4f",
+              "type" : "random"
+            }
+          ],
+          "version" : 2
+        }
+
+        """
+
+    /// A version 1 file, as FileBondStore wrote it before version 2: `fullVersion1`, `minimal` and `identityKey`.
+    static let textVersion1 = """
         {
           "bonds" : [
             {
@@ -261,6 +341,42 @@ enum Fixture {
         #expect(String(decoding: bytes(path) ?? [], as: UTF8.self) == Fixture.text)
     }
 
+    /// A version 1 file (before `paired_through` and `gatt_client`) reads as it is; the next change writes version 2.
+    @Test func readsAVersion1FileAndWritesVersion2OnTheNextChange() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("bonds.json")
+        try writeFile(path, Fixture.textVersion1)
+        let store = FileBondStore(path: path)
+        #expect(try store.allBonds() == [Fixture.fullVersion1, Fixture.minimal])
+        #expect(try store.identityResolvingKey(local: Fixture.localRandom) == Fixture.identityKey)
+        #expect(String(decoding: bytes(path) ?? [], as: UTF8.self) == Fixture.textVersion1)
+        // The GATT server's state and the paired-through address are added to the old bond: the file is version 2.
+        #expect(try store.updateBond(local: Fixture.localRandom, peer: Fixture.peerPublic) { bond in
+            bond.pairedThrough = Fixture.full.pairedThrough
+            bond.gattClient = Fixture.full.gattClient
+        })
+        #expect(String(decoding: bytes(path) ?? [], as: UTF8.self) == Fixture.text)
+        #expect(try FileBondStore(path: path).allBonds() == [Fixture.full, Fixture.minimal])
+    }
+
+    /// An all-zero IRK is no IRK (Core 5.4, Vol 3, Part H, 2.4.2.1): one in a file (written before it was recognised)
+    /// reads as none, and a bond made with one keeps none.
+    @Test func anAllZeroIRKIsReadAsNone() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("bonds.json")
+        try writeFile(path, FileBondStoreTests.fixture(replacing: "202122232425262728292a2b2c2d2e2f",
+                                                       with: "00000000000000000000000000000000"))
+        var expected = Fixture.full
+        expected.peerIdentityResolvingKey = nil
+        #expect(try FileBondStore(path: path).allBonds() == [expected, Fixture.minimal])
+        let made = Bond(local: Fixture.localRandom, peer: Fixture.peerPublic, peerKey: nil, localKey: nil,
+                        peerIdentityResolvingKey: [UInt8](repeating: 0, count: 16),
+                        security: SMPSecurityLevel(secureConnections: true, authenticated: false, keySize: 16), created: 0)
+        #expect(made.peerIdentityResolvingKey == nil)
+    }
+
     @Test func readsCompactJSONWithUppercaseHexAndNumericTypes() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -272,7 +388,7 @@ enum Fixture {
              "secure_connections":false,"authenticated":true,"key_size":7,"created":1790000000.5,"comment":"ignored"}]}
             """)
         let store = FileBondStore(path: path)
-        var expected = Fixture.full
+        var expected = Fixture.fullVersion1
         expected.localKey = nil
         expected.peerIdentityResolvingKey = nil
         expected.peerSignatureKey = nil
@@ -364,8 +480,13 @@ enum Fixture {
         CorruptFile("empty", "", "not valid JSON"),
         CorruptFile("a JSON array", "[1, 2, 3]", "Dictionary"),
         CorruptFile("no version", #"{"identities": [], "bonds": []}"#, "\"version\" is missing"),
-        CorruptFile("version 2", fixture(replacing: #""version" : 1"#, with: #""version" : 2"#), "at .version: version 2"),
-        CorruptFile("version as text", fixture(replacing: #""version" : 1"#, with: #""version" : "1""#), "at .version:"),
+        CorruptFile("version 3", fixture(replacing: #""version" : 2"#, with: #""version" : 3"#), "at .version: version 3"),
+        CorruptFile("version 0", fixture(replacing: #""version" : 2"#, with: #""version" : 0"#), "at .version: version 0"),
+        CorruptFile("version as text", fixture(replacing: #""version" : 2"#, with: #""version" : "2""#), "at .version:"),
+        CorruptFile("a 15-octet Database Hash", fixture(replacing: "505152535455565758595a5b5c5d5e5f", with: "505152535455565758595a5b5c5d5e"), "at .bonds[0].gatt_client.database_hash:"),
+        CorruptFile("a CCCD beyond 16 bits", fixture(replacing: #""service_changed_cccd" : 2"#, with: #""service_changed_cccd" : 65536"#), "at .bonds[0].gatt_client.service_changed_cccd:"),
+        CorruptFile("features beyond 8 bits", fixture(replacing: #""client_supported_features" : 1"#, with: #""client_supported_features" : 256"#), "at .bonds[0].gatt_client.client_supported_features:"),
+        CorruptFile("a bad paired-through address", fixture(replacing: #""address" : "E7:E6:E5:E4:E3:E2""#, with: #""address" : "E7:E6""#), "at .bonds[0].paired_through.address:"),
         CorruptFile("a 15-octet IRK", fixture(replacing: "404142434445464748494a4b4c4d4e4f", with: "404142434445464748494a4b4c4d4e"), "at .identities[0].irk:"),
         CorruptFile("a 17-octet CSRK", fixture(replacing: "303132333435363738393a3b3c3d3e3f", with: "303132333435363738393a3b3c3d3e3f40"), "at .bonds[0].peer_csrk:"),
         CorruptFile("a 15-octet LTK", fixture(replacing: "000102030405060708090a0b0c0d0e0f", with: "000102030405060708090a0b0c0d0e"), "at .bonds[0].peer_key.ltk:"),

@@ -1117,6 +1117,7 @@ def pairing_bumble_central_to_ble_peripheral():
 def pairing_ble_central_to_bumble_peripheral():
     c, s, c2 = 'central', 'peripheral', 'central2'
     bonds = '$logs/$name-bonds-ours.json'
+    static_bonds = '$logs/$name-static-bonds-ours.json'
     return Scenario('pairing-ble-central-to-bumble-peripheral', [
         Part('protected-read', [
             Controllers(2), pair_serve_bumble(),
@@ -1182,7 +1183,39 @@ def pairing_ble_central_to_bumble_peripheral():
              [Count(s, '^RESULT paired=1', '==', 1, '$part: the Bumble peripheral paired more than once (or never)'),
               Count(s, '^RESULT encrypted=1 paired_this_link=0$', '>=', 2,
                     '$part: the Bumble peripheral did not see two links encrypted with the bond alone')]),
+        # Issue 23, item 4: a peripheral that advertises and connects from a static random address and distributes its
+        # controller's public address as identity with an all-zero IRK (a device without privacy). The bond is found
+        # under the address the link is made with: `ble read` encrypts with it and pairs nothing. Its own name: the parts
+        # run at once on shared controllers, and a central looking for BumblePair may find another part's.
+        Part('bonded-through-static-random', [
+            Controllers(2), pair_serve_bumble('--name', 'SecureBand', '--address', 'E7:E6:E5:E4:E3:E2', '--identity-public',
+                                              '--zero-irk', '--io', 'display', '--passkey', '123456',
+                                              '--keystore', '$logs/$name-static-bonds-bumble.json'),
+            pair_ble(0, 'pair', 'SecureBand', '--io', 'keyboard', '--passkey', '123456', '--mitm', '--bonds',
+                     static_bonds, '--json'),
+            Json(c, dict(event='paired', method='passkeyEntry', bonded=True)),
+            Check(lambda ctx: any(f'"identity":"{i}"' in line for i in identities(ctx, s) for line in ctx.lines(c)),
+                  '$part: ble pair did not report the public identity the peripheral distributed'),
+            # The second link: a read that needs encryption.
+            pair_ble(0, 'read', 'SecureBand', SECRET, '--bonds', static_bonds, '--json', role=c2),
+            Json('central2.log.out', dict(uuid=SECRET, value=TOP_SECRET)),
+            Json(c2, dict(event='encrypted', bonded=True, peer='E7:E6:E5:E4:E3:E2')),
+            Count(c2, '"event":"paired"', '==', 0, '$part: ble read paired again instead of using the bond'),
+            Run(c2, [BLE, 'bonds', 'list', '--bonds', static_bonds], timeout=10, out='central2.log.out', err='central2.log.err',
+                label='$part: ble bonds list'),
+            Grep('central2.log.out', r'^identity ([0-9A-F]{2}:){5}[0-9A-F]{2} \(public\), paired through '
+                 r'E7:E6:E5:E4:E3:E2 \(random static\) bonded to ',
+                 '$part: ble bonds list does not show the public identity and the static random address'),
+            Grep('central2.log.out', r', IRK$', '$part: the all-zero IRK was stored as a key', absent=True)],
+             [Count(s, '^RESULT paired=1', '==', 1, '$part: the Bumble peripheral paired more than once (or never)'),
+              Count(s, '^RESULT encrypted=1 paired_this_link=0$', '>=', 1,
+                    '$part: the Bumble peripheral did not see the second link encrypted with the bond alone')]),
     ], needs=('ble',), shared_controllers=True)
+
+
+def identities(ctx, role):
+    """The identity addresses a pairing_peer.py with --identity-public said it distributes."""
+    return [line.split('=', 1)[1] for line in ctx.lines(role) if line.startswith('RESULT identity=')]
 
 
 # -- LE credit based channels between `ble l2cap` and Bumble's host (peers/l2cap_bench.py), 1 MB echoed each way,

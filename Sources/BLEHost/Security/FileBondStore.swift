@@ -32,7 +32,9 @@ import Synchronization
 ///       "authenticated" : false,
 ///       "created" : 1790000000.5,
 ///       "key_size" : 16,
+///       "gatt_client" : { "client_supported_features" : 1, "database_hash" : "<32 hex digits>", "service_changed_cccd" : 2 },
 ///       "local" : { "address" : "C0:11:22:33:44:55", "type" : "random" },
+///       "paired_through" : { "address" : "E7:E6:E5:E4:E3:E2", "type" : "random" },
 ///       "peer" : { "address" : "00:1A:7D:DA:71:13", "type" : "public" },
 ///       "peer_irk" : "<32 hex digits>",
 ///       "peer_key" : { "ediv" : 0, "ltk" : "<32 hex digits>", "rand" : "0000000000000000" },
@@ -42,11 +44,17 @@ import Synchronization
 ///   "identities" : [
 ///     { "address" : "C0:11:22:33:44:55", "irk" : "<32 hex digits>", "type" : "random" }
 ///   ],
-///   "version" : 1
+///   "version" : 2
 /// }
 /// ```
 ///
-/// Keys (`ltk`, `peer_irk`, `peer_csrk`, `irk`) are 16 octets as 32 hex digits, most significant first; `rand` is
+/// `peer` is the peer's identity address; `paired_through` the address it had on the link it paired on (what it
+/// advertised and connected from), absent for bonds made before it was kept; `gatt_client` what this side's GATT
+/// server keeps for the peer as a bonded client (``BondedGATTClient``), absent until there is anything. Version 1
+/// files (without these two fields) are read as they are, and written as version 2 on the next change. An all-zero
+/// `peer_irk` is read as no IRK.
+///
+/// Keys (`ltk`, `peer_irk`, `peer_csrk`, `irk`) and `database_hash` are 16 octets as 32 hex digits, most significant first; `rand` is
 /// 16 hex digits (a JSON number would lose precision); `type` is `"public"`, `"random"` or the HCI address type as
 /// a number; `local_key`, `peer_key`, `peer_irk` and `peer_csrk` are absent when the bond has none.
 public final class FileBondStore: BondStore {
@@ -104,6 +112,23 @@ public final class FileBondStore: BondStore {
             contents.bonds.removeAll { $0.local == bond.local && $0.peer == bond.peer }
             contents.bonds.append(bond)
             try write(contents)
+        }
+    }
+
+    /// Changes the bond of `local` with `peer` in place, reading and writing the file under one lock; returns whether
+    /// there was one. `change` must keep the bond's `local` and `peer`. Throws as ``save(_:)`` does.
+    @discardableResult
+    public func updateBond(local: LEAddress, peer: LEAddress, _ change: (inout Bond) -> Void) throws(BondStoreError) -> Bool {
+        try lock.withLock { _ throws(BondStoreError) -> Bool in
+            var contents = try read()
+            guard let index = contents.bonds.firstIndex(where: { $0.local == local && $0.peer == peer }) else { return false }
+            var bond = contents.bonds[index]
+            change(&bond)
+            guard bond != contents.bonds[index] else { return true }
+            try validate(bond)
+            contents.bonds[index] = bond
+            try write(contents)
+            return true
         }
     }
 

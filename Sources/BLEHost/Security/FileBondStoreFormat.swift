@@ -1,7 +1,9 @@
 import BLEProtocols
 import BLEWire
 
-// The file format of ``FileBondStore``, version 1 (shown in its documentation).
+// The file format of ``FileBondStore``, version 2 (shown in its documentation). Version 1 files are read as they
+// are: version 2 only added fields a version 1 file does not have (`paired_through`, `gatt_client`); the next write
+// makes the file version 2.
 //
 // Records are synthesized `Codable` whose coding keys only rename; each value of the file with a rule of its own is a
 // small single-value type (``BondFileField``) that checks the rule when it is read, so that an error names the place
@@ -12,16 +14,18 @@ import BLEWire
 ///
 /// No rule describes a key by its value: keys are secrets, and errors end up in logs.
 enum BondFileRules {
-    /// The version of the format this code reads and writes.
-    static let version = 1
+    /// The version of the format this code writes.
+    static let version = 2
+    /// The versions of the format this code reads: version 1 lacks `paired_through` and `gatt_client`.
+    static let readableVersions = 1...2
     /// The octets of a key: an LTK, an IRK or a CSRK.
     static let keyOctets = 16
     /// The key sizes a pairing can reach.
     static let keySizes = 7...16
 
     static func checkVersion(_ version: Int) throws(BondFileProblem) {
-        guard version == Self.version else {
-            throw BondFileProblem("version \(version) is not known (version \(Self.version) is)")
+        guard readableVersions.contains(version) else {
+            throw BondFileProblem("version \(version) is not known (versions \(readableVersions.lowerBound)...\(readableVersions.upperBound) are)")
         }
     }
 
@@ -50,6 +54,9 @@ enum BondFileRules {
         for case let (name, key?) in keys {
             do throws(BondFileProblem) { try checkKey(key, name: name) } catch { problems.append(error) }
         }
+        if let hash = bond.gattClient?.databaseHash {
+            do throws(BondFileProblem) { try checkKey(hash, name: "the client's Database Hash") } catch { problems.append(error) }
+        }
         do throws(BondFileProblem) { try checkKeySize(bond.security.keySize) } catch { problems.append(error) }
         do throws(BondFileProblem) { try checkCreated(bond.created) } catch { problems.append(error) }
         return problems
@@ -64,7 +71,7 @@ struct BondFileProblem: Error, CustomStringConvertible {
 
 // MARK: - Records
 
-/// The whole file: `{"version": 1, "identities": [...], "bonds": [...]}`; a missing list is an empty one.
+/// The whole file: `{"version": 2, "identities": [...], "bonds": [...]}`; a missing list is an empty one.
 struct StoredFile: Codable {
     var version = StoredVersion(value: BondFileRules.version)
     var identities: [StoredIdentity]?
@@ -129,6 +136,8 @@ struct StoredKey: Codable {
 struct StoredBond: Codable {
     var local: StoredAddress
     var peer: StoredAddress
+    /// Since version 2; absent in version 1 files and for bonds made before.
+    var pairedThrough: StoredAddress?
     var peerKey: StoredKey?
     var localKey: StoredKey?
     var peerIRK: StoredKeyOctets?
@@ -137,9 +146,13 @@ struct StoredBond: Codable {
     var authenticated: Bool
     var keySize: StoredKeySize
     var created: StoredCreated
+    /// Since version 2; absent until the GATT server keeps something for the client.
+    var gattClient: StoredGATTClient?
 
     private enum CodingKeys: String, CodingKey {
         case local, peer
+        case pairedThrough = "paired_through"
+        case gattClient = "gatt_client"
         case peerKey = "peer_key"
         case localKey = "local_key"
         case peerIRK = "peer_irk"
@@ -153,6 +166,8 @@ struct StoredBond: Codable {
     init(_ bond: Bond) {
         local = StoredAddress(bond.local)
         peer = StoredAddress(bond.peer)
+        pairedThrough = bond.pairedThrough.map { StoredAddress($0) }
+        gattClient = bond.gattClient.map { StoredGATTClient($0) }
         peerKey = bond.peerKey.map { StoredKey($0) }
         localKey = bond.localKey.map { StoredKey($0) }
         peerIRK = bond.peerIdentityResolvingKey.map { StoredKeyOctets(value: $0) }
@@ -164,11 +179,38 @@ struct StoredBond: Codable {
     }
 
     var bond: Bond {
-        Bond(local: local.value, peer: peer.value, peerKey: peerKey?.value, localKey: localKey?.value,
-             peerIdentityResolvingKey: peerIRK?.value, peerSignatureKey: peerCSRK?.value,
+        // An all-zero IRK (a file written before it was recognised as no IRK) is dropped by Bond.
+        Bond(local: local.value, peer: peer.value, pairedThrough: pairedThrough?.value, peerKey: peerKey?.value,
+             localKey: localKey?.value, peerIdentityResolvingKey: peerIRK?.value, peerSignatureKey: peerCSRK?.value,
              security: SMPSecurityLevel(secureConnections: secureConnections, authenticated: authenticated,
                                         keySize: keySize.value),
-             created: created.value)
+             created: created.value, gattClient: gattClient?.value)
+    }
+}
+
+/// What the GATT server keeps for a bonded client:
+/// `{"service_changed_cccd": 2, "client_supported_features": 1, "database_hash": "<32 hex digits>"}`;
+/// `database_hash` is absent when unknown.
+struct StoredGATTClient: Codable {
+    var serviceChangedCCCD: StoredCCCD
+    var clientSupportedFeatures: StoredFeatures
+    var databaseHash: StoredKeyOctets?
+
+    private enum CodingKeys: String, CodingKey {
+        case serviceChangedCCCD = "service_changed_cccd"
+        case clientSupportedFeatures = "client_supported_features"
+        case databaseHash = "database_hash"
+    }
+
+    init(_ value: BondedGATTClient) {
+        serviceChangedCCCD = StoredCCCD(value: value.serviceChangedConfiguration)
+        clientSupportedFeatures = StoredFeatures(value: value.clientSupportedFeatures)
+        databaseHash = value.databaseHash.map { StoredKeyOctets(value: $0) }
+    }
+
+    var value: BondedGATTClient {
+        BondedGATTClient(serviceChangedConfiguration: serviceChangedCCCD.value,
+                         clientSupportedFeatures: clientSupportedFeatures.value, databaseHash: databaseHash?.value)
     }
 }
 
@@ -251,6 +293,28 @@ struct StoredEDIV: BondFileField {
     init(value: UInt16) { self.value = value }
     init(raw: Int) throws(BondFileProblem) {
         guard let value = UInt16(exactly: raw) else { throw BondFileProblem("EDIV \(raw) is not 0...65535") }
+        self.value = value
+    }
+}
+
+/// A Client Characteristic Configuration value: a number, 0...65535.
+struct StoredCCCD: BondFileField {
+    var value: UInt16
+    var raw: Int { Int(value) }
+    init(value: UInt16) { self.value = value }
+    init(raw: Int) throws(BondFileProblem) {
+        guard let value = UInt16(exactly: raw) else { throw BondFileProblem("CCCD \(raw) is not 0...65535") }
+        self.value = value
+    }
+}
+
+/// A Client Supported Features value: a number, 0...255.
+struct StoredFeatures: BondFileField {
+    var value: UInt8
+    var raw: Int { Int(value) }
+    init(value: UInt8) { self.value = value }
+    init(raw: Int) throws(BondFileProblem) {
+        guard let value = UInt8(exactly: raw) else { throw BondFileProblem("Client Supported Features \(raw) is not 0...255") }
         self.value = value
     }
 }

@@ -24,6 +24,15 @@ public final class InMemoryBondStore: BondStore {
     }
 
     @discardableResult
+    public func updateBond(local: LEAddress, peer: LEAddress, _ change: (inout Bond) -> Void) throws(BondStoreError) -> Bool {
+        contents.withLock { c in
+            guard let index = c.bonds.firstIndex(where: { $0.local == local && $0.peer == peer }) else { return false }
+            change(&c.bonds[index])
+            return true
+        }
+    }
+
+    @discardableResult
     public func removeBonds(peer: LEAddress, local: LEAddress?) throws(BondStoreError) -> Int {
         contents.withLock { c in
             let before = c.bonds.count

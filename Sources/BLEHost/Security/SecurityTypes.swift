@@ -31,6 +31,13 @@ public struct SecurityConfiguration: Sendable {
     /// How long one resolvable private address is used before a new one replaces it, `TGAP(private_addr_int)`:
     /// 15 minutes by default, the recommended value (Core 5.4, Vol 3, Part C, 10.7 and Appendix A).
     public var privateAddressInterval: Duration
+    /// The identity pairing distributes (Identity Information, Identity Address Information) when it is not this
+    /// side's own address with its IRK: a device whose controller has a public address but that advertises and
+    /// connects from a static random one, say, and that does not use privacy, whose IRK may then be all zero
+    /// (Core 5.4, Vol 3, Part H, 2.4.2.1 and Part C, 10.7). `nil` (the default): the own identity address and this
+    /// side's stored IRK. Leave it `nil` with ``privacy`` on: peers resolve this side's private addresses with the IRK
+    /// it distributed. Bonds still belong to the own identity address.
+    public var distributedIdentity: SMPIdentity?
 
     /// The defaults: no input and no output (Just Works), bonding, Secure Connections preferred with legacy
     /// accepted, 16-octet keys, Security Requests answered, bonds kept in memory, privacy off (a new private address
@@ -39,7 +46,8 @@ public struct SecurityConfiguration: Sendable {
                 secureConnections: Bool = true, secureConnectionsOnly: Bool = false, minimumKeySize: UInt8 = 16,
                 fixedPasskey: UInt32? = nil, answersSecurityRequests: Bool = true, bondStore: any BondStore = InMemoryBondStore(),
                 timeout: Duration = .seconds(30), privacy: Bool = false,
-                privateAddressInterval: Duration = PrivateAddressRotation.recommendedInterval) {
+                privateAddressInterval: Duration = PrivateAddressRotation.recommendedInterval,
+                distributedIdentity: SMPIdentity? = nil) {
         self.ioCapability = ioCapability
         self.bonding = bonding
         self.mitm = mitm
@@ -52,6 +60,7 @@ public struct SecurityConfiguration: Sendable {
         self.timeout = timeout
         self.privacy = privacy
         self.privateAddressInterval = privateAddressInterval
+        self.distributedIdentity = distributedIdentity
     }
 }
 

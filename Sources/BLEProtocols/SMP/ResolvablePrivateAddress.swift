@@ -12,6 +12,13 @@ public enum ResolvablePrivateAddress {
     /// The mask of the random part of prand (its 22 least significant bits).
     private static let randomMask: UInt32 = 0x3F_FFFF
 
+    /// Whether `key` can be an IRK: 16 octets, not all zero. A device that does not use privacy may distribute an
+    /// all-zero IRK (Core 5.4, Vol 3, Part H, 2.4.2.1; Vol 3, Part C, 10.7): that is no key, and nothing is resolved
+    /// with it, kept as a resolving key or made from it.
+    public static func isIdentityResolvingKey(_ key: [UInt8]) -> Bool {
+        key.count == 16 && key.contains { $0 != 0 }
+    }
+
     /// Makes a resolvable private address from this side's IRK and three random octets.
     ///
     /// The octets become prand (most significant first): its two most significant bits are forced to 0b01 and the
@@ -24,8 +31,12 @@ public enum ResolvablePrivateAddress {
     ///   - irk: The identity resolving key, 16 octets, most significant first.
     ///   - random: Three octets from a cryptographically secure random source.
     /// - Returns: The address, of type ``LEAddressType/random``.
-    /// - Throws: ``SMPCrypto/Failure`` when `irk` does not have 16 octets or `random` does not have 3.
+    /// - Throws: ``SMPCrypto/Failure`` when `irk` does not have 16 octets or is all zero (no IRK), or `random` does not
+    ///   have 3.
     public static func make(irk: [UInt8], random: [UInt8]) throws(SMPCrypto.Failure) -> LEAddress {
+        guard irk.count != 16 || isIdentityResolvingKey(irk) else {
+            throw SMPCrypto.Failure(reason: "resolvable private address: an all-zero IRK is no IRK")
+        }
         guard random.count == 3 else {
             throw SMPCrypto.Failure(reason: "resolvable private address: 3 random octets are needed (\(random.count))")
         }
@@ -50,8 +61,8 @@ public enum ResolvablePrivateAddress {
     ///
     /// Only addresses of type ``LEAddressType/random`` whose kind is ``LEAddress/Kind/randomResolvable`` (top bits
     /// 0b01, a random part neither all zeros nor all ones) can resolve; public addresses, static random addresses,
-    /// non-resolvable private addresses and identity types never do. An `irk` that does not have 16 octets resolves
-    /// nothing.
+    /// non-resolvable private addresses and identity types never do. An `irk` that does not have 16 octets, or is all
+    /// zero (no IRK), resolves nothing.
     public static func resolves(_ address: LEAddress, irk: [UInt8]) -> Bool {
         guard let (prand, hash) = parts(of: address) else { return false }
         return matches(prand: prand, hash: hash, irk: irk)
@@ -66,7 +77,7 @@ public enum ResolvablePrivateAddress {
     /// - Parameters:
     ///   - address: The address to resolve.
     ///   - entries: IRKs (16 octets, most significant first) with the value each stands for. Entries whose IRK does not
-    ///     have 16 octets never match.
+    ///     have 16 octets, or is all zero, never match.
     public static func resolve<Value>(_ address: LEAddress, among entries: some Sequence<(irk: [UInt8], value: Value)>) -> Value? {
         guard let (prand, hash) = parts(of: address) else { return nil }
         for entry in entries where matches(prand: prand, hash: hash, irk: entry.irk) {
@@ -83,6 +94,7 @@ public enum ResolvablePrivateAddress {
     }
 
     private static func matches(prand: [UInt8], hash: [UInt8], irk: [UInt8]) -> Bool {
+        guard isIdentityResolvingKey(irk) else { return false }
         guard let computed = try? SMPCrypto.ah(irk: irk, prand: prand) else { return false }
         return computed == hash
     }

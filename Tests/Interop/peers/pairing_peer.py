@@ -4,7 +4,7 @@ interop tests to pair Bumble with Bumble and with our `ble` tool.
 
     pairing_peer.py --transport tcp-client:127.0.0.1:PORT --role peripheral|central --name NAME
                     [--io none|display|keyboard|yesno|keyboard-display] [--legacy] [--mitm] [--no-bond]
-                    [--passkey N] [--reject] [--keystore FILE] [--address A]
+                    [--passkey N] [--reject] [--keystore FILE] [--address A] [--identity-public] [--zero-irk]
       peripheral:   [--run-for SECONDS]
       central:      [--read-before UUID] [--pair | --encrypt] [--read UUID ...]
 
@@ -21,6 +21,13 @@ interop tests to pair Bumble with Bumble and with our `ble` tool.
 --reject      the user answers no: to the numeric comparison, to the Just Works confirmation (Secure Connections),
               and to a passkey request.
 --keystore F  Bumble's JSON key store in F (one namespace per --address), so a bond survives between runs.
+--address A   the static random address this side advertises and connects from.
+--identity-public
+              key distribution sends the controller's public address as the identity address (Identity Address
+              Information), not --address: a device that is known by its public address but uses a static random one
+              on the air. Without it the identity is --address.
+--zero-irk    key distribution sends an all-zero IRK (Identity Information): a device that does not use privacy may
+              (Core Vol 3, Part H, 2.4.2.1); the peer must not treat it as a key.
 
 Peripheral: advertises NAME (connectable) and serves service 12345678-1234-5678-1234-56789ABCDEF1 with
   ...DEF3 read, needs encryption, value b'top-secret'
@@ -32,6 +39,7 @@ Central: finds NAME, connects, then in order: --read-before UUID (an ATT read be
 disconnect. Exits 0 when every step ran (a pairing failure or an ATT error is a result, not a failure).
 
 RESULT lines (both roles unless noted):
+  RESULT identity=AA:BB:CC:DD:EE:FF           peripheral with --identity-public: the public identity it distributes
   RESULT advertising=1                        peripheral, once it advertises
   RESULT connected=1
   RESULT passkey=N                            when this side displays a passkey (six digits, zero-padded)
@@ -218,8 +226,8 @@ def make_device(args, hci_transport):
     config.name = args.name if args.role == 'peripheral' else 'BumblePairingCentral'
     config.address = Address(args.address)
     # Bumble's DeviceConfiguration() leaves the IRK all zero (its configuration files derive one from the
-    # address); a real device distributes a real one.
-    config.irk = (bytes(config.address) * 3)[:16]
+    # address); a real device distributes a real one, unless told to send none (--zero-irk).
+    config.irk = bytes(16) if args.zero_irk else (bytes(config.address) * 3)[:16]
     config.advertising_interval_min = config.advertising_interval_max = 50
     if args.role == 'peripheral':
         config.advertising_data = bytes(AdvertisingData([
@@ -232,10 +240,12 @@ def make_device(args, hci_transport):
     delegate = Delegate(args)
     # The identity address this side distributes is the static random address it connects with, so the peer finds
     # the bond under the address it sees on the next link (Bumble would otherwise send the controller's public
-    # address, which it never uses on the air here).
+    # address, which it never uses on the air here); with --identity-public it is that public address, and the peer
+    # must find the bond under the static random address it paired through.
+    identity_type = PairingConfig.AddressType.PUBLIC if args.identity_public else PairingConfig.AddressType.RANDOM
     device.pairing_config_factory = lambda connection: PairingConfig(
         sc=not args.legacy, mitm=args.mitm, bonding=not args.no_bond, delegate=delegate,
-        identity_address_type=PairingConfig.AddressType.RANDOM)
+        identity_address_type=identity_type)
     device.smp_session_proxy = CompletingSession
     fix_legacy_ltk_lookup(device)
     HOSTS.append(device.host)
@@ -280,6 +290,8 @@ async def run_peripheral(args, device):
     device.on('connection', on_connection)
 
     await lab.step('power on (controller bring-up)', device.power_on())
+    if args.identity_public:
+        result(f'identity={device.public_address.to_string(False)}')
     await lab.step('start advertising', device.start_advertising(auto_restart=True))
     log(f'advertising as {args.name!r} from {args.address}, io {args.io}')
     result('advertising=1')
@@ -366,6 +378,8 @@ async def main():
     p.add_argument('--passkey', type=int)
     p.add_argument('--reject', action='store_true')
     p.add_argument('--keystore')
+    p.add_argument('--identity-public', action='store_true')
+    p.add_argument('--zero-irk', action='store_true')
     p.add_argument('--run-for', type=float, default=0)
     p.add_argument('--read-before')
     security = p.add_mutually_exclusive_group()
