@@ -32,8 +32,19 @@ public class CBManager: NSObject, @unchecked Sendable {
     /// The controller a new manager opens: `setController(_:)`'s, else `SWIFT_BLE_HCI`'s, else the
     /// embedded world. A `SWIFT_BLE_HCI` that does not parse gives a manager whose state is `unsupported`.
     static func controller() -> Result<HCITransportSpec, TransportError> {
-        if let configured = configuredController.withLock({ $0 }) { return .success(configured) }
-        guard let text = ProcessInfo.processInfo.environment["SWIFT_BLE_HCI"], !text.isEmpty else { return .success(.virtual) }
+        if let chosen = controllerInThisTask { return .success(chosen) }
+        return controller(configured: configuredController.withLock { $0 }, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// A controller for the managers created within one task only (tests running side by side in one process must
+    /// not change each other's choice, which `setController(_:)` and `SWIFT_BLE_HCI` make for the whole process).
+    @TaskLocal static var controllerInThisTask: HCITransportSpec?
+
+    /// The rule of ``controller()`` on given inputs (what `setController(_:)` set, and an environment), so it can be
+    /// checked without changing the process's own, which every manager created meanwhile reads.
+    static func controller(configured: HCITransportSpec?, environment: [String: String]) -> Result<HCITransportSpec, TransportError> {
+        if let configured { return .success(configured) }
+        guard let text = environment["SWIFT_BLE_HCI"], !text.isEmpty else { return .success(.virtual) }
         do {
             return .success(try HCITransportSpec(parsing: text))
         } catch {

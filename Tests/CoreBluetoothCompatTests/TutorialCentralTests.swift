@@ -325,21 +325,6 @@ struct TutorialCentralTests {
         #expect(counts.contains { $0 > 1 }, "\(counts)")
     }
 
-    @Test("setController names the controller: one that cannot be opened makes the state unsupported, and connecting fails")
-    func unavailableController() async throws {
-        #expect(throws: (any Error).self) { try CBCentralManager.setController("bogus") }
-        try CBCentralManager.setController("tcp:127.0.0.1:1")
-        let queue = DispatchQueue(label: "unavailable")
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
-        let scanner = DuplicateScanner(queue: queue, log: continuation)
-        // The controller is chosen when the manager is created.
-        CBCentralManager.setController(nil)
-        var lines: [String] = []
-        for await line in stream { lines.append(line) }
-        #expect(lines == ["state 2 main queue false", "failed to connect 3 state 0"])
-        #expect(queue.sync { scanner.centralManager.state } == .unsupported)
-    }
-
     @Test("With queue nil the callbacks run on the main queue (which the test runner drains)")
     func mainQueue() async throws {
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
