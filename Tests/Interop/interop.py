@@ -197,9 +197,11 @@ CONTROLLER_KINDS = {kind.name: kind for kind in [
     # second of two simultaneous initiators believes it is connected to a peripheral that never saw it.
     ControllerKind('bumble', bumble_controllers, needs_ble=False, fresh_per_client=True, bumbles_own=True,
                    local_disconnect_reason='0x13', scan_response_heard=False, arbitrates_connects=False),
-    # Android's RootCanal 1.10.0 (PyPI rootcanal): a new controller for every client of a port.
+    # Android's RootCanal 1.10.0 (PyPI rootcanal): a new controller for every client of a port. Of two initiators
+    # reaching one advertiser at the same moment, the loser hears nothing more: no LE Connection Complete, neither a
+    # link nor the failure to establish one (0x3E), and it does not connect when the advertiser advertises again.
     ControllerKind('rootcanal', rootcanal_controllers, needs_ble=False, fresh_per_client=True, bumbles_own=False,
-                   local_disconnect_reason='0x16', scan_response_heard=True, arbitrates_connects=True),
+                   local_disconnect_reason='0x16', scan_response_heard=True, arbitrates_connects=False),
 ]}
 
 

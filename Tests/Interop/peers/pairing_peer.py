@@ -352,6 +352,11 @@ async def run_central(args, device):
     if args.pair:
         try:
             await lab.step('pair', connection.pair(), 20, passthrough=(ProtocolError,))
+            # Bumble's pairing ends when it has handed its keys to its ACL queue, and its HCI Disconnect can overtake
+            # what is still queued there (under load the peer then never gets the keys, and its pairing never
+            # completes). One ATT round trip after the keys proves they arrived.
+            await lab.step('a read after pairing (the keys delivered)',
+                           peer.read_characteristics_by_uuid(UUID.from_16_bits(0x2A00)), 10)
         except ProtocolError as error:   # the reason is printed by the pairing_failure handler
             log(f'pairing failed: {error}')
             await asyncio.sleep(0.3)     # the peer gets our Pairing Failed before the link goes
