@@ -10,33 +10,56 @@ import Foundation
 enum GATTBenchmarks {
     static let notify = BluetoothUUID("0000FFF1-0000-1000-8000-00805F9B34FB") ?? 0
 
+    /// The parameters a notification run had, as the hosts saw them: each host's LE ACL buffers (as it read them
+    /// from its controller) and the ATT MTU the two agreed. No PHY is modelled without the air-time model.
+    struct Parameters: CustomStringConvertible {
+        var peripheral: ControllerCapabilities.Buffers?
+        var central: ControllerCapabilities.Buffers?
+        var mtu: Int
+
+        /// The form scripts/bench compares with the peer's: `acl 251x8/251x8 mtu 247` (peripheral's, central's).
+        var key: String {
+            func buffers(_ b: ControllerCapabilities.Buffers?) -> String { b.map { "\($0.aclPacketLength)x\($0.aclPacketCount)" } ?? "?" }
+            return "acl \(buffers(peripheral))/\(buffers(central)) mtu \(mtu)"
+        }
+
+        var description: String { "LE ACL buffers " + key.dropFirst(4).replacingOccurrences(of: " mtu ", with: ", ATT MTU ") }
+    }
+
     static func run() async throws {
         for (size, count) in [(27, 8), (251, 8)] {
             let air = VirtualAir(clock: .realTime)
             let peripheral = air.addController(.init(aclBufferSize: size, aclBufferCount: count)).makeHostTransport()
             let central = air.addController(.init(position: Position(x: 1), aclBufferSize: size, aclBufferCount: count)).makeHostTransport()
-            guard let (received, seconds) = try await notificationRate(peripheral: peripheral, central: central, total: 5_000) else { return }
-            print(String(format: "  controller buffers %3d x %d: %d notifications of 244 bytes in %.2f s: %8.0f notifications/s, %6.2f MB/s payload",
-                         size, count, received, seconds, Double(received) / seconds, Double(received * 244) / seconds / 1e6))
+            guard let run = try await notificationRate(peripheral: peripheral, central: central, total: 5_000) else { return }
+            print(String(format: "  %@: %d notifications of 244 bytes in %.2f s: %8.0f notifications/s, %6.2f MB/s payload",
+                         run.parameters.description, run.received, run.seconds, Double(run.received) / run.seconds,
+                         Double(run.received * 244) / run.seconds / 1e6))
             air.shutdown()
         }
     }
 
-    /// `BLEBenchmarks --only notify`: notifications in process with 251-byte controller buffers, median of three
-    /// runs of 10,000 (the figure scripts/bench sets against Bumble's LocalLink, round by round).
-    static func runInProcess() async throws {
+    /// `BLEBenchmarks --only notify [--acl-size N] [--acl-count N]`: notifications in process with the given
+    /// controller buffers (251 x 8 unless told), median of three runs of 10,000 — the figure scripts/bench sets
+    /// against Bumble's LocalLink with its controllers given the same buffers, round by round. The parameters
+    /// printed are the ones both hosts read from their controllers and the MTU they agreed.
+    static func runInProcess(aclSize size: Int = 251, aclCount count: Int = 8) async throws {
         var rates: [Double] = []
+        var parameters: [Parameters] = []
         for _ in 0..<3 {
             let air = VirtualAir(clock: .realTime)
-            let peripheral = air.addController(.init(aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport()
-            let central = air.addController(.init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport()
-            guard let (received, seconds) = try await notificationRate(peripheral: peripheral, central: central, total: 10_000) else { return }
-            rates.append(Double(received) / seconds)
+            let peripheral = air.addController(.init(aclBufferSize: size, aclBufferCount: count)).makeHostTransport()
+            let central = air.addController(.init(position: Position(x: 1), aclBufferSize: size, aclBufferCount: count)).makeHostTransport()
+            guard let run = try await notificationRate(peripheral: peripheral, central: central, total: 10_000) else { return }
+            rates.append(Double(run.received) / run.seconds)
+            parameters.append(run.parameters)
             air.shutdown()
         }
         rates.sort()
-        print(String(format: "  controller buffers 251 x 8: %8.0f notifications/s (median of 3 runs of 10,000; spread %.0f–%.0f)", rates[1], rates[0], rates[2]))
+        print(String(format: "  %@: %8.0f notifications/s (median of 3 runs of 10,000; spread %.0f–%.0f)",
+                     parameters[0].description, rates[1], rates[0], rates[2]))
         print(String(format: "OURS_NOTIFY=%.0f", rates[1]))
+        print("OURS_NOTIFY_PARAMS=\(Set(parameters.map(\.key)).sorted().joined(separator: " / "))")
     }
 
     /// `BLEBenchmarks --only tcp HOST:PORT HOST:PORT`: the same between two hosts each reaching its controller over
@@ -51,18 +74,21 @@ enum GATTBenchmarks {
             return
         }
         var rates: [Double] = []
+        var parameters: [Parameters] = []
         for _ in 0..<3 {
             let peripheral = try TCPTransport.connect(host: parsed[0].0, port: parsed[0].1)
             let central = try TCPTransport.connect(host: parsed[1].0, port: parsed[1].1)
-            guard let (received, seconds) = try await notificationRate(peripheral: peripheral, central: central, total: 5_000) else { return }
-            rates.append(Double(received) / seconds)
+            guard let run = try await notificationRate(peripheral: peripheral, central: central, total: 5_000) else { return }
+            rates.append(Double(run.received) / run.seconds)
+            parameters.append(run.parameters)
             // The controller server replaces a controller when its next client connects; give it the moment.
             try await Task.sleep(for: .milliseconds(300))
         }
         rates.sort()
-        print(String(format: "  H4/TCP to `ble controller` (251-byte buffers): %8.0f notifications/s (median of 3 runs of 5,000; spread %.0f–%.0f)",
-                     rates[1], rates[0], rates[2]))
+        print(String(format: "  H4/TCP to `ble controller`, %@: %8.0f notifications/s (median of 3 runs of 5,000; spread %.0f–%.0f)",
+                     parameters[0].description, rates[1], rates[0], rates[2]))
         print(String(format: "OURS_TCP_NOTIFICATIONS=%.0f", rates[1]))
+        print("OURS_TCP_NOTIFICATIONS_PARAMS=\(Set(parameters.map(\.key)).sorted().joined(separator: " / "))")
     }
 
     /// `BLEBenchmarks --only discovery HOST:PORT NAME`: a central host over H4/TCP finds the device advertising
@@ -113,9 +139,9 @@ enum GATTBenchmarks {
     }
 
     /// A peripheral host on `peripheral` notifying `total` 244-byte values to a central host on `central` (MTU 247):
-    /// how many arrived and in how many seconds.
+    /// how many arrived, in how many seconds, and with which parameters.
     static func notificationRate(peripheral peripheralTransport: any HCITransport, central centralTransport: any HCITransport,
-                                 total: Int) async throws -> (Int, Double)? {
+                                 total: Int) async throws -> (received: Int, seconds: Double, parameters: Parameters)? {
         let peripheral = HCIHost(transport: peripheralTransport)
         let central = HCIHost(transport: centralTransport)
         try await peripheral.powerOn()
@@ -129,7 +155,8 @@ enum GATTBenchmarks {
         let link = try await central.connect(to: address)
         let client = GATTEngine(host: central)
         await client.start()
-        _ = try await client.exchangeMTU(link)
+        let mtu = try await client.exchangeMTU(link)
+        let parameters = Parameters(peripheral: await peripheral.capabilities.buffers, central: await central.capabilities.buffers, mtu: mtu)
         guard let service = try await client.discoverPrimaryServices(link, uuid: 0xFFF0).first,
               let characteristic = try await client.discoverCharacteristics(link, of: service).first,
               let cccd = try await client.discoverDescriptors(link, of: characteristic).first else { return nil }
@@ -145,20 +172,43 @@ enum GATTBenchmarks {
         let payload = [UInt8](repeating: 0x5A, count: 244)
         let clock = ContinuousClock()
         let start = clock.now
-        let receiver = Task { () -> Int in
-            var n = 0
-            for await _ in values {
-                n += 1
-                if n == total { break }
-            }
-            return n
-        }
-        for _ in 0..<total { _ = try await server.updateValue(payload, for: characteristic.valueHandle) }
+        let receiver = Task { await consume(values, total: total) }
+        try await produce(server, payload, valueHandle: characteristic.valueHandle, total: total)
         let received = await receiver.value
         let (s, a) = (clock.now - start).components
         await central.powerOff()
         await peripheral.powerOff()
-        return (received, Double(s) + Double(a) / 1e18)
+        return (received, Double(s) + Double(a) / 1e18, parameters)
+    }
+
+    /// The central application: reads `total` values from its notification stream. (Named, as ``produce``, so
+    /// scripts/bench-instructions can tell the application's share of a profile from the stack's.)
+    @inline(never) static func consume(_ values: AsyncStream<[UInt8]>, total: Int) async -> Int {
+        var n = 0
+        for await _ in values {
+            n += 1
+            if n == total { break }
+        }
+        return n
+    }
+
+    /// The peripheral application: updates the value `total` times, each one notified to the subscribed central.
+    @inline(never) static func produce(_ server: GATTEngine, _ payload: [UInt8], valueHandle: AttributeHandle, total: Int) async throws {
+        for _ in 0..<total { _ = try await server.updateValue(payload, for: valueHandle) }
+    }
+
+    /// `BLEBenchmarks --only notify-count N [--acl-size N] [--acl-count N]`: `N` notifications in process and
+    /// nothing else, untimed — the run scripts/bench-instructions profiles with callgrind (twice, with two counts,
+    /// so the difference is the cost of the notifications alone, without start-up and connection).
+    static func runCounted(_ total: Int, aclSize size: Int, aclCount count: Int) async throws {
+        let air = VirtualAir(clock: .realTime)
+        let peripheral = air.addController(.init(aclBufferSize: size, aclBufferCount: count)).makeHostTransport()
+        let central = air.addController(.init(position: Position(x: 1), aclBufferSize: size, aclBufferCount: count)).makeHostTransport()
+        guard let run = try await notificationRate(peripheral: peripheral, central: central, total: total) else { return }
+        print("  \(run.parameters): \(run.received) notifications of 244 bytes")
+        print("OURS_NOTIFY_COUNT=\(run.received)")
+        print("OURS_NOTIFY_COUNT_PARAMS=\(run.parameters.key)")
+        air.shutdown()
     }
 
     /// Discovers everything on a device serving `database` and returns the ATT requests it took: service by service

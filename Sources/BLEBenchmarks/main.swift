@@ -35,10 +35,24 @@ if let discovery = CommandLine.arguments.firstIndex(of: "discovery") {
     exit(0)
 }
 
-// `BLEBenchmarks --only notify`: notifications in process, 251-byte controller buffers.
+/// The integer after `flag` on the command line (`--acl-size 27`), or `otherwise`.
+func option(_ flag: String, otherwise: Int) -> Int {
+    guard let at = CommandLine.arguments.firstIndex(of: flag), at + 1 < CommandLine.arguments.count,
+          let value = Int(CommandLine.arguments[at + 1]) else { return otherwise }
+    return value
+}
+
+// `BLEBenchmarks --only notify-count N [--acl-size N] [--acl-count N]`: N notifications, untimed (for callgrind).
+if let counted = CommandLine.arguments.firstIndex(of: "notify-count") {
+    let total = counted + 1 < CommandLine.arguments.count ? Int(CommandLine.arguments[counted + 1]) ?? 1_000 : 1_000
+    try await GATTBenchmarks.runCounted(total, aclSize: option("--acl-size", otherwise: 251), aclCount: option("--acl-count", otherwise: 8))
+    exit(0)
+}
+
+// `BLEBenchmarks --only notify [--acl-size N] [--acl-count N]`: notifications in process (251 x 8 buffers unless told).
 if CommandLine.arguments.contains("notify") {
     print("== GATT notifications between two hosts on the in-process virtual controller (MTU 247, 244-byte payloads)")
-    try await GATTBenchmarks.runInProcess()
+    try await GATTBenchmarks.runInProcess(aclSize: option("--acl-size", otherwise: 251), aclCount: option("--acl-count", otherwise: 8))
     exit(0)
 }
 
@@ -155,7 +169,6 @@ if !corpus.isEmpty {
     print(String(format: "OURS_AD_VIEW_NS=%.2f", view.0))
     print(String(format: "OURS_AD_FLOOR_NS=%.2f", floor.0))
 }
-// EXPERIMENT
 // `BLEBenchmarks --only advertising`: stop after the corpus (for profiling the parsers).
 if CommandLine.arguments.contains("advertising") { exit(0) }
 

@@ -175,16 +175,21 @@ extension GATTEngine {
     /// cut.
     @discardableResult
     public func updateValue(_ value: [UInt8], for valueHandle: AttributeHandle, onLinks only: Set<LinkID>? = nil) async throws -> [HostConnection] {
-        let targets = links.values.filter { only?.contains($0.connection.link) ?? true }.sorted { $0.connection.handle < $1.connection.handle }
         // A change-unaware client with robust caching gets nothing but Service Changed until it catches up (its
         // handles may mean something else to it). Core 5.4, Vol 3, Part G, 2.5.2.1.
         let isServiceChanged = database.attribute(valueHandle)?.type == BluetoothUUID(0x2A05)
-        let subscribed = targets.filter {
-            ($0.server.isSubscribed(valueHandle) || $0.server.isSubscribed(valueHandle, indications: true))
-                && (isServiceChanged || !$0.server.robustCaching || $0.server.isChangeAware)
+        // What each subscribed link needs, read in place: a copy of a link's state would retain everything in it.
+        var subscribed: [(connection: HostConnection, notify: Bool, mtu: Int)] = []
+        links.forEachInPlace { _, state in
+            guard only?.contains(state.connection.link) ?? true else { return }
+            let notify = state.server.isSubscribed(valueHandle)
+            guard notify || state.server.isSubscribed(valueHandle, indications: true),
+                  isServiceChanged || !state.server.robustCaching || state.server.isChangeAware else { return }
+            subscribed.append((state.connection, notify, state.server.mtu))
         }
-        if let small = subscribed.first(where: { value.count > ATT.maximumNotificationValueLength(mtu: $0.server.mtu) }) {
-            throw GATTError(.invalidValueLength, "\(value.count) bytes do not fit a notification at ATT_MTU \(small.server.mtu) (at most \(ATT.maximumNotificationValueLength(mtu: small.server.mtu)))")
+        subscribed.sort { $0.connection.handle < $1.connection.handle }
+        if let small = subscribed.first(where: { value.count > ATT.maximumNotificationValueLength(mtu: $0.mtu) }) {
+            throw GATTError(.invalidValueLength, "\(value.count) bytes do not fit a notification at ATT_MTU \(small.mtu) (at most \(ATT.maximumNotificationValueLength(mtu: small.mtu)))")
         }
         database.setValue(value, for: valueHandle)
         var sent: [HostConnection] = []
@@ -192,7 +197,7 @@ extension GATTEngine {
         for target in subscribed {
             let link = target.connection.link
             do {
-                if target.server.isSubscribed(valueHandle) {
+                if target.notify {
                     try await sendUnanswered(.handleValueNotification(.init(handle: valueHandle, value: value)), on: link)
                 } else {
                     try await indicate(value, valueHandle: valueHandle, on: link)

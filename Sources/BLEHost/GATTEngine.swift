@@ -221,7 +221,7 @@ public actor GATTEngine {
         for action in actions {
             switch action {
             case .send(let bytes):
-                guard let connection = links[link]?.connection else { continue }
+                guard let connection = links.withValue(forKey: link, { $0.connection }) else { continue }
                 try? await host.sendL2CAP(bytes, channel: .att, on: connection)
             case .startTimer(let timer, let duration):
                 links[link]?.timers.start(timer, after: duration) { [weak self] firing in await self?.timerFired(firing, on: link) }
@@ -235,11 +235,17 @@ public actor GATTEngine {
                 if case .success = result { publishServerEvent(.indicationConfirmed, on: link) }
                 confirmationWaiters.removeValue(forKey: key)?.resume(with: result.mapError { $0 })
             case .notification(let handle, let value), .indication(let handle, let value):
-                // Service Changed from a peer whose database is cached: the cache no longer describes it.
-                if handle == links[link]?.peerServiceChanged { forgetCachedDatabase(of: link) }
-                for s in links[link]?.subscribers[handle]?.values ?? [:].values {
-                    if case .dropped = s.yield(value) { droppedNotificationCount += 1 }
-                }
+                // Service Changed from a peer whose database is cached: the cache no longer describes it. (The link's
+                // state is read in place: a copy of it per value would retain everything in it.)
+                if links.withValue(forKey: link, { handle == $0.peerServiceChanged }) == true { forgetCachedDatabase(of: link) }
+                let dropped = links.withValue(forKey: link) { state in
+                    var dropped = 0
+                    for s in state.subscribers[handle]?.values ?? [:].values {
+                        if case .dropped = s.yield(value) { dropped += 1 }
+                    }
+                    return dropped
+                } ?? 0
+                droppedNotificationCount += dropped
             case .serve(let bytes):
                 await serve(bytes, on: link)
             case .closeLink:
@@ -331,9 +337,13 @@ public actor GATTEngine {
 
     /// Sends a PDU that gets no response (a Write Command, a notification).
     func sendUnanswered(_ pdu: ATTPDU, on link: LinkID) async throws {
-        guard let state = links[link] else { throw GATTError(.disconnected, "the link went down") }
-        if let reason = state.bearer.closedReason { throw reason }
-        await perform(state.bearer.unanswered(pdu), on: link)
+        // The bearer is read in place (a copy of the link's state would retain everything in it).
+        let actions = links.withValue(forKey: link) { state -> Result<[ATTBearer.Action], any Error> in
+            if let reason = state.bearer.closedReason { return .failure(reason) }
+            return .success(state.bearer.unanswered(pdu))
+        }
+        guard let actions else { throw GATTError(.disconnected, "the link went down") }
+        await perform(try actions.get(), on: link)
     }
 
     // MARK: Events

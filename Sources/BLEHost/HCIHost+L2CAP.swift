@@ -82,49 +82,61 @@ extension HCIHost {
     }
 
     func receiveACL(_ packet: HCIACLPacket) {
-        guard var link = links[packet.handle] else {
-            controller.droppedFrames += 1
-            return
+        // What the fragment led to, worked out on the link in place (no copy of it on the data path).
+        enum Outcome {
+            case incomplete
+            case badFragment(any Error)
+            case rawSignaling(AsyncStream<[UInt8]>.Continuation, [UInt8])
+            case l2cap([L2CAPChannelManager.Action], dropped: Int)
         }
-        let frame: L2CAPBasicFrame?
-        do {
-            frame = try link.reassembler.append(isStart: packet.boundary.isStart, data: packet.data)
-        } catch {
+        let outcome = links.update(packet.handle) { link -> Outcome in
+            let frame: L2CAPBasicFrame?
+            do {
+                frame = try link.reassembler.append(isStart: packet.boundary.isStart, data: packet.data)
+            } catch {
+                return .badFragment(error)
+            }
+            guard let frame else { return .incomplete }
+            if frame.channelID == .leSignaling, let raw = link.channels[.leSignaling] {
+                // A consumer took the signaling channel over (tests speaking raw signaling): the manager stays out.
+                return .rawSignaling(raw, frame.payload)
+            }
+            let before = link.l2cap.droppedFrames
+            let actions = link.l2cap.receive(frame)
+            return .l2cap(actions, dropped: link.l2cap.droppedFrames - before)
+        }
+        switch outcome {
+        case nil:
+            controller.droppedFrames += 1
+        case .incomplete?:
+            break
+        case .badFragment(let error)?:
             logger.warning("handle \(packet.handle): bad L2CAP fragment: \(error)")
             controller.droppedFrames += 1
-            links[packet.handle] = link
-            return
+        case .rawSignaling(let raw, let payload)?:
+            raw.yield(payload)
+        case .l2cap(let actions, let dropped)?:
+            controller.droppedFrames += dropped
+            performL2CAP(actions, handle: packet.handle)
         }
-        guard let frame else {
-            links[packet.handle] = link
-            return
-        }
-        if frame.channelID == .leSignaling, let raw = link.channels[.leSignaling] {
-            // A consumer took the signaling channel over (tests speaking raw signaling): the manager stays out.
-            links[packet.handle] = link
-            raw.yield(frame.payload)
-            return
-        }
-        let before = link.l2cap.droppedFrames
-        let actions = link.l2cap.receive(frame)
-        controller.droppedFrames += link.l2cap.droppedFrames - before
-        links[packet.handle] = link
-        performL2CAP(actions, handle: packet.handle)
     }
 
     /// A payload the link's L2CAP manager delivered on a fixed channel: to its consumer, or kept until one opens it
     /// (ATT), or handed back for the host's Security Manager (SMP).
     func deliverFixed(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) -> [UInt8]? {
-        guard var link = links[handle] else { return nil }
-        if let continuation = link.channels[channel] {
-            continuation.yield(payload)
-        } else if channel == .smp {
-            return payload
-        } else {
-            var queue = link.pending[channel, default: []]
-            if queue.count < Self.pendingFrameLimit { queue.append(payload) } else { controller.droppedFrames += 1 }
-            link.pending[channel] = queue
-            links[handle] = link
+        enum Outcome { case consumer(AsyncStream<[UInt8]>.Continuation), smp, kept, overflow }
+        let outcome = links.update(handle) { link -> Outcome in
+            if let continuation = link.channels[channel] { return .consumer(continuation) }
+            if channel == .smp { return .smp }
+            guard link.pending[channel, default: []].count < Self.pendingFrameLimit else { return .overflow }
+            link.pending[channel, default: []].append(payload)
+            return .kept
+        }
+        switch outcome {
+        case .consumer(let continuation)?: continuation.yield(payload)
+        case .smp?: return payload
+        case .overflow?: controller.droppedFrames += 1
+        case .kept?, nil: break
         }
         return nil
     }

@@ -168,12 +168,14 @@ extension World {
     /// Data Buffer Overflow (link type ACL). A packet for a handle that is not connected is dropped and counted
     /// (``VirtualAir/droppedACLPacketCount``).
     mutating func hostACL(from id: Int, _ packet: HCIACLPacket) {
-        guard let c = controllers[id], !c.removed else { return }
+        guard let found = controllers.withValue(forKey: id, { c in
+            c.removed ? nil : (size: c.configuration.aclBufferSize, free: c.aclInFlight < c.configuration.aclBufferCount)
+        }), let room = found else { return }
         guard let linkID = linkID(controller: id, handle: packet.handle) else {
             droppedACLPackets += 1
             return
         }
-        guard packet.data.count <= c.configuration.aclBufferSize, c.aclInFlight < c.configuration.aclBufferCount else {
+        guard packet.data.count <= room.size, room.free else {
             // The host ignored LE Read Buffer Size: the packet is lost. Core 5.4, Vol 4, Part E, 7.7.26.
             emit(id, HCIDataBufferOverflowEvent(linkType: 0x01).packet)
             return
@@ -242,7 +244,7 @@ extension World {
             links[id] = link
             return
         }
-        let size = max(1, controllers[receiver.controller]?.configuration.aclBufferSize ?? 27)
+        let size = max(1, controllers.withValue(forKey: receiver.controller) { $0.configuration.aclBufferSize } ?? 27)
         var offset = 0
         repeat {
             let end = min(offset + size, packet.data.count)

@@ -83,7 +83,7 @@ public final class VirtualController: Sendable {
     public func receive(fromHost packets: some Collection<HCIPacket>) {
         air.mutate { w in
             for packet in packets {
-                guard w.controllers[id]?.removed == false else { return }
+                guard w.controllers.withValue(forKey: id, { $0.removed }) == false else { return }
                 switch packet {
                 case .command(let command): w.command(id, command)
                 case .acl(let acl): w.hostACL(from: id, acl)

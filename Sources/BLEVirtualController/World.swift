@@ -404,7 +404,9 @@ struct World {
     /// Sends an event to a controller's host, honouring its event masks; returns whether it was sent.
     @discardableResult
     mutating func emit(_ controller: Int, _ event: HCIEventPacket) -> Bool {
-        guard let c = controllers[controller], !c.removed else { return false }
+        guard let found = controllers.withValue(forKey: controller, { c in
+            c.removed ? nil : (sink: c.sink, eventMask: c.eventMask, leEventMask: c.leEventMask)
+        }), let c = found else { return false }
         switch event.code {
         case .commandComplete, .commandStatus, .numberOfCompletedPackets:
             break
@@ -420,8 +422,8 @@ struct World {
     }
 
     mutating func emitACL(_ controller: Int, _ packet: HCIACLPacket) {
-        guard let c = controllers[controller], !c.removed else { return }
-        c.sink.deliver(.acl(packet))
+        guard let found = controllers.withValue(forKey: controller, { $0.removed ? nil : $0.sink }), let sink = found else { return }
+        sink.deliver(.acl(packet))
     }
 
     mutating func complete<C: HCICommand>(_ controller: Int, _ command: C.Type, _ returnParameters: C.ReturnParameters) {

@@ -39,6 +39,15 @@ struct LinkRegistry: Sequence {
     subscript(handle: ConnectionHandle) -> Link? {
         get { links[handle] }
         set { links[handle] = newValue }
+        // `links[handle]?.field = …` changes the link in place, without a copy of it.
+        _modify { yield &links[handle] }
+    }
+
+    /// Runs `body` on the link with `handle` in place and returns its result; `nil` without one. Unlike
+    /// `var link = self[handle]; …; self[handle] = link`, nothing is copied: not the link, and not its buffers and
+    /// tables on write (the data path's way in).
+    mutating func update<R>(_ handle: ConnectionHandle, _ body: (inout Link) throws -> R) rethrows -> R? {
+        try links.withValue(forKey: handle, body)
     }
 
     /// A new link's identity.
