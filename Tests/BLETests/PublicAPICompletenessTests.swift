@@ -76,7 +76,8 @@ import Testing
         let (manager, _) = try await peripheral(air)
         let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
         #expect(await central.isScanning == false)
-        let results = try await central.scan(services: [Self.service], timeout: .milliseconds(400))
+        // Long enough for an advertisement to be heard even on a loaded machine (the clock is real); the point is the end.
+        let results = try await central.scan(services: [Self.service], timeout: .seconds(2))
         #expect(await central.isScanning)
         let found = try await withTimeout(5) { () -> Int in
             var n = 0
