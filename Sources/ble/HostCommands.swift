@@ -1,35 +1,43 @@
 import ArgumentParser
 import BLE
+import BLEProfiles
 import Foundation
 
-/// `ble serve`: run a built-in peripheral until interrupted (or for --run-for seconds).
+/// `ble serve`: run a simulated device until interrupted (or for --run-for seconds).
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run a built-in sample peripheral (GATT server) until interrupted.")
+    static let configuration = CommandConfiguration(
+        abstract: "Run a simulated device (GATT server) until interrupted.",
+        discussion: "Devices (--device NAME; each advertises its name and services and serves changing values):\n"
+            + SimulatedDevice.allCases.map { "  \($0.rawValue.padding(toLength: 17, withPad: " ", startingAt: 0))\($0.defaultName): \($0.summary)" }
+                .joined(separator: "\n"))
     @OptionGroup var options: HostOptions
-    @Option(help: "The sample device: \(SampleDevice.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var device: SampleDevice = .lab
-    @Option(help: "The advertised and GAP device name.")
+    @Option(help: "The simulated device: \(SimulatedDevice.allCases.map(\.rawValue).joined(separator: ", ")) (see below).")
+    var device: SimulatedDevice = .lab
+    @Option(help: "The advertised and GAP device name (default: the device's own).")
     var name: String?
     @Option(help: "Stop after this many seconds (0: run until interrupted).")
     var runFor: Double = 0
-    @Option(help: "Milliseconds between heart-rate notifications.")
-    var notifyInterval: Int = 1000
+    @Option(help: "Milliseconds between the device's value changes (the lab device's heart-rate notifications; default: the device's own pace).")
+    var notifyInterval: Int?
     @OptionGroup var security: SecurityOptions
 
     func run() async throws {
         let name = name ?? device.defaultName
         let json = options.json
+        let device = device
+        let tick = notifyInterval.map { Duration.milliseconds(max(1, $0)) }
         try await options.withPeripheralManager(deviceName: name, security: security.configuration(for: try options.spec())) { manager in
-            // The sample device prints passkeys itself (a centralEvents line); the agent answers for the user.
+            // The device's log prints passkeys itself (a centralEvents line); the agent answers for the user.
             await manager.setPairingAgent(CommandLineAgent(passkey: security.passkey, json: json, printsPasskeys: false))
-            let peripheral = await SamplePeripheral(manager: manager, device: device, name: name)
-            try await during("starting the \(device.rawValue) device") {
-                try await peripheral.start(notifyEvery: .milliseconds(max(1, notifyInterval))) { text, fields in emit(json, text, fields) }
+            let running = try await during("starting the \(device.rawValue) device") {
+                try await device.start(on: manager, name: name, tick: tick) { text, fields in emit(json, text, fields) }
             }
             let address = await manager.address?.address.description ?? "?"
             emitTable(await manager.database, json: json)
-            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci)",
-                 ["event": "serving", "name": .string(name), "address": .string(address), "device": .string(device.rawValue)])
+            let services = device.services.map(\.description)
+            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), advertising services \(services.joined(separator: ", "))",
+                 ["event": "serving", "name": .string(name), "address": .string(address), "device": .string(device.rawValue),
+                  "services": .array(services.map(JSONValue.string))])
             do {
                 if runFor > 0 {
                     try await Task.sleep(for: .seconds(runFor))
@@ -37,10 +45,10 @@ struct Serve: AsyncParsableCommand {
                     while true { try await Task.sleep(for: .seconds(3600)) }
                 }
             } catch {
-                await peripheral.stop()
+                await running.stop()
                 throw error
             }
-            await peripheral.stop()
+            await running.stop()
         }
     }
 }
