@@ -148,8 +148,11 @@ struct Explore: AsyncParsableCommand {
                     if c.properties.contains(.read) {
                         do {
                             let value = try await peripheral.readValue(for: c)
-                            valueText = " = " + show(value)
+                            var decoding = ValueDecoding()
+                            let decoded = decoding.decode(c.uuid, value)
+                            valueText = " = " + show(value) + decoded.text
                             fields["value"] = .string(value.hexString())
+                            fields = fields.adding(decoded.fields)
                         } catch let error as GATTError {
                             // The device refused this one (encryption needed, an application error...): say so, go on.
                             guard case .att(let code, _) = error.code else { throw InContext(context: "reading \(c.uuid) on \(target.target)", underlying: error) }
@@ -182,9 +185,11 @@ struct Read: AsyncParsableCommand {
         try await ClientSession.run(options, target, security: security, pairsOnDemand: !noPair) { session in
             let c = try session.characteristic(characteristic)
             let value = try await during("reading \(characteristic) on \(target.target)") { try await session.peripheral.readValue(for: c) }
-            emit(options.json, show(value),
+            var decoding = ValueDecoding()
+            let decoded = decoding.decode(characteristic, value)
+            emit(options.json, show(value) + decoded.text,
                  ["uuid": .string(characteristic.description), "handle": .integer(c.valueHandle), "value": .string(value.hexString()),
-                  "length": .int(value.count)])
+                  "length": .int(value.count)].adding(decoded.fields))
         }
     }
 }
@@ -222,39 +227,81 @@ struct Write: AsyncParsableCommand {
 
 /// `ble subscribe TARGET CHAR-UUID [--count N]`.
 struct Subscribe: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Subscribe to notifications (or indications) and print them.")
+    static let configuration = CommandConfiguration(
+        abstract: "Subscribe to notifications (or indications) and print them, decoded when a profile knows them.",
+        discussion: """
+            Several characteristics may be given: all are subscribed to before any --write is sent, and --count counts \
+            the values of all of them. For example, a glucose meter's stored records: \
+            ble subscribe 'SwiftBLE Glucose' 2A18 2A34 2A52 --write 2A52:0101 --count 18
+            """)
     @OptionGroup var options: HostOptions
     @OptionGroup var target: TargetOptions
-    @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
+    @Argument(help: "The characteristic UUID(s).") var characteristics: [BluetoothUUID]
     @Option(help: "Stop after this many values.") var count: Int = 5
+    @Option(name: .customLong("write"), help: "After subscribing, write HEX to characteristic UUID (UUID:HEX; repeatable, in order).")
+    var writes: [String] = []
     @OptionGroup var security: SecurityOptions
 
     func validate() throws {
         guard count > 0 else { throw ValidationError("--count must be at least 1") }
+        guard !characteristics.isEmpty else { throw ValidationError("name at least one characteristic") }
+        _ = try parsedWrites()
+    }
+
+    /// The --write options as (characteristic, value).
+    func parsedWrites() throws -> [(BluetoothUUID, [UInt8])] {
+        try writes.map { text in
+            let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let uuid = BluetoothUUID(parts[0]), let value = [UInt8](hex: parts[1]) else {
+                throw ValidationError("--write \(text): expected UUID:HEX")
+            }
+            return (uuid, value)
+        }
     }
 
     func run() async throws {
+        let writes = try parsedWrites()
         try await ClientSession.run(options, target, security: security) { session in
-            let c = try session.characteristic(characteristic)
-            guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
-                throw CommandFailure.notFound("\(characteristic) on \(target.target) neither notifies nor indicates")
+            let found = try characteristics.map { uuid in
+                let c = try session.characteristic(uuid)
+                guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
+                    throw CommandFailure.notFound("\(uuid) on \(target.target) neither notifies nor indicates")
+                }
+                return c
             }
-            let indications = !c.properties.contains(.notify)
-            let values = try await during("subscribing to \(characteristic) on \(target.target)") {
-                try await session.peripheral.notifications(for: c)
+            // Every subscription's values in one stream, in the order they arrive.
+            let (merged, continuation) = AsyncStream.makeStream(of: (GATTCharacteristic, [UInt8]).self)
+            var forwarding: [Task<Void, Never>] = []
+            defer { for task in forwarding { task.cancel() } }
+            for c in found {
+                let values = try await during("subscribing to \(c.uuid) on \(target.target)") { try await session.peripheral.notifications(for: c) }
+                forwarding.append(Task {
+                    for await value in values { continuation.yield((c, value)) }
+                    continuation.finish()
+                })
+            }
+            for (uuid, value) in writes {
+                let c = try session.characteristic(uuid)
+                try await during("writing \(uuid) on \(target.target)") { try await session.peripheral.writeValue(value, for: c, type: .withResponse) }
+                emit(options.json, "wrote \(value.count) byte(s) to \(uuid)",
+                     ["event": "wrote", "uuid": .string(uuid.description), "handle": .integer(c.valueHandle), "written": .int(value.count)])
             }
             var received = 0
-            for await value in values {
+            var decodings: [BluetoothUUID: ValueDecoding] = [:]
+            for await (c, value) in merged {
                 received += 1
-                emit(options.json, "\(indications ? "indication" : "notification") #\(received): \(show(value))",
-                     ["uuid": .string(characteristic.description), "value": .string(value.hexString()), "index": .int(received)])
+                let decoded = decodings[c.uuid, default: ValueDecoding()].decode(c.uuid, value)
+                let kind = c.properties.contains(.notify) ? "notification" : "indication"
+                let from = found.count > 1 ? " from \(c.uuid)" : ""
+                emit(options.json, "\(kind) #\(received)\(from): \(show(value))\(decoded.text)",
+                     ["uuid": .string(c.uuid.description), "value": .string(value.hexString()), "index": .int(received)].adding(decoded.fields))
                 if received >= count { break }
             }
             if received < count {
                 throw CommandFailure.failed("the link to \(target.target) ended after \(received) of \(count) value(s)")
             }
-            try await during("unsubscribing from \(characteristic) on \(target.target)") {
-                try await session.peripheral.stopNotifications(for: c)
+            for c in found {
+                try await during("unsubscribing from \(c.uuid) on \(target.target)") { try await session.peripheral.stopNotifications(for: c) }
             }
         }
     }
