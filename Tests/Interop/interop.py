@@ -805,6 +805,47 @@ def two_centrals():
     ], [Do(writes_attributed)])], needs=('ble',))
 
 
+# -- every simulated device of `ble serve --device NAME` against a Bumble central (peers/devices_central.py, which
+# has its own table of what each device publishes): found by its name and services, discovered, the Device Name and a
+# profile characteristic read, subscribed to (the glucose meter: its records asked for through the Record Access
+# Control Point) and a value received; `ble serve` logs the connection, the subscription (and the RACP request).
+
+SIMULATED_DEVICES = {'lab': 'SwiftBLELab', 'heart-rate': 'SwiftBLE HRM', 'battery': 'SwiftBLE Battery',
+                     'blood-pressure': 'SwiftBLE BPM', 'thermometer': 'SwiftBLE Thermometer',
+                     'weight-scale': 'SwiftBLE Weight', 'body-composition': 'SwiftBLE Body', 'glucose': 'SwiftBLE Glucose',
+                     'current-time': 'SwiftBLE Clock', 'band': 'SwiftBLE Band', 'piano': 'SwiftBLE Piano',
+                     'scale': 'SwiftBLE Scale'}
+
+
+def device_part(device, name):
+    p = 'peripheral'
+    checks = [
+        Result('central', 'name', name),
+        Result('central', 'done', 1),
+        Grep(p, f'"event":"serving".*"name":"{name}"', f'{device}: ble serve did not serve as {name}'),
+        Grep(p, '"event":"connected"', f'{device}: ble serve did not log the connection'),
+        Grep(p, '"event":"subscription".*"notify":true|"event":"subscription".*"indicate":true',
+             f'{device}: ble serve did not log the subscription'),
+        Grep(p, '"event":"disconnected"', f'{device}: ble serve did not log the disconnection'),
+    ]
+    if device == 'glucose':
+        checks.append(Grep(p, '"event":"racp".*"request":"report stored records"',
+                           'glucose: ble serve did not log the RACP request'))
+    return Part(device, [
+        Controllers(2),
+        Start('peripheral', [BLE, 'serve', '--device', device, '--hci', 'tcp:127.0.0.1:$p1', '--json', '--run-for', '40',
+                             '--notify-interval', '100'], ready=SERVING, not_ready=f'ble serve --device {device} did not start'),
+        Run('central', peer('devices_central.py', '--device', device, port='$p2'), timeout=40, bumble='central',
+            label=f'the Bumble central against {device}'),
+        Sleep(0.3)], checks)
+
+
+def simulated_devices():
+    return Scenario('ble-serve-devices-to-bumble-central',
+                    [device_part(device, name) for device, name in SIMULATED_DEVICES.items()],
+                    needs=('ble',), shared_controllers=True)
+
+
 # -- `ble`'s errors on the embedded virtual world: a runtime error prints 'error: <message>' on standard error,
 # without the usage text, and exits 2 (not found, timed out), 3 (a protocol error: ATT, GATT, HCI) or 1 (anything
 # else, such as a controller that cannot be reached); a command-line mistake prints the usage text and exits 64.
@@ -1268,6 +1309,7 @@ SCENARIOS = [
     cli_json_types(),
     *[lab_session(c, p) for c in ('bumble', 'ble') for p in ('bumble', 'ble')],
     two_centrals(),
+    simulated_devices(),
 
     # Bumble's central against the characteristics `ble serve`'s application answers: a counter computed per read,
     # a write refused with application error 0x80, a write answered late, a reliable write set all or nothing.
