@@ -5,7 +5,7 @@ import Foundation
 
 /// Options every host command takes.
 struct HostOptions: ParsableArguments {
-    @Option(name: .customLong("hci"), help: "Controller: virtual (default; an in-process world with sample devices), tcp:HOST:PORT, serial:PATH[@BAUD], hciN.")
+    @Option(name: .customLong("hci"), help: "Controller: virtual (default; an in-process world with the simulated devices), tcp:HOST:PORT, serial:PATH[@BAUD], hciN.")
     var hci: String = "virtual"
 
     @Option(help: "Write a btsnoop (H4) capture of the session to this file.")

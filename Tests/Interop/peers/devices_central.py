@@ -79,18 +79,25 @@ async def main():
         advertised = set()
 
         def on_advertisement(adv):
-            if adv.data.get(AdvertisingData.COMPLETE_LOCAL_NAME) != name:
-                return
+            uuids = set()
             for kind in (AdvertisingData.COMPLETE_LIST_OF_16_BIT_SERVICE_CLASS_UUIDS,
                          AdvertisingData.INCOMPLETE_LIST_OF_16_BIT_SERVICE_CLASS_UUIDS,
                          AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS,
                          AdvertisingData.INCOMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS):
-                advertised.update(adv.data.get(kind) or [])
+                uuids.update(adv.data.get(kind) or [])
+            # By name; or by its first service, when the name went to the scan response (the scale's 128-bit UUID
+            # leaves no room for it) and the controller does not deliver scan responses (Bumble's copies the
+            # advertising data instead). The device is alone on the air with this central.
+            by_name = adv.data.get(AdvertisingData.COMPLETE_LOCAL_NAME) == name
+            if not by_name and services[0] not in uuids:
+                return
+            advertised.update(uuids)
             if not found.done():
-                found.set_result(adv.address)
+                found.set_result((adv.address, 'name' if by_name else 'service'))
         device.on('advertisement', on_advertisement)
         await step('start scanning', device.start_scanning(active=True))
-        target = await step(f'scan for {name!r}', found)
+        target, found_by = await step(f'scan for {name!r}', found)
+        result('found_by', found_by)
         await step('stop scanning', device.stop_scanning())
         check(services[0] in advertised, f'{name} does not advertise {services[0]} (advertised {sorted(map(str, advertised))})')
         result('advertised', ','.join(sorted(str(u) for u in advertised)))
