@@ -77,46 +77,6 @@ func emitTable(_ database: GATTDatabase, json: Bool) {
     }
 }
 
-/// `ble scan`: list advertising devices.
-struct Scan: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Scan for advertising devices.")
-    @OptionGroup var options: HostOptions
-    @Option(name: .customLong("service"), help: "Only devices advertising this service UUID (repeatable).")
-    var services: [BluetoothUUID] = []
-    @Flag(help: "Report every advertisement, not one per device.")
-    var duplicates = false
-    @Flag(help: "Passive scan: no scan requests, no scan responses.")
-    var passive = false
-    @Option(help: "Seconds to scan.")
-    var timeout: Double = 3
-
-    func validate() throws {
-        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
-    }
-
-    func run() async throws {
-        let json = options.json
-        try await options.withCentral { central in
-            // The central's scan merges advertising data with scan responses, filters on services found in either, and
-            // reports a device again only when its data changes (or every time with --duplicates). It stops by itself.
-            let results = try await during("scanning") {
-                try await central.scan(services: services, allowDuplicates: duplicates, active: !passive,
-                                       timeout: .milliseconds(Int((timeout * 1000).rounded())))
-            }
-            for try await device in results {
-                let uuids = device.serviceUUIDs.map(\.description)
-                let manufacturer = device.manufacturerData.map { "\($0.companyID):\($0.data.hexString())" }.joined(separator: ",")
-                emit(json, "\(device.address.address) \(device.address.type) RSSI \(device.rssi) dBm\(device.isConnectable ? " connectable" : "") \(device.name.map { "\"\($0.escapingControlCharacters)\"" } ?? "(no name)") services \(uuids)\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)")",
-                     ["address": .string(device.address.address.description), "addressType": .string("\(device.address.type)"),
-                      "rssi": .integer(device.rssi), "name": device.name.map(JSONValue.string) ?? .null,
-                      "services": .array(uuids.map(JSONValue.string)),
-                      "manufacturer": .array(device.manufacturerData.map { ["companyID": .integer($0.companyID.rawValue), "data": .string($0.data.hexString())] }),
-                      "connectable": .bool(device.isConnectable)])
-            }
-        }
-    }
-}
-
 /// `ble explore TARGET`: connect, discover everything, read every readable value, print the tree.
 struct Explore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -134,10 +134,19 @@ import Testing
         let scan = try DemoProcess("ble", arguments: ["scan", "--timeout", "4", "--json"], hci: nil)
         let (status, lines) = await scan.finish()
         #expect(status == 0)
-        let names = Set(lines.compactMap { line in
-            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["name"] as? String
-        })
-        #expect(names == Set(Self.devices.map(\.name)), "\(names)")
+        let objects = lines.compactMap { line in (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] }
+        let names = objects.compactMap { $0["name"] as? String }
+        #expect(Set(names) == Set(Self.devices.map(\.name)), "\(names)")
+        // One line per device, its scan response merged in (the lab device's 'lab' and 'scanrsp' manufacturer data).
+        #expect(names.count == objects.count && objects.count == Self.devices.count, "\(lines)")
+        let lab = try #require(objects.first { $0["name"] as? String == "SwiftBLELab" })
+        #expect((lab["manufacturer"] as? [Any])?.count == 2, "\(lab)")
+
+        // Every report with --duplicates: many per device.
+        let duplicates = try DemoProcess("ble", arguments: ["scan", "--timeout", "2", "--duplicates"], hci: nil)
+        let (duplicatesStatus, reports) = await duplicates.finish()
+        #expect(duplicatesStatus == 0)
+        #expect(reports.count > 3 * Self.devices.count, "\(reports.count) reports")
     }
 }
 
