@@ -130,6 +130,23 @@ import Testing
         _ = await server.finish(timeout: .milliseconds(100))
     }
 
+    @Test func exploreDecodesWhatItReads() async throws {
+        let text = try DemoProcess("ble", arguments: ["explore", "SwiftBLE HRM"], hci: nil)
+        let (status, lines) = await text.finish()
+        #expect(status == 0)
+        #expect(lines.contains { $0.contains("2A38 (Body Sensor Location)") && $0.hasSuffix("= 01 = chest") }, "\(lines)")
+        #expect(lines.contains { $0.contains("2A19 (Battery Level)") && $0.contains("= battery ") }, "\(lines)")
+        #expect(lines.contains { $0.contains("2A50 (PnP ID)") && $0.contains("(Bluetooth SIG), product 0x") }, "\(lines)")
+        let json = try DemoProcess("ble", arguments: ["explore", "SwiftBLE HRM", "--json"], hci: nil)
+        let (jsonStatus, jsonLines) = await json.finish()
+        #expect(jsonStatus == 0)
+        let objects = jsonLines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        let location = try #require(objects.first { $0["uuid"] as? String == "2A38" })
+        #expect((location["decoded"] as? [String: Any])?["name"] as? String == "chest", "\(location)")
+        let pnp = try #require(objects.first { $0["uuid"] as? String == "2A50" })
+        #expect((pnp["decoded"] as? [String: Any])?["vendor_id_source"] as? Int == 1, "\(pnp)")
+    }
+
     @Test func scanOnTheEmbeddedWorldListsEveryDevice() async throws {
         let scan = try DemoProcess("ble", arguments: ["scan", "--timeout", "4", "--json"], hci: nil)
         let (status, lines) = await scan.finish()
