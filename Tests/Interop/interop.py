@@ -981,16 +981,19 @@ def cli_json_types():
              '"rssi":-[0-9]+,"services":\\["180D","180F"\\]\\}$', 'ble scan --json: no typed line for SwiftBLELab'),
         Grep('explore', '^\\{"event":"connected","mtu":247,"peer":"[0-9A-F:]{17}"\\}$',
              'ble explore --json: no MTU 247 as a number'),
-        Grep('explore', '^\\{"handle":[0-9]+,"kind":"characteristic","properties":\\["read","notify"\\],'
-             '"uuid":"2A19","value":"[0-9a-f]{2}"\\}$', 'ble explore --json: the battery level line is not typed'),
+        # A value a profile knows also comes decoded, in JSON's types.
+        Grep('explore', '^\\{"decoded":\\{"percent":[0-9]+,"type":"battery_level"\\},"handle":[0-9]+,"kind":"characteristic",'
+             '"properties":\\["read","notify"\\],"uuid":"2A19","value":"[0-9a-f]{2}"\\}$',
+             'ble explore --json: the battery level line is not typed'),
         Grep('explore', '^\\{"end":[0-9]+,"kind":"service","start":[0-9]+,"uuid":"180D"\\}$',
              'ble explore --json: service handles are not numbers'),
         Grep('read', f'^\\{{"handle":[0-9]+,"length":300,"uuid":"{LONG}","value":"000102[0-9a-f]{{594}}"\\}}$',
              'ble read --json did not carry the 300-byte value whole'),
         Grep('write', f'^\\{{"handle":[0-9]+,"uuid":"{WRITABLE}","with_response":true,"written":5\\}}$',
              'ble write --json is not typed'),
-        Count('subscribe', '^\\{"index":[12],"uuid":"2A37","value":"[0-9a-f]+"\\}$', '==', 2,
-              'ble subscribe --json: indexes are not numbers'),
+        Count('subscribe', '^\\{"decoded":\\{"bpm":[0-9]+,"sensor_contact":"not_supported","type":"heart_rate_measurement"\\},'
+              '"index":[12],"uuid":"2A37","value":"[0-9a-f]+"\\}$', '==', 2,
+              'ble subscribe --json: indexes are not numbers, or the heart rate is not decoded'),
         # Every line of every command is one JSON object whose numbers, booleans and arrays have JSON's types.
         Do(json_typed),
     ])], kinds='once', needs=('ble',))

@@ -114,14 +114,10 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
                       log: SamplePeripheral.Log? = nil) async throws -> RunningSimulatedDevice {
         let name = name ?? defaultName
         let tick = tick ?? defaultTick
-        if self == .lab {
-            let lab = await SamplePeripheral(manager: manager, device: .lab, name: name)
-            try await lab.start(notifyEvery: tick, log: log)
-            return RunningSimulatedDevice(device: self, name: name, simulator: lab, watchers: []) { await lab.stop() }
-        }
-        // Opened before the simulator starts, so that nothing a central does is missed; they only watch.
+        // Opened before the simulator starts, so that nothing a central does is missed; they only watch. (The lab
+        // device logs itself, its test characteristics' doings included.)
         var watchers: [Task<Void, Never>] = []
-        if let log {
+        if let log, self != .lab {
             watchers.append(Self.watchRequests(await manager.requests(), log: log))
             let events = await manager.centralEvents()
             watchers.append(Task {
@@ -132,7 +128,7 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
             })
         }
         do {
-            let (simulator, stop) = try await startSimulator(on: manager, name: name, tick: tick)
+            let (simulator, stop) = try await startSimulator(on: manager, name: name, tick: tick, log: log)
             return RunningSimulatedDevice(device: self, name: name, simulator: simulator, watchers: watchers, stop: stop)
         } catch {
             for task in watchers { task.cancel() }
@@ -141,12 +137,12 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
     }
 
     /// Starts the simulator itself; returns it and how to stop it.
-    private func startSimulator(on manager: PeripheralManager, name: String, tick: Duration) async throws
+    private func startSimulator(on manager: PeripheralManager, name: String, tick: Duration, log: SamplePeripheral.Log?) async throws
         -> (any Sendable, @Sendable () async -> Void) {
         switch self {
         case .lab:
             let lab = await SamplePeripheral(manager: manager, device: .lab, name: name)
-            try await lab.start(notifyEvery: tick)
+            try await lab.start(notifyEvery: tick, log: log)
             return (lab, { await lab.stop() })
         case .heartRate:
             let monitor = await SimulatedHeartRateMonitor(manager: manager, name: name, energyExpended: 120)
