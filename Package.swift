@@ -74,7 +74,7 @@ let package = Package(
         .executableTarget(
             name: "ble",
             dependencies: [
-                "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE", "BLEBeacons",
+                "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE", "BLEBeacons", "BLEProfiles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

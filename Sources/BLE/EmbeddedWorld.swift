@@ -4,42 +4,108 @@ import BLEVirtualController
 import BLEWire
 
 /// The embedded simulated world that ``HCITransportSpec/virtual`` opens: one real-time virtual air per process with
-/// the sample devices on it (``SampleDevice/lab`` as `SwiftBLELab` and ``SampleDevice/heartRate`` as
-/// `SwiftBLE HR`, advertising). Every `.virtual` central or peripheral manager of the process gets a controller of
-/// its own on this air, so they see each other and the sample devices, as on a real radio.
+/// simulated devices on it, its *residents*, each on a controller of its own. Every `.virtual` central or peripheral
+/// manager of the process gets a controller of its own on this air, so they see each other and the residents, as on a
+/// real radio.
+///
+/// The `BLE` module furnishes the world with the lab device (``SampleDevice/lab`` as `SwiftBLELab`, see
+/// ``Resident/lab``); the `BLEProfiles` module's `EmbeddedDevices.start()` furnishes the same world with every
+/// simulated device it defines (the lab device, heart-rate monitor, battery, blood pressure, thermometer, weight
+/// scale, body composition, glucose meter, clock, band, piano and scale). The `ble` tool and CoreBluetoothCompat
+/// call it before they open `.virtual`, so they all see one world; residents are told apart by name and each is
+/// started once, whoever asks first.
 public final class EmbeddedWorld: Sendable {
     /// The simulated air.
     public let air: VirtualAir
-    /// The sample devices running on it.
-    public let devices: [SamplePeripheral]
+    private let residents: Residents
 
-    private init(air: VirtualAir, devices: [SamplePeripheral]) {
-        self.air = air
-        self.devices = devices
+    /// A simulated device living on an embedded world: its advertised name, where its controller is, and how it
+    /// starts on a peripheral manager of its own.
+    public struct Resident: Sendable {
+        /// Stops a running resident (its services stop changing; its controller stays on the air).
+        public typealias Stop = @Sendable () async -> Void
+        /// The name it advertises: residents are told apart by it.
+        public var name: String
+        /// Where its controller is on the air.
+        public var position: Position
+        /// Its controller's transmit power in dBm.
+        public var txPower: Int8
+        /// Publishes its services and starts advertising on `manager` (powered on, its device name already
+        /// ``name``); returns how to stop it.
+        public var start: @Sendable (_ manager: PeripheralManager) async throws -> Stop
+
+        /// A resident named `name` at `position` that `start` brings up.
+        public init(name: String, position: Position, txPower: Int8 = 4,
+                    start: @escaping @Sendable (_ manager: PeripheralManager) async throws -> Stop) {
+            self.name = name
+            self.position = position
+            self.txPower = txPower
+            self.start = start
+        }
+
+        /// The lab device (``SampleDevice/lab``) as `SwiftBLELab`, 2 m from the origin, notifying its heart rate once a
+        /// second.
+        public static let lab = Resident(name: SampleDevice.lab.defaultName, position: Position(x: 2)) { manager in
+            let peripheral = await SamplePeripheral(manager: manager, device: .lab)
+            try await peripheral.start()
+            return { await peripheral.stop() }
+        }
     }
 
-    /// The process's world, started on first use.
+    private init(air: VirtualAir) {
+        self.air = air
+        residents = Residents()
+    }
+
+    /// The process's world, started on first use with the lab device (``Resident/lab``).
     public static func shared() async throws -> EmbeddedWorld {
         try await Starter.shared.world()
     }
 
-    /// Starts a world of its own (tests that want a fresh air use this; `.virtual` uses ``shared()``).
-    public static func start(seed: UInt64 = 7) async throws -> EmbeddedWorld {
-        let air = VirtualAir(clock: .realTime, seed: seed)
-        var devices: [SamplePeripheral] = []
-        for (i, device) in [SampleDevice.lab, .heartRate].enumerated() {
-            let controller = air.addController(.init(position: Position(x: Double(i + 1) * 2), txPower: 4))
-            let adapter = try await Adapter(transport: controller.makeHostTransport())
-            let peripheral = await SamplePeripheral(adapter: adapter, device: device)
-            try await peripheral.start()
-            devices.append(peripheral)
+    /// Starts a world of its own with `residents` (tests that want a fresh air use this; `.virtual` uses
+    /// ``shared()``).
+    public static func start(seed: UInt64 = 7, residents: [Resident] = [.lab]) async throws -> EmbeddedWorld {
+        let world = EmbeddedWorld(air: VirtualAir(clock: .realTime, seed: seed))
+        try await world.furnish(with: residents)
+        return world
+    }
+
+    /// Starts each of `residents` whose name is not on this world yet, each on a controller of its own, at the same
+    /// time; returns once all of them run. A resident another caller is starting is waited for, not started twice.
+    public func furnish(with residents: [Resident]) async throws {
+        let starting = await self.residents.claim(residents) { resident in
+            let controller = self.air.addController(.init(position: resident.position, txPower: resident.txPower))
+            let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: resident.name)
+            return try await resident.start(manager)
         }
-        return EmbeddedWorld(air: air, devices: devices)
+        for task in starting { _ = try await task.value }
+    }
+
+    /// The names of the residents started (or starting) on this world, in the order they were asked for.
+    public var residentNames: [String] {
+        get async { await residents.names }
     }
 
     /// A new controller on this air at `position`, as a host transport.
     public func makeTransport(at position: Position = Position(x: 0)) -> any HCITransport {
         air.addController(.init(position: position)).makeHostTransport()
+    }
+
+    /// The residents by name: each started once.
+    private actor Residents {
+        private var running: [(name: String, task: Task<Resident.Stop, any Error>)] = []
+
+        var names: [String] { running.map(\.name) }
+
+        /// The tasks starting `wanted`: new ones for names not seen yet, the running ones for the others.
+        func claim(_ wanted: [Resident], starting: @escaping @Sendable (Resident) async throws -> Resident.Stop) -> [Task<Resident.Stop, any Error>] {
+            wanted.map { resident in
+                if let found = running.first(where: { $0.name == resident.name }) { return found.task }
+                let task = Task { try await starting(resident) }
+                running.append((resident.name, task))
+                return task
+            }
+        }
     }
 
     /// Starts the shared world once, whoever asks first.

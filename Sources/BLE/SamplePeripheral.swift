@@ -59,26 +59,8 @@ public actor SamplePeripheral {
                                            restartAfterConnection: true)
         tasks.append(Task {
             for await event in centrals {
-                switch event {
-                case .connected(let c):
-                    log?("connected: \(c.peer.address) handle \(c.handle)", ["event": "connected", "peer": .string(c.peer.address.description), "handle": .integer(c.handle.rawValue)])
-                case .disconnected(let c, let reason):
-                    log?("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": .integer(c.handle.rawValue), "reason": .string("\(reason)"),
-                          "reason_code": .integer(reason.rawValue)])
-                case .passkey(let c, let passkey):
-                    let digits = Passkey.text(passkey)
-                    log?("passkey for \(c.peer.address): \(digits)", ["event": "passkey", "peer": .string(c.peer.address.description), "passkey": .integer(Int(passkey))])
-                case .encrypted(let c, let security, let usingBond):
-                    log?("encrypted: \(c.peer.address), \(security.level.map { "\($0)" } ?? "")\(usingBond ? " (bonded, no pairing)" : "")",
-                         ["event": "encrypted", "peer": .string(c.peer.address.description), "bonded": .bool(usingBond)])
-                case .paired(let c, let outcome):
-                    let identity = outcome.peerIdentity == c.peer ? "" : " (identity \(outcome.peerIdentity.address))"
-                    log?("paired: \(c.peer.address)\(identity), \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
-                         Self.pairedFields(outcome, peer: c.peer))
-                case .pairingFailed(let c, let failure):
-                    log?("pairing failed: \(c.peer.address), \(failure)", ["event": "pairing_failed", "peer": .string(c.peer.address.description),
-                         "reason": failure.reason.map { .integer(Int($0.rawValue)) } ?? .null, "error": .string("\(failure)")])
-                }
+                let entry = event.logEntry
+                log?(entry.text, entry.fields)
             }
         })
         tasks.append(Task { [weak self] in
@@ -101,10 +83,8 @@ public actor SamplePeripheral {
         let link = request.central
         let manager = manager
         switch request.kind {
-        case .write(let characteristic, let handle, let value, let withResponse):
-            log?("write from handle \(link.handle) to \(handle) (\(withResponse ? "request" : "command")): \(displayed(value))",
-                 ["event": "write", "connection": .integer(link.handle.rawValue), "attribute": .integer(handle.rawValue), "value": .string(value.hexString()),
-                  "with_response": .bool(withResponse)])
+        case .write(let characteristic, _, let value, _):
+            if let entry = request.logEntry { log?(entry.text, entry.fields) }
             if characteristic == SampleDevice.customControl, value == Array("disconnect".utf8) {
                 log?("control point: disconnecting handle \(link.handle)", ["event": "disconnecting", "connection": .integer(link.handle.rawValue)])
                 tasks.append(Task {
@@ -114,9 +94,7 @@ public actor SamplePeripheral {
                 })
             }
         case .subscription(let characteristic, _, let notify, let indicate):
-            log?("subscription from handle \(link.handle) to \(characteristic?.description ?? "?"): notify \(notify) indicate \(indicate)",
-                 ["event": "subscription", "connection": .integer(link.handle.rawValue), "characteristic": characteristic.map { .string($0.description) } ?? .null,
-                  "notify": .bool(notify), "indicate": .bool(indicate)])
+            if let entry = request.logEntry { log?(entry.text, entry.fields) }
             if characteristic == SampleDevice.customBurst, notify {
                 tasks.append(Task {
                     let length = await manager.maximumUpdateValueLength(for: link)
@@ -143,8 +121,8 @@ public actor SamplePeripheral {
                          ["event": "indications", "connection": .integer(link.handle.rawValue), "confirmed": .int(confirmed)])
                 })
             }
-        case .mtuChanged(let mtu):
-            log?("MTU on handle \(link.handle): \(mtu)", ["event": "mtu", "connection": .integer(link.handle.rawValue), "mtu": .int(mtu)])
+        case .mtuChanged:
+            if let entry = request.logEntry { log?(entry.text, entry.fields) }
         case .application:
             break   // answered by answer(_:log:)
         }
@@ -207,6 +185,56 @@ public actor SamplePeripheral {
     public func stop() {
         for t in tasks { t.cancel() }
         tasks = []
+    }
+}
+
+extension CentralEvent {
+    /// The event for a log, as ``SamplePeripheral`` and `ble serve` print it: a line of text and its fields as typed
+    /// JSON values (`"event"` names what happened: `connected`, `disconnected`, `passkey`, `encrypted`, `paired`,
+    /// `pairing_failed`).
+    public var logEntry: (text: String, fields: [String: JSONValue]) {
+        switch self {
+        case .connected(let c):
+            ("connected: \(c.peer.address) handle \(c.handle)", ["event": "connected", "peer": .string(c.peer.address.description), "handle": .integer(c.handle.rawValue)])
+        case .disconnected(let c, let reason):
+            ("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": .integer(c.handle.rawValue), "reason": .string("\(reason)"),
+                                                           "reason_code": .integer(reason.rawValue)])
+        case .passkey(let c, let passkey):
+            ("passkey for \(c.peer.address): \(Passkey.text(passkey))", ["event": "passkey", "peer": .string(c.peer.address.description), "passkey": .integer(Int(passkey))])
+        case .encrypted(let c, let security, let usingBond):
+            ("encrypted: \(c.peer.address), \(security.level.map { "\($0)" } ?? "")\(usingBond ? " (bonded, no pairing)" : "")",
+             ["event": "encrypted", "peer": .string(c.peer.address.description), "bonded": .bool(usingBond)])
+        case .paired(let c, let outcome):
+            ("paired: \(c.peer.address)\(outcome.peerIdentity == c.peer ? "" : " (identity \(outcome.peerIdentity.address))"), \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
+             SamplePeripheral.pairedFields(outcome, peer: c.peer))
+        case .pairingFailed(let c, let failure):
+            ("pairing failed: \(c.peer.address), \(failure)", ["event": "pairing_failed", "peer": .string(c.peer.address.description),
+                                                                 "reason": failure.reason.map { .integer(Int($0.rawValue)) } ?? .null, "error": .string("\(failure)")])
+        }
+    }
+}
+
+extension PeripheralRequest {
+    /// The request for a log, as ``SamplePeripheral`` and `ble serve` print it: a line of text and its fields as typed
+    /// JSON values. Writes to stored values (`"event":"write"`, with the attribute handle and the value in hex),
+    /// subscription changes (`"subscription"`) and MTU exchanges (`"mtu"`) have one; application requests have none
+    /// (what they mean is the application's to say).
+    public var logEntry: (text: String, fields: [String: JSONValue])? {
+        let link = central
+        switch kind {
+        case .write(_, let handle, let value, let withResponse):
+            return ("write from handle \(link.handle) to \(handle) (\(withResponse ? "request" : "command")): \(displayed(value))",
+                    ["event": "write", "connection": .integer(link.handle.rawValue), "attribute": .integer(handle.rawValue), "value": .string(value.hexString()),
+                     "with_response": .bool(withResponse)])
+        case .subscription(let characteristic, _, let notify, let indicate):
+            return ("subscription from handle \(link.handle) to \(characteristic?.description ?? "?"): notify \(notify) indicate \(indicate)",
+                    ["event": "subscription", "connection": .integer(link.handle.rawValue), "characteristic": characteristic.map { .string($0.description) } ?? .null,
+                     "notify": .bool(notify), "indicate": .bool(indicate)])
+        case .mtuChanged(let mtu):
+            return ("MTU on handle \(link.handle): \(mtu)", ["event": "mtu", "connection": .integer(link.handle.rawValue), "mtu": .int(mtu)])
+        case .application:
+            return nil
+        }
     }
 }
 

@@ -49,8 +49,8 @@ extension CBCentralManagerDelegate {
 ///
 /// The controller is the one `CBManager.setController(_:)` named, else the one the environment variable `SWIFT_BLE_HCI`
 /// names (the syntax of `ble --hci`: `virtual`, `hciN`, `tcp:HOST:PORT`, `serial:…`), else the process's embedded
-/// simulated world (`EmbeddedWorld` of the BLE module) with its sample devices and the tutorials' devices of
-/// `BLEProfiles` (`EmbeddedDevices`: "SwiftBLE Band", "SwiftBLE Piano", "SwiftBLE Scale", "SwiftBLE Battery"). On the
+/// simulated world (`EmbeddedWorld` of the BLE module) with every simulated device of `BLEProfiles`
+/// (`EmbeddedDevices`: the lab device, the standard devices, "SwiftBLE Band", "SwiftBLE Piano", "SwiftBLE Scale"). On the
 /// embedded world each manager opens a controller of its own; a real controller or TCP port is opened once per
 /// process and shared by its managers.
 public final class CBCentralManager: CBManager, @unchecked Sendable {

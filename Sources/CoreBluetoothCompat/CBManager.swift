@@ -112,7 +112,7 @@ public class CBManager: NSObject, @unchecked Sendable {
         case .success(let spec):
             do {
                 if spec == .virtual {
-                    // The embedded world has the tutorials' devices too (band, piano, scale, battery), started once.
+                    // The embedded world with every simulated device (the one the ble tool sees), started once.
                     try await EmbeddedDevices.start()
                     return try await open(spec, security: security)
                 }

@@ -1,35 +1,43 @@
 import ArgumentParser
 import BLE
+import BLEProfiles
 import Foundation
 
-/// `ble serve`: run a built-in peripheral until interrupted (or for --run-for seconds).
+/// `ble serve`: run a simulated device until interrupted (or for --run-for seconds).
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run a built-in sample peripheral (GATT server) until interrupted.")
+    static let configuration = CommandConfiguration(
+        abstract: "Run a simulated device (GATT server) until interrupted.",
+        discussion: "Devices (--device NAME; each advertises its name and services and serves changing values):\n"
+            + SimulatedDevice.allCases.map { "  \($0.rawValue.padding(toLength: 17, withPad: " ", startingAt: 0))\($0.defaultName): \($0.summary)" }
+                .joined(separator: "\n"))
     @OptionGroup var options: HostOptions
-    @Option(help: "The sample device: \(SampleDevice.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var device: SampleDevice = .lab
-    @Option(help: "The advertised and GAP device name.")
+    @Option(help: "The simulated device: \(SimulatedDevice.allCases.map(\.rawValue).joined(separator: ", ")) (see below).")
+    var device: SimulatedDevice = .lab
+    @Option(help: "The advertised and GAP device name (default: the device's own).")
     var name: String?
     @Option(help: "Stop after this many seconds (0: run until interrupted).")
     var runFor: Double = 0
-    @Option(help: "Milliseconds between heart-rate notifications.")
-    var notifyInterval: Int = 1000
+    @Option(help: "Milliseconds between the device's value changes (the lab device's heart-rate notifications; default: the device's own pace).")
+    var notifyInterval: Int?
     @OptionGroup var security: SecurityOptions
 
     func run() async throws {
         let name = name ?? device.defaultName
         let json = options.json
+        let device = device
+        let tick = notifyInterval.map { Duration.milliseconds(max(1, $0)) }
         try await options.withPeripheralManager(deviceName: name, security: security.configuration(for: try options.spec())) { manager in
-            // The sample device prints passkeys itself (a centralEvents line); the agent answers for the user.
+            // The device's log prints passkeys itself (a centralEvents line); the agent answers for the user.
             await manager.setPairingAgent(CommandLineAgent(passkey: security.passkey, json: json, printsPasskeys: false))
-            let peripheral = await SamplePeripheral(manager: manager, device: device, name: name)
-            try await during("starting the \(device.rawValue) device") {
-                try await peripheral.start(notifyEvery: .milliseconds(max(1, notifyInterval))) { text, fields in emit(json, text, fields) }
+            let running = try await during("starting the \(device.rawValue) device") {
+                try await device.start(on: manager, name: name, tick: tick) { text, fields in emit(json, text, fields) }
             }
             let address = await manager.address?.address.description ?? "?"
             emitTable(await manager.database, json: json)
-            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci)",
-                 ["event": "serving", "name": .string(name), "address": .string(address), "device": .string(device.rawValue)])
+            let services = device.services.map(\.description)
+            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), advertising services \(services.joined(separator: ", "))",
+                 ["event": "serving", "name": .string(name), "address": .string(address), "device": .string(device.rawValue),
+                  "services": .array(services.map(JSONValue.string))])
             do {
                 if runFor > 0 {
                     try await Task.sleep(for: .seconds(runFor))
@@ -37,10 +45,10 @@ struct Serve: AsyncParsableCommand {
                     while true { try await Task.sleep(for: .seconds(3600)) }
                 }
             } catch {
-                await peripheral.stop()
+                await running.stop()
                 throw error
             }
-            await peripheral.stop()
+            await running.stop()
         }
     }
 }
@@ -65,46 +73,6 @@ func emitTable(_ database: GATTDatabase, json: Bool) {
                  ["kind": "descriptor", "uuid": .string(attribute.type.description), "handle": .integer(attribute.handle)])
         case .include, .characteristicDeclaration:
             break
-        }
-    }
-}
-
-/// `ble scan`: list advertising devices.
-struct Scan: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Scan for advertising devices.")
-    @OptionGroup var options: HostOptions
-    @Option(name: .customLong("service"), help: "Only devices advertising this service UUID (repeatable).")
-    var services: [BluetoothUUID] = []
-    @Flag(help: "Report every advertisement, not one per device.")
-    var duplicates = false
-    @Flag(help: "Passive scan: no scan requests, no scan responses.")
-    var passive = false
-    @Option(help: "Seconds to scan.")
-    var timeout: Double = 3
-
-    func validate() throws {
-        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
-    }
-
-    func run() async throws {
-        let json = options.json
-        try await options.withCentral { central in
-            // The central's scan merges advertising data with scan responses, filters on services found in either, and
-            // reports a device again only when its data changes (or every time with --duplicates). It stops by itself.
-            let results = try await during("scanning") {
-                try await central.scan(services: services, allowDuplicates: duplicates, active: !passive,
-                                       timeout: .milliseconds(Int((timeout * 1000).rounded())))
-            }
-            for try await device in results {
-                let uuids = device.serviceUUIDs.map(\.description)
-                let manufacturer = device.manufacturerData.map { "\($0.companyID):\($0.data.hexString())" }.joined(separator: ",")
-                emit(json, "\(device.address.address) \(device.address.type) RSSI \(device.rssi) dBm\(device.isConnectable ? " connectable" : "") \(device.name.map { "\"\($0.escapingControlCharacters)\"" } ?? "(no name)") services \(uuids)\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)")",
-                     ["address": .string(device.address.address.description), "addressType": .string("\(device.address.type)"),
-                      "rssi": .integer(device.rssi), "name": device.name.map(JSONValue.string) ?? .null,
-                      "services": .array(uuids.map(JSONValue.string)),
-                      "manufacturer": .array(device.manufacturerData.map { ["companyID": .integer($0.companyID.rawValue), "data": .string($0.data.hexString())] }),
-                      "connectable": .bool(device.isConnectable)])
-            }
         }
     }
 }
@@ -140,8 +108,11 @@ struct Explore: AsyncParsableCommand {
                     if c.properties.contains(.read) {
                         do {
                             let value = try await peripheral.readValue(for: c)
-                            valueText = " = " + show(value)
+                            var decoding = ValueDecoding()
+                            let decoded = decoding.decode(c.uuid, value)
+                            valueText = " = " + show(value) + decoded.text
                             fields["value"] = .string(value.hexString())
+                            fields = fields.adding(decoded.fields)
                         } catch let error as GATTError {
                             // The device refused this one (encryption needed, an application error...): say so, go on.
                             guard case .att(let code, _) = error.code else { throw InContext(context: "reading \(c.uuid) on \(target.target)", underlying: error) }
@@ -174,9 +145,11 @@ struct Read: AsyncParsableCommand {
         try await ClientSession.run(options, target, security: security, pairsOnDemand: !noPair) { session in
             let c = try session.characteristic(characteristic)
             let value = try await during("reading \(characteristic) on \(target.target)") { try await session.peripheral.readValue(for: c) }
-            emit(options.json, show(value),
+            var decoding = ValueDecoding()
+            let decoded = decoding.decode(characteristic, value)
+            emit(options.json, show(value) + decoded.text,
                  ["uuid": .string(characteristic.description), "handle": .integer(c.valueHandle), "value": .string(value.hexString()),
-                  "length": .int(value.count)])
+                  "length": .int(value.count)].adding(decoded.fields))
         }
     }
 }
@@ -214,39 +187,81 @@ struct Write: AsyncParsableCommand {
 
 /// `ble subscribe TARGET CHAR-UUID [--count N]`.
 struct Subscribe: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Subscribe to notifications (or indications) and print them.")
+    static let configuration = CommandConfiguration(
+        abstract: "Subscribe to notifications (or indications) and print them, decoded when a profile knows them.",
+        discussion: """
+            Several characteristics may be given: all are subscribed to before any --write is sent, and --count counts \
+            the values of all of them. For example, a glucose meter's stored records: \
+            ble subscribe 'SwiftBLE Glucose' 2A18 2A34 2A52 --write 2A52:0101 --count 18
+            """)
     @OptionGroup var options: HostOptions
     @OptionGroup var target: TargetOptions
-    @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
+    @Argument(help: "The characteristic UUID(s).") var characteristics: [BluetoothUUID]
     @Option(help: "Stop after this many values.") var count: Int = 5
+    @Option(name: .customLong("write"), help: "After subscribing, write HEX to characteristic UUID (UUID:HEX; repeatable, in order).")
+    var writes: [String] = []
     @OptionGroup var security: SecurityOptions
 
     func validate() throws {
         guard count > 0 else { throw ValidationError("--count must be at least 1") }
+        guard !characteristics.isEmpty else { throw ValidationError("name at least one characteristic") }
+        _ = try parsedWrites()
+    }
+
+    /// The --write options as (characteristic, value).
+    func parsedWrites() throws -> [(BluetoothUUID, [UInt8])] {
+        try writes.map { text in
+            let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let uuid = BluetoothUUID(parts[0]), let value = [UInt8](hex: parts[1]) else {
+                throw ValidationError("--write \(text): expected UUID:HEX")
+            }
+            return (uuid, value)
+        }
     }
 
     func run() async throws {
+        let writes = try parsedWrites()
         try await ClientSession.run(options, target, security: security) { session in
-            let c = try session.characteristic(characteristic)
-            guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
-                throw CommandFailure.notFound("\(characteristic) on \(target.target) neither notifies nor indicates")
+            let found = try characteristics.map { uuid in
+                let c = try session.characteristic(uuid)
+                guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
+                    throw CommandFailure.notFound("\(uuid) on \(target.target) neither notifies nor indicates")
+                }
+                return c
             }
-            let indications = !c.properties.contains(.notify)
-            let values = try await during("subscribing to \(characteristic) on \(target.target)") {
-                try await session.peripheral.notifications(for: c)
+            // Every subscription's values in one stream, in the order they arrive.
+            let (merged, continuation) = AsyncStream.makeStream(of: (GATTCharacteristic, [UInt8]).self)
+            var forwarding: [Task<Void, Never>] = []
+            defer { for task in forwarding { task.cancel() } }
+            for c in found {
+                let values = try await during("subscribing to \(c.uuid) on \(target.target)") { try await session.peripheral.notifications(for: c) }
+                forwarding.append(Task {
+                    for await value in values { continuation.yield((c, value)) }
+                    continuation.finish()
+                })
+            }
+            for (uuid, value) in writes {
+                let c = try session.characteristic(uuid)
+                try await during("writing \(uuid) on \(target.target)") { try await session.peripheral.writeValue(value, for: c, type: .withResponse) }
+                emit(options.json, "wrote \(value.count) byte(s) to \(uuid)",
+                     ["event": "wrote", "uuid": .string(uuid.description), "handle": .integer(c.valueHandle), "written": .int(value.count)])
             }
             var received = 0
-            for await value in values {
+            var decodings: [BluetoothUUID: ValueDecoding] = [:]
+            for await (c, value) in merged {
                 received += 1
-                emit(options.json, "\(indications ? "indication" : "notification") #\(received): \(show(value))",
-                     ["uuid": .string(characteristic.description), "value": .string(value.hexString()), "index": .int(received)])
+                let decoded = decodings[c.uuid, default: ValueDecoding()].decode(c.uuid, value)
+                let kind = c.properties.contains(.notify) ? "notification" : "indication"
+                let from = found.count > 1 ? " from \(c.uuid)" : ""
+                emit(options.json, "\(kind) #\(received)\(from): \(show(value))\(decoded.text)",
+                     ["uuid": .string(c.uuid.description), "value": .string(value.hexString()), "index": .int(received)].adding(decoded.fields))
                 if received >= count { break }
             }
             if received < count {
                 throw CommandFailure.failed("the link to \(target.target) ended after \(received) of \(count) value(s)")
             }
-            try await during("unsubscribing from \(characteristic) on \(target.target)") {
-                try await session.peripheral.stopNotifications(for: c)
+            for c in found {
+                try await during("unsubscribing from \(c.uuid) on \(target.target)") { try await session.peripheral.stopNotifications(for: c) }
             }
         }
     }

@@ -1,10 +1,11 @@
 import ArgumentParser
 import BLE
+import BLEProfiles
 import Foundation
 
 /// Options every host command takes.
 struct HostOptions: ParsableArguments {
-    @Option(name: .customLong("hci"), help: "Controller: virtual (default; an in-process world with sample devices), tcp:HOST:PORT, serial:PATH[@BAUD], hciN.")
+    @Option(name: .customLong("hci"), help: "Controller: virtual (default; an in-process world with the simulated devices), tcp:HOST:PORT, serial:PATH[@BAUD], hciN.")
     var hci: String = "virtual"
 
     @Option(help: "Write a btsnoop (H4) capture of the session to this file.")
@@ -26,9 +27,17 @@ struct HostOptions: ParsableArguments {
         }
     }
 
-    /// Opens the controller as a central (`virtual` joins the process's embedded world, where the sample devices
+    /// On `virtual`, furnishes the process's embedded world with every simulated device (``EmbeddedDevices``), the
+    /// same world CoreBluetoothCompat programs see; other controllers are left alone.
+    func prepareWorld() async throws {
+        guard case .virtual = try spec() else { return }
+        _ = try await during("starting the embedded world's devices") { try await EmbeddedDevices.start() }
+    }
+
+    /// Opens the controller as a central (`virtual` joins the process's embedded world, where the simulated devices
     /// advertise), runs `body`, and powers the controller off on the way out, whatever `body` does.
     func withCentral<T>(security: SecurityConfiguration = SecurityConfiguration(), _ body: (Central) async throws -> T) async throws -> T {
+        try await prepareWorld()
         // Its errors say which controller failed and how ("no controller at tcp:127.0.0.1:9100: ...").
         let central = try await Central.open(try spec(), btsnoop: btsnoop, security: security)
         do {
@@ -44,6 +53,7 @@ struct HostOptions: ParsableArguments {
     /// Opens the controller as a peripheral manager, runs `body`, and powers the controller off on the way out.
     func withPeripheralManager<T>(deviceName: String, security: SecurityConfiguration = SecurityConfiguration(),
                                   _ body: (PeripheralManager) async throws -> T) async throws -> T {
+        try await prepareWorld()
         let manager = try await PeripheralManager(try spec(), deviceName: deviceName, btsnoop: btsnoop, security: security)
         do {
             let result = try await body(manager)
@@ -81,7 +91,7 @@ struct TargetOptions: ParsableArguments {
     var duration: Duration { .milliseconds(Int((timeout * 1000).rounded())) }
 }
 
-extension SampleDevice: ExpressibleByArgument {}
+extension SimulatedDevice: ExpressibleByArgument {}
 
 extension BluetoothUUID: ExpressibleByArgument {
     /// Parses a UUID given on the command line (`180F`, a 36-character UUID...).

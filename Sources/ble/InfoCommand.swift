@@ -17,6 +17,7 @@ struct Info: AsyncParsableCommand {
     @OptionGroup var options: HostOptions
 
     func run() async throws {
+        try await options.prepareWorld()
         let adapter = try await Adapter.open(try options.spec(), btsnoop: options.btsnoop)
         let capabilities = await adapter.capabilities
         await cleanUp { await adapter.powerOff() }

@@ -1,4 +1,5 @@
 import BLE
+import BLEProfiles
 import Foundation
 
 /// Writes a line to standard output unbuffered, so a peer process reading it (or a kill) never loses it. When the
@@ -67,3 +68,27 @@ extension JSONValue {
 
 /// An attribute handle as four hex digits.
 func hex4(_ handle: AttributeHandle) -> String { hex4(handle.rawValue) }
+
+/// Decodes the values of one characteristic (or one subscription: the health scale's frames are reassembled across
+/// notifications) with `BLEProfiles`' ``CharacteristicDecoder``, for printing beside the hex.
+struct ValueDecoding {
+    private var decoder = CharacteristicDecoder()
+
+    /// The text to print after the value (empty when the characteristic is not one a profile knows) and the JSON
+    /// fields to add: `"decoded"` (typed) or `"decode_error"` (the value did not decode: malformed bytes).
+    mutating func decode(_ uuid: BluetoothUUID, _ value: [UInt8]) -> (text: String, fields: [String: JSONValue]) {
+        do {
+            guard let decoded = try decoder.decode(uuid: uuid, value: value) else { return ("", [:]) }
+            // A string is shown as text already (see show(_:)).
+            if case .text = decoded, show(value).hasPrefix("\"") { return ("", ["decoded": .object(decoded.jsonFields)]) }
+            return (" = \(decoded.description.escapingControlCharacters)", ["decoded": .object(decoded.jsonFields)])
+        } catch {
+            return (" (does not decode: \(error.reason))", ["decode_error": .string(error.reason)])
+        }
+    }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    /// These fields with `other`'s added.
+    func adding(_ other: [String: JSONValue]) -> [String: JSONValue] { merging(other) { _, new in new } }
+}

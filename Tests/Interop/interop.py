@@ -807,6 +807,47 @@ def two_centrals():
     ], [Do(writes_attributed)])], needs=('ble',))
 
 
+# -- every simulated device of `ble serve --device NAME` against a Bumble central (peers/devices_central.py, which
+# has its own table of what each device publishes): found by its name and services, discovered, the Device Name and a
+# profile characteristic read, subscribed to (the glucose meter: its records asked for through the Record Access
+# Control Point) and a value received; `ble serve` logs the connection, the subscription (and the RACP request).
+
+SIMULATED_DEVICES = {'lab': 'SwiftBLELab', 'heart-rate': 'SwiftBLE HRM', 'battery': 'SwiftBLE Battery',
+                     'blood-pressure': 'SwiftBLE BPM', 'thermometer': 'SwiftBLE Thermometer',
+                     'weight-scale': 'SwiftBLE Weight', 'body-composition': 'SwiftBLE Body', 'glucose': 'SwiftBLE Glucose',
+                     'current-time': 'SwiftBLE Clock', 'band': 'SwiftBLE Band', 'piano': 'SwiftBLE Piano',
+                     'scale': 'SwiftBLE Scale'}
+
+
+def device_part(device, name):
+    p = 'peripheral'
+    checks = [
+        Result('central', 'name', name),
+        Result('central', 'done', 1),
+        Grep(p, f'"event":"serving".*"name":"{name}"', f'{device}: ble serve did not serve as {name}'),
+        Grep(p, '"event":"connected"', f'{device}: ble serve did not log the connection'),
+        Grep(p, '"event":"subscription".*"notify":true|"event":"subscription".*"indicate":true',
+             f'{device}: ble serve did not log the subscription'),
+        Grep(p, '"event":"disconnected"', f'{device}: ble serve did not log the disconnection'),
+    ]
+    if device == 'glucose':
+        checks.append(Grep(p, '"event":"racp".*"request":"report stored records"',
+                           'glucose: ble serve did not log the RACP request'))
+    return Part(device, [
+        Controllers(2),
+        Start('peripheral', [BLE, 'serve', '--device', device, '--hci', 'tcp:127.0.0.1:$p1', '--json', '--run-for', '40',
+                             '--notify-interval', '100'], ready=SERVING, not_ready=f'ble serve --device {device} did not start'),
+        Run('central', peer('devices_central.py', '--device', device, port='$p2'), timeout=40, bumble='central',
+            label=f'the Bumble central against {device}'),
+        Sleep(0.3)], checks)
+
+
+def simulated_devices():
+    return Scenario('ble-serve-devices-to-bumble-central',
+                    [device_part(device, name) for device, name in SIMULATED_DEVICES.items()],
+                    needs=('ble',), shared_controllers=True)
+
+
 # -- `ble`'s errors on the embedded virtual world: a runtime error prints 'error: <message>' on standard error,
 # without the usage text, and exits 2 (not found, timed out), 3 (a protocol error: ATT, GATT, HCI) or 1 (anything
 # else, such as a controller that cannot be reached); a command-line mistake prints the usage text and exits 64.
@@ -942,16 +983,19 @@ def cli_json_types():
              '"rssi":-[0-9]+,"services":\\["180D","180F"\\]\\}$', 'ble scan --json: no typed line for SwiftBLELab'),
         Grep('explore', '^\\{"event":"connected","mtu":247,"peer":"[0-9A-F:]{17}"\\}$',
              'ble explore --json: no MTU 247 as a number'),
-        Grep('explore', '^\\{"handle":[0-9]+,"kind":"characteristic","properties":\\["read","notify"\\],'
-             '"uuid":"2A19","value":"[0-9a-f]{2}"\\}$', 'ble explore --json: the battery level line is not typed'),
+        # A value a profile knows also comes decoded, in JSON's types.
+        Grep('explore', '^\\{"decoded":\\{"percent":[0-9]+,"type":"battery_level"\\},"handle":[0-9]+,"kind":"characteristic",'
+             '"properties":\\["read","notify"\\],"uuid":"2A19","value":"[0-9a-f]{2}"\\}$',
+             'ble explore --json: the battery level line is not typed'),
         Grep('explore', '^\\{"end":[0-9]+,"kind":"service","start":[0-9]+,"uuid":"180D"\\}$',
              'ble explore --json: service handles are not numbers'),
         Grep('read', f'^\\{{"handle":[0-9]+,"length":300,"uuid":"{LONG}","value":"000102[0-9a-f]{{594}}"\\}}$',
              'ble read --json did not carry the 300-byte value whole'),
         Grep('write', f'^\\{{"handle":[0-9]+,"uuid":"{WRITABLE}","with_response":true,"written":5\\}}$',
              'ble write --json is not typed'),
-        Count('subscribe', '^\\{"index":[12],"uuid":"2A37","value":"[0-9a-f]+"\\}$', '==', 2,
-              'ble subscribe --json: indexes are not numbers'),
+        Count('subscribe', '^\\{"decoded":\\{"bpm":[0-9]+,"sensor_contact":"not_supported","type":"heart_rate_measurement"\\},'
+              '"index":[12],"uuid":"2A37","value":"[0-9a-f]+"\\}$', '==', 2,
+              'ble subscribe --json: indexes are not numbers, or the heart rate is not decoded'),
         # Every line of every command is one JSON object whose numbers, booleans and arrays have JSON's types.
         Do(json_typed),
     ])], kinds='once', needs=('ble',))
@@ -1303,6 +1347,7 @@ SCENARIOS = [
     cli_json_types(),
     *[lab_session(c, p) for c in ('bumble', 'ble') for p in ('bumble', 'ble')],
     two_centrals(),
+    simulated_devices(),
 
     # Bumble's central against the characteristics `ble serve`'s application answers: a counter computed per read,
     # a write refused with application error 0x80, a write answered late, a reliable write set all or nothing.

@@ -194,11 +194,14 @@ public struct BodyCompositionClient: Sendable {
 
 /// A simulated body composition scale (Weight Scale, Body Composition and Device Information services, SI units,
 /// user 1, 1.78 m): each third tick someone steps on it and it indicates a weight measurement (with BMI and height)
-/// and a body composition measurement. The weight drifts deterministically around 72.4 kg; its clock advances one
+/// and a body composition measurement. Made with `bodyComposition: false`, it is a plain weight scale (Weight Scale
+/// and Device Information only). The weight drifts deterministically around 72.4 kg; its clock advances one
 /// hour a tick.
 public actor SimulatedWeightScale {
     /// The name it advertises unless told otherwise.
     public static let defaultName = "SwiftBLE Weight"
+    /// The name ``SimulatedDevice/bodyComposition`` advertises: the scale with its Body Composition service.
+    public static let bodyCompositionName = "SwiftBLE Body"
     /// The weight scale features it publishes (time stamp, several users, BMI, 0.005 kg and 0.001 m resolutions).
     public static let weightFeatures: WeightScaleFeature = {
         var features: WeightScaleFeature = [.timeStamp, .multipleUsers, .bmi]
@@ -227,20 +230,29 @@ public actor SimulatedWeightScale {
     var generator: StandardSeededGenerator
     var ticks = 0
     var ticker: Task<Void, Never>?
+    /// Whether it publishes the Body Composition service (and indicates body composition measurements).
+    public let bodyComposition: Bool
 
-    /// A scale on `manager`; `seed` fixes its variation. Call ``start(tick:)``.
-    public init(manager: PeripheralManager, name: String = SimulatedWeightScale.defaultName, seed: UInt64 = 1) async {
+    /// A scale on `manager`; `seed` fixes its variation; `bodyComposition: false` leaves the Body Composition service
+    /// out. Call ``start(tick:)``.
+    public init(manager: PeripheralManager, name: String = SimulatedWeightScale.defaultName, seed: UInt64 = 1, bodyComposition: Bool = true) async {
         self.manager = manager
         self.name = name
+        self.bodyComposition = bodyComposition
         generator = StandardSeededGenerator(seed: seed)
+    }
+
+    /// The services it publishes, after the GAP and GATT services.
+    var services: [GATTServiceDefinition] {
+        [WeightScaleService.definition(features: Self.weightFeatures)]
+            + (bodyComposition ? [BodyCompositionService.definition(features: Self.compositionFeatures)] : [])
+            + [DeviceInformationService.definition(.simulated(model: bodyComposition ? "SCALE-1" : "SCALE-0"))]
     }
 
     /// Publishes the services, advertises and weighs every third `tick`.
     public func start(tick: Duration = .seconds(1)) async throws {
         guard ticker == nil else { return }
-        try await standardPublish([WeightScaleService.definition(features: Self.weightFeatures),
-                                   BodyCompositionService.definition(features: Self.compositionFeatures),
-                                   DeviceInformationService.definition(.simulated(model: "SCALE-1"))], on: manager, name: name)
+        try await standardPublish(services, on: manager, name: name)
         ticker = standardTicker(every: tick) { [weak self] in await self?.step() ?? false }
     }
 
@@ -261,9 +273,11 @@ public actor SimulatedWeightScale {
             units: units, bodyFatPercentage: UInt16(fat), timestamp: clock, userID: 1, musclePercentage: 420,
             bodyWaterMass: units.massSteps(kilograms * 0.55), weight: units.massSteps(kilograms), height: units.heightSteps(height))
         weighings.append(weighing)
-        compositions.append(composition)
         _ = try? await manager.updateValue(weighing.encoded, for: WeightScaleService.measurement)
-        _ = try? await manager.updateValue(composition.encoded, for: BodyCompositionService.measurement)
+        if bodyComposition {
+            compositions.append(composition)
+            _ = try? await manager.updateValue(composition.encoded, for: BodyCompositionService.measurement)
+        }
         return true
     }
 
@@ -271,6 +285,6 @@ public actor SimulatedWeightScale {
     public func stop() async {
         ticker?.cancel()
         ticker = nil
-        await standardUnpublish([WeightScaleService.uuid, BodyCompositionService.uuid, DeviceInformationService.uuid], on: manager)
+        await standardUnpublish(services.map(\.uuid), on: manager)
     }
 }
