@@ -286,38 +286,47 @@ struct StoredKeyOctets: BondFileField {
     }
 }
 
-/// The EDIV of a long-term key: a number, 0...65535 (read as any integer, so that one out of range is named as such).
-struct StoredEDIV: BondFileField {
-    var value: UInt16
+/// What a whole-number field of the bond file holds and how an error names it.
+protocol StoredNumberKind {
+    associatedtype Value: FixedWidthInteger & Codable
+    /// The field's name in an error ("EDIV 70000 is not 0...65535").
+    static var label: String { get }
+}
+
+/// A whole number of the bond file within its kind's range, read as any integer so that one out of range is named
+/// as such rather than failing as a type mismatch.
+struct StoredNumber<Kind: StoredNumberKind>: BondFileField {
+    var value: Kind.Value
     var raw: Int { Int(value) }
-    init(value: UInt16) { self.value = value }
+    init(value: Kind.Value) { self.value = value }
     init(raw: Int) throws(BondFileProblem) {
-        guard let value = UInt16(exactly: raw) else { throw BondFileProblem("EDIV \(raw) is not 0...65535") }
+        guard let value = Kind.Value(exactly: raw) else {
+            throw BondFileProblem("\(Kind.label) \(raw) is not \(Kind.Value.min)...\(Kind.Value.max)")
+        }
         self.value = value
     }
 }
 
-/// A Client Characteristic Configuration value: a number, 0...65535.
-struct StoredCCCD: BondFileField {
-    var value: UInt16
-    var raw: Int { Int(value) }
-    init(value: UInt16) { self.value = value }
-    init(raw: Int) throws(BondFileProblem) {
-        guard let value = UInt16(exactly: raw) else { throw BondFileProblem("CCCD \(raw) is not 0...65535") }
-        self.value = value
-    }
+/// The EDIV of a long-term key: 0...65535.
+enum EDIVNumber: StoredNumberKind {
+    typealias Value = UInt16
+    static var label: String { "EDIV" }
 }
+typealias StoredEDIV = StoredNumber<EDIVNumber>
 
-/// A Client Supported Features value: a number, 0...255.
-struct StoredFeatures: BondFileField {
-    var value: UInt8
-    var raw: Int { Int(value) }
-    init(value: UInt8) { self.value = value }
-    init(raw: Int) throws(BondFileProblem) {
-        guard let value = UInt8(exactly: raw) else { throw BondFileProblem("Client Supported Features \(raw) is not 0...255") }
-        self.value = value
-    }
+/// A Client Characteristic Configuration value: 0...65535.
+enum CCCDNumber: StoredNumberKind {
+    typealias Value = UInt16
+    static var label: String { "CCCD" }
 }
+typealias StoredCCCD = StoredNumber<CCCDNumber>
+
+/// A Client Supported Features value: 0...255.
+enum FeaturesNumber: StoredNumberKind {
+    typealias Value = UInt8
+    static var label: String { "Client Supported Features" }
+}
+typealias StoredFeatures = StoredNumber<FeaturesNumber>
 
 /// The Rand of a long-term key as exactly 16 hex digits, most significant first (a JSON number would lose precision).
 struct StoredRand: BondFileField {
