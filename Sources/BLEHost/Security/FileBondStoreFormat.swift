@@ -243,7 +243,7 @@ extension BondFileField {
     }
 }
 
-/// The format's version: the number 1.
+/// The format's version: one of `BondFileRules.readableVersions` (2 is written; 1 is read and upgraded).
 struct StoredVersion: BondFileField {
     var value: Int
     var raw: Int { value }
