@@ -20,6 +20,13 @@ public struct BTSnoopRecord: Hashable, Sendable {
     public var timestamp: Int64
     /// The packet with its H4 indicator.
     public var h4Bytes: [UInt8]
+
+    /// Creates a record: `timestamp` in microseconds since the Unix epoch (as ``BTSnoopReader`` returns them).
+    public init(direction: BTSnoopDirection, timestamp: Int64, h4Bytes: [UInt8]) {
+        self.direction = direction
+        self.timestamp = timestamp
+        self.h4Bytes = h4Bytes
+    }
 }
 
 /// Writes btsnoop version 1 files with datalink 1002 (HCI UART / H4), which Wireshark and `btmon` read.
