@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "BLEProfiles", targets: ["BLEProfiles"]),
         .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
         .library(name: "CoreBluetoothCompat", targets: ["CoreBluetoothCompat"]),
+        .library(name: "MQTT", targets: ["MQTT"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
     dependencies: [
@@ -49,6 +50,9 @@ let package = Package(
             name: "BLEVirtualController",
             dependencies: ["BLEWire", "BLETransport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // An MQTT 3.1.1 client for gateways: the codec and the session as a machine without I/O. No dependencies; a
+        // product of its own, so users of the Bluetooth modules never build it.
+        .target(name: "MQTT", swiftSettings: strict),
         // The Host actor: runs the state machines over a transport; owns all host-side I/O and tasks.
         .target(
             name: "BLEHost",
@@ -122,6 +126,7 @@ let package = Package(
             name: "BLEProtocolsTestSupport", dependencies: ["BLEProtocols", "BLEWire"], path: "Tests/BLEProtocolsTestSupport",
             swiftSettings: strict),
         .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT"], swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire", "BLETestSupport"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire", "BLEProtocolsTestSupport"], swiftSettings: strict),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire", "BLETestSupport"], swiftSettings: strict),
