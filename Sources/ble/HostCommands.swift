@@ -19,9 +19,15 @@ struct Serve: AsyncParsableCommand {
     var runFor: Double = 0
     @Option(help: "Milliseconds between the device's value changes (the lab device's heart-rate notifications; default: the device's own pace).")
     var notifyInterval: Int?
+    @Option(help: "Serve the device this JSON file describes (the format: README, Docs/gatt-device.schema.json; `ble explore --save` writes it) instead of a simulated one.")
+    var gatt: String?
     @OptionGroup var security: SecurityOptions
 
     func run() async throws {
+        if let gatt {
+            try await serveDescription(gatt, name: name, options: options, security: security, runFor: runFor)
+            return
+        }
         let name = name ?? device.defaultName
         let json = options.json
         let device = device
@@ -86,10 +92,16 @@ struct Explore: AsyncParsableCommand {
     @OptionGroup var target: TargetOptions
     @OptionGroup var security: SecurityOptions
     @Flag(help: "Do not pair when the device refuses a value for security (show the refusal instead).") var noPair = false
+    @Option(help: "Write what was found (advertising data, the whole database with its handles, every value read, the errors reads answered) to this file, in the format `ble serve --gatt` serves: a clone.")
+    var save: String?
 
     func run() async throws {
         let json = options.json
-        try await ClientSession.run(options, target, security: security, pairsOnDemand: !noPair) { session in
+        let save = save
+        let noPair = noPair
+        // Saving pairs by hand, so that the security each value needs is seen and kept.
+        try await ClientSession.run(options, target, security: security, pairsOnDemand: save == nil && !noPair,
+                                    collectsAdvertising: save != nil) { session in
             let peripheral = session.peripheral
             let mtu = await peripheral.mtu
             let peer = peripheral.id.address.description
@@ -98,36 +110,118 @@ struct Explore: AsyncParsableCommand {
                 emit(json, "discovered in \(report.requests) round trip\(report.requests == 1 ? "" : "s")\(report.fromCache ? " (from the GATT cache: the Database Hash is unchanged)" : "")",
                      ["event": "discovered", "round_trips": .int(report.requests), "from_cache": .bool(report.fromCache)])
             }
+            var saved: [(start: AttributeHandle, service: GATTDeviceDescription.Service)] = []
+            var savedIncludes: [(service: Int, included: GATTService)] = []
             for (service, characteristics) in session.tree {
                 emit(json, "service \(named(service.uuid))handles 0x\(hex4(service.startHandle))–0x\(hex4(service.endHandle))",
                      ["kind": "service", "uuid": .string(service.uuid.description), "start": .integer(service.startHandle), "end": .integer(service.endHandle)])
+                var savedCharacteristics: [GATTDeviceDescription.Characteristic] = []
                 for (c, descriptors) in characteristics {
                     var fields: [String: JSONValue] = ["kind": "characteristic", "uuid": .string(c.uuid.description), "handle": .integer(c.valueHandle),
                                                        "properties": .array(propertyNames(c.properties).map(JSONValue.string))]
                     var valueText = ""
+                    var clone = GATTDeviceDescription.Characteristic(uuid: c.uuid, properties: c.properties, handle: c.declarationHandle, valueHandle: c.valueHandle)
                     if c.properties.contains(.read) {
-                        do {
-                            let value = try await peripheral.readValue(for: c)
+                        let result: Result<[UInt8], GATTError>
+                        if save != nil {
+                            let read = try await readForClone(session, pairs: !noPair) { try await peripheral.readValue(for: c) }
+                            clone.value = read.value
+                            clone.readError = read.readError
+                            clone.permissions = read.permissions.union(clone.permissions.subtracting(.readable))
+                            if !read.permissions.contains(.readable) { clone.permissions.remove(.readable) }
+                            result = read.shown ?? .success(read.value)
+                        } else {
+                            do {
+                                result = .success(try await peripheral.readValue(for: c))
+                            } catch let error as GATTError {
+                                guard case .att = error.code else { throw InContext(context: "reading \(c.uuid) on \(target.target)", underlying: error) }
+                                result = .failure(error)
+                            }
+                        }
+                        switch result {
+                        case .success(let value):
                             var decoding = ValueDecoding()
                             let decoded = decoding.decode(c.uuid, value)
                             valueText = " = " + show(value) + decoded.text
                             fields["value"] = .string(value.hexString())
                             fields = fields.adding(decoded.fields)
-                        } catch let error as GATTError {
+                        case .failure(let error):
                             // The device refused this one (encryption needed, an application error...): say so, go on.
-                            guard case .att(let code, _) = error.code else { throw InContext(context: "reading \(c.uuid) on \(target.target)", underlying: error) }
                             valueText = " ! \(error.reason)"
                             fields["error"] = .string(error.reason)
-                            fields["att_error"] = .integer(code.rawValue)
+                            if case .att(let code, _) = error.code { fields["att_error"] = .integer(code.rawValue) }
                         }
                     }
                     emit(json, "  characteristic \(named(c.uuid))value 0x\(hex4(c.valueHandle)) [\(describe(c.properties))]\(valueText)", fields)
                     for d in descriptors {
                         emit(json, "    descriptor \(named(d.uuid))0x\(hex4(d.handle))",
                              ["kind": "descriptor", "uuid": .string(d.uuid.description), "handle": .integer(d.handle)])
+                        guard save != nil else { continue }
+                        var descriptor = GATTDeviceDescription.Descriptor(uuid: d.uuid, handle: d.handle)
+                        // A CCCD's value is each client's own: not cloned.
+                        if d.uuid != BluetoothUUID(0x2902) {
+                            let read = try await readForClone(session, pairs: !noPair) { try await peripheral.readValue(for: d) }
+                            descriptor.value = read.value
+                            descriptor.readError = read.readError
+                            descriptor.permissions = read.permissions
+                        }
+                        clone.descriptors.append(descriptor)
                     }
+                    savedCharacteristics.append(clone)
                 }
+                guard save != nil else { continue }
+                saved.append((service.startHandle, GATTDeviceDescription.Service(uuid: service.uuid, handle: service.startHandle, endHandle: service.endHandle,
+                                                                                 characteristics: savedCharacteristics)))
+                let includes = try await during("discovering the services \(service.uuid) includes") { try await peripheral.discoverIncludedServices(for: service) }
+                for included in includes { savedIncludes.append((saved.count - 1, included)) }
             }
+            guard let save else { return }
+            // Included services that are not primary (secondary ones) are not in the tree: discovered here.
+            for (_, included) in savedIncludes where !saved.contains(where: { $0.start == included.startHandle }) {
+                let found = try await during("discovering the secondary service \(included.uuid)") {
+                    try await peripheral.discoverCharacteristics(for: GATTService(uuid: included.uuid, isPrimary: false, startHandle: included.startHandle, endHandle: included.endHandle))
+                }
+                var characteristics: [GATTDeviceDescription.Characteristic] = []
+                for c in found {
+                    var clone = GATTDeviceDescription.Characteristic(uuid: c.uuid, properties: c.properties, handle: c.declarationHandle, valueHandle: c.valueHandle)
+                    if c.properties.contains(.read) {
+                        let read = try await readForClone(session, pairs: !noPair) { try await peripheral.readValue(for: c) }
+                        clone.value = read.value
+                        clone.readError = read.readError
+                        clone.permissions = read.permissions.union(clone.permissions.subtracting(.readable))
+                        if !read.permissions.contains(.readable) { clone.permissions.remove(.readable) }
+                    }
+                    for d in try await peripheral.discoverDescriptors(for: c) {
+                        var descriptor = GATTDeviceDescription.Descriptor(uuid: d.uuid, handle: d.handle)
+                        if d.uuid != BluetoothUUID(0x2902) {
+                            let read = try await readForClone(session, pairs: !noPair) { try await peripheral.readValue(for: d) }
+                            descriptor.value = read.value
+                            descriptor.readError = read.readError
+                            descriptor.permissions = read.permissions
+                        }
+                        clone.descriptors.append(descriptor)
+                    }
+                    characteristics.append(clone)
+                }
+                saved.append((included.startHandle, GATTDeviceDescription.Service(uuid: included.uuid, isPrimary: false, handle: included.startHandle,
+                                                                                  endHandle: included.endHandle, characteristics: characteristics)))
+            }
+            let order = saved.indices.sorted { saved[$0].start < saved[$1].start }
+            var services = order.map { saved[$0].service }
+            for (owner, included) in savedIncludes {
+                guard let from = order.firstIndex(of: owner), let to = order.firstIndex(where: { saved[$0].start == included.startHandle }) else { continue }
+                services[from].includes.append(to)
+            }
+            let advertising = GATTDeviceDescription.advertising(from: session.advertisement)
+            let description = GATTDeviceDescription(name: advertising.name, advertising: advertising, services: services)
+            do {
+                try Data(description.jsonText().utf8).write(to: URL(fileURLWithPath: save))
+            } catch {
+                throw CommandFailure.failed("cannot write \(save): \(error.localizedDescription)")
+            }
+            let count = services.reduce(0) { $0 + $1.characteristics.count }
+            emit(json, "saved \(services.count) services and \(count) characteristics to \(save)",
+                 ["event": "saved", "file": .string(save), "services": .int(services.count), "characteristics": .int(count)])
         }
     }
 }

@@ -121,6 +121,8 @@ struct ClientSession: Sendable {
     let peripheral: RemotePeripheral
     let target: String
     var tree: [(service: GATTService, characteristics: [(GATTCharacteristic, [GATTDescriptor])])] = []
+    /// What the target advertised when it was found (its scan response merged when one was heard).
+    var advertisement = AdvertisingData()
     /// How the discovery went (round trips, whether the GATT cache answered).
     var discovery: GATTDiscoveryReport?
 
@@ -129,7 +131,7 @@ struct ClientSession: Sendable {
     /// With `security`, the central pairs as those options say when the device asks for it (unless `pairsOnDemand` is
     /// false), and prints the pairing as it happens.
     static func run<T>(_ options: HostOptions, _ target: TargetOptions, security: SecurityOptions? = nil, pairsOnDemand: Bool = true,
-                       discover: Bool = true, _ body: (ClientSession) async throws -> T) async throws -> T {
+                       discover: Bool = true, collectsAdvertising: Bool = false, _ body: (ClientSession) async throws -> T) async throws -> T {
         let spec = try options.spec()
         return try await options.withCentral(security: security?.configuration(for: spec) ?? SecurityConfiguration()) { central in
             if let security { await central.setPairingAgent(security.agent(json: options.json)) }
@@ -137,11 +139,21 @@ struct ClientSession: Sendable {
             if let path = target.gattCache { await central.useGATTCache(GATTCache(fileURL: URL(fileURLWithPath: path))) }
             let printer = await printPairingEvents(central, json: options.json)
             defer { printer.cancel() }
-            let device = try await findTarget(target.target, central: central, timeout: target.duration)
+            var device = try await findTarget(target.target, central: central, timeout: target.duration)
+            if collectsAdvertising {
+                // Half a second more of listening to the target, so that its scan response is heard too.
+                var structures = device.advertisementData.structures
+                let more = try await during("scanning") { try await central.scan(allowDuplicates: true, timeout: .milliseconds(600)) }
+                for try await report in more where report.address == device.address {
+                    for s in report.advertisementData.structures where !structures.contains(s) { structures.append(s) }
+                }
+                device.advertisementData = AdvertisingData(structures: structures)
+            }
             let peripheral = try await during("connecting to \(target.target) (\(device.address.address))") {
                 try await central.connect(device, timeout: target.duration)
             }
             var session = ClientSession(central: central, peripheral: peripheral, target: target.target)
+            session.advertisement = device.advertisementData
             do {
                 if discover { try await session.discover() }
                 let result = try await body(session)

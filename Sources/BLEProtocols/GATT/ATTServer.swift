@@ -256,12 +256,14 @@ public enum ATTServer {
         let authentication = p.contains(write ? .writeAuthenticationRequired : .readAuthenticationRequired)
         let secureConnections = p.contains(.secureConnectionsRequired)
         let encryption = authentication || secureConnections || p.contains(write ? .writeEncryptionRequired : .readEncryptionRequired)
-        guard encryption else { return nil }
+        // A value that is refused on every permitted read (``GATTAttribute/readError``) answers that error once the
+        // permissions are met, as the device that refused it did.
+        guard encryption else { return write ? nil : a.readError }
         guard c.isEncrypted else { return c.hasLongTermKey ? .insufficientEncryption : .insufficientAuthentication }
         if (authentication || secureConnections) && !c.isAuthenticated { return .insufficientAuthentication }
         if secureConnections && !c.isSecureConnections { return .insufficientAuthentication }
         if c.keySize < c.minimumKeySize { return .encryptionKeySizeTooShort }
-        return nil
+        return write ? nil : a.readError
     }
 
     /// The value a client reads: CCCDs are per client.

@@ -62,12 +62,22 @@ public struct GATTDescriptorDefinition: Sendable, Hashable {
     public var permissions: GATTPermissions
     /// Who answers reads and writes of it.
     public var source: GATTValueSource
-    /// Creates a descriptor definition.
-    public init(uuid: BluetoothUUID, value: [UInt8], permissions: GATTPermissions = .readable, source: GATTValueSource = .stored) {
+    /// Its handle, for a database laid out with explicit handles (``GATTDatabase/init(exactly:caching:)``); `nil`:
+    /// the handle after the previous attribute.
+    public var handle: AttributeHandle?
+    /// The ATT error every permitted read of it is answered with (the value is then never served), as a device that
+    /// refuses it does; `nil`: reads are served.
+    public var readError: ATTErrorCode?
+    /// Creates a descriptor definition. A Client Characteristic Configuration descriptor (0x2902) given here is
+    /// served per client as the automatic one is (its `value` is ignored), and no other CCCD is added.
+    public init(uuid: BluetoothUUID, value: [UInt8], permissions: GATTPermissions = .readable, source: GATTValueSource = .stored,
+                handle: AttributeHandle? = nil, readError: ATTErrorCode? = nil) {
         self.uuid = uuid
         self.value = value
         self.permissions = permissions
         self.source = source
+        self.handle = handle
+        self.readError = readError
     }
 }
 
@@ -91,11 +101,27 @@ public struct GATTCharacteristicDefinition: Sendable, Hashable {
     public var extendedProperties: UInt16?
     /// Who answers reads and writes of the value: the database (``value`` is the initial value) or the application.
     public var source: GATTValueSource
+    /// The handle of its declaration, for a database laid out with explicit handles; `nil`: the handle after the
+    /// previous attribute.
+    public var handle: AttributeHandle?
+    /// The handle of its value; `nil`: the one after the declaration.
+    public var valueHandle: AttributeHandle?
+    /// The ATT error every permitted read of the value is answered with (an application error 0x80–0x9F, say), as
+    /// a device that refuses it does; `nil`: reads are served.
+    public var readError: ATTErrorCode?
+    /// Whether a CCCD is published for it: it notifies or indicates and ``descriptors`` holds none (0x2902) itself.
+    public var addsClientConfiguration: Bool {
+        (properties.contains(.notify) || properties.contains(.indicate)) && !descriptors.contains { $0.uuid == BluetoothUUID(0x2902) }
+    }
     /// Creates a characteristic definition.
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions = [.readable],
                 value: [UInt8] = [], descriptors: [GATTDescriptorDefinition] = [], userDescription: String? = nil,
-                extendedProperties: UInt16? = nil, source: GATTValueSource = .stored) {
+                extendedProperties: UInt16? = nil, source: GATTValueSource = .stored, handle: AttributeHandle? = nil,
+                valueHandle: AttributeHandle? = nil, readError: ATTErrorCode? = nil) {
         self.uuid = uuid
+        self.handle = handle
+        self.valueHandle = valueHandle
+        self.readError = readError
         self.source = source
         self.properties = extendedProperties == nil ? properties : properties.union(.extendedProperties)
         self.permissions = permissions
@@ -119,10 +145,18 @@ public struct GATTServiceDefinition: Sendable, Hashable {
     public var characteristics: [GATTCharacteristicDefinition]
     /// Indices (in the database's service list) of services this one includes.
     public var includedServices: [Int]
+    /// The handle of its declaration, for a database laid out with explicit handles (``GATTDatabase/init(exactly:caching:)``);
+    /// `nil`: the handle after the previous service.
+    public var handle: AttributeHandle?
+    /// Its end group handle, when it reaches past its last attribute (a gap the device keeps free, or 0xFFFF);
+    /// `nil`: its last attribute.
+    public var endHandle: AttributeHandle?
     /// Creates a service definition.
     public init(uuid: BluetoothUUID, isPrimary: Bool = true, characteristics: [GATTCharacteristicDefinition],
-                includedServices: [Int] = []) {
+                includedServices: [Int] = [], handle: AttributeHandle? = nil, endHandle: AttributeHandle? = nil) {
         self.uuid = uuid
+        self.handle = handle
+        self.endHandle = endHandle
         self.isPrimary = isPrimary
         self.characteristics = characteristics
         self.includedServices = includedServices
@@ -158,17 +192,20 @@ public struct GATTAttribute: Sendable, Hashable {
     public var role: Role
     /// Who answers reads and writes of it.
     public var source: GATTValueSource = .stored
+    /// The ATT error a permitted read is answered with instead of the value (`nil`: served).
+    public var readError: ATTErrorCode?
 
     /// Creates an attribute from its fields (a database lays its attributes out itself: this is for computing
     /// hashes of other layouts and for tests).
     public init(handle: AttributeHandle, type: BluetoothUUID, value: [UInt8], permissions: GATTPermissions, role: Role,
-                source: GATTValueSource = .stored) {
+                source: GATTValueSource = .stored, readError: ATTErrorCode? = nil) {
         self.handle = handle
         self.type = type
         self.value = value
         self.permissions = permissions
         self.role = role
         self.source = source
+        self.readError = readError
     }
 }
 
@@ -179,8 +216,59 @@ struct GATTInclude {
     var uuid: BluetoothUUID
 }
 
-/// A GATT server's attribute database, with handles assigned in order from 0x0001 and the mandatory GAP and GATT
-/// services first. Core 5.4, Vol 3, Part G, 3 and 7.
+/// Why services cannot be laid out with the handles they ask for (``GATTDatabase/init(exactly:)``): which service
+/// (its index), characteristic and descriptor (their indices in it), which field, and why.
+public struct GATTLayoutError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The field that cannot be honoured.
+    public enum Field: Sendable, Hashable {
+        /// The declaration's (or the descriptor's) handle.
+        case handle
+        /// A characteristic's value handle.
+        case valueHandle
+        /// A service's end group handle.
+        case endHandle
+        /// The include at this position of the service's includes.
+        case include(Int)
+        /// The CCCD added after a characteristic's value.
+        case clientConfiguration
+        /// The user description added from ``GATTCharacteristicDefinition/userDescription``.
+        case userDescription
+    }
+    /// The index of the service.
+    public var service: Int
+    /// The index of the characteristic in the service, when the field is a characteristic's or a descriptor's.
+    public var characteristic: Int?
+    /// The index of the descriptor in the characteristic, when the field is a descriptor's.
+    public var descriptor: Int?
+    /// The field.
+    public var field: Field
+    /// Why.
+    public var reason: String
+    /// Creates a layout error.
+    public init(service: Int, characteristic: Int? = nil, descriptor: Int? = nil, field: Field, reason: String) {
+        self.service = service
+        self.characteristic = characteristic
+        self.descriptor = descriptor
+        self.field = field
+        self.reason = reason
+    }
+    public var description: String {
+        var place = "service \(service)"
+        if let characteristic { place += ", characteristic \(characteristic)" }
+        if let descriptor { place += ", descriptor \(descriptor)" }
+        return "\(place): \(field): \(reason)"
+    }
+}
+
+/// Four uppercase hex digits.
+func hex4(_ v: Int) -> String {
+    let digits = String(v, radix: 16, uppercase: true)
+    return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+}
+
+/// A GATT server's attribute database: by default with handles assigned in order from 0x0001 and the mandatory GAP
+/// and GATT services first; or laid out exactly as given, with explicit handles (``init(exactly:)``), as a clone of a
+/// device needs. Core 5.4, Vol 3, Part G, 3 and 7.
 public struct GATTDatabase: Sendable {
     /// The attributes, sorted by handle.
     public private(set) var attributes: [GATTAttribute] = []
@@ -191,6 +279,12 @@ public struct GATTDatabase: Sendable {
     public private(set) var hash: [UInt8] = Array(repeating: 0, count: 16)
 
     /// Recomputes ``hash`` after a change of structure and serves it from the Database Hash characteristic.
+    ///
+    /// Always the computed hash, also in a database given whole (``init(exactly:)``, a clone of a device): a client
+    /// that cached the original compares hashes to decide whether its cache still describes this server, and only
+    /// the hash of the attributes actually served answers that truthfully. A faithful clone (same handles, types and
+    /// declaration values) computes the same hash as a correct original, so it is indistinguishable anyway; one that
+    /// differs must make caching clients rediscover rather than trust a cache of another layout.
     private mutating func refreshHash() {
         hash = Self.hash(of: attributes)
         if let i = attributes.firstIndex(where: { $0.type == BluetoothUUID(0x2B2A) }) { attributes[i].value = hash }
@@ -199,8 +293,42 @@ public struct GATTDatabase: Sendable {
     /// Builds a database: Generic Access (device name, appearance), Generic Attribute (Service Changed with its
     /// CCCD and, with `caching`, Client Supported Features and Database Hash: Core 5.4, Vol 3, Part G, 7), then
     /// `services` in order. Without `caching` the server behaves as one built before Core 5.1 (clients can only
-    /// rely on Service Changed).
+    /// rely on Service Changed). Explicit handles in `services` that cannot be honoured (not after the previous
+    /// attribute) are ignored: the attribute takes the next free handle; ``init(exactly:)`` refuses them instead.
     public init(deviceName: String = "swift-ble", appearance: UInt16 = 0, services: [GATTServiceDefinition], caching: Bool = true) {
+        let generic = Self.genericServices(deviceName: deviceName, appearance: appearance, caching: caching)
+        // Included service offsets are relative to the caller's list (after GAP and GATT).
+        let all = generic + services.map { service in
+            var shifted = service
+            shifted.includedServices = service.includedServices.map { $0 + generic.count }
+            return shifted
+        }
+        attributes = (try? Self.place(all, from: 1, strict: false, external: nil)) ?? []
+        refreshHash()
+    }
+
+    /// A database laid out exactly as `services` say, in order, and nothing else: no Generic Access or Generic
+    /// Attribute service is added (give them, from ``genericServices(deviceName:appearance:caching:)`` or as a
+    /// device one clones has them). Explicit handles (``GATTServiceDefinition/handle``, ``GATTServiceDefinition/endHandle``,
+    /// ``GATTCharacteristicDefinition/handle``, ``GATTCharacteristicDefinition/valueHandle``,
+    /// ``GATTDescriptorDefinition/handle``) are honoured, gaps allowed; an attribute without one takes the handle after
+    /// the previous attribute. `includedServices` index into `services`.
+    ///
+    /// The server keeps working on a database given this way: it finds Service Changed (0x2A05), Client Supported
+    /// Features (0x2B29) and Database Hash (0x2B2A) by type wherever they are. The Database Hash served is always the
+    /// one computed over these attributes (Core 5.4, Vol 3, Part G, 7.3), whatever value the definition holds.
+    ///
+    /// Throws ``GATTLayoutError`` naming the service, characteristic or descriptor (by index) whose handle is 0, not
+    /// after the previous attribute, past 0xFFFF, or whose include points at no service.
+    public init(exactly services: [GATTServiceDefinition]) throws(GATTLayoutError) {
+        attributes = try Self.place(services, from: 1, strict: true, external: nil)
+        refreshHash()
+    }
+
+    /// The Generic Access (0x1800: Device Name, Appearance) and Generic Attribute (0x1801: Service Changed and, with
+    /// `caching`, Client Supported Features and Database Hash) services every database built by
+    /// ``init(deviceName:appearance:services:caching:)`` starts with. Core 5.4, Vol 3, Part C, 12 and Part G, 7.
+    public static func genericServices(deviceName: String = "swift-ble", appearance: UInt16 = 0, caching: Bool = true) -> [GATTServiceDefinition] {
         let gap = GATTServiceDefinition(uuid: 0x1800, characteristics: [
             GATTCharacteristicDefinition(uuid: 0x2A00, properties: .read, value: Array(deviceName.utf8)),
             GATTCharacteristicDefinition(uuid: 0x2A01, properties: .read, value: [UInt8(truncatingIfNeeded: appearance), UInt8(appearance >> 8)]),
@@ -214,79 +342,123 @@ public struct GATTDatabase: Sendable {
                 GATTCharacteristicDefinition(uuid: 0x2B2A, properties: .read, value: Array(repeating: 0, count: 16)),
             ]
         }
-        let gatt = GATTServiceDefinition(uuid: 0x1801, characteristics: gattCharacteristics)
-        let all = [gap, gatt] + services
-        // Service start handles are needed for includes: lay services out first.
-        var starts: [UInt16] = []
-        var ends: [UInt16] = []
-        var handle: UInt16 = 1
-        for service in all {
-            starts.append(handle)
-            handle &+= UInt16(truncatingIfNeeded: Self.handleCount(service))
-            ends.append(handle &- 1)
-        }
-        var list: [GATTAttribute] = []
-        for (index, service) in all.enumerated() {
-            // Included service offsets are relative to the caller's list (after GAP and GATT).
-            let includes = service.includedServices.compactMap { included -> GATTInclude? in
-                let target = included + 2
-                guard target >= 0, target < all.count else { return nil }
-                return GATTInclude(start: AttributeHandle(rawValue: starts[target]), end: AttributeHandle(rawValue: ends[target]),
-                                   uuid: all[target].uuid)
-            }
-            list += Self.layout(service, at: AttributeHandle(rawValue: starts[index]), end: AttributeHandle(rawValue: ends[index]),
-                                includes: includes)
-        }
-        attributes = list
-        refreshHash()
+        return [gap, GATTServiceDefinition(uuid: 0x1801, characteristics: gattCharacteristics)]
     }
 
-    /// The handles a service takes: its declaration, includes, characteristic declarations and values, CCCDs and
-    /// descriptors.
+    /// The handles a service takes when laid out without gaps: its declaration, includes, characteristic declarations
+    /// and values, CCCDs and descriptors.
     public static func handleCount(_ service: GATTServiceDefinition) -> Int {
         1 + service.includedServices.count + service.characteristics.reduce(0) { sum, c in
-            sum + 2 + c.descriptors.count + (c.properties.contains(.notify) || c.properties.contains(.indicate) ? 1 : 0)
-                + (c.userDescription == nil ? 0 : 1)
+            sum + 2 + c.descriptors.count + (c.addsClientConfiguration ? 1 : 0) + (c.userDescription == nil ? 0 : 1)
         }
     }
 
-    /// The attributes of one service from `start` to `end`. Core 5.4, Vol 3, Part G, 3.
-    static func layout(_ service: GATTServiceDefinition, at start: AttributeHandle, end: AttributeHandle, includes: [GATTInclude]) -> [GATTAttribute] {
+    /// Lays `services` out from handle `from`. Strict: an explicit handle that is 0 or not after the previous
+    /// attribute, a handle past 0xFFFF or an include pointing nowhere throws; otherwise the attribute takes the next
+    /// handle, what does not fit below 0xFFFF is left out and such an include is skipped. Includes index into
+    /// `services`, or are resolved by `external` when given.
+    static func place(_ services: [GATTServiceDefinition], from first: Int, strict: Bool,
+                      external: ((Int) -> GATTInclude?)?) throws(GATTLayoutError) -> [GATTAttribute] {
         var list: [GATTAttribute] = []
-        var h = start.rawValue
-        list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: service.isPrimary ? 0x2800 : 0x2801, value: service.uuid.attWireBytes,
-                                  permissions: .readable, role: .serviceDeclaration(endGroupHandle: end)))
-        h &+= 1
-        for include in includes {
+        var ranges: [(start: AttributeHandle, end: AttributeHandle)] = []
+        var includeSlots: [(index: Int, target: Int, service: Int, position: Int)] = []
+        var next = first
+        var full = false
+        for (si, service) in services.enumerated() {
+            func take(_ explicit: AttributeHandle?, _ field: GATTLayoutError.Field, _ c: Int? = nil, _ d: Int? = nil) throws(GATTLayoutError) -> AttributeHandle? {
+                var h = next
+                if let explicit {
+                    let wanted = Int(explicit.rawValue)
+                    if wanted >= next && wanted > 0 {
+                        h = wanted
+                    } else if strict {
+                        let reason = wanted == 0 ? "0x0000 is not a valid handle"
+                            : "0x\(hex4(wanted)) is not after the previous attribute (the next free handle is 0x\(hex4(next)))"
+                        throw GATTLayoutError(service: si, characteristic: c, descriptor: d, field: field, reason: reason)
+                    }
+                }
+                guard h <= 0xFFFF else {
+                    if strict { throw GATTLayoutError(service: si, characteristic: c, descriptor: d, field: field, reason: "no handle is left: handles end at 0xFFFF") }
+                    full = true
+                    return nil
+                }
+                next = h + 1
+                return AttributeHandle(rawValue: UInt16(h))
+            }
+            guard !full, let start = try take(service.handle, .handle) else { break }
+            let declaration = list.count
+            list.append(GATTAttribute(handle: start, type: service.isPrimary ? 0x2800 : 0x2801, value: service.uuid.attWireBytes,
+                                      permissions: .readable, role: .serviceDeclaration(endGroupHandle: start)))
+            for (position, target) in service.includedServices.enumerated() {
+                let known = external == nil ? (target >= 0 && target < services.count) : external?(target) != nil
+                guard known else {
+                    if strict {
+                        throw GATTLayoutError(service: si, field: .include(position), reason: "includes service \(target), which does not exist")
+                    }
+                    continue
+                }
+                guard let h = try take(nil, .include(position)) else { break }
+                includeSlots.append((list.count, target, si, position))
+                list.append(GATTAttribute(handle: h, type: 0x2802, value: [], permissions: .readable, role: .include))
+            }
+            for (ci, c) in service.characteristics.enumerated() where !full {
+                guard let declarationHandle = try take(c.handle, .handle, ci), let valueHandle = try take(c.valueHandle, .valueHandle, ci) else { break }
+                list.append(GATTAttribute(handle: declarationHandle, type: 0x2803,
+                                          value: [c.properties.rawValue, UInt8(truncatingIfNeeded: valueHandle.rawValue), UInt8(valueHandle.rawValue >> 8)] + c.uuid.attWireBytes,
+                                          permissions: .readable, role: .characteristicDeclaration))
+                list.append(GATTAttribute(handle: valueHandle, type: c.uuid, value: c.value, permissions: c.permissions,
+                                          role: .characteristicValue(properties: c.properties), source: c.source, readError: c.readError))
+                if c.addsClientConfiguration, let h = try take(nil, .clientConfiguration, ci) {
+                    list.append(GATTAttribute(handle: h, type: 0x2902, value: [0, 0], permissions: [.readable, .writeable],
+                                              role: .clientConfiguration(valueHandle: valueHandle, properties: c.properties)))
+                }
+                if let text = c.userDescription, let h = try take(nil, .userDescription, ci) {
+                    list.append(GATTAttribute(handle: h, type: 0x2901, value: Array(text.utf8), permissions: .readable, role: .descriptor))
+                }
+                for (di, d) in c.descriptors.enumerated() {
+                    guard let h = try take(d.handle, .handle, ci, di) else { break }
+                    if d.uuid == BluetoothUUID(0x2902) {
+                        list.append(GATTAttribute(handle: h, type: 0x2902, value: [0, 0], permissions: d.permissions,
+                                                  role: .clientConfiguration(valueHandle: valueHandle, properties: c.properties), readError: d.readError))
+                    } else {
+                        list.append(GATTAttribute(handle: h, type: d.uuid, value: d.value, permissions: d.permissions, role: .descriptor,
+                                                  source: d.source, readError: d.readError))
+                    }
+                }
+            }
+            var end = list.last?.handle ?? start
+            if let wanted = service.endHandle {
+                if wanted >= end {
+                    end = wanted
+                    next = max(next, Int(wanted.rawValue) + 1)
+                } else if strict {
+                    throw GATTLayoutError(service: si, field: .endHandle,
+                                          reason: "0x\(hex4(Int(wanted.rawValue))) is before the service's last attribute (0x\(hex4(Int(end.rawValue))))")
+                }
+            }
+            list[declaration].role = .serviceDeclaration(endGroupHandle: end)
+            ranges.append((start, end))
+        }
+        for slot in includeSlots {
+            let include: GATTInclude?
+            if let external {
+                include = external(slot.target)
+            } else if slot.target < ranges.count, slot.target < services.count {
+                include = GATTInclude(start: ranges[slot.target].start, end: ranges[slot.target].end, uuid: services[slot.target].uuid)
+            } else {
+                include = nil
+            }
+            guard let include else {
+                if strict { throw GATTLayoutError(service: slot.service, field: .include(slot.position), reason: "includes service \(slot.target), which was not laid out") }
+                continue
+            }
             var value: [UInt8] = []
             for v in [include.start.rawValue, include.end.rawValue] { value += [UInt8(truncatingIfNeeded: v), UInt8(v >> 8)] }
+            // Core 5.4, Vol 3, Part G, 3.2: the Service UUID is in the include only when it is a 16-bit UUID.
             if let short = include.uuid.uint16 { value += [UInt8(truncatingIfNeeded: short), UInt8(short >> 8)] }
-            list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2802, value: value, permissions: .readable, role: .include))
-            h &+= 1
+            list[slot.index].value = value
         }
-        for c in service.characteristics {
-            let valueHandle = h &+ 1
-            list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2803,
-                                      value: [c.properties.rawValue, UInt8(truncatingIfNeeded: valueHandle), UInt8(valueHandle >> 8)] + c.uuid.attWireBytes,
-                                      permissions: .readable, role: .characteristicDeclaration))
-            list.append(GATTAttribute(handle: AttributeHandle(rawValue: valueHandle), type: c.uuid, value: c.value, permissions: c.permissions,
-                                      role: .characteristicValue(properties: c.properties), source: c.source))
-            h = valueHandle &+ 1
-            if c.properties.contains(.notify) || c.properties.contains(.indicate) {
-                list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2902, value: [0, 0], permissions: [.readable, .writeable],
-                                          role: .clientConfiguration(valueHandle: AttributeHandle(rawValue: valueHandle), properties: c.properties)))
-                h &+= 1
-            }
-            if let text = c.userDescription {
-                list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2901, value: Array(text.utf8), permissions: .readable, role: .descriptor))
-                h &+= 1
-            }
-            for d in c.descriptors {
-                list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: d.uuid, value: d.value, permissions: d.permissions, role: .descriptor,
-                                          source: d.source))
-                h &+= 1
-            }
-        }
+        if !strict { list.removeAll { if case .include = $0.role { return $0.value.isEmpty } else { return false } } }
         return list
     }
 
@@ -302,18 +474,18 @@ public struct GATTDatabase: Sendable {
     /// (`nil` when the handle space is full). Its `includedServices` count, as in ``init(deviceName:appearance:services:)``,
     /// from the first service after GAP and GATT (index 0 is ``services``[2]).
     public mutating func add(_ service: GATTServiceDefinition) -> ClosedRange<AttributeHandle>? {
-        let count = Self.handleCount(service)
-        let start = Int(lastHandle.rawValue) + 1
-        guard start + count - 1 <= 0xFFFF else { return nil }
         let existing = Array(services.dropFirst(2))
-        let includes = service.includedServices.compactMap { index -> GATTInclude? in
+        let resolve: (Int) -> GATTInclude? = { index in
             guard index >= 0, index < existing.count else { return nil }
             return GATTInclude(start: existing[index].start, end: existing[index].end, uuid: existing[index].uuid)
         }
-        let range = AttributeHandle(rawValue: UInt16(start))...AttributeHandle(rawValue: UInt16(start + count - 1))
-        attributes += Self.layout(service, at: range.lowerBound, end: range.upperBound, includes: includes)
+        var placed = service
+        placed.includedServices = service.includedServices.filter { resolve($0) != nil }
+        guard let added = try? Self.place([placed], from: Int(lastHandle.rawValue) + 1, strict: true, external: resolve),
+              let first = added.first, let last = added.last, case .serviceDeclaration(let end) = first.role else { return nil }
+        attributes += added
         refreshHash()
-        return range
+        return first.handle...max(end, last.handle)
     }
 
     /// Removes the service declared at `start` with all its attributes (the others keep their handles) and returns the

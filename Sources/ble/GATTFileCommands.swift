@@ -1,0 +1,112 @@
+import BLE
+import Foundation
+
+/// Reads a device description file; a file that cannot be read or is not a valid description fails with
+/// `FILE: $.path: reason (line L, column C)`.
+func loadDescription(_ path: String) throws -> GATTDeviceDescription {
+    let data: Data
+    do {
+        data = try Data(contentsOf: URL(fileURLWithPath: path))
+    } catch {
+        throw CommandFailure.failed("\(path): cannot be read (\(error.localizedDescription))")
+    }
+    do {
+        return try GATTDeviceDescription(json: [UInt8](data))
+    } catch {
+        throw CommandFailure.failed("\(path): \(error)")
+    }
+}
+
+/// `ble serve --gatt FILE`: serves the described device, prints its table, then what centrals do, until interrupted.
+func serveDescription(_ path: String, name: String?, options: HostOptions, security: SecurityOptions, runFor: Double) async throws {
+    var description = try loadDescription(path)
+    if let name {
+        description.advertising.name = name
+        description.name = name
+    }
+    let json = options.json
+    let shownName = description.advertising.name ?? description.name ?? "swift-ble"
+    try await options.withPeripheralManager(deviceName: shownName, security: security.configuration(for: try options.spec())) { manager in
+        await manager.setPairingAgent(CommandLineAgent(passkey: security.passkey, json: json, printsPasskeys: false))
+        let requests = await manager.requests()
+        let events = await manager.centralEvents()
+        let watchers = [
+            Task {
+                for await request in requests {
+                    if let entry = request.logEntry { emit(json, entry.text, entry.fields) }
+                }
+            },
+            Task {
+                for await event in events {
+                    let entry = event.logEntry
+                    emit(json, entry.text, entry.fields)
+                }
+            },
+        ]
+        defer { for w in watchers { w.cancel() } }
+        let device = try await during("serving \(path)") { try await manager.serve(description) }
+        let address = await manager.address?.address.description ?? "?"
+        emitTable(await manager.database, json: json)
+        let services = description.advertising.serviceUUIDs.map(\.description)
+        let timers = description.services.flatMap(\.characteristics).filter { $0.notify != nil }.count
+        emit(json, "serving '\(shownName)' from \(path) on \(options.hci) as \(address), advertising services \(services.joined(separator: ", "))\(timers > 0 ? ", \(timers) notify timer(s)" : "")",
+             ["event": "serving", "name": .string(shownName), "address": .string(address), "file": .string(path),
+              "services": .array(services.map(JSONValue.string)), "notify_timers": .int(timers)])
+        do {
+            if runFor > 0 {
+                try await Task.sleep(for: .seconds(runFor))
+            } else {
+                while true { try await Task.sleep(for: .seconds(3600)) }
+            }
+        } catch {
+            await device.stop()
+            throw error
+        }
+        await device.stop()
+    }
+}
+
+/// What `ble explore --save` learns of one value while reading it: the value, or the error, and the security it needed.
+struct SavedRead {
+    var value: [UInt8] = []
+    var readError: ATTErrorCode?
+    var permissions: GATTPermissions = .readable
+    var shown: Result<[UInt8], GATTError>?
+}
+
+/// Reads one attribute for a clone: a security refusal (Insufficient Authentication or Encryption, Encryption Key Size
+/// Too Short) is recorded as the permission it shows, then, unless `pairs` is false, the link is paired and the read
+/// tried again (a second Insufficient Authentication: an authenticated key is needed); Read Not Permitted drops the
+/// read permission; any other ATT error is kept as the error the clone answers.
+func readForClone(_ session: ClientSession, pairs: Bool, _ read: () async throws -> [UInt8]) async throws -> SavedRead {
+    var saved = SavedRead()
+    func attempt() async throws -> Result<[UInt8], GATTError> {
+        do { return .success(try await read()) } catch let error as GATTError {
+            guard case .att = error.code else { throw error }
+            return .failure(error)
+        }
+    }
+    var result = try await attempt()
+    if case .failure(let error) = result, case .att(let code, _) = error.code,
+       [ATTErrorCode.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code) {
+        saved.permissions.insert(.readEncryptionRequired)
+        if pairs, (try? await session.peripheral.pair()) != nil {
+            result = try await attempt()
+            if case .failure(let again) = result, case .att(.insufficientAuthentication, _) = again.code {
+                saved.permissions.insert(.readAuthenticationRequired)
+            }
+        }
+    }
+    saved.shown = result
+    switch result {
+    case .success(let value): saved.value = value
+    case .failure(let error):
+        guard case .att(let code, _) = error.code else { break }
+        if code == .readNotPermitted {
+            saved.permissions.remove(.readable)
+        } else if ![ATTErrorCode.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code) {
+            saved.readError = code
+        }
+    }
+    return saved
+}
