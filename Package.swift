@@ -26,6 +26,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
+        // The MQTT product's connections (TCP and TLS); nothing else uses them.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
     ],
     targets: [
         // Value types and codecs: no I/O, no clocks, no randomness.
@@ -50,9 +53,16 @@ let package = Package(
             name: "BLEVirtualController",
             dependencies: ["BLEWire", "BLETransport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
-        // An MQTT 3.1.1 client for gateways: the codec and the session as a machine without I/O. No dependencies; a
-        // product of its own, so users of the Bluetooth modules never build it.
-        .target(name: "MQTT", swiftSettings: strict),
+        // An MQTT 3.1.1 client for gateways: the codec and the session as a machine without I/O, driven over TCP or
+        // TLS by SwiftNIO. A product of its own, so users of the Bluetooth modules never build it.
+        .target(
+            name: "MQTT",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict),
         // The Host actor: runs the state machines over a transport; owns all host-side I/O and tasks.
         .target(
             name: "BLEHost",
