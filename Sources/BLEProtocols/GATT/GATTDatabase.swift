@@ -91,11 +91,17 @@ public struct GATTCharacteristicDefinition: Sendable, Hashable {
     public var extendedProperties: UInt16?
     /// Who answers reads and writes of the value: the database (``value`` is the initial value) or the application.
     public var source: GATTValueSource
+    /// Who may read or write the Client Characteristic Configuration descriptor added when the characteristic
+    /// notifies or indicates: anyone by default; with ``GATTPermissions/writeEncryptionRequired`` a client must
+    /// encrypt the link (pair) before it can subscribe, as an iPhone's ANCS characteristics require.
+    public var clientConfigurationPermissions: GATTPermissions
     /// Creates a characteristic definition.
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions = [.readable],
                 value: [UInt8] = [], descriptors: [GATTDescriptorDefinition] = [], userDescription: String? = nil,
-                extendedProperties: UInt16? = nil, source: GATTValueSource = .stored) {
+                extendedProperties: UInt16? = nil, source: GATTValueSource = .stored,
+                clientConfigurationPermissions: GATTPermissions = [.readable, .writeable]) {
         self.uuid = uuid
+        self.clientConfigurationPermissions = clientConfigurationPermissions
         self.source = source
         self.properties = extendedProperties == nil ? properties : properties.union(.extendedProperties)
         self.permissions = permissions
@@ -273,7 +279,7 @@ public struct GATTDatabase: Sendable {
                                       role: .characteristicValue(properties: c.properties), source: c.source))
             h = valueHandle &+ 1
             if c.properties.contains(.notify) || c.properties.contains(.indicate) {
-                list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2902, value: [0, 0], permissions: [.readable, .writeable],
+                list.append(GATTAttribute(handle: AttributeHandle(rawValue: h), type: 0x2902, value: [0, 0], permissions: c.clientConfigurationPermissions,
                                           role: .clientConfiguration(valueHandle: AttributeHandle(rawValue: valueHandle), properties: c.properties)))
                 h &+= 1
             }
