@@ -235,7 +235,7 @@ actor ANCSRequester {
             try await peripheral.writeValue(bytes, for: controlPoint, type: .withResponse)
         } catch let error as GATTError {
             reassembler = nil
-            if case .att(let code, _) = error.code { throw ANCSError(.refused(code), "\(ANCSError.Code.refused(code)) (\(command.name))") }
+            if case .att(let code, _) = error.code { throw ANCSError(.refused(code)) }
             throw error
         } catch {
             reassembler = nil
@@ -305,8 +305,8 @@ actor ANCSRequester {
 }
 
 extension ANCSCommand {
-    /// The command's name, for messages.
-    var name: String {
+    /// The command's name, for messages: `Get Notification Attributes of 4`, `Perform Notification Action positive on 4`.
+    public var name: String {
         switch self {
         case .getNotificationAttributes(let uid, _): "Get Notification Attributes of \(uid)"
         case .getAppAttributes(let app, _): "Get App Attributes of \(app)"

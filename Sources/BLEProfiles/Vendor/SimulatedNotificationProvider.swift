@@ -135,6 +135,8 @@ public actor SimulatedNotificationProvider {
     public private(set) var refusals: [(command: [UInt8], error: ANCSControlPointError)] = []
     private var nextUID: UInt32 = 1
     private var step = 0
+    /// Whether a central has enabled the Notification Source yet (the script waits for the first).
+    private var heard = false
     private var clock = 9 * 3600
     private var tasks: [Task<Void, Never>] = []
 
@@ -170,8 +172,9 @@ public actor SimulatedNotificationProvider {
         ]), scanResponse: AdvertisingData(localName: name), kind: .connectable)
     }
 
-    /// Publishes the service, advertises (again after each connection), answers the Control Point and plays the next
-    /// step of its script every `tick`.
+    /// Publishes the service, advertises (again after each connection), answers the Control Point and, once a central
+    /// has enabled the Notification Source, plays the next step of its script every `tick` (so that the first
+    /// consumer hears the whole script from its start).
     public func start(tick: Duration = .seconds(2)) async throws {
         guard tasks.isEmpty else { return }
         let requests = await manager.requests()
@@ -181,7 +184,8 @@ public actor SimulatedNotificationProvider {
             for await request in requests {
                 switch request.kind {
                 case .application(let asked): await self?.answer(asked)
-                case .subscription(ANCS.notificationSource, _, true, _): await self?.announceAll(to: request.central)
+                case .subscription(ANCS.notificationSource, _, true, _):
+                    await self?.announceAll(to: request.central)
                 default: break
                 }
             }
@@ -190,7 +194,7 @@ public actor SimulatedNotificationProvider {
             while !Task.isCancelled {
                 try? await Task.sleep(for: tick)
                 guard let self, !Task.isCancelled else { return }
-                await self.playNextStep()
+                if await self.heard { await self.playNextStep() }
             }
         })
     }
@@ -242,6 +246,7 @@ public actor SimulatedNotificationProvider {
 
     /// Tells a central that just subscribed of every notification held, flagged pre-existing.
     private func announceAll(to central: HostConnection) async {
+        heard = true
         for notification in notifications {
             let event = event(.added, notification, extraFlags: .preExisting)
             _ = try? await manager.updateValue(event.encoded, for: ANCS.notificationSource, in: ANCS.service, onSubscribedCentrals: [central])
