@@ -57,7 +57,7 @@ struct ANCSCommandLine: AsyncParsableCommand {
                 defer { group.cancelAll() }
                 return try await group.next() ?? false
             }
-            if let perform, !performed, runFor == 0 || count != nil {
+            if let perform, !performed {
                 let which = uid.map { "notification \($0)" } ?? "a notification offering it"
                 throw CommandFailure.notFound("no \(perform) action performed: \(which) never arrived")
             }
@@ -83,12 +83,11 @@ struct ANCSCommandLine: AsyncParsableCommand {
             }
             if let count, received >= count { return performed }
         }
-        if count == nil && runFor == 0 { return performed }
-        if let count { throw CommandFailure.failed("the link to \(target.target) ended after \(received) of \(count) notification(s)") }
-        return performed
+        try Task.checkCancellation()   // interrupted, or --run-for is up
+        throw CommandFailure.failed("the link to \(target.target) ended after \(received)\(count.map { " of \($0)" } ?? "") notification(s)")
     }
 
-    /// `added 4 incoming call [important|positive-action|negative-action] Phone: Mum: Incoming call (Answer / Decline)`.
+    /// `added 4 incoming call [important|positive-action|negative-action] Phone: Mum: Incoming call [Answer / Decline]`.
     static func text(_ n: ANCSNotification) -> String {
         var line = "\(n.event.eventID) \(n.uid) \(n.event.category) [\(n.event.flags)]"
         guard n.event.eventID != .removed else { return line }

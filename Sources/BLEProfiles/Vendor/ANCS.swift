@@ -40,7 +40,9 @@ public enum ANCSEventID: UInt8, Sendable, Hashable, CaseIterable, CustomStringCo
 
 /// A notification's flags (EventFlags).
 public struct ANCSEventFlags: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    /// The EventFlags octet.
     public var rawValue: UInt8
+    /// Flags from the EventFlags octet (reserved bits kept).
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// The notification is silent (low priority).
     public static let silent = ANCSEventFlags(rawValue: 0x01)
@@ -64,19 +66,33 @@ public struct ANCSEventFlags: OptionSet, Sendable, Hashable, CustomStringConvert
 
 /// A notification's category (CategoryID); values above 11 are reserved and kept as they are.
 public struct ANCSCategory: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    /// The CategoryID.
     public var rawValue: UInt8
+    /// The category with this CategoryID.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Other (0).
     public static let other = ANCSCategory(rawValue: 0)
+    /// Incoming call (1).
     public static let incomingCall = ANCSCategory(rawValue: 1)
+    /// Missed call (2).
     public static let missedCall = ANCSCategory(rawValue: 2)
+    /// Voicemail (3).
     public static let voicemail = ANCSCategory(rawValue: 3)
+    /// Social: messages (4).
     public static let social = ANCSCategory(rawValue: 4)
+    /// Schedule: calendar events (5).
     public static let schedule = ANCSCategory(rawValue: 5)
+    /// Email (6).
     public static let email = ANCSCategory(rawValue: 6)
+    /// News (7).
     public static let news = ANCSCategory(rawValue: 7)
+    /// Health and fitness (8).
     public static let healthAndFitness = ANCSCategory(rawValue: 8)
+    /// Business and finance (9).
     public static let businessAndFinance = ANCSCategory(rawValue: 9)
+    /// Location (10).
     public static let location = ANCSCategory(rawValue: 10)
+    /// Entertainment (11).
     public static let entertainment = ANCSCategory(rawValue: 11)
 
     /// `incoming call`, `email`..., or `category N` for a reserved value.

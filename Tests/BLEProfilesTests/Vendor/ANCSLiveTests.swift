@@ -71,6 +71,17 @@ import Testing
         let stored = await phone.notifications
         #expect(held.map(\.uid) == stored.map(\.uid))
 
+        // Requests from several tasks at once are queued (one outstanding at a time): each gets its own response.
+        let titles = try await withThrowingTaskGroup(of: (UInt32, String?).self) { group in
+            for uid in held.map(\.uid) + held.map(\.uid) {
+                group.addTask { (uid, try await client.attributes(ofNotification: uid, [ANCSAttributeRequest(.title), ANCSAttributeRequest(.date)])[.title]) }
+            }
+            var titles: [UInt32: Set<String?>] = [:]
+            for try await (uid, title) in group { titles[uid, default: []].insert(title) }
+            return titles
+        }
+        #expect(titles == Dictionary(uniqueKeysWithValues: held.map { ($0.uid, Set([$0.title])) }))
+
         // An incoming call, answered: the phone removes it.
         await phone.playNextStep()
         let call = try await next()
