@@ -14,6 +14,20 @@ import Testing
         defer { rig.air.shutdown() }
         let phone = await SimulatedNotificationProvider(manager: rig.manager)
         try await phone.start(tick: .seconds(3600))   // the test plays the script's steps itself
+        // It solicits ANCS (AD type 0x15) as a phone's app does, announcing no service of its own; its name is in
+        // the scan response.
+        var solicited: [BluetoothUUID] = []
+        var names: Set<String> = []
+        var services: [BluetoothUUID] = []
+        for try await device in try await rig.central.scan(timeout: .seconds(5)) where device.address.address == rig.peripheralController.address {
+            solicited += (try? device.advertisementData.solicitedServiceUUIDs()) ?? []
+            if let name = device.name { names.insert(name) }
+            services += device.serviceUUIDs
+            if !solicited.isEmpty && !names.isEmpty { break }
+        }
+        #expect(Set(solicited) == [ANCS.service])
+        #expect(names == [SimulatedNotificationProvider.defaultName])
+        #expect(services.isEmpty)
         let remote = try await rig.connect()
         let client = try await ANCSClient(peripheral: remote)
 
