@@ -17,11 +17,12 @@ import Testing
         let phoneBonds = directory.appendingPathComponent("phone.json").path
         let bonds = ["--bonds", directory.appendingPathComponent("accessory.json").path]
         let server = try DemoProcess("ble", arguments: ["serve", "--device", "phone", "--hci", air.specification(0), "--json",
-                                                        "--notify-interval", "300", "--run-for", "90", "--bonds", phoneBonds], hci: nil)
+                                                        "--notify-interval", "1500", "--run-for", "90", "--bonds", phoneBonds], hci: nil)
         let serving = await server.waitFor { $0.contains(#""event":"serving""#) }
         #expect(serving?.contains(#""name":"SwiftBLE Phone""#) == true, "\(serving ?? "no serving line")")
 
-        // Text: the three notifications the phone holds, then the script's incoming call (t = 300 ms), answered.
+        // Text: the three notifications the phone holds, then the script's incoming call (t = 1.5 s), answered before
+        // the script turns it into a missed call (t = 4.5 s; a phone refuses an action on a call that is gone).
         let text = try DemoProcess("ble", arguments: ["ancs", "SwiftBLE Phone", "--hci", air.specification(1), "--count", "7",
                                                       "--perform", "positive"] + bonds, hci: nil)
         let (status, lines) = await text.finish(timeout: .seconds(60))
