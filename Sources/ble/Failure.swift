@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLE
+import BLEProfiles
 import Foundation
 
 /// The tool's exit statuses (documented in `ble --help` and the README).
@@ -89,6 +90,10 @@ func exitStatus(for error: any Error) -> Int32 {
         case .timedOut: return ExitStatus.notFoundOrTimedOut
         case .disconnected: return ExitStatus.failure
         }
+    case let e as ANCSError:
+        if case .incompleteResponse = e.code { return ExitStatus.notFoundOrTimedOut }
+        if case .serviceNotFound = e.code { return ExitStatus.notFoundOrTimedOut }
+        return ExitStatus.protocolError
     case is WireError, is HCIStatus: return ExitStatus.protocolError
     case is CancellationError: return 130
     default: return ExitStatus.failure

@@ -22,12 +22,12 @@ final class NameCollector: NSObject, CBCentralManagerDelegate, @unchecked Sendab
     }
 }
 
-/// A CoreBluetooth program on the embedded world sees the same twelve simulated devices as `ble scan` does
+/// A CoreBluetooth program on the embedded world sees the same thirteen simulated devices as `ble scan` does
 /// (ExamplesTests' ServeDevicesTests checks the tool's list against the same names).
 @Suite struct EmbeddedWorldDevicesTests {
     static let names: Set<String> = ["SwiftBLELab", "SwiftBLE HRM", "SwiftBLE Battery", "SwiftBLE BPM", "SwiftBLE Thermometer",
                                      "SwiftBLE Weight", "SwiftBLE Body", "SwiftBLE Glucose", "SwiftBLE Clock", "SwiftBLE Band",
-                                     "SwiftBLE Piano", "SwiftBLE Scale"]
+                                     "SwiftBLE Piano", "SwiftBLE Scale", "SwiftBLE Phone"]
 
     @Test func aCentralManagerDiscoversEveryDevice() async throws {
         let collector = NameCollector(queue: DispatchQueue(label: "name collector"))
@@ -36,7 +36,7 @@ final class NameCollector: NSObject, CBCentralManagerDelegate, @unchecked Sendab
             try await Task.sleep(for: .milliseconds(100))
         }
         collector.manager.stopScan()
-        // Other suites add peripherals of their own to the same world: the twelve must all be there.
+        // Other suites add peripherals of their own to the same world: the thirteen must all be there.
         let seen = collector.names.withLock { $0 }
         #expect(seen.isSuperset(of: Self.names), "missing \(Self.names.subtracting(seen))")
     }

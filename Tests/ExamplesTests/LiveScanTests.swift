@@ -10,7 +10,8 @@ let tmuxPath = ["/usr/bin/tmux", "/usr/local/bin/tmux", "/opt/homebrew/bin/tmux"
 @Suite(.timeLimit(.minutes(2)), .enabled(if: tmuxPath != nil, "tmux is not installed (apt-get install -y tmux)"))
 struct LiveScanTests {
     static let names = ["SwiftBLELab", "SwiftBLE HRM", "SwiftBLE Battery", "SwiftBLE BPM", "SwiftBLE Thermometer", "SwiftBLE Weight",
-                        "SwiftBLE Body", "SwiftBLE Glucose", "SwiftBLE Clock", "SwiftBLE Band", "SwiftBLE Piano", "SwiftBLE Scale"]
+                        "SwiftBLE Body", "SwiftBLE Glucose", "SwiftBLE Clock", "SwiftBLE Band", "SwiftBLE Piano", "SwiftBLE Scale",
+                        "SwiftBLE Phone"]
 
     /// A tmux server of this test's own (its socket name), so nothing else's sessions are touched.
     struct Tmux {
@@ -86,14 +87,14 @@ struct LiveScanTests {
         // Every device appears, sorted by RSSI (strongest first).
         let first = try await tmux.wait { Set(Self.rows($0).map(Self.name)) == Set(Self.names) }
         #expect(Set(Self.rows(first).map(Self.name)) == Set(Self.names), "\(first.joined(separator: "\n"))")
-        #expect(first.first?.hasPrefix("ble scan --live: 12 devices, 12 shown, sorted by RSSI") == true, "\(first.first ?? "")")
+        #expect(first.first?.hasPrefix("ble scan --live: 13 devices, 13 shown, sorted by RSSI") == true, "\(first.first ?? "")")
         let rssi = Self.rows(first).compactMap { row in row.split(separator: " ").first { Int($0) != nil }.flatMap { Int($0) } }
-        #expect(rssi.count == 12 && rssi == rssi.sorted(by: >), "\(rssi)")
+        #expect(rssi.count == 13 && rssi == rssi.sorted(by: >), "\(rssi)")
 
         // It updates in place: a second later the rows have changed (last seen, history, interval) on the same screen.
         try await Task.sleep(for: .milliseconds(1500))
         let later = try await tmux.screen()
-        #expect(Self.rows(later).count == 12)
+        #expect(Self.rows(later).count == 13)
         #expect(Self.rows(later) != Self.rows(first), "the table did not change")
         #expect(Self.rows(later).allSatisfy { $0.contains(" ms ") }, "no advertising interval: \(later.joined(separator: "\n"))")
 
@@ -101,7 +102,7 @@ struct LiveScanTests {
         try await tmux.run(["send-keys", "-t", "live", "s"])
         let byName = try await tmux.wait { $0.first?.contains("sorted by name") == true }
         let names = Self.rows(byName).map(Self.name)
-        #expect(names == names.sorted() && names.count == 12, "\(byName.joined(separator: "\n"))")
+        #expect(names == names.sorted() && names.count == 13, "\(byName.joined(separator: "\n"))")
 
         // / then text then Enter: filtered by name.
         try await tmux.run(["send-keys", "-t", "live", "/", "Glucose", "Enter"])
@@ -116,8 +117,8 @@ struct LiveScanTests {
 
         // Esc clears the filter; q quits (the session ends with its only program).
         try await tmux.run(["send-keys", "-t", "live", "Escape"])
-        let all = try await tmux.wait { $0.first?.contains("12 shown") == true }
-        #expect(Self.rows(all).count == 12)
+        let all = try await tmux.wait { $0.first?.contains("13 shown") == true }
+        #expect(Self.rows(all).count == 13)
         try await tmux.run(["send-keys", "-t", "live", "q"])
         let deadline = ContinuousClock.now + .seconds(10)
         while try await tmux.run(["has-session", "-t", "live"]).status == 0, ContinuousClock.now < deadline {

@@ -1259,6 +1259,44 @@ def pairing_ble_central_to_bumble_peripheral():
     ], needs=('ble',), shared_controllers=True)
 
 
+# -- ANCS (issue 25, item 7): `ble ancs` (our consumer) against a Bumble peripheral serving the Apple Notification
+# Center Service with encryption required (peers/ancs_provider.py): it pairs when refused, prints the notifications
+# the peer holds (pre-existing) and the one it posts later, with the titles, messages and app names the peer served,
+# and performs the positive action on the incoming call, which the peer sees and answers with a removal.
+
+def ancs_consumer_to_bumble_provider():
+    out = 'central.log.out'
+    return Scenario('ancs-consumer-to-bumble-provider', [Part('', [
+        Controllers(2),
+        Start('peripheral', peer('ancs_provider.py', '--run-for', '40'), bumble=True, ready=ADVERTISING,
+              not_ready='the Bumble ANCS provider did not start advertising'),
+        Run('central', ble('ancs', 'BPhone', '--count', '4', '--perform', 'positive', '--timeout', '20',
+                           *ours_bonds(())), timeout=60, out=out, err='central.log.err', transcript=True,
+            label='ble ancs')], [
+        Grep(out, r'^paired with D7:D6:D5:D4:D3:D2.*bonded$', 'ble ancs did not pair (bonded) with the provider'),
+        Grep(out, 'added 101 social [pre-existing|negative-action] Chat: Bumble says hi: Hello from the Bumble ANCS '
+                  'provider [Dismiss]', 'ble ancs did not print notification 101 as the peer served it',
+             whole=True, fixed=True),
+        Grep(out, 'added 102 incoming call [important|pre-existing|positive-action|negative-action] Phone: Bumble '
+                  'Caller: Incoming call [Accept / Reject]', 'ble ancs did not print the incoming call 102',
+             whole=True, fixed=True),
+        Grep(out, 'performed the positive action (Accept) on 102', 'ble ancs did not perform the action',
+             whole=True, fixed=True),
+        Grep(out, 'removed 102 incoming call [important|positive-action|negative-action]',
+             'ble ancs did not print the removal of 102', whole=True, fixed=True),
+        Grep(out, 'added 103 social [negative-action] Chat: Interop report (RootCanal, Bumble, ble): All green '
+                  '[Dismiss]', 'ble ancs did not print the notification posted later (103)', whole=True, fixed=True),
+        Result('peripheral', 'subscribed', 'data_source'),
+        Result('peripheral', 'subscribed', 'notification_source'),
+        Result('peripheral', 'action', 'positive uid=102'),
+        Count('peripheral', '^RESULT paired=1 ', '==', 1, 'the provider did not pair exactly once'),
+        Count('peripheral', '^RESULT refused=', '==', 0, 'the provider refused a command of ble ancs'),
+        # Two notifications of Chat (101, 103): its display name is asked once (cached).
+        Count('peripheral', '^RESULT get_app_attributes=com.example.chat$', '==', 1,
+              "ble ancs asked the Chat app's name more than once (or never)"),
+    ])], needs=('ble',))
+
+
 def identities(ctx, role):
     """The identity addresses a pairing_peer.py with --identity-public said it distributes."""
     return [line.split('=', 1)[1] for line in ctx.lines(role) if line.startswith('RESULT identity=')]
@@ -1478,6 +1516,7 @@ SCENARIOS = [
     pairing_bumble_to_bumble(),
     pairing_bumble_central_to_ble_peripheral(),
     pairing_ble_central_to_bumble_peripheral(),
+    ancs_consumer_to_bumble_provider(),
 
     # CoreBluetooth-style programs (CoreBluetoothCompat, the Examples/ demos next to ble) against Bumble, choosing the
     # controller as an iOS-style program must: with SWIFT_BLE_HCI=tcp:HOST:PORT.

@@ -1,7 +1,7 @@
 /// The embedded simulated world with every simulated device on it: ``SimulatedDevice/allCases``, each a resident of
 /// the process's `EmbeddedWorld` on a controller of its own, advertising its ``SimulatedDevice/defaultName``
 /// (`SwiftBLELab`, `SwiftBLE HRM`, `SwiftBLE Battery`, `SwiftBLE BPM`, `SwiftBLE Thermometer`, `SwiftBLE Weight`,
-/// `SwiftBLE Body`, `SwiftBLE Glucose`, `SwiftBLE Clock`, `SwiftBLE Band`, `SwiftBLE Piano`, `SwiftBLE Scale`).
+/// `SwiftBLE Body`, `SwiftBLE Glucose`, `SwiftBLE Clock`, `SwiftBLE Band`, `SwiftBLE Piano`, `SwiftBLE Scale`, `SwiftBLE Phone`).
 ///
 /// This is the one definition of what `.virtual` holds: the `ble` tool and the CoreBluetooth compatibility module
 /// call ``start()`` before they open `.virtual`, and an application that imports `BLEProfiles` calls it to see the

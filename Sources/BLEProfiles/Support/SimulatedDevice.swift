@@ -3,7 +3,7 @@ import BLEWire
 /// Every simulated device of the package, by the name `ble serve --device` takes: the lab device made for testing
 /// centrals, the SIG's standard devices and the tutorials' vendor devices. Each starts its simulator on a
 /// ``PeripheralManager`` of its own (it advertises as the simulator does: its name and its services' UUIDs,
-/// connectable, again after each connection), serves the simulator's database and changing values, and can log
+/// connectable, again after each connection; the phone solicits its ANCS service instead, as a phone does), serves the simulator's database and changing values, and can log
 /// what centrals do to it. The process's embedded world holds one of each (``EmbeddedDevices``).
 ///
 /// ```swift
@@ -38,6 +38,9 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
     /// The tutorials' streaming health scale (``SimulatedHealthScale``): length-prefixed frames cut into
     /// notifications.
     case scale
+    /// A phone serving the Apple Notification Center Service (``SimulatedNotificationProvider``): notifications
+    /// announced, their attributes served and actions performed, on an encrypted (bonded) link only.
+    case phone
 
     /// The name it advertises unless told otherwise (its simulator's).
     public var defaultName: String {
@@ -54,6 +57,7 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
         case .band: SimulatedFitnessBand.defaultName
         case .piano: SimulatedLEDPiano.defaultName
         case .scale: SimulatedHealthScale.defaultName
+        case .phone: SimulatedNotificationProvider.defaultName
         }
     }
 
@@ -72,6 +76,7 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
         case .band: "steps and battery notified, alert level"
         case .piano: "MIDI key events notified, LED frames written"
         case .scale: "framed readings cut into notifications"
+        case .phone: "ANCS notifications (pairing required)"
         }
     }
 
@@ -100,6 +105,7 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
         case .band: [FitnessBand.service, FitnessBand.immediateAlertService]
         case .piano: [LEDPiano.keyService, LEDPiano.ledService]
         case .scale: [HealthScale.service]
+        case .phone: [ANCS.service]
         }
     }
 
@@ -184,6 +190,10 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
             let scale = await SimulatedHealthScale(manager: manager, name: name)
             try await scale.start(tick: tick)
             return (scale, { await scale.stop() })
+        case .phone:
+            let phone = await SimulatedNotificationProvider(manager: manager, name: name)
+            try await phone.start(tick: tick)
+            return (phone, { await phone.stop() })
         }
     }
 
@@ -222,6 +232,11 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
                         ["event": "racp", "connection": .integer(handle.rawValue), "op_code": .int(Int(request.opCode.rawValue)),
                          "request": .string(request.opCode.description), "operator": .int(Int(request.operator.rawValue)),
                          "operand": .string(request.operand.hexString()), "value": .string(value.hexString())])
+            }
+            if asked.characteristic == ANCS.controlPoint {
+                let command = (try? ANCSCommand(bytes: value)).map(\.name) ?? "malformed"
+                return ("ANCS command from handle \(handle): \(command) (\(value.hexString()))",
+                        ["event": "ancs", "connection": .integer(handle.rawValue), "command": .string(command), "value": .string(value.hexString())])
             }
             return ("write from handle \(handle) to \(uuid) (\(withResponse ? "request" : "command")): \(value.hexString())",
                     ["event": "write", "connection": .integer(handle.rawValue), "characteristic": .string(uuid),

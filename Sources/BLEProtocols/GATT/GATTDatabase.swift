@@ -109,6 +109,10 @@ public struct GATTCharacteristicDefinition: Sendable, Hashable {
     /// The ATT error every permitted read of the value is answered with (an application error 0x80–0x9F, say), as
     /// a device that refuses it does; `nil`: reads are served.
     public var readError: ATTErrorCode?
+    /// Who may read or write the Client Characteristic Configuration descriptor added when the characteristic
+    /// notifies or indicates: anyone by default; with ``GATTPermissions/writeEncryptionRequired`` a client must
+    /// encrypt the link (pair) before it can subscribe, as an iPhone's ANCS characteristics require.
+    public var clientConfigurationPermissions: GATTPermissions
     /// Whether a CCCD is published for it: it notifies or indicates and ``descriptors`` holds none (0x2902) itself.
     public var addsClientConfiguration: Bool {
         (properties.contains(.notify) || properties.contains(.indicate)) && !descriptors.contains { $0.uuid == BluetoothUUID(0x2902) }
@@ -117,11 +121,13 @@ public struct GATTCharacteristicDefinition: Sendable, Hashable {
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions = [.readable],
                 value: [UInt8] = [], descriptors: [GATTDescriptorDefinition] = [], userDescription: String? = nil,
                 extendedProperties: UInt16? = nil, source: GATTValueSource = .stored, handle: AttributeHandle? = nil,
-                valueHandle: AttributeHandle? = nil, readError: ATTErrorCode? = nil) {
+                valueHandle: AttributeHandle? = nil, readError: ATTErrorCode? = nil,
+                clientConfigurationPermissions: GATTPermissions = [.readable, .writeable]) {
         self.uuid = uuid
         self.handle = handle
         self.valueHandle = valueHandle
         self.readError = readError
+        self.clientConfigurationPermissions = clientConfigurationPermissions
         self.source = source
         self.properties = extendedProperties == nil ? properties : properties.union(.extendedProperties)
         self.permissions = permissions
@@ -409,7 +415,7 @@ public struct GATTDatabase: Sendable {
                 list.append(GATTAttribute(handle: valueHandle, type: c.uuid, value: c.value, permissions: c.permissions,
                                           role: .characteristicValue(properties: c.properties), source: c.source, readError: c.readError))
                 if c.addsClientConfiguration, let h = try take(nil, .clientConfiguration, ci) {
-                    list.append(GATTAttribute(handle: h, type: 0x2902, value: [0, 0], permissions: [.readable, .writeable],
+                    list.append(GATTAttribute(handle: h, type: 0x2902, value: [0, 0], permissions: c.clientConfigurationPermissions,
                                               role: .clientConfiguration(valueHandle: valueHandle, properties: c.properties)))
                 }
                 if let text = c.userDescription, let h = try take(nil, .userDescription, ci) {

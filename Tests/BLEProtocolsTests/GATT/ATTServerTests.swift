@@ -121,6 +121,33 @@ import Testing
         #expect(s.send(.readResponse(.init(value: [1]))).0 == nil)
     }
 
+    /// A CCCD published with `clientConfigurationPermissions` requiring encryption (as ANCS's are): subscribing is
+    /// refused until the link is encrypted, with the same errors as a protected value; then accepted.
+    @Test func aClientConfigurationCanRequireEncryption() {
+        var s = Server(db: GATTDatabase(deviceName: "Test", services: [
+            GATTServiceDefinition(uuid: Self.custom, characteristics: [
+                GATTCharacteristicDefinition(uuid: Self.writable, properties: .notify, permissions: [],
+                                             clientConfigurationPermissions: [.readable, .writeable, .writeEncryptionRequired]),
+                GATTCharacteristicDefinition(uuid: 0x2A19, properties: .notify, permissions: []),
+            ]),
+        ], caching: false))
+        // GAP 0x01-0x05, GATT 0x06-0x09, the service 0x0A: protected (decl 0x0B, value 0x0C, CCCD 0x0D), open (0x0E-0x10).
+        #expect(s.db.attribute(0x0D)?.permissions == [.readable, .writeable, .writeEncryptionRequired])
+        #expect(s.db.attribute(0x10)?.permissions == [.readable, .writeable])
+        #expect(s.send(.writeRequest(.init(handle: 0x0D, value: [1, 0]))).0 == error(.writeRequest, 0x0D, .insufficientAuthentication))
+        #expect(s.connection.clientConfigurations.isEmpty)
+        // Reading it needs nothing; the unprotected one is written at once.
+        #expect(s.send(.readRequest(.init(handle: 0x0D))).0 == .readResponse(.init(value: [0, 0])))
+        #expect(s.send(.writeRequest(.init(handle: 0x10, value: [1, 0]))).0 == .writeResponse(.init()))
+        s.connection.hasLongTermKey = true
+        #expect(s.send(.writeRequest(.init(handle: 0x0D, value: [1, 0]))).0 == error(.writeRequest, 0x0D, .insufficientEncryption))
+        s.connection.isEncrypted = true
+        s.connection.keySize = 16
+        let (response, events) = s.send(.writeRequest(.init(handle: 0x0D, value: [1, 0])))
+        #expect(response == .writeResponse(.init()))
+        #expect(events == [.subscriptionChanged(valueHandle: 0x0C, notify: true, indicate: false)])
+    }
+
     @Test func writesAndSubscriptionsArePerConnection() {
         var db = database()
         var a = ATTServerConnection()
