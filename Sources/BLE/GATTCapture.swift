@@ -84,8 +84,15 @@ public struct GATTCapture: Sendable {
         public var attributeTypes: [AttributeHandle: BluetoothUUID] = [:]
         /// Values it gave, whole as far as the capture shows them (a long read's blobs joined at their offsets).
         public var values: [AttributeHandle: [UInt8]] = [:]
-        /// Errors it answered to reads (Read, Read Blob, Read By Type of one handle), by handle.
+        /// Errors it answered to reads (Read, Read Blob, Read By Type of one handle), by handle; a later successful
+        /// read removes the entry.
         public var readErrors: [AttributeHandle: ATTErrorCode] = [:]
+        /// The first security refusal (Insufficient Authentication, Insufficient Encryption, Encryption Key Size Too
+        /// Short) a read or write of each handle met, kept when the host then paired and succeeded: the attribute needs
+        /// an encrypted (with Insufficient Authentication after encryption, an authenticated) link.
+        public var securityRefusals: [AttributeHandle: ATTErrorCode] = [:]
+        /// Handles whose read was refused with Insufficient Authentication on a link the capture shows encrypted.
+        public var needsAuthentication: Set<AttributeHandle> = []
         /// Errors it answered to Write Requests, by handle.
         public var writeErrors: [AttributeHandle: ATTErrorCode] = [:]
         /// Handles it accepted a Write Request for.
@@ -142,6 +149,8 @@ private struct Analysis {
         var receiving: [UInt8] = []
         /// The request the host sent and the peer has not answered yet.
         var pending: ATTPDU?
+        /// Whether the capture shows the link encrypted (Encryption Change, on).
+        var encrypted = false
     }
 
     var servers: [LEAddress: GATTCapture.Server] = [:]
@@ -181,6 +190,8 @@ private struct Analysis {
             connect(e.handle.rawValue, LEAddress(e.peerAddress, type: e.peerAddressType), at: time)
         case .disconnectionComplete(let e) where e.status == .success:
             links[e.handle.rawValue] = nil
+        case .encryptionChange(let e) where e.status == .success:
+            links[e.handle.rawValue]?.encrypted = e.encryptionEnabled != 0
         case .le(.advertisingReport(let e)):
             for r in e.reports {
                 if r.eventType == .scanResponse {
@@ -290,7 +301,8 @@ private struct Analysis {
         }
         link.pending = nil
         links[handle] = link
-        record(peer) { server in Self.learn(&server, request: request, response: pdu) }
+        let encrypted = link.encrypted
+        record(peer) { server in Self.learn(&server, request: request, response: pdu, encrypted: encrypted) }
     }
 
     mutating func record(_ peer: LEAddress, _ change: (inout GATTCapture.Server) -> Void) {
@@ -300,7 +312,7 @@ private struct Analysis {
     }
 
     /// What one request and its response show of the server.
-    static func learn(_ server: inout GATTCapture.Server, request: ATTPDU, response: ATTPDU) {
+    static func learn(_ server: inout GATTCapture.Server, request: ATTPDU, response: ATTPDU, encrypted: Bool) {
         switch (request, response) {
         case (.exchangeMTURequest, .exchangeMTUResponse(let r)):
             server.mtu = r.mtu
@@ -362,6 +374,11 @@ private struct Analysis {
             server.acceptedWrites.insert(q.handle)
             server.writeErrors[q.handle] = nil
         case (_, .errorResponse(let e)):
+            let security: Set<ATTErrorCode> = [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort]
+            if security.contains(e.error), e.handle.rawValue != 0 {
+                if server.securityRefusals[e.handle] == nil { server.securityRefusals[e.handle] = e.error }
+                if e.error == .insufficientAuthentication && encrypted { server.needsAuthentication.insert(e.handle) }
+            }
             switch request {
             case .readRequest(let q):
                 server.readErrors[q.handle] = e.error

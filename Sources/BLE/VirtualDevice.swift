@@ -13,7 +13,8 @@ extension PeripheralManager {
     }
 
     /// Serves a described device: publishes its database (``publish(_:)``), advertises it (connectable, again after
-    /// each connection and disconnection) and sends each notify timer's values to the subscribed centrals. Returns
+    /// each connection and disconnection) and sends each notify timer's values to the subscribed centrals (from the
+    /// first value when the first central subscribes: a timer's values advance only while one listens). Returns
     /// the running device; ``VirtualDevice/stop()`` ends it.
     public func serve(_ description: GATTDeviceDescription) async throws -> VirtualDevice {
         let advertisement = try description.advertisement()
@@ -38,8 +39,10 @@ extension PeripheralManager {
                         do { try await Task.sleep(for: .milliseconds(timer.intervalMilliseconds)) } catch { return }
                         guard !timer.values.isEmpty else { return }
                         let value = timer.values[next % timer.values.count]
-                        next += 1
-                        _ = try? await updateValue(value, forValueHandle: handle)
+                        // The sequence advances only while someone listens, so a central that subscribes hears it
+                        // from its first value (a replayed capture's notifications in the order the device sent them).
+                        let reached = (try? await updateValue(value, forValueHandle: handle)) ?? []
+                        next = reached.isEmpty ? 0 : next + 1
                     }
                 })
             }

@@ -17,9 +17,11 @@ func loadDescription(_ path: String) throws -> GATTDeviceDescription {
     }
 }
 
-/// `ble serve --gatt FILE`: serves the described device, prints its table, then what centrals do, until interrupted.
-func serveDescription(_ path: String, name: String?, options: HostOptions, security: SecurityOptions, runFor: Double) async throws {
-    var description = try loadDescription(path)
+/// `ble serve --gatt FILE` and `ble serve --replay CAPTURE`: serves the described device, prints its table, then what
+/// centrals do, until interrupted.
+func serveDescription(_ description: GATTDeviceDescription, from path: String, name: String?, options: HostOptions, security: SecurityOptions,
+                      runFor: Double) async throws {
+    var description = description
     if let name {
         description.advertising.name = name
         description.name = name
@@ -109,4 +111,58 @@ func readForClone(_ session: ClientSession, pairs: Bool, _ read: () async throws
         }
     }
     return saved
+}
+
+/// Writes a description as `ble explore --save` does.
+func writeDescription(_ description: GATTDeviceDescription, to path: String) throws {
+    do {
+        try Data(description.jsonText().utf8).write(to: URL(fileURLWithPath: path))
+    } catch {
+        throw CommandFailure.failed("\(path): cannot be written (\(error.localizedDescription))")
+    }
+}
+
+/// `ble serve --replay CAPTURE`: what the capture shows of one device (`peer`, or the first it connected to), with a
+/// line saying how much of it the capture shows.
+func replayedDescription(_ path: String, peer: String?, json: Bool) throws -> GATTDeviceDescription {
+    let bytes: [UInt8]
+    do {
+        bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    } catch {
+        throw CommandFailure.failed("\(path): cannot be read (\(error.localizedDescription))")
+    }
+    let capture: GATTCapture
+    do {
+        capture = try GATTCapture(btsnoop: bytes)
+    } catch {
+        throw CommandFailure.failed("\(path): \(error.reason)")
+    }
+    let candidates = capture.servers.filter { !$0.services.isEmpty }
+    let server: GATTCapture.Server
+    if let peer {
+        guard let found = capture.servers.first(where: { $0.address.address.description.caseInsensitiveCompare(peer) == .orderedSame }) else {
+            let known = capture.servers.map(\.address.address.description).joined(separator: ", ")
+            throw CommandFailure.notFound("\(path): no connection to \(peer) in the capture (it connected to: \(known.isEmpty ? "nothing" : known))")
+        }
+        server = found
+    } else {
+        guard let first = candidates.first else {
+            throw CommandFailure.notFound("\(path): the capture shows no GATT service of any device (was it made while a client discovered one?)")
+        }
+        server = first
+    }
+    let description = server.deviceDescription()
+    let characteristics = description.services.flatMap(\.characteristics)
+    let unseen = characteristics.filter { $0.readError == GATTCapture.Server.unseenValueError }.count
+    let refused = characteristics.filter { $0.readError != nil && $0.readError != GATTCapture.Server.unseenValueError }.count
+    let timers = characteristics.filter { $0.notify != nil }.count
+    emit(json, "replaying \(server.address.address) from \(path): \(description.services.count) services, \(characteristics.count) characteristics, "
+         + "\(characteristics.count - unseen - refused) values as captured, \(refused) refused as the device refused them, "
+         + "\(unseen) not in the capture (answered Read Not Permitted), \(timers) notification sequence(s)"
+         + (capture.skipped.isEmpty ? "" : "; \(capture.skipped.count) record(s) of the capture skipped (\(capture.skipped.first?.description ?? ""))"),
+         ["event": "replay", "peer": .string(server.address.address.description), "capture": .string(path),
+          "services": .int(description.services.count), "characteristics": .int(characteristics.count),
+          "unseen_values": .int(unseen), "refused_values": .int(refused), "notification_sequences": .int(timers),
+          "skipped_records": .int(capture.skipped.count)])
+    return description
 }

@@ -21,11 +21,28 @@ struct Serve: AsyncParsableCommand {
     var notifyInterval: Int?
     @Option(help: "Serve the device this JSON file describes (the format: README, Docs/gatt-device.schema.json; `ble explore --save` writes it) instead of a simulated one.")
     var gatt: String?
+    @Option(help: "Serve the device a btsnoop capture shows (a session of `ble explore --btsnoop` or any host's capture): its database at its handles, the values and errors it gave, its notifications; what the capture does not show is refused.")
+    var replay: String?
+    @Option(help: "With --replay: the device in the capture to serve, by address (default: the first the capture connected to).")
+    var peer: String?
+    @Option(help: "With --replay: also write what the capture shows to this file, in the format --gatt reads.")
+    var save: String?
     @OptionGroup var security: SecurityOptions
+
+    func validate() throws {
+        if gatt != nil && replay != nil { throw ValidationError("--gatt and --replay are two different devices: give one") }
+        if replay == nil && (peer != nil || save != nil) { throw ValidationError("--peer and --save go with --replay") }
+    }
 
     func run() async throws {
         if let gatt {
-            try await serveDescription(gatt, name: name, options: options, security: security, runFor: runFor)
+            try await serveDescription(try loadDescription(gatt), from: gatt, name: name, options: options, security: security, runFor: runFor)
+            return
+        }
+        if let replay {
+            let description = try replayedDescription(replay, peer: peer, json: options.json)
+            if let save { try writeDescription(description, to: save) }
+            try await serveDescription(description, from: replay, name: name, options: options, security: security, runFor: runFor)
             return
         }
         let name = name ?? device.defaultName
