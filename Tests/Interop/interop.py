@@ -432,6 +432,15 @@ class Exit(Step):
 
 
 @dataclass
+class Stop(Step):
+    """Stops a background role now (SIGTERM, then SIGKILL), whatever its status: a peer whose part is over."""
+    role: str
+
+    def run(self, ctx):
+        ctx.procs.pop(self.role).stop()
+
+
+@dataclass
 class Interrupt(Step):
     """SIGINT to a background role (the process itself, as a terminal's Ctrl-C to a foreground program); it must
     exit within `within` seconds with status."""
@@ -840,6 +849,19 @@ def device_part(device, name):
         Run('central', peer('devices_central.py', '--device', device, port='$p2'), timeout=40, bumble='central',
             label=f'the Bumble central against {device}'),
         Sleep(0.3)], checks)
+
+
+def same_tree(ctx, first, second):
+    """Whether two `ble explore --json` logs show the same database and values (addresses masked: the clone and the
+    replay run on another controller); on a difference, ctx.values['detail'] says where."""
+    def tree(role):
+        return [re.sub(r'([0-9A-F]{2}:){5}[0-9A-F]{2}', 'ADDRESS', line) for line in ctx.lines(role) if '"kind":' in line]
+    a, b = tree(first), tree(second)
+    if a == b and a:
+        return True
+    diff = [f'{x} | {y}' for x, y in zip(a, b) if x != y][:2]
+    ctx.values['detail'] = f'{len(a)} lines against {len(b)}; first differences: {diff}'
+    return False
 
 
 def simulated_devices():
@@ -1440,6 +1462,35 @@ SCENARIOS = [
         Count('central', '"kind":"service"', '==', 6, 'expected 6 services'),
         Result('peripheral', 'write', 'from-swift-ble'),
         Count('central', '"index":[0-9]*,"uuid":"2A37"', '==', 2, 'expected 2 heart-rate notifications'),
+    ])], needs=('ble',)),
+
+    # Cloning and replaying a device that is not ours: `ble explore --save --btsnoop` against Bumble's lab
+    # peripheral, which then goes away; `ble serve --gatt` serves the clone and `ble serve --replay` the capture, on the
+    # same controller; the same explore against each prints the same database (handles, declarations, values, the
+    # refusals) as against the original. The explore pairs where Bumble refuses a value for security, and so must
+    # the clone and the replay.
+    Scenario('clone-and-replay-bumble-peripheral', [Part('', [
+        Controllers(2), serve_bumble(40),
+        Run('original', ble('explore', 'BumbleLabPeripheral', '--json', '--save', '$logs/$prefix-clone.json',
+                            '--btsnoop', '$logs/$prefix-capture.btsnoop', '--bonds', '$logs/$prefix-bonds-1.json'),
+            timeout=40, label='ble explore --save against Bumble'),
+        Stop('peripheral'),
+        Start('clone', [BLE, 'serve', '--gatt', '$logs/$prefix-clone.json', '--hci', 'tcp:127.0.0.1:$p1', '--json',
+                        '--run-for', '40', '--bonds', '$logs/$prefix-bonds-2.json'],
+              ready=SERVING, not_ready='ble serve --gatt did not serve the clone'),
+        Run('of-clone', ble('explore', 'BumbleLabPeripheral', '--json', '--bonds', '$logs/$prefix-bonds-3.json'),
+            timeout=40, label='ble explore of the clone'),
+        Stop('clone'),
+        Start('replay', [BLE, 'serve', '--replay', '$logs/$prefix-capture.btsnoop', '--hci', 'tcp:127.0.0.1:$p1', '--json',
+                         '--run-for', '40', '--bonds', '$logs/$prefix-bonds-4.json'],
+              ready=SERVING, not_ready='ble serve --replay did not serve the capture'),
+        Run('of-replay', ble('explore', 'BumbleLabPeripheral', '--json', '--bonds', '$logs/$prefix-bonds-5.json'),
+            timeout=40, label='ble explore of the replay')], [
+        Count('original', '"kind":"service"', '>=', 5, 'the explore of Bumble found fewer than 5 services'),
+        Grep('original', '"event":"saved"', 'ble explore --save did not save'),
+        Check(lambda ctx: same_tree(ctx, 'original', 'of-clone'), lambda ctx: f"the clone explores differently from Bumble: {ctx.values.get('detail')}"),
+        Check(lambda ctx: same_tree(ctx, 'original', 'of-replay'), lambda ctx: f"the replay explores differently from Bumble: {ctx.values.get('detail')}"),
+        Grep('replay', '"event":"replay".*"skipped_records":0', 'ble serve --replay skipped records of the capture'),
     ])], needs=('ble',)),
 
     # A Bumble scanner decodes the iBeacon our `ble beacon` advertises (its own decoder, peers/beacon_scanner.py):
