@@ -156,9 +156,9 @@ func replayedDescription(_ path: String, peer: String?, json: Bool) throws -> GA
     let unseen = characteristics.filter { $0.readError == GATTCapture.Server.unseenValueError }.count
     let refused = characteristics.filter { $0.readError != nil && $0.readError != GATTCapture.Server.unseenValueError }.count
     let timers = characteristics.filter { $0.notify != nil }.count
-    emit(json, "replaying \(server.address.address) from \(path): \(description.services.count) services, \(characteristics.count) characteristics, "
-         + "\(characteristics.count - unseen - refused) values as captured, \(refused) refused as the device refused them, "
-         + "\(unseen) not in the capture (answered Read Not Permitted), \(timers) notification sequence(s)"
+    emit(json, "replaying \(server.address.address) from \(path): \(description.services.count) services, \(characteristics.count) characteristics; "
+         + "\(refused) value(s) refused as the device refused them, "
+         + "\(unseen) readable value(s) not in the capture (answered Read Not Permitted), \(timers) notification sequence(s)"
          + (capture.skipped.isEmpty ? "" : "; \(capture.skipped.count) record(s) of the capture skipped (\(capture.skipped.first?.description ?? ""))"),
          ["event": "replay", "peer": .string(server.address.address.description), "capture": .string(path),
           "services": .int(description.services.count), "characteristics": .int(characteristics.count),
