@@ -21,7 +21,22 @@ struct Serve: AsyncParsableCommand {
     var notifyInterval: Int?
     @Option(help: "Serve the device this JSON file describes (the format: README, Docs/gatt-device.schema.json; `ble explore --save` writes it) instead of a simulated one.")
     var gatt: String?
+    @Flag(help: "Advertise with extended PDUs (Bluetooth 5 extended advertising: name and services in one advertisement, found by extended scans only). Needs a controller with extended advertising.")
+    var extended = false
+    @Flag(help: "With --extended: advertise on LE Coded (long range) rather than LE 1M.")
+    var coded = false
+    @Option(name: .customLong("adv-data"), help: "With --extended: more AD structures to advertise, in hex (up to the controller's maximum, 1650 bytes on the virtual controller).")
+    var advertisingData: String?
     @OptionGroup var security: SecurityOptions
+
+    func validate() throws {
+        if coded || advertisingData != nil, !extended { throw ValidationError("--coded and --adv-data need --extended") }
+        if let advertisingData {
+            guard let bytes = [UInt8](hex: advertisingData), (try? AdvertisingData(bytes: bytes)) != nil else {
+                throw ValidationError("--adv-data must be AD structures in hex (length, type, data...)")
+            }
+        }
+    }
 
     func run() async throws {
         if let gatt {
@@ -38,12 +53,26 @@ struct Serve: AsyncParsableCommand {
             let running = try await during("starting the \(device.rawValue) device") {
                 try await device.start(on: manager, name: name, tick: tick) { text, fields in emit(json, text, fields) }
             }
+            var advertised = "advertising"
+            if extended {
+                // The device's advertisement and scan response in one extended advertisement, with the extra structures.
+                let layout = AdvertisingData.layout(name: name, serviceUUIDs: device.services)
+                let extra = try AdvertisingData(bytes: [UInt8](hex: advertisingData ?? "") ?? [])
+                let data = AdvertisingData(structures: layout.data.merged(withScanResponse: layout.scanResponse).structures + extra.structures)
+                try await during("starting extended advertising") {
+                    try await manager.startAdvertising([Advertisement(data: data, kind: .connectable, isExtended: true,
+                                                                      primaryPHY: coded ? .leCoded : .le1M)],
+                                                       restartAfterConnection: true)
+                }
+                advertised = "advertising (extended, \(coded ? "LE Coded" : "LE 1M"), \(data.encoded.count) bytes)"
+            }
             let address = await manager.address?.address.description ?? "?"
             emitTable(await manager.database, json: json)
             let services = device.services.map(\.description)
-            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), advertising services \(services.joined(separator: ", "))",
+            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), \(advertised) services \(services.joined(separator: ", "))",
                  ["event": "serving", "name": .string(name), "address": .string(address), "device": .string(device.rawValue),
-                  "services": .array(services.map(JSONValue.string))])
+                  "services": .array(services.map(JSONValue.string)), "extended": .bool(extended),
+                  "phy": .string(coded ? "Coded" : "1M")])
             do {
                 if runFor > 0 {
                     try await Task.sleep(for: .seconds(runFor))
