@@ -16,8 +16,9 @@ public struct Advertisement: Sendable, Hashable {
         case nonConnectable
     }
 
-    /// The advertising data (at most 31 bytes encoded with legacy PDUs; up to the controller's maximum, 1650 bytes at
-    /// most, with ``isExtended``).
+    /// The advertising data (at most 31 bytes encoded with legacy PDUs; with ``isExtended``, up to the controller's
+    /// maximum, 1650 bytes at most, when not connectable, and 245 bytes when connectable: connectable extended
+    /// advertising sends its data in a single auxiliary packet).
     public var data: AdvertisingData
     /// The scan response data (at most 31 bytes encoded with legacy PDUs; unused for ``Kind/nonConnectable``).
     public var scanResponse: AdvertisingData

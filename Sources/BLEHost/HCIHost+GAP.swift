@@ -171,6 +171,14 @@ extension HCIHost {
             for bytes in [data, response] where bytes.count > maximum {
                 throw WireError(.oversized, "advertising data is \(bytes.count) bytes; the controller takes at most \(maximum)")
             }
+            // Connectable extended advertising sends its data in one AUX_ADV_IND (no chain): a 255-octet payload less
+            // the extended header (Core 5.4, Vol 6, Part B, 2.3.4; Vol 4, Part E, 7.8.56).
+            if options.type == .connectableUndirected {
+                let limit = Self.connectableExtendedDataLimit(includeTxPower: options.includeTxPower)
+                guard data.count <= limit else {
+                    throw WireError(.oversized, "connectable extended advertising data is \(data.count) bytes; one AUX_ADV_IND carries at most \(limit) (put more in a non-connectable advertisement)")
+                }
+            }
             parameters.append(.init(interval: options.interval, type: options.type, data: data, scanResponse: response,
                                     restartAfterConnection: options.restartAfterConnection, legacy: false,
                                     primaryPHY: options.primaryPHY, secondaryPHY: secondary, sid: options.sid,
@@ -185,6 +193,11 @@ extension HCIHost {
         let (id, actions) = gap.machine.stopAdvertising(now: now)
         try await run(id, actions)
     }
+
+    /// The most data connectable extended advertising carries: its one AUX_ADV_IND's 255-octet payload less the
+    /// extended header (header length and AdvMode, flags, AdvA, ADI, and TxPower when included): 245 octets, 244 with
+    /// TX power. Core 5.4, Vol 6, Part B, 2.3.4.
+    public static func connectableExtendedDataLimit(includeTxPower: Bool = false) -> Int { includeTxPower ? 244 : 245 }
 
     /// Whether advertising is on (legacy, or at least one advertising set).
     public var isAdvertising: Bool { gap.machine.isAdvertising }

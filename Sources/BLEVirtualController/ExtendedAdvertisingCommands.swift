@@ -39,6 +39,17 @@ extension World {
     /// the largest the specification allows.
     static let maximumAdvertisingDataLength = 1650
 
+    /// The most advertising data a connectable extended set carries: what fits its one AUX_ADV_IND (a 255-octet
+    /// payload less the extended header: header length and AdvMode, flags, AdvA, ADI, and TxPower or TargetA when
+    /// present). Core 5.4, Vol 6, Part B, 2.3.4; Vol 4, Part E, 7.8.56 (connectable extended advertising whose data does
+    /// not fit cannot be enabled).
+    static func connectableDataLimit(_ p: HCILESetExtendedAdvertisingParameters) -> Int {
+        var header = 1 + 1 + 6 + 2
+        if p.properties.contains(.includeTxPower) { header += 1 }
+        if p.properties.contains(.directed) { header += 6 }
+        return 255 - header
+    }
+
     /// The legacy advertising commands of Core 5.4, Vol 4, Part E, 3.1.1 that the controller implements.
     static let legacyAdvertisingCommands: Set<HCIOpcode> = [
         .leSetAdvertisingParameters, .leReadAdvertisingPhysicalChannelTxPower, .leSetAdvertisingData,
@@ -147,6 +158,12 @@ extension World {
         }
     }
 
+    /// New complete data for an enabled connectable extended set must still fit its AUX_ADV_IND: Packet Too Long.
+    /// Core 5.4, Vol 4, Part E, 7.8.54.
+    private func tooLong(_ data: [UInt8], for set: AdvertisingSet, scanResponse: Bool) -> Bool {
+        !scanResponse && set.isEnabled && !set.isLegacy && set.isConnectable && data.count > Self.connectableDataLimit(set.parameters)
+    }
+
     mutating func leSetExtendedAdvertisingData(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetExtendedAdvertisingData.self, id, packet) else { return }
         setData(id, c.fragment, scanResponse: false, HCILESetExtendedAdvertisingData.self)
@@ -162,7 +179,8 @@ extension World {
         guard let set = controllers[id]?.advertisingSets[f.handle] else {
             return complete(id, C.self, .init(status: .unknownAdvertisingIdentifier))
         }
-        let (done, pending, status) = applyFragment(f, to: set, scanResponse: scanResponse)
+        var (done, pending, status) = applyFragment(f, to: set, scanResponse: scanResponse)
+        if let data = done, tooLong(data, for: set, scanResponse: scanResponse) { (done, pending, status) = (nil, nil, .packetTooLong) }
         guard status == .success else {
             // A refused fragment abandons the data being assembled.
             if scanResponse { controllers[id]?.advertisingSets[f.handle]?.pendingScanResponse = nil }
@@ -206,6 +224,9 @@ extension World {
             }
             if set.pendingData != nil || set.pendingScanResponse != nil {
                 return complete(id, C.self, .init(status: .commandDisallowed))
+            }
+            if !set.isLegacy, set.isConnectable, set.data.count > Self.connectableDataLimit(set.parameters) {
+                return complete(id, C.self, .init(status: .invalidCommandParameters))
             }
         }
         complete(id, C.self, .init())

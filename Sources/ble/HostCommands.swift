@@ -25,7 +25,7 @@ struct Serve: AsyncParsableCommand {
     var extended = false
     @Flag(help: "With --extended: advertise on LE Coded (long range) rather than LE 1M.")
     var coded = false
-    @Option(name: .customLong("adv-data"), help: "With --extended: more AD structures to advertise, in hex (up to the controller's maximum, 1650 bytes on the virtual controller).")
+    @Option(name: .customLong("adv-data"), help: "With --extended: AD structures in hex for a second, non-connectable extended advertisement named NAME Data (up to the controller's maximum, 1650 bytes on the virtual controller: connectable extended advertising carries at most 245).")
     var advertisingData: String?
     @OptionGroup var security: SecurityOptions
 
@@ -56,15 +56,23 @@ struct Serve: AsyncParsableCommand {
             var advertised = "advertising"
             if extended {
                 // The device's advertisement and scan response in one extended advertisement, with the extra structures.
+                // The device's advertisement and scan response in one connectable extended advertisement; --adv-data in a
+                // second, non-connectable one (connectable extended advertising carries at most 245 bytes).
                 let layout = AdvertisingData.layout(name: name, serviceUUIDs: device.services)
-                let extra = try AdvertisingData(bytes: [UInt8](hex: advertisingData ?? "") ?? [])
-                let data = AdvertisingData(structures: layout.data.merged(withScanResponse: layout.scanResponse).structures + extra.structures)
-                try await during("starting extended advertising") {
-                    try await manager.startAdvertising([Advertisement(data: data, kind: .connectable, isExtended: true,
-                                                                      primaryPHY: coded ? .leCoded : .le1M)],
-                                                       restartAfterConnection: true)
+                let data = layout.data.merged(withScanResponse: layout.scanResponse)
+                let phy: LEPHY = coded ? .leCoded : .le1M
+                var advertisements = [Advertisement(data: data, kind: .connectable, isExtended: true, primaryPHY: phy)]
+                if let advertisingData {
+                    let extra = try AdvertisingData(bytes: [UInt8](hex: advertisingData) ?? [])
+                    let named = AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "\(name) Data")
+                    advertisements.append(Advertisement(data: AdvertisingData(structures: named.structures + extra.structures),
+                                                        kind: .nonConnectable, isExtended: true, primaryPHY: phy))
                 }
-                advertised = "advertising (extended, \(coded ? "LE Coded" : "LE 1M"), \(data.encoded.count) bytes)"
+                try await during("starting extended advertising") {
+                    try await manager.startAdvertising(advertisements, restartAfterConnection: true)
+                }
+                advertised = "advertising (extended, \(coded ? "LE Coded" : "LE 1M"), "
+                    + advertisements.map { "\($0.data.encoded.count) bytes" }.joined(separator: " + ") + ")"
             }
             let address = await manager.address?.address.description ?? "?"
             emitTable(await manager.database, json: json)

@@ -103,11 +103,19 @@ struct Scan: AsyncParsableCommand {
               "rssi": .integer(device.rssi), "name": device.name.map(JSONValue.string) ?? .null,
               "services": .array(uuids.map(JSONValue.string)),
               "manufacturer": .array(device.manufacturerData.map { ["companyID": .integer($0.companyID.rawValue), "data": .string($0.data.hexString())] }),
-              "connectable": .bool(device.isConnectable),
-              "phy": .string(phyName(device.primaryPHY)), "extended": .bool(!device.isLegacy),
-              "secondaryPHY": device.secondaryPHY.map { .string(phyName($0)) } ?? .null,
-              "sid": device.advertisingSID.map { .integer($0) } ?? .null, "txPower": device.txPower.map { .integer($0) } ?? .null,
-              "dataLength": .integer(device.advertisementData.encoded.count), "truncated": .bool(device.isTruncated)])
+              "connectable": .bool(device.isConnectable), "advertising": advertisingJSON(device)])
+    }
+
+    /// How a device was heard: `{"phy":"1M"|"Coded","extended":BOOL[,"sid":N][,"secondaryPHY":..][,"txPower":N],
+    /// "dataLength":N,"truncated":BOOL}`.
+    static func advertisingJSON(_ device: DiscoveredPeripheral) -> JSONValue {
+        var members: [(key: String, value: JSONValue)] = [("phy", .string(phyName(device.primaryPHY))), ("extended", .bool(!device.isLegacy))]
+        if let sid = device.advertisingSID { members.append(("sid", .integer(sid))) }
+        if let secondary = device.secondaryPHY { members.append(("secondaryPHY", .string(phyName(secondary)))) }
+        if let tx = device.txPower { members.append(("txPower", .integer(tx))) }
+        members.append(("dataLength", .integer(device.advertisementData.encoded.count)))
+        members.append(("truncated", .bool(device.isTruncated)))
+        return .object(members)
     }
 
     /// "1M", "2M" or "Coded".

@@ -161,5 +161,23 @@ import Testing
         await #expect(throws: WireError.self) {
             try await m.startAdvertising(Advertisement(data: try Self.named("Huge", extra: Array(extra.prefix(251)))))
         }
+        // Connectable extended advertising: one AUX_ADV_IND, 245 bytes at most.
+        let fits = try Self.named("Huge", extra: [UInt8](Array(extra.prefix(251)).prefix(245 - 9)).adjustedStructure())
+        #expect(fits.encoded.count == 245)
+        try await m.startAdvertising(Advertisement(data: fits, kind: .connectable, isExtended: true))
+        let tooLong = try Self.named("Huge", extra: [UInt8](Array(extra.prefix(251)).prefix(246 - 9)).adjustedStructure())
+        await #expect(throws: WireError.self) {
+            try await m.startAdvertising(Advertisement(data: tooLong, kind: .connectable, isExtended: true))
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// These bytes as one AD structure of their length: the first octet set to the length of the rest.
+    func adjustedStructure() -> [UInt8] {
+        guard let _ = first else { return self }
+        var copy = self
+        copy[0] = UInt8(count - 1)
+        return copy
     }
 }

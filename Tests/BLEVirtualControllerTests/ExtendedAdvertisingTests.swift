@@ -105,6 +105,17 @@ import Testing
                              in: try bench.send(c, HCILESetExtendedAdvertisingData(handle: 3, data: [2, 1, 6]))) == .invalidCommandParameters)
         #expect(bench.status(of: .leSetExtendedAdvertisingEnable,
                              in: try bench.send(c, HCILESetExtendedAdvertisingEnable(isEnabled: true, sets: [.init(handle: 3)]))) == .commandDisallowed)
+        // Connectable extended advertising sends its data in one AUX_ADV_IND: 245 octets at most without TxPower or
+        // TargetA (Core 5.4, Vol 6, Part B, 2.3.4); more cannot be enabled (Vol 4, Part E, 7.8.56), nor set while
+        // enabled (Packet Too Long, 7.8.54).
+        try bench.expectSuccess(c, HCILESetExtendedAdvertisingParameters(handle: 5, properties: .connectable))
+        try bench.expectSuccess(c, HCILESetExtendedAdvertisingData(handle: 5, data: Self.bytes(246)))
+        #expect(bench.status(of: .leSetExtendedAdvertisingEnable,
+                             in: try bench.send(c, HCILESetExtendedAdvertisingEnable(isEnabled: true, sets: [.init(handle: 5)]))) == .invalidCommandParameters)
+        try bench.expectSuccess(c, HCILESetExtendedAdvertisingData(handle: 5, data: Self.bytes(245)))
+        try bench.expectSuccess(c, HCILESetExtendedAdvertisingEnable(isEnabled: true, sets: [.init(handle: 5)]))
+        #expect(bench.status(of: .leSetExtendedAdvertisingData,
+                             in: try bench.send(c, HCILESetExtendedAdvertisingData(handle: 5, data: Self.bytes(246)))) == .packetTooLong)
         // Connectable and scannable at once is not an extended PDU.
         #expect(bench.status(of: .leSetExtendedAdvertisingParameters,
                              in: try bench.send(c, HCILESetExtendedAdvertisingParameters(handle: 4, properties: [.connectable, .scannable]))) == .invalidCommandParameters)

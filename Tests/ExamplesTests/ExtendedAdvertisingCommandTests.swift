@@ -28,7 +28,7 @@ import Testing
         defer { air.shutdown() }
         let far = try DemoProcess("ble", arguments: ["serve", "--hci", air.specification(0), "--json", "--name", "Far Lab", "--extended",
                                                      "--coded", "--run-for", "60"], hci: nil)
-        // Three manufacturer data structures of 249 octets: 791 bytes with the name and services.
+        // Three manufacturer data structures of 249 octets: 768 bytes with the name.
         let extra = (0..<3).map { i in "f9ffffff" + String(repeating: String(format: "%02x", i + 1), count: 246) }.joined()
         let big = try DemoProcess("ble", arguments: ["serve", "--hci", air.specification(1), "--json", "--name", "Big Lab", "--extended",
                                                      "--adv-data", extra, "--run-for", "60"], hci: nil)
@@ -39,15 +39,19 @@ import Testing
 
         let both = try await Self.scan(air, 2, ["--phy", "both"])
         let farFound = try #require(both["Far Lab"], "\(both.keys)")
-        #expect(farFound["phy"] as? String == "Coded" && farFound["extended"] as? Bool == true)
-        #expect(farFound["secondaryPHY"] as? String == "Coded" && farFound["connectable"] as? Bool == true)
-        let bigFound = try #require(both["Big Lab"], "\(both.keys)")
-        #expect(bigFound["phy"] as? String == "1M" && bigFound["extended"] as? Bool == true)
-        #expect((bigFound["dataLength"] as? Int ?? 0) > 750 && bigFound["truncated"] as? Bool == false)
-        #expect((bigFound["manufacturer"] as? [Any])?.count == 3)
+        let farAir = try #require(farFound["advertising"] as? [String: Any])
+        #expect(farAir["phy"] as? String == "Coded" && farAir["extended"] as? Bool == true && farAir["sid"] as? Int == 0)
+        #expect(farAir["secondaryPHY"] as? String == "Coded" && farFound["connectable"] as? Bool == true)
+        // --adv-data goes in a second, non-connectable extended advertisement (connectable ones carry at most 245 bytes).
+        #expect(both["Big Lab"]?["connectable"] as? Bool == true, "\(both.keys)")
+        let bigFound = try #require(both["Big Lab Data"], "\(both.keys)")
+        let bigAir = try #require(bigFound["advertising"] as? [String: Any])
+        #expect(bigAir["phy"] as? String == "1M" && bigAir["extended"] as? Bool == true && bigAir["sid"] as? Int == 1)
+        #expect((bigAir["dataLength"] as? Int ?? 0) > 750 && bigAir["truncated"] as? Bool == false)
+        #expect((bigFound["manufacturer"] as? [Any])?.count == 3 && bigFound["connectable"] as? Bool == false)
         // A scan of one PHY hears only the server on it; a text line names the PHY and the PDU kind.
         #expect(Set(try await Self.scan(air, 2, ["--phy", "coded"]).keys) == ["Far Lab"])
-        #expect(Set(try await Self.scan(air, 2, ["--phy", "1m"]).keys) == ["Big Lab"])
+        #expect(Set(try await Self.scan(air, 2, ["--phy", "1m"]).keys) == ["Big Lab", "Big Lab Data"])
         let text = try DemoProcess("ble", arguments: ["scan", "--hci", air.specification(2), "--timeout", "2", "--phy", "coded"], hci: nil)
         let (_, lines) = await text.finish()
         #expect(lines.contains { $0.contains(#""Far Lab""#) && $0.contains("[Coded extended SID 0 secondary Coded") }, "\(lines)")
