@@ -213,10 +213,7 @@ public struct ControllerCapabilities: Sendable, Hashable {
         case .dataLengthExtension: return command(.leSetDataLength)
         case .phyUpdate: return command(.leSetPHY)
         case .twoMegabitPHY: return command(.leSetPHY) ?? feature(.le2MPHY, 8)
-        case .codedPHY:
-            // On advertising and scanning (the extended commands), or on links (LE Set PHY).
-            if supportsExtendedAdvertising { return feature(.leCodedPHY, 11) }
-            return command(.leSetPHY) ?? feature(.leCodedPHY, 11)
+        case .codedPHY: return command(.leSetPHY) ?? feature(.leCodedPHY, 11)
         case .extendedAdvertising:
             return Self.extendedAdvertisingCommands.lazy.compactMap(command).first
         case .advertisingSets(let count):
