@@ -16,22 +16,47 @@ public struct Advertisement: Sendable, Hashable {
         case nonConnectable
     }
 
-    /// The advertising data (at most 31 bytes encoded).
+    /// The advertising data (at most 31 bytes encoded with legacy PDUs; with ``isExtended``, up to the controller's
+    /// maximum, 1650 bytes at most, when not connectable, and 245 bytes when connectable: connectable extended
+    /// advertising sends its data in a single auxiliary packet).
     public var data: AdvertisingData
-    /// The scan response data (at most 31 bytes encoded; unused for ``Kind/nonConnectable``).
+    /// The scan response data (at most 31 bytes encoded with legacy PDUs; unused for ``Kind/nonConnectable``).
     public var scanResponse: AdvertisingData
     /// The advertising interval, 20 ms to 10.24 s (in steps of 0.625 ms; other values are rounded to the nearest step).
     public var interval: Duration
     /// The kind of advertising.
     public var kind: Kind
+    /// Whether to advertise with extended PDUs (Bluetooth 5: ADV_EXT_IND pointing to auxiliary packets) rather than
+    /// legacy ones: larger data, LE Coded, several advertisements at once. Only scanners using extended scanning see
+    /// them. Extended connectable advertising cannot be scanned, and extended scannable advertising has no
+    /// advertising data (Core 5.4, Vol 6, Part B, 2.3.4): ``scanResponse``'s structures follow ``data``'s in the
+    /// advertising data of a connectable or non-connectable advertisement, and ``data``'s precede ``scanResponse``'s
+    /// in the scan response of a scannable one. Needs a controller with the extended advertising commands
+    /// (``HostError/Code/unsupportedByController(_:)`` otherwise).
+    public var isExtended: Bool
+    /// The primary advertising PHY of extended PDUs: LE 1M, or LE Coded for long range (scanners see it only when
+    /// they scan LE Coded). Legacy PDUs always use LE 1M.
+    public var primaryPHY: LEPHY
+    /// The secondary PHY of extended PDUs; `nil`: LE Coded with an LE Coded primary PHY, LE 1M otherwise.
+    public var secondaryPHY: LEPHY?
+    /// The Advertising SID (0–15) of extended PDUs; `nil`: the advertisement's position among those started together.
+    public var advertisingSID: UInt8?
+    /// Whether extended PDUs carry the advertiser's TX power (scanners report it).
+    public var includesTxPower: Bool
 
     /// Creates an advertisement.
     public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(), interval: Duration = .milliseconds(100),
-                kind: Kind = .nonConnectable) {
+                kind: Kind = .nonConnectable, isExtended: Bool = false, primaryPHY: LEPHY = .le1M, secondaryPHY: LEPHY? = nil,
+                advertisingSID: UInt8? = nil, includesTxPower: Bool = false) {
         self.data = data
         self.scanResponse = scanResponse
         self.interval = interval
         self.kind = kind
+        self.isExtended = isExtended
+        self.primaryPHY = primaryPHY
+        self.secondaryPHY = secondaryPHY
+        self.advertisingSID = advertisingSID
+        self.includesTxPower = includesTxPower
     }
 
     /// The interval in the controller's 0.625 ms units, or `nil` when it is outside 20 ms...10.24 s
@@ -57,6 +82,11 @@ public struct Advertisement: Sendable, Hashable {
         case .scannable: .scannableUndirected
         case .nonConnectable: .nonConnectableUndirected
         }
+        options.extended = isExtended || primaryPHY != .le1M
+        options.primaryPHY = primaryPHY
+        options.secondaryPHY = secondaryPHY
+        options.sid = advertisingSID
+        options.includeTxPower = includesTxPower
         return options
     }
 }

@@ -13,6 +13,39 @@ public struct DiscoveredPeripheral: Sendable, Hashable {
     public var rssi: Int8
     /// Whether the device accepts connections.
     public var isConnectable: Bool
+    /// The primary advertising PHY its advertisement came on: LE 1M, or LE Coded (long range, found only by a scan of
+    /// LE Coded).
+    public var primaryPHY: LEPHY = .le1M
+    /// The secondary PHY of an extended advertisement's auxiliary packets; `nil` for legacy PDUs.
+    public var secondaryPHY: LEPHY?
+    /// The Advertising SID of an extended advertisement (0–15); `nil` for legacy PDUs.
+    public var advertisingSID: UInt8?
+    /// The TX power the advertiser put in its extended advertisement, in dBm; `nil` when not given (this is not the
+    /// TX Power Level AD structure, which ``advertisementData`` holds).
+    public var txPower: Int8?
+    /// Whether the advertisement came in legacy PDUs (`false`: extended PDUs, Bluetooth 5 extended advertising).
+    public var isLegacy = true
+    /// Whether the extended advertisement's data arrived incomplete (the controller truncated the chain).
+    public var isTruncated = false
+
+    /// Creates a discovered device (for tests and replays; scans make them).
+    public init(address: LEAddress, advertisementData: AdvertisingData, rssi: Int8, isConnectable: Bool) {
+        self.address = address
+        self.advertisementData = advertisementData
+        self.rssi = rssi
+        self.isConnectable = isConnectable
+    }
+
+    /// A discovered device with the PHY, SID, TX power and PDU kind of `report`.
+    init(address: LEAddress, advertisementData: AdvertisingData, rssi: Int8, isConnectable: Bool, from report: AdvertisementReport) {
+        self.init(address: address, advertisementData: advertisementData, rssi: rssi, isConnectable: isConnectable)
+        primaryPHY = report.primaryPHY
+        secondaryPHY = report.secondaryPHY
+        advertisingSID = report.advertisingSID
+        txPower = report.txPower
+        isLegacy = report.isLegacy
+        isTruncated = report.isTruncated
+    }
 
     /// The advertised local name.
     public var name: String? { advertisementData.localName }
@@ -88,10 +121,14 @@ public final class Central: Sendable {
     ///     heard least recently are forgotten and reported again if heard again (``ScanTracker``).
     ///   - bufferingLimit: the most discoveries the stream holds for a consumer that falls behind; older ones are
     ///     dropped first.
+    ///   - phys: the primary advertising PHYs to scan: LE 1M (the default), LE Coded (long range), or both. With a
+    ///     controller that has the extended advertising commands the scan is an extended scan, which also reports
+    ///     extended advertisements (``DiscoveredPeripheral/isLegacy`` false, with their PHYs, SID and TX power);
+    ///     LE Coded needs those commands and LE Coded (``HostError/Code/unsupportedByController(_:)`` otherwise).
     public func scan(services: [BluetoothUUID] = [], allowDuplicates: Bool = false, active: Bool = true,
                      timeout: Duration? = nil, trackingLimit: Int = 4096,
-                     bufferingLimit: Int = 1024) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
-        let reports = try await host.scan(.init(active: active, filterDuplicates: false))
+                     bufferingLimit: Int = 1024, phys: LEPHYs = .le1M) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
+        let reports = try await host.scan(.init(active: active, filterDuplicates: false, phys: phys))
         return AsyncThrowingStream(bufferingPolicy: .bufferingNewest(max(1, bufferingLimit))) { continuation in
             let deadline = timeout.map { timeout in
                 Task {

@@ -130,7 +130,7 @@ public final class PeripheralManager: Sendable {
                                           manufacturerData: manufacturerData)
         let options = HCIHost.AdvertisingOptions(data: layout.data, scanResponse: layout.scanResponse)
         try await host.startAdvertising(options)
-        await store.setRestart(restartAfterConnection ? options : nil, host: host)
+        await store.setRestart(restartAfterConnection ? [options] : nil, host: host)
     }
 
     /// Starts advertising arbitrary data with a chosen interval and kind: connectable, scannable only, or
@@ -144,7 +144,33 @@ public final class PeripheralManager: Sendable {
     public func startAdvertising(_ advertisement: Advertisement, restartAfterConnection: Bool = false) async throws {
         let options = try advertisement.options()
         try await host.startAdvertising(options)
-        await store.setRestart(restartAfterConnection && advertisement.kind == .connectable ? options : nil, host: host)
+        await store.setRestart(restartAfterConnection && advertisement.kind == .connectable ? [options] : nil, host: host)
+    }
+
+    /// Advertises several advertisements at once, each in its own advertising set with its own data, kind, PDUs
+    /// (legacy or extended) and PHY (replacing what is on). A central connecting to a connectable one ends that one
+    /// only; with `restartAfterConnection` all of them start again after each connection and disconnection.
+    ///
+    /// More than one advertisement, extended PDUs and LE Coded need a controller with the extended advertising
+    /// commands (Core 5.4, Vol 4, Part E, 7.8.53–7.8.56): otherwise this throws ``HostError`` with
+    /// ``HostError/Code/unsupportedByController(_:)`` (`.extendedAdvertising`, `.advertisingSets(n)` beyond the
+    /// controller's sets, `.codedPHY` without LE Coded) and sends nothing. Throws ``WireError`` (oversized) when data
+    /// exceeds 31 bytes for legacy PDUs or the controller's maximum for extended ones.
+    public func startAdvertising(_ advertisements: [Advertisement], restartAfterConnection: Bool = false) async throws {
+        let sets = try advertisements.map { try $0.options() }
+        try await host.startAdvertising(sets: sets)
+        let restarts = restartAfterConnection && advertisements.contains { $0.kind == .connectable }
+        await store.setRestart(restarts ? sets : nil, host: host)
+    }
+
+    /// Whether this manager's controller advertises with the extended commands (it lists them): extended PDUs, LE
+    /// Coded and several advertisements at once are then available.
+    public var supportsExtendedAdvertising: Bool { get async { await host.usesExtendedAdvertising } }
+
+    /// How many advertisements ``startAdvertising(_:restartAfterConnection:)-([Advertisement],_)`` can run at once
+    /// (1 without the extended commands).
+    public var maximumAdvertisingSets: Int {
+        get async { await host.usesExtendedAdvertising ? await host.capabilities.advertisingSetCount ?? 1 : 1 }
     }
 
     /// The longest value ``updateValue(_:for:in:onSubscribedCentrals:)`` can send to `central` (ATT_MTU − 3, like
@@ -224,7 +250,7 @@ actor ServiceStore {
     var restarter: Task<Void, Never>?
 
     /// Restarts advertising with `options` after every connection and disconnection (nil: stop doing so).
-    func setRestart(_ options: HCIHost.AdvertisingOptions?, host: HCIHost) async {
+    func setRestart(_ options: [HCIHost.AdvertisingOptions]?, host: HCIHost) async {
         restarter?.cancel()
         restarter = nil
         guard let options else { return }
@@ -232,8 +258,8 @@ actor ServiceStore {
         restarter = Task {
             for await event in events {
                 switch event {
-                case .connected(let c) where c.role == .peripheral: try? await host.startAdvertising(options)
-                case .disconnected(let c, _) where c.role == .peripheral: try? await host.startAdvertising(options)
+                case .connected(let c) where c.role == .peripheral: try? await host.startAdvertising(sets: options)
+                case .disconnected(let c, _) where c.role == .peripheral: try? await host.startAdvertising(sets: options)
                 default: break
                 }
             }

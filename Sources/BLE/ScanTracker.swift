@@ -23,7 +23,12 @@ public struct ScanTracker: Sendable {
     public let limit: Int
     /// Whether every advertisement is reported (not only a device's first, or a change).
     public let allowDuplicates: Bool
-    private var entries: [BluetoothAddress: Entry] = [:]
+    /// A device, or one advertising set of a device (extended advertisements: the same address with several SIDs).
+    struct Key: Hashable {
+        var address: BluetoothAddress
+        var sid: UInt8?
+    }
+    private var entries: [Key: Entry] = [:]
     private var clock: UInt64 = 0
     /// Devices forgotten to stay within ``limit``.
     public private(set) var forgotten = 0
@@ -41,7 +46,7 @@ public struct ScanTracker: Sendable {
     /// scan response, once per change unless duplicates are allowed.
     public mutating func receive(_ report: AdvertisementReport) -> DiscoveredPeripheral? {
         clock &+= 1
-        let address = report.address.address
+        let address = Key(address: report.address.address, sid: report.advertisingSID)
         var entry = entries[address] ?? Entry(connectable: report.isConnectable, lastHeard: clock)
         // A repeat of what this device sent last (most reports of a scan): nothing to merge or compare.
         let repeated = report.isScanResponse ? entry.responseBytes == report.rawData
@@ -50,7 +55,8 @@ public struct ScanTracker: Sendable {
             entry.lastHeard = clock
             entries[address] = entry
             guard allowDuplicates, let reported = entry.reported else { return nil }
-            return DiscoveredPeripheral(address: report.address, advertisementData: reported, rssi: report.rssi, isConnectable: entry.connectable)
+            return DiscoveredPeripheral(address: report.address, advertisementData: reported, rssi: report.rssi,
+                                        isConnectable: entry.connectable, from: report)
         }
         if report.isScanResponse {
             entry.responseBytes = report.rawData
@@ -66,7 +72,8 @@ public struct ScanTracker: Sendable {
         entry.reported = merged
         if entries.updateValue(entry, forKey: address) == nil, entries.count > limit { forgetLeastRecent() }
         guard allowDuplicates || changed else { return nil }
-        return DiscoveredPeripheral(address: report.address, advertisementData: merged, rssi: report.rssi, isConnectable: entry.connectable)
+        return DiscoveredPeripheral(address: report.address, advertisementData: merged, rssi: report.rssi,
+                                    isConnectable: entry.connectable, from: report)
     }
 
     /// Forgets the least recently heard quarter of the table (amortised: one sort per `limit / 4` new devices).

@@ -137,6 +137,30 @@ public struct ControllerCapabilities: Sendable, Hashable {
     public var resolvingListSize: Int?
     /// The controller's public address; `nil` when it has none (Read BD_ADDR returned zero) or before power-on.
     public var publicAddress: BluetoothAddress?
+    /// The most advertising (or scan response) data an advertising set holds (LE Read Maximum Advertising Data
+    /// Length); `nil` when the controller does not do extended advertising.
+    public var maximumAdvertisingDataLength: Int?
+    /// How many advertising sets the controller holds (LE Read Number of Supported Advertising Sets); `nil` when it
+    /// does not do extended advertising.
+    public var advertisingSetCount: Int?
+
+    /// The extended advertising commands the host drives a controller with when it lists them all: advertising sets
+    /// (parameters, data, scan response, enable, clear, the set's random address), extended scanning and extended
+    /// connection creation. Core 5.4, Vol 4, Part E, 7.8.52–7.8.66.
+    public static let extendedAdvertisingCommands: [HCIOpcode] = [
+        .leSetAdvertisingSetRandomAddress, .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData,
+        .leSetExtendedScanResponseData, .leSetExtendedAdvertisingEnable, .leClearAdvertisingSets,
+        .leSetExtendedScanParameters, .leSetExtendedScanEnable, .leExtendedCreateConnection,
+    ]
+
+    /// Whether the controller lists every command of ``extendedAdvertisingCommands`` (once they are known): the host
+    /// then uses them rather than the legacy advertising, scanning and connection commands.
+    public var supportsExtendedAdvertising: Bool {
+        commandSource != .unknown && Self.extendedAdvertisingCommands.allSatisfy(allows)
+    }
+
+    /// Whether advertising and scanning on LE Coded is possible: the extended commands and LE feature bit 11.
+    public var supportsCodedAdvertising: Bool { supportsExtendedAdvertising && leFeatures.contains(.leCodedPHY) }
 
     /// Capabilities before power-on: nothing known, nothing gated.
     public init() {
@@ -150,6 +174,8 @@ public struct ControllerCapabilities: Sendable, Hashable {
         filterAcceptListSize = nil
         resolvingListSize = nil
         publicAddress = nil
+        maximumAdvertisingDataLength = nil
+        advertisingSetCount = nil
     }
 
     /// The PHYs the controller can use on connections: LE 1M always, LE 2M with LE feature bit 8, LE Coded with bit
@@ -188,6 +214,12 @@ public struct ControllerCapabilities: Sendable, Hashable {
         case .phyUpdate: return command(.leSetPHY)
         case .twoMegabitPHY: return command(.leSetPHY) ?? feature(.le2MPHY, 8)
         case .codedPHY: return command(.leSetPHY) ?? feature(.leCodedPHY, 11)
+        case .extendedAdvertising:
+            return Self.extendedAdvertisingCommands.lazy.compactMap(command).first
+        case .advertisingSets(let count):
+            if let missing = Self.extendedAdvertisingCommands.lazy.compactMap(command).first { return missing }
+            guard let available = advertisingSetCount, count > available else { return nil }
+            return "it holds \(available) advertising set\(available == 1 ? "" : "s")"
         case .command(let opcode): return command(opcode)
         }
     }
@@ -233,11 +265,18 @@ public enum ControllerCapability: Sendable, Hashable, CustomStringConvertible {
     case twoMegabitPHY
     /// LE Coded PHY: LE Set PHY and LE feature bit 11.
     case codedPHY
+    /// Extended advertising, scanning and connection creation: the commands of
+    /// ``ControllerCapabilities/extendedAdvertisingCommands`` (Core 5.4, Vol 4, Part E, 7.8.52–7.8.66).
+    case extendedAdvertising
+    /// This many advertising sets at once (LE Read Number of Supported Advertising Sets).
+    case advertisingSets(Int)
     /// One HCI command, for an API call that sends it as it is (Read RSSI, …).
     case command(HCIOpcode)
 
     public var description: String {
         switch self {
+        case .extendedAdvertising: "LE extended advertising"
+        case .advertisingSets(let count): "\(count) advertising sets"
         case .dataLengthExtension: "LE Data Length Extension"
         case .phyUpdate: "the LE PHY Update procedure"
         case .twoMegabitPHY: "LE 2M PHY"

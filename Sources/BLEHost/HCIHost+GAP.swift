@@ -15,12 +15,22 @@ extension HCIHost {
         public var window: UInt16 = 0x0030
         /// The most reports the stream holds for a consumer that falls behind (the oldest are dropped first).
         public var bufferingLimit = 4096
+        /// The primary advertising PHYs scanned: LE 1M (the default) and/or LE Coded. LE Coded needs a controller with
+        /// the extended advertising commands and LE feature bit 11.
+        public var phys: LEPHYs = .le1M
         /// Creates scan options.
-        public init(active: Bool = true, filterDuplicates: Bool = false) {
+        public init(active: Bool = true, filterDuplicates: Bool = false, phys: LEPHYs = .le1M) {
             self.active = active
             self.filterDuplicates = filterDuplicates
+            self.phys = phys
         }
     }
+
+    /// Whether this host drives its controller with the extended advertising commands: the controller lists them
+    /// (``ControllerCapabilities/supportsExtendedAdvertising``). Then advertising uses advertising sets, scanning
+    /// LE Set Extended Scan Parameters/Enable and connecting LE Extended Create Connection; otherwise the legacy
+    /// commands. The two are never mixed (Core 5.4, Vol 4, Part E, 3.1.1).
+    public var usesExtendedAdvertising: Bool { gap.machine.usesExtendedCommands }
 
     /// Starts scanning; the stream delivers every advertising report until it is cancelled (which stops the scan).
     /// A new scan replaces the one that is on (whose stream finishes).
@@ -33,9 +43,17 @@ extension HCIHost {
         // Bounded: a consumer that falls behind loses the oldest reports, never memory without bound.
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisementReport.self, throwing: (any Error).self,
                                                                     bufferingPolicy: .bufferingNewest(options.bufferingLimit))
+        let phys = options.phys.isEmpty ? LEPHYs.le1M : options.phys
+        if phys != .le1M {
+            let capabilities = controller.capabilities
+            guard phys.isSubset(of: [.le1M, .leCoded]) else { throw capabilities.unsupported(.twoMegabitPHY) }
+            guard usesExtendedAdvertising else { throw capabilities.unsupported(.extendedAdvertising) }
+            guard capabilities.supportsCodedAdvertising else { throw capabilities.unsupported(.codedPHY) }
+        }
         securityManager.resolvedIdentities = [:]
+        gap.assembler.reset()
         let parameters = GAPProcedures.ScanParameters(active: options.active, interval: options.interval, window: options.window,
-                                                      filterDuplicates: options.filterDuplicates)
+                                                      filterDuplicates: options.filterDuplicates, phys: phys)
         let (id, generation, actions) = gap.machine.startScan(parameters, now: now)
         gap.scanStreams[generation] = continuation
         continuation.onTermination = { [weak self] _ in Task { await self?.scanStreamEnded(generation) } }
@@ -80,6 +98,21 @@ extension HCIHost {
         /// Whether advertising starts again after each connection as peripheral (which ends legacy advertising) and
         /// each disconnection, so that several centrals can connect.
         public var restartAfterConnection = false
+        /// Whether to send extended (non-legacy) PDUs: data and scan response up to the controller's
+        /// ``ControllerCapabilities/maximumAdvertisingDataLength``, on ``primaryPHY``. Extended connectable advertising
+        /// is not scannable and extended scannable advertising carries no advertising data (Core 5.4, Vol 6, Part B,
+        /// 2.3.4): the host moves ``scanResponse``'s structures after ``data`` for connectable or non-connectable
+        /// advertising, and ``data``'s before ``scanResponse``'s for scannable advertising.
+        public var extended = false
+        /// The primary advertising PHY of extended PDUs: LE 1M or LE Coded (long range).
+        public var primaryPHY: LEPHY = .le1M
+        /// The secondary advertising PHY of extended PDUs (LE 1M, LE 2M or LE Coded); LE Coded advertising uses LE
+        /// Coded for both unless set.
+        public var secondaryPHY: LEPHY?
+        /// The Advertising SID (0–15) of extended PDUs; `nil`: the set's position in the call.
+        public var sid: UInt8?
+        /// Whether extended PDUs carry the TX power.
+        public var includeTxPower = false
         /// Creates advertising options.
         public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(), restartAfterConnection: Bool = false) {
             self.data = data
@@ -95,11 +128,63 @@ extension HCIHost {
     /// replaced (advertising stops and starts again) when ``SecurityConfiguration/privateAddressInterval`` has passed.
     /// Core 5.4, Vol 3, Part C, 10.7.
     public func startAdvertising(_ options: AdvertisingOptions) async throws {
+        try await startAdvertising(sets: [options])
+    }
+
+    /// Starts advertising several advertising sets at once, each with its own data and kind (replacing what is on).
+    /// Each set with ``AdvertisingOptions/extended`` sends extended PDUs.
+    ///
+    /// Several sets, extended PDUs and LE Coded need the extended advertising commands
+    /// (``usesExtendedAdvertising``); a connection made on a connectable set ends that set only. Restarts after
+    /// connections follow the first set's ``AdvertisingOptions/restartAfterConnection`` (every set starts again).
+    ///
+    /// - Throws: ``HostError/Code/unsupportedByController(_:)`` without sending anything when the controller lacks
+    ///   the extended commands (`.extendedAdvertising`), has fewer sets (`.advertisingSets(_:)`) or lacks LE Coded
+    ///   (`.codedPHY`); ``WireError`` (oversized) when data exceeds 31 octets for legacy PDUs or the controller's
+    ///   maximum for extended ones.
+    public func startAdvertising(sets: [AdvertisingOptions]) async throws {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "advertise: the adapter is \(state)") }
-        let parameters = GAPProcedures.AdvertisingParameters(
-            interval: options.interval, type: options.type, data: try options.data.encodedLegacy(),
-            scanResponse: try options.scanResponse.encodedLegacy(), restartAfterConnection: options.restartAfterConnection)
-        let (id, actions) = gap.machine.startAdvertising(parameters, now: now)
+        let capabilities = controller.capabilities
+        if !usesExtendedAdvertising, sets.count > 1 || sets.contains(where: { $0.extended || $0.primaryPHY != .le1M }) {
+            throw capabilities.unsupported(.extendedAdvertising)
+        }
+        if let available = capabilities.advertisingSetCount, sets.count > available {
+            throw capabilities.unsupported(.advertisingSets(sets.count))
+        }
+        var parameters: [GAPProcedures.AdvertisingParameters] = []
+        for options in sets {
+            guard options.extended else {
+                parameters.append(.init(interval: options.interval, type: options.type, data: try options.data.encodedLegacy(),
+                                        scanResponse: try options.scanResponse.encodedLegacy(),
+                                        restartAfterConnection: options.restartAfterConnection))
+                continue
+            }
+            let secondary = options.secondaryPHY ?? (options.primaryPHY == .leCoded ? .leCoded : .le1M)
+            if options.primaryPHY == .leCoded || secondary == .leCoded, !capabilities.supportsCodedAdvertising {
+                throw capabilities.unsupported(.codedPHY)
+            }
+            if secondary == .le2M, !capabilities.leFeatures.contains(.le2MPHY) { throw capabilities.unsupported(.twoMegabitPHY) }
+            let scannable = options.type == .scannableUndirected
+            let data = scannable ? [] : options.data.encoded + options.scanResponse.encoded
+            let response = scannable ? options.data.encoded + options.scanResponse.encoded : []
+            let maximum = capabilities.maximumAdvertisingDataLength ?? 1650
+            for bytes in [data, response] where bytes.count > maximum {
+                throw WireError(.oversized, "advertising data is \(bytes.count) bytes; the controller takes at most \(maximum)")
+            }
+            // Connectable extended advertising sends its data in one AUX_ADV_IND (no chain): a 255-octet payload less
+            // the extended header (Core 5.4, Vol 6, Part B, 2.3.4; Vol 4, Part E, 7.8.56).
+            if options.type == .connectableUndirected {
+                let limit = Self.connectableExtendedDataLimit(includeTxPower: options.includeTxPower)
+                guard data.count <= limit else {
+                    throw WireError(.oversized, "connectable extended advertising data is \(data.count) bytes; one AUX_ADV_IND carries at most \(limit) (put more in a non-connectable advertisement)")
+                }
+            }
+            parameters.append(.init(interval: options.interval, type: options.type, data: data, scanResponse: response,
+                                    restartAfterConnection: options.restartAfterConnection, legacy: false,
+                                    primaryPHY: options.primaryPHY, secondaryPHY: secondary, sid: options.sid,
+                                    includeTxPower: options.includeTxPower))
+        }
+        let (id, actions) = gap.machine.startAdvertising(sets: parameters, now: now)
         try await run(id, actions)
     }
 
@@ -109,7 +194,12 @@ extension HCIHost {
         try await run(id, actions)
     }
 
-    /// Whether legacy advertising is on.
+    /// The most data connectable extended advertising carries: its one AUX_ADV_IND's 255-octet payload less the
+    /// extended header (header length and AdvMode, flags, AdvA, ADI, and TxPower when included): 245 octets, 244 with
+    /// TX power. Core 5.4, Vol 6, Part B, 2.3.4.
+    public static func connectableExtendedDataLimit(includeTxPower: Bool = false) -> Int { includeTxPower ? 244 : 245 }
+
+    /// Whether advertising is on (legacy, or at least one advertising set).
     public var isAdvertising: Bool { gap.machine.isAdvertising }
 
     /// Connects to `peer`. Throws ``HostError`` with `connectionTimedOut` when it does not complete within `timeout`
@@ -122,8 +212,11 @@ extension HCIHost {
                         supervisionTimeout: UInt16 = 0x01F4,
                         connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> HostConnection {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
+        // With the extended commands the attempt listens on LE Coded too when the controller has it, so a long-range
+        // advertiser is reached as well.
+        let phys: LEPHYs = usesExtendedAdvertising && controller.capabilities.supportsCodedAdvertising ? [.le1M, .leCoded] : .le1M
         let parameters = GAPProcedures.ConnectionParameters(peer: peer, interval: connectionInterval,
-                                                            supervisionTimeout: supervisionTimeout, timeout: timeout)
+                                                            supervisionTimeout: supervisionTimeout, timeout: timeout, phys: phys)
         let (id, actions) = gap.machine.connect(parameters, now: now)
         switch await outcome(of: id, actions) {
         case .connected(let handle):
@@ -213,6 +306,15 @@ extension HCIHost {
         case .setRandomAddress(let c): submit(c, then: finished)
         case .createConnection(let c): submit(c, then: finished)
         case .createConnectionCancel: submit(HCILECreateConnectionCancel(), then: finished)
+        case .setAdvertisingSetRandomAddress(let c): submit(c, then: finished)
+        case .setExtendedAdvertisingParameters(let c): submit(c, then: finished)
+        case .setExtendedAdvertisingData(let c): submit(c, then: finished)
+        case .setExtendedScanResponseData(let c): submit(c, then: finished)
+        case .setExtendedAdvertisingEnable(let c): submit(c, then: finished)
+        case .clearAdvertisingSets: submit(HCILEClearAdvertisingSets(), then: finished)
+        case .setExtendedScanParameters(let c): submit(c, then: finished)
+        case .setExtendedScanEnable(let c): submit(c, then: finished)
+        case .extendedCreateConnection(let c): submit(c, then: finished)
         }
     }
 
@@ -320,15 +422,31 @@ extension HCIHost {
                 deliverReport(address: LEAddress(r.address, type: r.addressType), rssi: r.rssi, eventType: r.eventType, data: r.data)
             }
         case .extendedAdvertisingReport(let e):
-            for r in e.reports {
+            // Parts of one advertisement are joined first (per advertiser and SID); only whole (or truncated) ones go up.
+            guard gap.currentScanStream != nil else { return }
+            for part in e.reports {
+                guard let assembled = gap.assembler.receive(part) else { continue }
+                let r = assembled.report
                 let type: HCILEAdvertisingReportEventType
                 if r.eventType.contains(.scanResponse) { type = .scanResponse }
                 else if r.eventType.contains(.directed) { type = .advDirectInd }
                 else if r.eventType.contains(.connectable) { type = .advInd }
                 else if r.eventType.contains(.scannable) { type = .advScanInd }
                 else { type = .advNonconnInd }
-                deliverReport(address: LEAddress(r.address, type: r.addressType), rssi: r.rssi, eventType: type, data: r.data)
+                var report = AdvertisementReport(address: LEAddress(r.address, type: r.addressType), rssi: r.rssi, eventType: type,
+                                                 rawData: r.data)
+                report.primaryPHY = LEPHY(rawValue: r.primaryPHY)
+                report.secondaryPHY = r.secondaryPHY == 0 ? nil : LEPHY(rawValue: r.secondaryPHY)
+                report.advertisingSID = r.advertisingSID <= 0x0F ? r.advertisingSID : nil
+                report.txPower = r.txPower == 127 ? nil : r.txPower
+                report.isLegacy = r.eventType.contains(.legacy)
+                report.isTruncated = assembled.isTruncated
+                deliver(report)
             }
+        case .advertisingSetTerminated(let e):
+            performGAP(gap.machine.advertisingSetTerminated(handle: e.handle, status: e.status, now: now))
+        case .scanTimeout:
+            break  // The host scans without a Duration.
         case .connectionComplete(let e):
             connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: LEAddress(e.peerAddress, type: e.peerAddressType),
                                 interval: e.connectionInterval, latency: e.peripheralLatency, timeout: e.supervisionTimeout)
@@ -373,12 +491,17 @@ extension HCIHost {
     }
 
     private func deliverReport(address: LEAddress, rssi: Int8, eventType: HCILEAdvertisingReportEventType, data: [UInt8]) {
+        deliver(AdvertisementReport(address: address, rssi: rssi, eventType: eventType, rawData: data))
+    }
+
+    private func deliver(_ report: AdvertisementReport) {
         guard let scanContinuation = gap.currentScanStream else { return }
         // The bytes go up as received, decoded only by whoever reads them (most reports are repeats a scanner drops
         // unread). Malformed data is not dropped either: the device exists, and its flags or name may well be intact
         // (the report's `data` holds the structures before the fault).
-        scanContinuation.yield(AdvertisementReport(address: address, rssi: rssi, eventType: eventType, rawData: data,
-                                                   identity: resolvedIdentity(of: address)))
+        var report = report
+        report.identity = resolvedIdentity(of: report.address)
+        scanContinuation.yield(report)
     }
 
     private func connectionCompleted(status: HCIStatus, handle: ConnectionHandle, role: HCIRole, peer: LEAddress, interval: UInt16,

@@ -209,8 +209,9 @@ public actor HCIHost {
         // Disconnection Complete, Encryption Change, Hardware Error, Data Buffer Overflow, Key Refresh, LE Meta.
         _ = try await send(HCISetEventMask(mask: 1 << 4 | 1 << 7 | 1 << 15 | 1 << 25 | 1 << 47 | 1 << 61))
         // Connection Complete, Advertising Report, Update Complete, Remote Features, LTK Request, Data Length Change,
-        // Enhanced Connection Complete, PHY Update Complete, Extended Advertising Report.
-        _ = try await send(HCILESetEventMask(mask: 0x1F | 1 << 6 | 1 << 9 | 1 << 11 | 1 << 12))
+        // Enhanced Connection Complete, PHY Update Complete, Extended Advertising Report, Scan Timeout, Advertising Set
+        // Terminated.
+        _ = try await send(HCILESetEventMask(mask: 0x1F | 1 << 6 | 1 << 9 | 1 << 11 | 1 << 12 | 1 << 16 | 1 << 17))
         if found.allows(.leReadLocalSupportedFeatures) {
             found.leFeatures = try await send(HCILEReadLocalSupportedFeatures()).features
         }
@@ -228,6 +229,17 @@ public actor HCIHost {
         if found.allows(.leReadResolvingListSize) {
             found.resolvingListSize = Int(try await send(HCILEReadResolvingListSize()).size)
         }
+        // Extended advertising (only with every extended command listed: the host never mixes the two kinds, and
+        // these reads are extended commands). Core 5.4, Vol 4, Part E, 3.1.1.
+        if found.supportsExtendedAdvertising {
+            if found.allows(.leReadMaximumAdvertisingDataLength) {
+                found.maximumAdvertisingDataLength = Int(try await send(HCILEReadMaximumAdvertisingDataLength()).maximumLength)
+            }
+            if found.allows(.leReadNumberOfSupportedAdvertisingSets) {
+                found.advertisingSetCount = Int(try await send(HCILEReadNumberOfSupportedAdvertisingSets()).count)
+            }
+        }
+        gap.machine.usesExtendedCommands = found.supportsExtendedAdvertising
     }
 
     /// The LE ACL buffers: LE Read Buffer Size [v2] when listed, else [v1]; either answering 0 (LE shares the BR/EDR

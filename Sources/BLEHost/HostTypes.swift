@@ -102,6 +102,20 @@ public struct AdvertisementReport: Sendable, Hashable {
     public var identity: LEAddress?
     /// The model given at creation or set, if any; otherwise ``data`` decodes ``rawData``.
     private var assigned: AdvertisingData?
+    /// The primary advertising PHY the advertisement was received on (LE 1M for legacy PDUs and legacy scans).
+    public var primaryPHY: LEPHY = .le1M
+    /// The secondary advertising PHY of an extended advertisement's auxiliary PDUs; `nil` for legacy PDUs.
+    public var secondaryPHY: LEPHY?
+    /// The Advertising SID of an extended advertisement; `nil` when there is none (legacy PDUs).
+    public var advertisingSID: UInt8?
+    /// The TX power the advertiser put in its extended header, in dBm; `nil` when not given.
+    public var txPower: Int8?
+    /// Whether the advertisement came in legacy PDUs (`false`: extended PDUs, from an LE Extended Advertising Report
+    /// without the legacy bit).
+    public var isLegacy = true
+    /// Whether the data is incomplete: the controller could not receive the whole chain of an extended advertisement
+    /// (data status "truncated"), or it exceeded the most the host assembles. ``rawData`` holds what arrived.
+    public var isTruncated = false
 
     /// The advertising (or scan response) data as an owning model, decoded from ``rawData`` each time it is read
     /// (unless one was given or set); when the bytes are malformed, the structures before the fault
@@ -141,7 +155,9 @@ public struct AdvertisementReport: Sendable, Hashable {
     /// decoded one follows ``rawData``).
     public static func == (lhs: AdvertisementReport, rhs: AdvertisementReport) -> Bool {
         guard lhs.address == rhs.address, lhs.rssi == rhs.rssi, lhs.eventType == rhs.eventType, lhs.rawData == rhs.rawData,
-              lhs.identity == rhs.identity else { return false }
+              lhs.identity == rhs.identity, lhs.primaryPHY == rhs.primaryPHY, lhs.secondaryPHY == rhs.secondaryPHY,
+              lhs.advertisingSID == rhs.advertisingSID, lhs.txPower == rhs.txPower, lhs.isLegacy == rhs.isLegacy,
+              lhs.isTruncated == rhs.isTruncated else { return false }
         return (lhs.assigned == nil && rhs.assigned == nil) || lhs.data == rhs.data
     }
 
@@ -151,6 +167,9 @@ public struct AdvertisementReport: Sendable, Hashable {
         hasher.combine(eventType)
         hasher.combine(rawData)
         hasher.combine(identity)
+        hasher.combine(primaryPHY)
+        hasher.combine(advertisingSID)
+        hasher.combine(isLegacy)
     }
 }
 

@@ -66,6 +66,7 @@ extension World {
         }
         if c.isEnabled, !state.isScanning { controllers[id]?.reported = [] }
         controllers[id]?.isScanning = c.isEnabled
+        controllers[id]?.scanIsExtended = false
         listenerCache = nil
         controllers[id]?.filterDuplicates = c.filterDuplicates
         complete(id, HCILESetScanEnable.self, .init())

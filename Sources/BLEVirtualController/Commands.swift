@@ -44,6 +44,18 @@ extension World {
         .leSetDefaultPHY: { $0.leSetDefaultPHY($1, $2) },
         .leReadPHY: { $0.leReadPHY($1, $2) },
         .leSetPHY: { $0.leSetPHY($1, $2) },
+        .leSetAdvertisingSetRandomAddress: { $0.leSetAdvertisingSetRandomAddress($1, $2) },
+        .leSetExtendedAdvertisingParameters: { $0.leSetExtendedAdvertisingParameters($1, $2) },
+        .leSetExtendedAdvertisingData: { $0.leSetExtendedAdvertisingData($1, $2) },
+        .leSetExtendedScanResponseData: { $0.leSetExtendedScanResponseData($1, $2) },
+        .leSetExtendedAdvertisingEnable: { $0.leSetExtendedAdvertisingEnable($1, $2) },
+        .leReadMaximumAdvertisingDataLength: { $0.leReadMaximumAdvertisingDataLength($1, $2) },
+        .leReadNumberOfSupportedAdvertisingSets: { $0.leReadNumberOfSupportedAdvertisingSets($1, $2) },
+        .leRemoveAdvertisingSet: { $0.leRemoveAdvertisingSet($1, $2) },
+        .leClearAdvertisingSets: { $0.leClearAdvertisingSets($1, $2) },
+        .leSetExtendedScanParameters: { $0.leSetExtendedScanParameters($1, $2) },
+        .leSetExtendedScanEnable: { $0.leSetExtendedScanEnable($1, $2) },
+        .leExtendedCreateConnection: { $0.leExtendedCreateConnection($1, $2) },
     ]
 
     /// The Supported_Commands mask of a controller with `profile`: exactly the implemented commands it keeps.
@@ -62,6 +74,11 @@ extension World {
     mutating func command(_ id: Int, _ packet: HCICommandPacket) {
         let omitted = controllers[id]?.configuration.profile.omittedCommands.contains(packet.opcode) ?? false
         if !omitted, let handler = Self.handlers[packet.opcode] {
+            // Legacy and extended advertising commands do not mix until reset. Core 5.4, Vol 4, Part E, 3.1.1.
+            guard admitsAdvertisingCommand(id, packet.opcode) else {
+                let completion = CommandCompletions.completion(ofUnknown: packet.opcode)
+                return fail(id, packet.opcode, completion, .commandDisallowed)
+            }
             handler(&self, id, packet)
         } else {
             fail(id, packet.opcode, CommandCompletions.completion(ofUnknown: packet.opcode), .unknownCommand)

@@ -25,6 +25,7 @@ extension World {
             return
         }
         controllers[id]?.pendingConnection = nil
+        controllers[id]?.pendingExtendedConnection = nil
         listenerCache = nil
         complete(id, HCILECreateConnectionCancel.self, .init())
         // Core 5.4, Vol 4, Part E, 7.8.13: LE Connection Complete with Unknown Connection Identifier.

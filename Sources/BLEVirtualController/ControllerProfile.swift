@@ -14,7 +14,7 @@ public struct ControllerProfile: Sendable, Hashable {
     /// Commands this controller neither lists nor answers. Reset and Read Local Supported Commands cannot be left out.
     public var omittedCommands: Set<HCIOpcode>
     /// The LE features its link layer has. Only features the virtual controller implements mean anything:
-    /// encryption, Data Packet Length Extension, LE 2M PHY, LE Coded PHY.
+    /// encryption, Data Packet Length Extension, LE 2M PHY, LE Coded PHY, LE Extended Advertising.
     public var leFeatures: LEFeatures
 
     /// Creates a profile.
@@ -27,17 +27,20 @@ public struct ControllerProfile: Sendable, Hashable {
     }
 
     /// The LE features the virtual controller implements.
-    public static let implementedFeatures: LEFeatures = [.encryption, .dataPacketLengthExtension, .le2MPHY, .leCodedPHY]
+    public static let implementedFeatures: LEFeatures = [.encryption, .dataPacketLengthExtension, .le2MPHY, .leCodedPHY,
+                                                         .extendedAdvertising]
 
     /// Everything the virtual controller implements, as a Core 5.4 controller (the default).
     public static let full = ControllerProfile()
 
     /// A Core 4.1 controller: LE encryption only; no Data Length Extension (LE Set Data Length and the data length
-    /// reads), no LE Set PHY / Read PHY / Set Default PHY, no LE Read Buffer Size [v2].
+    /// reads), no LE Set PHY / Read PHY / Set Default PHY, no LE Read Buffer Size [v2], no extended advertising,
+    /// scanning or connection creation (legacy advertising commands only).
     public static let bluetooth41 = ControllerProfile(
         version: 0x07,
-        omittedCommands: [.leSetDataLength, .leReadSuggestedDefaultDataLength, .leWriteSuggestedDefaultDataLength,
-                          .leReadMaximumDataLength, .leReadPHY, .leSetDefaultPHY, .leSetPHY, .leReadBufferSizeV2],
+        omittedCommands: Set<HCIOpcode>([.leSetDataLength, .leReadSuggestedDefaultDataLength, .leWriteSuggestedDefaultDataLength,
+                                         .leReadMaximumDataLength, .leReadPHY, .leSetDefaultPHY, .leSetPHY, .leReadBufferSizeV2])
+            .union(World.extendedAdvertisingCommands),
         leFeatures: [.encryption])
 
     /// The PHYs its link layer uses: LE 1M, and LE 2M and LE Coded when its features have them.

@@ -56,13 +56,14 @@ extension World {
             }
             guard let rssi = sampleRSSI(from: id, to: other) else { continue }
 
+            // Legacy advertising is on LE 1M: an initiator or scanner must listen there.
             if initiator == nil, let pending = listener.pendingConnection, type.isConnectable, pending.peerAddress == address,
-               pending.peerAddressType.isRandom == addressType.isRandom,
+               pending.peerAddressType.isRandom == addressType.isRandom, listener.initiatingPHYs.contains(.le1M),
                listenerHearsInWindow(pending.scanInterval, pending.scanWindow) {
-                initiator = (other, pending)
+                initiator = (other, listener.pendingExtendedConnection.flatMap { Self.legacyRequest($0, on: .le1M) } ?? pending)
                 continue
             }
-            if listener.isScanning, listenerHearsInWindow(listener.scanParameters.interval, listener.scanParameters.window) {
+            if listener.isScanning, let duty = listener.scanDutyCycle(on: .le1M), listenerHearsInWindow(duty.interval, duty.window) {
                 let eventType: HCILEAdvertisingReportEventType = switch type {
                 case .connectableUndirected: .advInd
                 case .scannableUndirected: .advScanInd
@@ -71,7 +72,7 @@ extension World {
                 }
                 report(to: other, eventType: eventType, address: address, addressType: addressType,
                        data: type.isDirected ? [] : advertiser.advertisingData, rssi: rssi)
-                if listener.scanParameters.scanType == .active, type.isScannable,
+                if duty.active, type.isScannable,
                    let responseRSSI = sampleRSSI(from: id, to: other) {
                     report(to: other, eventType: .scanResponse, address: address, addressType: addressType,
                            data: advertiser.scanResponseData, rssi: responseRSSI)
@@ -109,14 +110,32 @@ extension World {
     /// one ADV_* report and one SCAN_RSP report per advertiser until scanning is enabled again. New advertising
     /// data from the same address is filtered too (Core 5.4, Vol 6, Part B, 4.4.3.5 leaves the comparison of data
     /// to the implementation; this controller does not compare it).
+    ///
+    /// A scanner that scans with the extended commands gets an LE Extended Advertising Report with the legacy bit and
+    /// the PDU's properties (Core 5.4, Vol 4, Part E, 7.7.65.13: ADV_IND 0b0010011, ADV_DIRECT_IND 0b0010101,
+    /// ADV_SCAN_IND 0b0010010, ADV_NONCONN_IND 0b0010000, SCAN_RSP to ADV_IND 0b0011011, to ADV_SCAN_IND 0b0011010).
     mutating func report(to scanner: Int, eventType: HCILEAdvertisingReportEventType, address: BluetoothAddress,
-                         addressType: LEAddressType, data: [UInt8], rssi: Int8) {
+                         addressType: LEAddressType, data: [UInt8], rssi: Int8, scannedConnectable: Bool = true) {
         guard var s = controllers[scanner] else { return }
         if s.filterDuplicates {
             let key = ControllerState.DuplicateKey(address: address, addressType: addressType.rawValue,
-                                                   eventType: eventType.rawValue)
+                                                   eventType: UInt16(eventType.rawValue))
             guard s.reported.insert(key).inserted else { return }
             controllers[scanner] = s
+        }
+        if s.scanIsExtended {
+            let bits: UInt16 = switch eventType {
+            case .advInd: 0b0010011
+            case .advDirectInd: 0b0010101
+            case .advScanInd: 0b0010010
+            case .scanResponse: scannedConnectable ? 0b0011011 : 0b0011010
+            default: 0b0010000
+            }
+            let report = HCILEExtendedAdvertisingReportEvent.Report(eventType: HCILEExtendedAdvertisingEventType(rawValue: bits),
+                                                                    addressType: addressType, address: address, primaryPHY: 1,
+                                                                    secondaryPHY: 0, rssi: rssi, data: data)
+            if emit(scanner, HCILEExtendedAdvertisingReportEvent(reports: [report]).packet) { controllers[scanner]?.advertisingReportCount += 1 }
+            return
         }
         let report = HCILEAdvertisingReportEvent.Report(eventType: eventType, addressType: addressType, address: address,
                                                         data: data, rssi: rssi)
@@ -124,15 +143,25 @@ extension World {
     }
 
     /// Establishes a link: both hosts get LE Connection Complete; the advertiser stops advertising.
+    ///
+    /// A connection made on an advertising set (`advertisingSet`) ends that set only, and its host hears LE Advertising
+    /// Set Terminated after LE Connection Complete; the link starts on `phy` both ways. Core 5.4, Vol 4, Part E, 7.7.65.18.
     mutating func connect(central: Int, peripheral: Int, request: HCILECreateConnection,
-                          peripheralAddress: (BluetoothAddress, LEAddressType)) {
+                          peripheralAddress: (BluetoothAddress, LEAddressType), advertisingSet: UInt8? = nil, phy: LEPHY = .le1M) {
         guard var c = controllers[central], var p = controllers[peripheral],
               let centralAddress = c.ownAddress(request.ownAddressType) else { return }
         let centralHandle = c.allocateHandle(in: handlesInUse(by: central))
         let peripheralHandle = p.allocateHandle(in: handlesInUse(by: peripheral))
         c.pendingConnection = nil
-        p.isAdvertising = false
-        p.advertisingGeneration = token()
+        c.pendingExtendedConnection = nil
+        let completedEvents = advertisingSet.flatMap { p.advertisingSets[$0]?.events } ?? 0
+        if let advertisingSet {
+            p.advertisingSets[advertisingSet]?.isEnabled = false
+            p.advertisingSets[advertisingSet]?.generation = token()
+        } else {
+            p.isAdvertising = false
+            p.advertisingGeneration = token()
+        }
         controllers[central] = c
         controllers[peripheral] = p
         listenerCache = nil
@@ -145,6 +174,8 @@ extension World {
         // Each side starts with its suggested maximum TX octets (LE Write Suggested Default Data Length).
         link.centralTxOctets = c.suggestedTxOctets
         link.peripheralTxOctets = p.suggestedTxOctets
+        link.centralPHY = phy
+        link.peripheralPHY = phy
         links[id] = link
         emit(central, HCILEConnectionCompleteEvent(handle: centralHandle, role: .central,
                                                    peerAddressType: peripheralAddress.1, peerAddress: peripheralAddress.0,
@@ -154,6 +185,10 @@ extension World {
                                                       peerAddressType: centralAddress.1, peerAddress: centralAddress.0,
                                                       connectionInterval: link.interval, peripheralLatency: link.latency,
                                                       supervisionTimeout: link.timeout).packet)
+        if let advertisingSet {
+            emit(peripheral, HCILEAdvertisingSetTerminatedEvent(handle: advertisingSet, connectionHandle: peripheralHandle,
+                                                                completedEvents: UInt8(clamping: completedEvents)).packet)
+        }
         // Suggested defaults above 27 octets: the controllers run the Data Length Update procedure at once.
         if link.centralTxOctets != 27 || link.peripheralTxOctets != 27 { dataLengthChanged(link) }
         startConnectionEvents(link: id)

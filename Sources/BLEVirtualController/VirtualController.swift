@@ -106,7 +106,12 @@ public final class VirtualController: Sendable {
     }
 
     /// Whether the controller is advertising (its host enabled it and no connection or timeout has ended it).
-    public var isAdvertising: Bool { air.world.withLock { $0.controllers[id]?.isAdvertising ?? false } }
+    public var isAdvertising: Bool { air.world.withLock { $0.controllers[id]?.isAdvertisingAny ?? false } }
+
+    /// The handles of the advertising sets that are enabled (extended advertising), in order.
+    public var enabledAdvertisingSets: [UInt8] {
+        air.world.withLock { w in (w.controllers[id]?.advertisingSets.filter { $0.value.isEnabled }.keys).map { $0.sorted() } ?? [] }
+    }
 
     /// How many advertising reports (one per LE Advertising Report event) the controller has sent its host so far.
     /// On a manual-clock air, a test that advanced time reads exactly this many reports from its host before the
@@ -124,6 +129,8 @@ public final class VirtualController: Sendable {
             w.controllers[id]?.isAdvertising = false
             w.controllers[id]?.isScanning = false
             w.controllers[id]?.pendingConnection = nil
+            w.controllers[id]?.pendingExtendedConnection = nil
+            w.controllers[id]?.advertisingSets = [:]
             w.listenerCache = nil
             w.forgetLinks(of: id)
         }

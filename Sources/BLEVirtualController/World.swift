@@ -181,13 +181,52 @@ struct ControllerState {
 
     // Initiating
     var pendingConnection: HCILECreateConnection?
+    /// LE Extended Create Connection's request, when the attempt was made with it (``pendingConnection`` then holds
+    /// its LE 1M parameters, or its LE Coded ones without LE 1M).
+    var pendingExtendedConnection: HCILEExtendedCreateConnection?
+
+    // Extended advertising and scanning (Core 5.4, Vol 4, Part E, 7.8.52–7.8.66)
+    /// Which kind of advertising commands the host used since the last reset: the controller refuses the other kind
+    /// (Command Disallowed). Core 5.4, Vol 4, Part E, 3.1.1.
+    var advertisingCommandKind: AdvertisingCommandKind = .undecided
+    /// The advertising sets the host created, by handle.
+    var advertisingSets: [UInt8: AdvertisingSet] = [:]
+    /// The extended scan's parameters, when the host scans with LE Set Extended Scan Enable (reports are then LE
+    /// Extended Advertising Reports); `nil` for a legacy scan.
+    var extendedScan: HCILESetExtendedScanParameters?
+    /// Whether the scan that is on was enabled with LE Set Extended Scan Enable.
+    var scanIsExtended = false
+    /// Ties a scan's Duration timer to the scan that set it.
+    var scanGeneration: UInt64 = 0
 
     var nextHandle: UInt16 = 0x0001
 
     struct DuplicateKey: Hashable {
         var address: BluetoothAddress
         var addressType: UInt8
-        var eventType: UInt8
+        var eventType: UInt16
+        var sid: UInt8 = 0xFF
+    }
+
+    /// Whether any advertising is on: legacy, or an enabled advertising set.
+    var isAdvertisingAny: Bool { isAdvertising || advertisingSets.values.contains { $0.isEnabled } }
+
+    /// The PHYs the scan listens on: LE 1M for a legacy scan, the extended scan's PHYs otherwise.
+    var scanPHYs: LEPHYs { scanIsExtended ? (extendedScan?.phys ?? []) : .le1M }
+
+    /// The scan type and duty cycle of the scan on `phy` (`nil`: not scanned).
+    func scanDutyCycle(on phy: LEPHY) -> (active: Bool, interval: UInt16, window: UInt16)? {
+        guard scanIsExtended else {
+            return phy == .le1M ? (scanParameters.scanType == .active, scanParameters.interval, scanParameters.window) : nil
+        }
+        let p = phy == .leCoded ? extendedScan?.leCoded : phy == .le1M ? extendedScan?.le1M : nil
+        return p.map { ($0.scanType == .active, $0.interval, $0.window) }
+    }
+
+    /// The PHYs a pending connection attempt scans for its peer (LE 1M for LE Create Connection).
+    var initiatingPHYs: LEPHYs {
+        guard pendingConnection != nil else { return [] }
+        return pendingExtendedConnection.map { $0.phys.intersection([.le1M, .leCoded]) } ?? .le1M
     }
 
     init(id: Int, configuration: VirtualController.Configuration, sink: HostSink) {
@@ -199,6 +238,15 @@ struct ControllerState {
         self.txPower = configuration.txPower
         self.defaultTxPHYs = configuration.profile.phys
         self.defaultRxPHYs = configuration.profile.phys
+    }
+
+    /// The address an advertising set uses for `ownAddressType`: public, or the set's random address.
+    func ownAddress(of set: AdvertisingSet) -> (BluetoothAddress, LEAddressType)? {
+        if set.parameters.ownAddressType.isRandom {
+            guard let randomAddress = set.randomAddress else { return nil }
+            return (randomAddress, .random)
+        }
+        return (address, .public)
     }
 
     /// The address this controller uses for `ownAddressType` (public, or its random address).
@@ -291,6 +339,10 @@ enum WorldEvent: Sendable {
     case connectionUpdate(link: Int, interval: UInt16, latency: UInt16, timeout: UInt16)
     /// The link layer got a retransmitted packet through.
     case deliverACL(link: Int, sender: Int)
+    /// One advertising event of an advertising set.
+    case advertiseSet(controller: Int, handle: UInt8, generation: UInt64)
+    /// An extended scan's Duration ran out.
+    case scanDuration(controller: Int, generation: UInt64)
     /// Air-time model: a connection event's anchor.
     case connectionEvent(link: Int, generation: UInt64)
     /// Air-time model: the next exchange of a connection event.
@@ -536,6 +588,10 @@ struct World {
         switch event {
         case .advertise(let controller, let generation):
             advertisingEvent(controller: controller, generation: generation)
+        case .advertiseSet(let controller, let handle, let generation):
+            advertisingSetEvent(controller: controller, handle: handle, generation: generation)
+        case .scanDuration(let controller, let generation):
+            scanDurationEnded(controller: controller, generation: generation)
         case .supervision(let id, let generation):
             guard let link = links[id], link.supervisionArmed, link.supervisionGeneration == generation else { return }
             for side in [link.central, link.peripheral] where side.active {

@@ -45,7 +45,7 @@ struct ControllerCommand: AsyncParsableCommand {
     @Option(help: "Directory for one btsnoop capture per client connection (controller's view).")
     var snoopDir: String?
 
-    @Option(help: "What the controllers say they are: full (Core 5.4, every command the virtual controller has) or 4.1 (no Data Length Extension, no LE Set PHY, no LE Read Buffer Size [v2]).")
+    @Option(help: "What the controllers say they are: full (Core 5.4, every command the virtual controller has) or 4.1 (no Data Length Extension, no LE Set PHY, no LE Read Buffer Size [v2], no extended advertising).")
     var profile: String = "full"
 
     @Flag(help: "Model air time on connections: connection events, PHYs, data length (see AirTimeModel); without it packets cross links at once.")

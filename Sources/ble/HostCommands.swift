@@ -27,11 +27,26 @@ struct Serve: AsyncParsableCommand {
     var peer: String?
     @Option(help: "With --replay: also write what the capture shows to this file, in the format --gatt reads.")
     var save: String?
+    @Flag(help: "Advertise with extended PDUs (Bluetooth 5 extended advertising: name and services in one advertisement, found by extended scans only). Needs a controller with extended advertising.")
+    var extended = false
+    @Flag(help: "With --extended: advertise on LE Coded (long range) rather than LE 1M.")
+    var coded = false
+    @Option(name: .customLong("adv-data"), help: "With --extended: AD structures in hex for a second, non-connectable extended advertisement named NAME Data (up to the controller's maximum, 1650 bytes on the virtual controller: connectable extended advertising carries at most 245).")
+    var advertisingData: String?
     @OptionGroup var security: SecurityOptions
 
     func validate() throws {
         if gatt != nil && replay != nil { throw ValidationError("--gatt and --replay are two different devices: give one") }
         if replay == nil && (peer != nil || save != nil) { throw ValidationError("--peer and --save go with --replay") }
+        if coded || advertisingData != nil, !extended { throw ValidationError("--coded and --adv-data need --extended") }
+        if extended, gatt != nil || replay != nil {
+            throw ValidationError("--extended goes with --device: a described or replayed device advertises as its file or capture says")
+        }
+        if let advertisingData {
+            guard let bytes = [UInt8](hex: advertisingData), (try? AdvertisingData(bytes: bytes)) != nil else {
+                throw ValidationError("--adv-data must be AD structures in hex (length, type, data...)")
+            }
+        }
     }
 
     func run() async throws {
@@ -55,12 +70,33 @@ struct Serve: AsyncParsableCommand {
             let running = try await during("starting the \(device.rawValue) device") {
                 try await device.start(on: manager, name: name, tick: tick) { text, fields in emit(json, text, fields) }
             }
+            var advertised = "advertising"
+            if extended {
+                // The device's advertisement and scan response in one connectable extended advertisement; --adv-data in a
+                // second, non-connectable one (connectable extended advertising carries at most 245 bytes).
+                let layout = AdvertisingData.layout(name: name, serviceUUIDs: device.services)
+                let data = layout.data.merged(withScanResponse: layout.scanResponse)
+                let phy: LEPHY = coded ? .leCoded : .le1M
+                var advertisements = [Advertisement(data: data, kind: .connectable, isExtended: true, primaryPHY: phy)]
+                if let advertisingData {
+                    let extra = try AdvertisingData(bytes: [UInt8](hex: advertisingData) ?? [])
+                    let named = AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "\(name) Data")
+                    advertisements.append(Advertisement(data: AdvertisingData(structures: named.structures + extra.structures),
+                                                        kind: .nonConnectable, isExtended: true, primaryPHY: phy))
+                }
+                try await during("starting extended advertising") {
+                    try await manager.startAdvertising(advertisements, restartAfterConnection: true)
+                }
+                advertised = "advertising (extended, \(coded ? "LE Coded" : "LE 1M"), "
+                    + advertisements.map { "\($0.data.encoded.count) bytes" }.joined(separator: " + ") + ")"
+            }
             let address = await manager.address?.address.description ?? "?"
             emitTable(await manager.database, json: json)
             let services = device.services.map(\.description)
-            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), advertising services \(services.joined(separator: ", "))",
+            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), \(advertised) services \(services.joined(separator: ", "))",
                  ["event": "serving", "name": .string(name), "address": .string(address), "device": .string(device.rawValue),
-                  "services": .array(services.map(JSONValue.string))])
+                  "services": .array(services.map(JSONValue.string)), "extended": .bool(extended),
+                  "phy": .string(coded ? "Coded" : "1M")])
             do {
                 if runFor > 0 {
                     try await Task.sleep(for: .seconds(runFor))

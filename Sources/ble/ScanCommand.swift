@@ -29,6 +29,8 @@ struct Scan: AsyncParsableCommand {
     var filter: String?
     @Option(help: "Seconds to scan (default: 3; with --live, until q or Ctrl-C).")
     var timeout: Double?
+    @Option(help: "Primary advertising PHYs to scan: 1m (default), coded (long range) or both. Coded needs a controller with extended advertising.")
+    var phy: ScanPHY = .oneM
 
     func validate() throws {
         if let timeout { guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") } }
@@ -42,7 +44,8 @@ struct Scan: AsyncParsableCommand {
             // The central's scan merges advertising data with scan responses, filters on services found in either,
             // and reports a device again when its data changes (every report with duplicates). It stops by itself.
             let results = try await during("scanning") {
-                try await central.scan(services: services, allowDuplicates: duplicates || live, active: !passive, timeout: duration)
+                try await central.scan(services: services, allowDuplicates: duplicates || live, active: !passive, timeout: duration,
+                                       phys: phy.phys)
             }
             if live {
                 var table = LiveScan(filter: filter ?? "")
@@ -87,12 +90,56 @@ struct Scan: AsyncParsableCommand {
     static func print(_ device: DiscoveredPeripheral, json: Bool) {
         let uuids = device.serviceUUIDs.map(\.description)
         let manufacturer = device.manufacturerData.map { "\($0.companyID):\($0.data.hexString())" }.joined(separator: ",")
-        emit(json, "\(device.address.address) \(device.address.type) RSSI \(device.rssi) dBm\(device.isConnectable ? " connectable" : "") \(device.name.map { "\"\($0.escapingControlCharacters)\"" } ?? "(no name)") services \(uuids)\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)")",
+        // How it was heard: the primary PHY, and for extended advertising its SID, secondary PHY, TX power and size.
+        var air = "\(phyName(device.primaryPHY)) \(device.isLegacy ? "legacy" : "extended")"
+        if !device.isLegacy {
+            if let sid = device.advertisingSID { air += " SID \(sid)" }
+            if let secondary = device.secondaryPHY { air += " secondary \(phyName(secondary))" }
+            if let tx = device.txPower { air += " TX \(tx) dBm" }
+            air += " \(device.advertisementData.encoded.count) bytes\(device.isTruncated ? " truncated" : "")"
+        }
+        emit(json, "\(device.address.address) \(device.address.type) RSSI \(device.rssi) dBm\(device.isConnectable ? " connectable" : "") \(device.name.map { "\"\($0.escapingControlCharacters)\"" } ?? "(no name)") services \(uuids)\(manufacturer.isEmpty ? "" : " mfr \(manufacturer)") [\(air)]",
              ["address": .string(device.address.address.description), "addressType": .string("\(device.address.type)"),
               "rssi": .integer(device.rssi), "name": device.name.map(JSONValue.string) ?? .null,
               "services": .array(uuids.map(JSONValue.string)),
               "manufacturer": .array(device.manufacturerData.map { ["companyID": .integer($0.companyID.rawValue), "data": .string($0.data.hexString())] }),
-              "connectable": .bool(device.isConnectable)])
+              "connectable": .bool(device.isConnectable), "advertising": advertisingJSON(device)])
+    }
+
+    /// How a device was heard: `{"phy":"1M"|"Coded","extended":BOOL[,"sid":N][,"secondaryPHY":..][,"txPower":N],
+    /// "dataLength":N,"truncated":BOOL}`.
+    static func advertisingJSON(_ device: DiscoveredPeripheral) -> JSONValue {
+        var members: [(key: String, value: JSONValue)] = [("phy", .string(phyName(device.primaryPHY))), ("extended", .bool(!device.isLegacy))]
+        if let sid = device.advertisingSID { members.append(("sid", .integer(sid))) }
+        if let secondary = device.secondaryPHY { members.append(("secondaryPHY", .string(phyName(secondary)))) }
+        if let tx = device.txPower { members.append(("txPower", .integer(tx))) }
+        members.append(("dataLength", .integer(device.advertisementData.encoded.count)))
+        members.append(("truncated", .bool(device.isTruncated)))
+        return .object(members)
+    }
+
+    /// "1M", "2M" or "Coded".
+    static func phyName(_ phy: LEPHY) -> String {
+        switch phy {
+        case .le2M: "2M"
+        case .leCoded: "Coded"
+        default: "1M"
+        }
+    }
+}
+
+/// `ble scan --phy`: the primary advertising PHYs scanned.
+enum ScanPHY: String, ExpressibleByArgument, CaseIterable {
+    case oneM = "1m"
+    case coded
+    case both
+
+    var phys: LEPHYs {
+        switch self {
+        case .oneM: .le1M
+        case .coded: .leCoded
+        case .both: [.le1M, .leCoded]
+        }
     }
 }
 
@@ -104,9 +151,14 @@ struct ScanPrinter {
     static let hold: Duration = .milliseconds(400)
     let everyReport: Bool
     let waitsForScanResponses: Bool
-    private var held: [BluetoothAddress: (device: DiscoveredPeripheral, since: ContinuousClock.Instant)] = [:]
-    private var order: [BluetoothAddress] = []
-    private var printed: Set<BluetoothAddress> = []
+    /// A device, or one advertising set of it (extended advertising: one address, several SIDs).
+    struct Key: Hashable {
+        var address: BluetoothAddress
+        var sid: UInt8?
+    }
+    private var held: [Key: (device: DiscoveredPeripheral, since: ContinuousClock.Instant)] = [:]
+    private var order: [Key] = []
+    private var printed: Set<Key> = []
 
     init(everyReport: Bool, waitsForScanResponses: Bool = true) {
         self.everyReport = everyReport
@@ -118,7 +170,7 @@ struct ScanPrinter {
         var out: [DiscoveredPeripheral] = []
         if let device {
             if everyReport { return [device] }
-            let address = device.address.address
+            let address = Key(address: device.address.address, sid: device.advertisingSID)
             if printed.contains(address) { return [] }
             if held[address] != nil {
                 // The device's data changed after it was first heard: its scan response merged in. Print it now.

@@ -21,7 +21,7 @@ import Testing
         #expect(features & (1 << 38) != 0, "LE Supported (Controller)")
         let le = try bench.call(a, HCILEReadLocalSupportedFeatures()).features
         #expect(le.contains(.encryption))
-        #expect(!le.contains(.extendedAdvertising), "extended advertising is not implemented, so not claimed")
+        #expect(le.contains(.extendedAdvertising), "extended advertising is implemented, so claimed")
         let r1 = try bench.call(a, HCILERand()).randomNumber
         let r2 = try bench.call(a, HCILERand()).randomNumber
         #expect(r1 != r2)
@@ -72,8 +72,8 @@ import Testing
         // A vendor command: Command Complete with 0x01.
         let vendor = try bench.send(a, HCICommandPacket(opcode: HCIOpcode(ogf: 0x3F, ocf: 0x0001), parameters: [1, 2]))
         #expect(vendor == [.commandComplete(.init(opcode: HCIOpcode(ogf: 0x3F, ocf: 0x0001), returnParameters: [0x01]))])
-        // LE Extended Create Connection completes with Command Status: its Unknown HCI Command comes the same way.
-        let extended = HCIOpcode(ogf: 0x08, ocf: 0x0043)
+        // LE Extended Create Connection [v2] completes with Command Status: its Unknown HCI Command comes the same way.
+        let extended = HCIOpcode(ogf: 0x08, ocf: 0x0085)
         let phy = try bench.send(a, HCICommandPacket(opcode: extended, parameters: [0, 1, 1, 0, 0, 0, 0]))
         #expect(phy == [.commandStatus(.init(status: .unknownCommand, opcode: extended))])
     }

@@ -220,7 +220,8 @@ import Testing
         let peripheral = try bench.controller(at: 1)
         let (ch, ph) = try bench.connect(central, peripheral)
         let events = try bench.send(central, HCILEReadRemoteFeatures(handle: ch))
-        #expect(events.contains(.le(.readRemoteFeaturesComplete(.init(handle: ch, features: [.encryption, .dataPacketLengthExtension, .le2MPHY, .leCodedPHY])))))
+        #expect(events.contains(.le(.readRemoteFeaturesComplete(.init(handle: ch, features: [.encryption, .dataPacketLengthExtension, .le2MPHY, .leCodedPHY,
+                                                                                              .extendedAdvertising])))))
         let dl = try bench.send(central, HCILESetDataLength(handle: ch, txOctets: 251, txTime: 2120))
         #expect(bench.status(of: .leSetDataLength, in: dl) == .success)
         #expect(dl.contains(.le(.dataLengthChange(.init(handle: ch, maxTxOctets: 251, maxTxTime: 2120, maxRxOctets: 27, maxRxTime: 328)))))

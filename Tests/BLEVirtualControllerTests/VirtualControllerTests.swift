@@ -64,7 +64,7 @@ import Testing
         let a = try bench.controller()
         // Commands whose outcome comes in a later event answer Unknown HCI Command with Command Status …
         for opcode in [HCIOpcode.readRemoteVersionInformation, HCIOpcode(ogf: 0x01, ocf: 0x0005),
-                       HCIOpcode(ogf: 0x08, ocf: 0x0026), HCIOpcode(ogf: 0x08, ocf: 0x0043)] {
+                       HCIOpcode(ogf: 0x08, ocf: 0x0026), HCIOpcode(ogf: 0x08, ocf: 0x0085)] {
             #expect(try bench.send(a, HCICommandPacket(opcode: opcode, parameters: [0, 0])) ==
                     [.commandStatus(.init(status: .unknownCommand, opcode: opcode))], "\(opcode)")
         }

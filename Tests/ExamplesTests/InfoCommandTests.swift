@@ -28,7 +28,8 @@ import Testing
         #expect(dataLength["txOctets"] as? Int == 251 && dataLength["rxTime"] as? Int == 2120)
         #expect(info["dataLengthExtension"] as? Bool == true)
         #expect(info["phys"] as? [String] == ["LE 1M", "LE 2M", "LE Coded"])
-        #expect(info["leFeatureNames"] as? [String] == ["LE Encryption", "LE Data Packet Length Extension", "LE 2M PHY", "LE Coded PHY"])
+        #expect(info["leFeatureNames"] as? [String] == ["LE Encryption", "LE Data Packet Length Extension", "LE 2M PHY", "LE Coded PHY",
+                                                               "LE Extended Advertising"])
         #expect(info["lmpFeatureNames"] as? [String] == ["BR/EDR Not Supported", "LE Supported (Controller)"])
         #expect(info["supportedCommandsSource"] as? String == "controller")
         let commands = try #require(info["supportedCommands"] as? [String])

@@ -1000,7 +1000,8 @@ def cli_json_types():
         Run('write', [BLE, 'write', 'SwiftBLELab', WRITABLE, hexof('typed'), '--json'], label='ble write failed'),
         Run('subscribe', [BLE, 'subscribe', 'SwiftBLELab', '2A37', '--count', '2', '--json'],
             label='ble subscribe failed'),
-        Grep('scan', '^\\{"address":"([0-9A-F]{2}:){5}[0-9A-F]{2}","addressType":"public","connectable":true,'
+        Grep('scan', '^\\{"address":"([0-9A-F]{2}:){5}[0-9A-F]{2}","addressType":"public",'
+             '"advertising":\\{"dataLength":[0-9]+,"extended":false,"phy":"1M","truncated":false\\},"connectable":true,'
              f'"manufacturer":\\[\\{{"companyID":65535,"data":"{hexof("lab")}"\\}}.*\\],"name":"SwiftBLELab",'
              '"rssi":-[0-9]+,"services":\\["180D","180F"\\]\\}$', 'ble scan --json: no typed line for SwiftBLELab'),
         Grep('explore', '^\\{"event":"connected","mtu":247,"peer":"[0-9A-F:]{17}"\\}$',
@@ -1508,6 +1509,70 @@ SCENARIOS = [
         Result('scanner', 'ibeacon_power', -59),
         Result('scanner', 'ibeacon_connectable', 0),
         Result('scanner', 'done', 1),
+    ])], needs=('ble',)),
+
+    # Extended advertising (Bluetooth 5): a Bumble device advertises two advertising sets of extended, non-connectable
+    # PDUs made with its own Device.create_advertising_set (peers/extended_advertiser.py), one on LE 1M (SID 1) and one
+    # on LE Coded (SID 2, secondary PHY LE Coded). `ble scan --phy both --json` finds both, each with its PHY and SID;
+    # a scan of one PHY finds only the set on it. Bumble's controller lists no extended command and has no LE Coded on
+    # its air (README): there our host scans with the legacy commands, refuses a Coded scan, and a 1M scan hears both
+    # sets (as extended reports, on "1M").
+    Scenario('ble-scan-finds-bumble-extended-advertising', [Part('', [
+        Controllers(2),
+        Start('advertiser', peer('extended_advertiser.py', '--run-for', '40'), bumble=True, ready=ADVERTISING,
+              not_ready='the Bumble extended advertiser did not start its two advertising sets'),
+        Run('both', ble('scan', '--phy', 'both', '--json', '--timeout', '3'), label='ble scan --phy both',
+            when=lambda ctx: not ctx.kind.bumbles_own),
+        Run('coded', ble('scan', '--phy', 'coded', '--json', '--timeout', '2'), label='ble scan --phy coded',
+            when=lambda ctx: not ctx.kind.bumbles_own),
+        Run('coded', ble('scan', '--phy', 'coded', '--json', '--timeout', '2'), status=1, out='coded-out', err='coded-err',
+            transcript=True, label='ble scan --phy coded on a controller without extended commands',
+            when=lambda ctx: ctx.kind.bumbles_own),
+        Run('onem', ble('scan', '--phy', '1m', '--json', '--timeout', '2'), label='ble scan --phy 1m')], [
+        Grep('both', '"advertising":\\{"dataLength":[0-9]+,"extended":true,"phy":"1M","secondaryPHY":"1M","sid":1,'
+             '"truncated":false\\}.*"name":"Bumble Ext 1M"',
+             'ble scan --phy both did not find the LE 1M extended set (SID 1)', when=lambda ctx: not ctx.kind.bumbles_own),
+        Grep('both', '"advertising":\\{"dataLength":[0-9]+,"extended":true,"phy":"Coded","secondaryPHY":"Coded","sid":2,'
+             '"truncated":false\\}.*"name":"Bumble Ext Coded"',
+             'ble scan --phy both did not find the LE Coded extended set (SID 2)', when=lambda ctx: not ctx.kind.bumbles_own),
+        Grep('coded', '"phy":"Coded".*"name":"Bumble Ext Coded"', 'ble scan --phy coded did not find the LE Coded set',
+             when=lambda ctx: not ctx.kind.bumbles_own),
+        Count('coded', '"name":"Bumble Ext 1M"', '==', 0, 'ble scan --phy coded heard the LE 1M set'),
+        Grep('coded', 'does not support LE extended advertising', 'ble scan --phy coded did not say why it cannot scan',
+             when=lambda ctx: ctx.kind.bumbles_own),
+        Grep('onem', '"phy":"1M".*"name":"Bumble Ext 1M"', 'ble scan --phy 1m did not find the LE 1M set'),
+        Grep('onem', '"extended":true,.*"name":"Bumble Ext 1M"', 'ble scan --phy 1m did not see extended PDUs'),
+        Count('onem', '"name":"Bumble Ext Coded"', '==', 0, 'ble scan --phy 1m heard the LE Coded set',
+              when=lambda ctx: not ctx.kind.bumbles_own),
+    ])], needs=('ble',)),
+
+    # `ble serve --extended --adv-data HEX` advertises the lab device in one extended, connectable advertisement and
+    # 400 bytes of manufacturer data in a second, non-connectable one ("Extended Lab Data", split over several reports);
+    # a Bumble central (peers/extended_central.py) finds both with its extended scan, joins the parts, sees extended
+    # PDUs, connects with LE Extended Create Connection and reads the Device Name over GATT. On Bumble's controller (no
+    # extended command listed) `ble serve --extended` says it cannot.
+    Scenario('bumble-central-connects-to-ble-serve-extended', [Part('', [
+        Controllers(2),
+        Start('peripheral', [BLE, 'serve', '--hci', 'tcp:127.0.0.1:$p1', '--json', '--run-for', '30', '--name', 'Extended Lab',
+                             '--extended', '--adv-data', ('c9ffffff' + '5a' * 198) * 2],
+              ready=SERVING, not_ready='ble serve --extended did not start serving', when=lambda ctx: not ctx.kind.bumbles_own),
+        Run('peripheral', [BLE, 'serve', '--hci', 'tcp:127.0.0.1:$p1', '--run-for', '5', '--extended'], status=1,
+            out='peripheral-out', err='peripheral-err', transcript=True, label='ble serve --extended on Bumble\'s controller',
+            when=lambda ctx: ctx.kind.bumbles_own),
+        Run('central', peer('extended_central.py', '--name', 'Extended Lab', '--also', 'Extended Lab Data', port='$p2'),
+            bumble='central',
+            timeout=60, label='the Bumble central', when=lambda ctx: not ctx.kind.bumbles_own)], [
+        Grep('peripheral', '"event":"serving".*"extended":true', 'ble serve did not say it advertises extended',
+             when=lambda ctx: not ctx.kind.bumbles_own),
+        Grep('peripheral', 'does not support LE extended advertising', 'ble serve --extended did not say why it cannot',
+             when=lambda ctx: ctx.kind.bumbles_own),
+        *[Result('central', key, value, when=lambda ctx: not ctx.kind.bumbles_own)
+          for key, value in (('found', 1), ('legacy', 0), ('primary_phy', 1), ('connected', 1),
+                             ('device_name', 'Extended Lab'), ('done', 1))],
+        Result('central', 'also_connectable', 0, when=lambda ctx: not ctx.kind.bumbles_own),
+        Check(lambda ctx: ctx.kind.bumbles_own or any(re.fullmatch('RESULT also_length=([0-9]+)', line)
+                                                      and int(line.split('=')[1]) > 400 for line in ctx.lines('central')),
+              'the Bumble central did not get the 400 bytes of the second advertisement whole'),
     ])], needs=('ble',)),
 
     # Our `ble range --json` ranges a Bumble beacon (peers/beacon_advertiser.py) rotating an iBeacon, an Eddystone-URL,

@@ -18,6 +18,8 @@ struct GAPDriver {
     var scanStreams: [Int: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation] = [:]
     /// The machine's timers.
     var timers = TimerSet<GAPProcedures.Timer>()
+    /// Extended advertising reports split over several events, put back together.
+    var assembler = ExtendedReportAssembler()
 
     init(configuration: GAPProcedures.Configuration) {
         machine = GAPProcedures(configuration: configuration)
@@ -79,6 +81,15 @@ extension GAPProcedures.Command {
         case .setRandomAddress: (HCILESetRandomAddress.opcode, "HCILESetRandomAddress")
         case .createConnection: (HCILECreateConnection.opcode, "HCILECreateConnection")
         case .createConnectionCancel: (HCILECreateConnectionCancel.opcode, "HCILECreateConnectionCancel")
+        case .setAdvertisingSetRandomAddress: (HCILESetAdvertisingSetRandomAddress.opcode, "HCILESetAdvertisingSetRandomAddress")
+        case .setExtendedAdvertisingParameters: (HCILESetExtendedAdvertisingParameters.opcode, "HCILESetExtendedAdvertisingParameters")
+        case .setExtendedAdvertisingData: (HCILESetExtendedAdvertisingData.opcode, "HCILESetExtendedAdvertisingData")
+        case .setExtendedScanResponseData: (HCILESetExtendedScanResponseData.opcode, "HCILESetExtendedScanResponseData")
+        case .setExtendedAdvertisingEnable: (HCILESetExtendedAdvertisingEnable.opcode, "HCILESetExtendedAdvertisingEnable")
+        case .clearAdvertisingSets: (HCILEClearAdvertisingSets.opcode, "HCILEClearAdvertisingSets")
+        case .setExtendedScanParameters: (HCILESetExtendedScanParameters.opcode, "HCILESetExtendedScanParameters")
+        case .setExtendedScanEnable: (HCILESetExtendedScanEnable.opcode, "HCILESetExtendedScanEnable")
+        case .extendedCreateConnection: (HCILEExtendedCreateConnection.opcode, "HCILEExtendedCreateConnection")
         }
     }
 }

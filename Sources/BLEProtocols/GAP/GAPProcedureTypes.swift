@@ -13,13 +13,17 @@ extension GAPProcedures {
         public var window: UInt16
         /// Whether the controller filters duplicate reports.
         public var filterDuplicates: Bool
+        /// The primary advertising PHYs scanned: LE 1M and/or LE Coded (LE Coded needs the extended commands).
+        public var phys: LEPHYs
 
         /// Creates scan parameters.
-        public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, filterDuplicates: Bool = false) {
+        public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, filterDuplicates: Bool = false,
+                    phys: LEPHYs = .le1M) {
             self.active = active
             self.interval = interval
             self.window = window
             self.filterDuplicates = filterDuplicates
+            self.phys = phys
         }
     }
 
@@ -36,15 +40,56 @@ extension GAPProcedures {
         /// Whether advertising starts again after each connection as peripheral (which ends legacy advertising) and
         /// each disconnection, so that several centrals can connect.
         public var restartAfterConnection: Bool
+        /// Whether legacy PDUs are sent (`true`), or extended ones (ADV_EXT_IND and its auxiliary PDUs: up to the
+        /// controller's maximum data, on LE 1M or LE Coded). Extended PDUs need the extended advertising commands.
+        public var legacy: Bool
+        /// The primary advertising PHY (extended PDUs only: LE 1M or LE Coded).
+        public var primaryPHY: LEPHY
+        /// The secondary advertising PHY, of the auxiliary PDUs (extended PDUs only).
+        public var secondaryPHY: LEPHY
+        /// The Advertising SID (0–15) of extended PDUs; `nil`: the set's handle.
+        public var sid: UInt8?
+        /// Whether extended PDUs carry the TX power.
+        public var includeTxPower: Bool
 
         /// Creates advertising parameters from encoded data.
         public init(interval: UInt16 = 0x00A0, type: HCILEAdvertisingType = .connectableUndirected, data: [UInt8],
-                    scanResponse: [UInt8] = [], restartAfterConnection: Bool = false) {
+                    scanResponse: [UInt8] = [], restartAfterConnection: Bool = false, legacy: Bool = true,
+                    primaryPHY: LEPHY = .le1M, secondaryPHY: LEPHY = .le1M, sid: UInt8? = nil, includeTxPower: Bool = false) {
             self.interval = interval
             self.type = type
             self.data = data
             self.scanResponse = scanResponse
             self.restartAfterConnection = restartAfterConnection
+            self.legacy = legacy
+            self.primaryPHY = primaryPHY
+            self.secondaryPHY = secondaryPHY
+            self.sid = sid
+            self.includeTxPower = includeTxPower
+        }
+
+        /// Advertising_Event_Properties for LE Set Extended Advertising Parameters: the legacy PDU of ``type``, or, for
+        /// extended PDUs, connectable (not scannable: Core 5.4, Vol 6, Part B, 2.3.4.1), scannable or neither.
+        public var eventProperties: HCILEAdvertisingEventProperties {
+            var properties: HCILEAdvertisingEventProperties
+            if legacy {
+                properties = switch type {
+                case .connectableUndirected: .legacyConnectableScannable
+                case .scannableUndirected: .legacyScannable
+                case .connectableDirectedHighDuty: .legacyDirectedHighDuty
+                case .connectableDirectedLowDuty: .legacyDirectedLowDuty
+                default: .legacyNonConnectable
+                }
+            } else {
+                properties = switch type {
+                case .connectableUndirected: .connectable
+                case .scannableUndirected: .scannable
+                case .connectableDirectedHighDuty, .connectableDirectedLowDuty: [.connectable, .directed]
+                default: []
+                }
+                if includeTxPower { properties.insert(.includeTxPower) }
+            }
+            return properties
         }
     }
 
@@ -58,14 +103,18 @@ extension GAPProcedures {
         public var supervisionTimeout: UInt16
         /// How long the attempt may take before it is cancelled.
         public var timeout: Duration
+        /// The PHYs scanned for the peer's advertising with the extended commands (LE 1M and/or LE Coded); LE Create
+        /// Connection scans LE 1M only.
+        public var phys: LEPHYs
 
         /// Creates the parameters of a connection attempt.
         public init(peer: LEAddress, interval: ClosedRange<UInt16> = 0x0018...0x0028, supervisionTimeout: UInt16 = 0x01F4,
-                    timeout: Duration = .seconds(10)) {
+                    timeout: Duration = .seconds(10), phys: LEPHYs = .le1M) {
             self.peer = peer
             self.interval = interval
             self.supervisionTimeout = supervisionTimeout
             self.timeout = timeout
+            self.phys = phys
         }
     }
 
@@ -80,6 +129,15 @@ extension GAPProcedures {
         case setRandomAddress(HCILESetRandomAddress)
         case createConnection(HCILECreateConnection)
         case createConnectionCancel
+        case setAdvertisingSetRandomAddress(HCILESetAdvertisingSetRandomAddress)
+        case setExtendedAdvertisingParameters(HCILESetExtendedAdvertisingParameters)
+        case setExtendedAdvertisingData(HCILESetExtendedAdvertisingData)
+        case setExtendedScanResponseData(HCILESetExtendedScanResponseData)
+        case setExtendedAdvertisingEnable(HCILESetExtendedAdvertisingEnable)
+        case clearAdvertisingSets
+        case setExtendedScanParameters(HCILESetExtendedScanParameters)
+        case setExtendedScanEnable(HCILESetExtendedScanEnable)
+        case extendedCreateConnection(HCILEExtendedCreateConnection)
     }
 
     /// The timers the procedures ask for.

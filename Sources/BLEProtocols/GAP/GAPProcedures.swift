@@ -50,6 +50,13 @@ public struct GAPProcedures: Sendable {
         case createConnection(ConnectionParameters)
         case resumeScan(generation: Int)
         case resumeAdvertising
+        // Extended advertising (one set per entry of the advertising, handle = its index).
+        case clearSets
+        case setParameters(handle: UInt8, AdvertisingParameters)
+        case setAddress(handle: UInt8)
+        case setData(handle: UInt8, HCILEAdvertisingDataOperation, [UInt8])
+        case setScanResponse(handle: UInt8, HCILEAdvertisingDataOperation, [UInt8])
+        case enableSets([UInt8])
     }
 
     private struct Procedure: Sendable {
@@ -63,7 +70,7 @@ public struct GAPProcedures: Sendable {
         enum Kind: Sendable, Hashable {
             case startScan(ScanParameters, generation: Int)
             case stopScan(generation: Int)
-            case startAdvertising(AdvertisingParameters)
+            case startAdvertising([AdvertisingParameters])
             case stopAdvertising
             case connect(ConnectionParameters)
             case rotateAddress
@@ -86,6 +93,12 @@ public struct GAPProcedures: Sendable {
 
     /// The settings.
     public let configuration: Configuration
+    /// Whether the controller is driven with the extended advertising commands (LE Set Extended Advertising
+    /// Parameters and the rest, LE Set Extended Scan Parameters/Enable, LE Extended Create Connection) rather than the
+    /// legacy ones; the two never mix (Core 5.4, Vol 4, Part E, 3.1.1). The host sets it once it knows the controller.
+    public var usesExtendedCommands = false
+    /// With the extended commands: the handles of the advertising sets that are on.
+    public private(set) var activeSets: Set<UInt8> = []
     /// This side's identity address (public, or random static), once the controller is up.
     public var identityAddress: LEAddress?
     /// With privacy on, the resolvable private address the controller has now; `nil` before the first one is set.
@@ -99,7 +112,7 @@ public struct GAPProcedures: Sendable {
 
     private var rotation: PrivateAddressRotation
     /// The advertising to start again after each peripheral connection and disconnection.
-    private var restart: AdvertisingParameters?
+    private var restart: [AdvertisingParameters]?
     private var advertisingStarting = false
     private var queue: [Procedure] = []
     private var running: Procedure?
@@ -140,16 +153,26 @@ public struct GAPProcedures: Sendable {
         enqueue(.stopScan(generation: generation), now: now)
     }
 
-    /// Starts legacy advertising (stopping what is on first).
+    /// Starts advertising (stopping what is on first).
     public mutating func startAdvertising(_ parameters: AdvertisingParameters, now: Duration) -> (ProcedureID, [Action]) {
-        restart = parameters.restartAfterConnection ? parameters : nil
-        return enqueue(.startAdvertising(parameters), now: now)
+        startAdvertising(sets: [parameters], now: now)
+    }
+
+    /// Starts advertising `sets` at once (stopping what is on first): with the extended commands, one advertising set
+    /// each (handles 0, 1, ...); with the legacy commands there is one advertising, so only the first is used (the
+    /// host refuses more before it asks). Restarts after connections follow the first set's
+    /// ``AdvertisingParameters/restartAfterConnection``.
+    public mutating func startAdvertising(sets: [AdvertisingParameters], now: Duration) -> (ProcedureID, [Action]) {
+        let sets = usesExtendedCommands ? sets : Array(sets.prefix(1))
+        restart = sets.first?.restartAfterConnection == true ? sets : nil
+        return enqueue(.startAdvertising(sets), now: now)
     }
 
     /// Stops advertising (and its restarts after connections).
     public mutating func stopAdvertising(now: Duration) -> (ProcedureID, [Action]) {
         restart = nil
         advertisingAddress = nil
+        activeSets = []
         return enqueue(.stopAdvertising, now: now)
     }
 
@@ -197,14 +220,16 @@ public struct GAPProcedures: Sendable {
                 actions.append(.scanEnded(generation: generation))
             }
             procedure.failure = .command(command, outcome)
-        case .enableAdvertising:
+        case .enableAdvertising, .enableSets:
             advertisingStarting = false
             if !succeeded {
                 advertisingAddress = nil
+                activeSets = []
                 procedure.failure = .command(command, outcome)
             }
         case .resumeAdvertising where !succeeded:
             advertisingAddress = nil
+            activeSets = []
         case .createConnection(let parameters):
             if succeeded, var attempt = initiation {
                 attempt.initiating = true
@@ -219,10 +244,12 @@ public struct GAPProcedures: Sendable {
             }
             initiation = nil
             procedure.failure = .command(command, outcome)
-        case .pauseAdvertising, .pauseScan, .stopScan, .stopAdvertising, .resumeScan, .resumeAdvertising:
+        case .pauseAdvertising, .pauseScan, .stopScan, .stopAdvertising, .resumeScan, .resumeAdvertising, .clearSets:
             break  // best effort: what is off stays off
+        case .setAddress where procedure.kind == .rotateAddress:
+            break  // a set's new address while rotating: the set keeps its old one
         case .makeAddress, .setRandomAddress, .scanParameters, .enableScan, .advertisingParameters, .advertisingData,
-             .scanResponseData:
+             .scanResponseData, .setParameters, .setAddress, .setData, .setScanResponse:
             if !succeeded { procedure.failure = .command(command, outcome) }
         }
         running = procedure
@@ -266,8 +293,11 @@ public struct GAPProcedures: Sendable {
     public mutating func connectionComplete(status: HCIStatus, handle: ConnectionHandle, role: HCIRole, now: Duration)
         -> (localAddress: LEAddress?, actions: [Action]) {
         if role == .peripheral {
-            // Legacy advertising ends with a link as peripheral (and with directed advertising's timeout).
             let local = advertisingAddress ?? onAirAddress ?? identityAddress
+            // With the extended commands only the set the link came from ends, and LE Advertising Set Terminated
+            // says which (``advertisingSetTerminated(handle:status:now:)``).
+            if usesExtendedCommands { return (local, []) }
+            // Legacy advertising ends with a link as peripheral (and with directed advertising's timeout).
             advertisingAddress = nil
             return (local, status == .success ? restartAdvertising(now: now) : [])
         }
@@ -286,6 +316,14 @@ public struct GAPProcedures: Sendable {
             actions.append(.finished(attempt.id, .connectionFailed(status)))
         }
         return (attempt.address ?? onAirAddress ?? identityAddress, actions)
+    }
+
+    /// LE Advertising Set Terminated: set `handle` stopped (a connection was made on it with status success, or its
+    /// duration or event count ran out). Advertising that restarts after connections starts again after a connection.
+    public mutating func advertisingSetTerminated(handle: UInt8, status: HCIStatus, now: Duration) -> [Action] {
+        guard activeSets.remove(handle) != nil else { return [] }
+        if activeSets.isEmpty { advertisingAddress = nil }
+        return status == .success ? restartAdvertising(now: now) : []
     }
 
     /// A link went down: advertising that restarts after connections starts again when this side was its
@@ -316,6 +354,7 @@ public struct GAPProcedures: Sendable {
         restart = nil
         scan = nil
         advertisingAddress = nil
+        activeSets = []
         advertisingStarting = false
         privateAddress = nil
         pendingAddress = nil
@@ -362,12 +401,33 @@ public struct GAPProcedures: Sendable {
         case .stopScan(let generation):
             guard scan?.generation == generation else { return ([], []) }
             return ([.stopScan], endScan())
-        case .startAdvertising(let parameters):
+        case .startAdvertising(let sets):
             advertisingAddress = nil
-            return ([.stopAdvertising] + addressSteps(now: now)
-                        + [.advertisingParameters(parameters), .advertisingData(parameters.data),
-                           .scanResponseData(parameters.scanResponse), .enableAdvertising],
-                    [])
+            activeSets = []
+            guard usesExtendedCommands else {
+                guard let parameters = sets.first else { return ([.stopAdvertising], []) }
+                return ([.stopAdvertising] + addressSteps(now: now)
+                            + [.advertisingParameters(parameters), .advertisingData(parameters.data),
+                               .scanResponseData(parameters.scanResponse), .enableAdvertising],
+                        [])
+            }
+            var steps: [Step] = [.stopAdvertising, .clearSets] + addressSteps(now: now)
+            for (index, parameters) in sets.enumerated() {
+                let handle = UInt8(truncatingIfNeeded: index)
+                steps.append(.setParameters(handle: handle, parameters))
+                steps.append(.setAddress(handle: handle))
+                for (operation, fragment) in HCILEAdvertisingDataOperation.fragments(of: parameters.data) {
+                    steps.append(.setData(handle: handle, operation, fragment))
+                }
+                // Only scannable sets take scan response data (Vol 4, Part E, 7.8.55).
+                if parameters.eventProperties.contains(.scannable) {
+                    for (operation, fragment) in HCILEAdvertisingDataOperation.fragments(of: parameters.scanResponse) {
+                        steps.append(.setScanResponse(handle: handle, operation, fragment))
+                    }
+                }
+            }
+            if !sets.isEmpty { steps.append(.enableSets(sets.indices.map { UInt8(truncatingIfNeeded: $0) })) }
+            return (steps, [])
         case .stopAdvertising:
             return ([.stopAdvertising], [])
         case .connect(let parameters):
@@ -400,6 +460,8 @@ public struct GAPProcedures: Sendable {
         if isAdvertising { steps.append(.pauseAdvertising) }
         if scan != nil { steps.append(.pauseScan) }
         steps += [.makeAddress, .setRandomAddress]
+        // Each advertising set has its own random address (LE Set Advertising Set Random Address).
+        if usesExtendedCommands { steps += activeSets.sorted().map { .setAddress(handle: $0) } }
         if let scan { steps.append(.resumeScan(generation: scan.generation)) }
         if isAdvertising { steps.append(.resumeAdvertising) }
         return steps
@@ -421,6 +483,7 @@ public struct GAPProcedures: Sendable {
 
     /// The action that starts `step` (with the state it records first), or `nil` when the step has nothing to do.
     private mutating func begin(_ step: Step) -> Action? {
+        if usesExtendedCommands { return beginExtended(step) }
         switch step {
         case .pauseAdvertising, .stopAdvertising:
             return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: false)))
@@ -467,6 +530,75 @@ public struct GAPProcedures: Sendable {
             guard advertisingAddress != nil else { return nil }
             advertisingAddress = onAirAddress
             return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: true)))
+        case .clearSets, .setParameters, .setAddress, .setData, .setScanResponse, .enableSets:
+            return nil  // extended commands only
+        }
+    }
+
+    /// The action that starts `step` when the controller is driven with the extended commands, or `nil` when the step
+    /// has nothing to do.
+    private mutating func beginExtended(_ step: Step) -> Action? {
+        func scanPHY(_ p: ScanParameters) -> HCILESetExtendedScanParameters.PHYParameters {
+            .init(scanType: p.active ? .active : .passive, interval: p.interval, window: p.window)
+        }
+        switch step {
+        case .pauseAdvertising, .stopAdvertising:
+            // Every set at once (Num_Sets 0). Core 5.4, Vol 4, Part E, 7.8.56.
+            return .send(.setExtendedAdvertisingEnable(HCILESetExtendedAdvertisingEnable(isEnabled: false, sets: [])))
+        case .pauseScan, .stopScan:
+            return .send(.setExtendedScanEnable(HCILESetExtendedScanEnable(isEnabled: false)))
+        case .scanParameters(let p):
+            return .send(.setExtendedScanParameters(HCILESetExtendedScanParameters(
+                ownAddressType: ownAddressType, le1M: p.phys.contains(.le1M) || p.phys.isEmpty ? scanPHY(p) : nil,
+                leCoded: p.phys.contains(.leCoded) ? scanPHY(p) : nil)))
+        case .enableScan(let generation, let filterDuplicates):
+            scan = (generation, filterDuplicates)
+            return .send(.setExtendedScanEnable(HCILESetExtendedScanEnable(isEnabled: true, filterDuplicates: filterDuplicates ? 1 : 0)))
+        case .resumeScan(let generation):
+            guard let scan, scan.generation == generation else { return nil }
+            return .send(.setExtendedScanEnable(HCILESetExtendedScanEnable(isEnabled: true, filterDuplicates: scan.filterDuplicates ? 1 : 0)))
+        case .clearSets:
+            return .send(.clearAdvertisingSets)
+        case .setParameters(let handle, let p):
+            return .send(.setExtendedAdvertisingParameters(HCILESetExtendedAdvertisingParameters(
+                handle: handle, properties: p.eventProperties, intervalMin: UInt32(p.interval), intervalMax: UInt32(p.interval),
+                ownAddressType: ownAddressType, primaryPHY: p.legacy ? .le1M : p.primaryPHY,
+                secondaryPHY: p.legacy ? .le1M : p.secondaryPHY, sid: min(p.sid ?? handle, 0x0F))))
+        case .setAddress(let handle):
+            // A set advertising from a random address needs it given to the set. Core 5.4, Vol 4, Part E, 7.8.52.
+            guard ownAddressType.isRandom, let address = onAirAddress else { return .none }
+            return .send(.setAdvertisingSetRandomAddress(HCILESetAdvertisingSetRandomAddress(handle: handle, address: address.address)))
+        case .setData(let handle, let operation, let data):
+            return .send(.setExtendedAdvertisingData(HCILESetExtendedAdvertisingData(handle: handle, operation: operation, data: data)))
+        case .setScanResponse(let handle, let operation, let data):
+            return .send(.setExtendedScanResponseData(HCILESetExtendedScanResponseData(handle: handle, operation: operation, data: data)))
+        case .enableSets(let handles):
+            advertisingAddress = onAirAddress
+            advertisingStarting = true
+            activeSets = Set(handles)
+            return .send(.setExtendedAdvertisingEnable(HCILESetExtendedAdvertisingEnable(isEnabled: true, sets: handles.map { .init(handle: $0) })))
+        case .resumeAdvertising:
+            guard advertisingAddress != nil, !activeSets.isEmpty else { return .none }
+            advertisingAddress = onAirAddress
+            return .send(.setExtendedAdvertisingEnable(HCILESetExtendedAdvertisingEnable(
+                isEnabled: true, sets: activeSets.sorted().map { .init(handle: $0) })))
+        case .createConnection(let p):
+            let address = onAirAddress
+            initiation?.address = address
+            let phy = HCILEExtendedCreateConnection.PHYParameters(
+                connectionIntervalMin: p.interval.lowerBound, connectionIntervalMax: p.interval.upperBound,
+                supervisionTimeout: p.supervisionTimeout)
+            return .send(.extendedCreateConnection(HCILEExtendedCreateConnection(
+                ownAddressType: ownAddressType, peerAddressType: p.peer.type, peerAddress: p.peer.address,
+                le1M: p.phys.contains(.le1M) || p.phys.isEmpty ? phy : nil, leCoded: p.phys.contains(.leCoded) ? phy : nil)))
+        case .makeAddress:
+            return .makePrivateAddress
+        case .setRandomAddress:
+            // Scanning and initiating use the controller's random address in both command sets.
+            guard let pendingAddress else { return nil }
+            return .send(.setRandomAddress(HCILESetRandomAddress(address: pendingAddress.address)))
+        case .advertisingParameters, .advertisingData, .scanResponseData, .enableAdvertising:
+            return nil  // legacy commands only
         }
     }
 

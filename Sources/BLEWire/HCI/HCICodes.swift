@@ -121,6 +121,22 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leSetDefaultPHY = HCIOpcode(ogf: 0x08, ocf: 0x0031)
     /// LE set PHY (OGF 0x08, OCF 0x0032).
     public static let leSetPHY = HCIOpcode(ogf: 0x08, ocf: 0x0032)
+    /// LE set advertising set random address (OGF 0x08, OCF 0x0035).
+    public static let leSetAdvertisingSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0035)
+    /// LE set extended advertising parameters [v1] (OGF 0x08, OCF 0x0036).
+    public static let leSetExtendedAdvertisingParameters = HCIOpcode(ogf: 0x08, ocf: 0x0036)
+    /// LE set extended advertising data (OGF 0x08, OCF 0x0037).
+    public static let leSetExtendedAdvertisingData = HCIOpcode(ogf: 0x08, ocf: 0x0037)
+    /// LE set extended scan response data (OGF 0x08, OCF 0x0038).
+    public static let leSetExtendedScanResponseData = HCIOpcode(ogf: 0x08, ocf: 0x0038)
+    /// LE set extended advertising enable (OGF 0x08, OCF 0x0039).
+    public static let leSetExtendedAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x0039)
+    /// LE remove advertising set (OGF 0x08, OCF 0x003C).
+    public static let leRemoveAdvertisingSet = HCIOpcode(ogf: 0x08, ocf: 0x003C)
+    /// LE clear advertising sets (OGF 0x08, OCF 0x003D).
+    public static let leClearAdvertisingSets = HCIOpcode(ogf: 0x08, ocf: 0x003D)
+    /// LE extended create connection [v1] (OGF 0x08, OCF 0x0043).
+    public static let leExtendedCreateConnection = HCIOpcode(ogf: 0x08, ocf: 0x0043)
     /// LE set extended scan parameters (OGF 0x08, OCF 0x0041).
     public static let leSetExtendedScanParameters = HCIOpcode(ogf: 0x08, ocf: 0x0041)
     /// LE set extended scan enable (OGF 0x08, OCF 0x0042).
@@ -191,6 +207,10 @@ public struct HCILESubeventCode: RawRepresentable, Hashable, Sendable, CustomStr
     public static let phyUpdateComplete = HCILESubeventCode(rawValue: 0x0C)
     /// Extended advertising report (0x0D).
     public static let extendedAdvertisingReport = HCILESubeventCode(rawValue: 0x0D)
+    /// Scan timeout (0x11).
+    public static let scanTimeout = HCILESubeventCode(rawValue: 0x11)
+    /// Advertising set terminated (0x12).
+    public static let advertisingSetTerminated = HCILESubeventCode(rawValue: 0x12)
 
     public var description: String { "0x" + [rawValue].hexString() }
 }
@@ -264,6 +284,8 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, Error, CustomStri
     public static let limitReached = HCIStatus(rawValue: 0x43)
     /// Operation cancelled by host (0x44).
     public static let operationCancelledByHost = HCIStatus(rawValue: 0x44)
+    /// Packet too long (0x45).
+    public static let packetTooLong = HCIStatus(rawValue: 0x45)
 
     public var description: String {
         let name: String = switch self {
@@ -293,6 +315,9 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, Error, CustomStri
         case .connectionTerminatedMICFailure: "Connection Terminated due to MIC Failure"
         case .connectionFailedToBeEstablished: "Connection Failed to be Established"
         case .operationCancelledByHost: "Operation Cancelled by Host"
+        case .unknownAdvertisingIdentifier: "Unknown Advertising Identifier"
+        case .limitReached: "Limit Reached"
+        case .packetTooLong: "Packet Too Long"
         default: "HCI status"
         }
         return "\(name) (0x\([rawValue].hexString()))"

@@ -415,3 +415,121 @@ private typealias Command = GAPProcedures.Command
         #expect(h.sent.isEmpty, "no restart after the controller is gone")
     }
 }
+
+/// The machine driving a controller with the extended advertising commands (Core 5.4, Vol 4, Part E, 7.8.53–7.8.66):
+/// advertising sets, extended scanning and extended connection creation, never a legacy command.
+@Suite struct GAPProceduresExtendedTests {
+    fileprivate static func extendedHarness(privacy: Bool = false, addresses: [LEAddress] = []) -> GAPHarness {
+        var h = GAPHarness(privacy: privacy, addresses: addresses)
+        h.gap.usesExtendedCommands = true
+        return h
+    }
+
+    fileprivate static func isLegacy(_ command: Command) -> Bool {
+        switch command {
+        case .setScanParameters, .setScanEnable, .setAdvertisingParameters, .setAdvertisingData, .setScanResponseData,
+             .setAdvertisingEnable, .createConnection: true
+        default: false
+        }
+    }
+
+    @Test func severalSetsAreConfiguredInFragmentsAndEnabledTogether() {
+        var h = Self.extendedHarness()
+        let long = [UInt8](repeating: 0x5A, count: 600)
+        let extended = GAPProcedures.AdvertisingParameters(type: .connectableUndirected, data: long, legacy: false,
+                                                           primaryPHY: .leCoded, secondaryPHY: .leCoded)
+        let beacon = GAPProcedures.AdvertisingParameters(type: .nonConnectableUndirected, data: [2, 1, 4])
+        let (id, actions) = h.gap.startAdvertising(sets: [extended, beacon], now: h.now)
+        h.run(actions)
+        h.answerAll()
+        #expect(h.finished[id] == .some(nil))
+        #expect(h.sent == [
+            .setExtendedAdvertisingEnable(.init(isEnabled: false, sets: [])),
+            .clearAdvertisingSets,
+            .setExtendedAdvertisingParameters(.init(handle: 0, properties: .connectable, primaryPHY: .leCoded, secondaryPHY: .leCoded, sid: 0)),
+            .setExtendedAdvertisingData(.init(handle: 0, operation: .first, data: Array(long[0..<251]))),
+            .setExtendedAdvertisingData(.init(handle: 0, operation: .intermediate, data: Array(long[251..<502]))),
+            .setExtendedAdvertisingData(.init(handle: 0, operation: .last, data: Array(long[502...]))),
+            .setExtendedAdvertisingParameters(.init(handle: 1, properties: .legacyNonConnectable, sid: 1)),
+            .setExtendedAdvertisingData(.init(handle: 1, operation: .complete, data: [2, 1, 4])),
+            .setExtendedAdvertisingEnable(.init(isEnabled: true, sets: [.init(handle: 0), .init(handle: 1)])),
+        ])
+        #expect(h.gap.activeSets == [0, 1] && h.gap.isAdvertising)
+        // A link on set 0 ends set 0 only (LE Advertising Set Terminated); set 1 goes on.
+        let (local, afterLink) = h.gap.connectionComplete(status: .success, handle: 0x0041, role: .peripheral, now: h.now)
+        #expect(local == GAPHarness.identity && afterLink.isEmpty)
+        h.run(h.gap.advertisingSetTerminated(handle: 0, status: .success, now: h.now))
+        #expect(h.gap.activeSets == [1] && h.gap.isAdvertising)
+        h.run(h.gap.advertisingSetTerminated(handle: 1, status: .limitReached, now: h.now))
+        #expect(!h.gap.isAdvertising)
+    }
+
+    @Test func restartAfterConnectionFollowsTheSetThatEnded() {
+        var h = Self.extendedHarness()
+        let connectable = GAPProcedures.AdvertisingParameters(data: [2, 1, 6], restartAfterConnection: true, legacy: false)
+        h.run(h.gap.startAdvertising(sets: [connectable], now: h.now).1)
+        h.answerAll()
+        h.clearSent()
+        h.run(h.gap.connectionComplete(status: .success, handle: 0x0041, role: .peripheral, now: h.now).actions)
+        #expect(h.sent.isEmpty, "nothing restarts before the controller says which set ended")
+        h.run(h.gap.advertisingSetTerminated(handle: 0, status: .success, now: h.now))
+        h.answerAll()
+        #expect(h.sent.last == .setExtendedAdvertisingEnable(.init(isEnabled: true, sets: [.init(handle: 0)])))
+        #expect(h.gap.isAdvertising)
+    }
+
+    @Test func scanningAndConnectingUseTheExtendedCommandsOnThePHYsAsked() {
+        var h = Self.extendedHarness()
+        let (_, _, actions) = h.gap.startScan(.init(active: false, interval: 0x20, window: 0x10, phys: [.le1M, .leCoded]), now: h.now)
+        h.run(actions)
+        h.answerAll()
+        let phy = HCILESetExtendedScanParameters.PHYParameters(scanType: .passive, interval: 0x20, window: 0x10)
+        #expect(h.sent == [.setExtendedScanParameters(.init(le1M: phy, leCoded: phy)),
+                           .setExtendedScanEnable(.init(isEnabled: true))])
+        h.clearSent()
+        let (id, connecting) = h.gap.connect(.init(peer: GAPHarness.peer, phys: [.le1M, .leCoded]), now: h.now)
+        h.run(connecting)
+        h.answerAll()
+        let p = HCILEExtendedCreateConnection.PHYParameters()
+        #expect(h.sent == [.extendedCreateConnection(.init(peerAddressType: .random, peerAddress: GAPHarness.peer.address,
+                                                            le1M: p, leCoded: p))])
+        h.run(h.gap.connectionComplete(status: .success, handle: 0x0042, role: .central, now: h.now).actions)
+        #expect(h.connected[id] == 0x0042)
+        #expect(!h.sent.contains(where: Self.isLegacy))
+    }
+
+    @Test func withPrivacyEachSetGetsThePrivateAddressAndARotationRenewsIt() {
+        let first = LEAddress(BluetoothAddress(0x4A00_0000_0001), type: .random)
+        let second = LEAddress(BluetoothAddress(0x4A00_0000_0002), type: .random)
+        var h = Self.extendedHarness(privacy: true, addresses: [first, second])
+        let sets = [GAPProcedures.AdvertisingParameters(data: [2, 1, 6], legacy: false),
+                    GAPProcedures.AdvertisingParameters(type: .nonConnectableUndirected, data: [2, 1, 4])]
+        h.run(h.gap.startAdvertising(sets: sets, now: h.now).1)
+        h.answerAll()
+        #expect(h.sent.contains(.setRandomAddress(.init(address: first.address))))
+        #expect(h.sent.contains(.setAdvertisingSetRandomAddress(.init(handle: 0, address: first.address))))
+        #expect(h.sent.contains(.setAdvertisingSetRandomAddress(.init(handle: 1, address: first.address))))
+        #expect(h.sent.contains { if case .setExtendedAdvertisingParameters(let p) = $0 { p.ownAddressType == .random } else { false } })
+        h.clearSent()
+        h.advance(to: .seconds(61))
+        h.answerAll()
+        #expect(h.sent == [
+            .setExtendedAdvertisingEnable(.init(isEnabled: false, sets: [])),
+            .setRandomAddress(.init(address: second.address)),
+            .setAdvertisingSetRandomAddress(.init(handle: 0, address: second.address)),
+            .setAdvertisingSetRandomAddress(.init(handle: 1, address: second.address)),
+            .setExtendedAdvertisingEnable(.init(isEnabled: true, sets: [.init(handle: 0), .init(handle: 1)])),
+        ])
+    }
+
+    @Test func theLegacyMachineUsesOnlyTheFirstSetAndNoExtendedCommand() {
+        var h = GAPHarness()
+        let (id, actions) = h.gap.startAdvertising(sets: [.init(data: [2, 1, 6]), .init(data: [2, 1, 4])], now: h.now)
+        h.run(actions)
+        h.answerAll()
+        #expect(h.finished[id] == .some(nil))
+        #expect(h.sent.contains(.setAdvertisingData(.init(data: [2, 1, 6]))))
+        #expect(!h.sent.contains(.setAdvertisingData(.init(data: [2, 1, 4]))))
+        #expect(h.sent.allSatisfy(Self.isLegacy))
+    }
+}

@@ -77,6 +77,10 @@ public enum HCILEMetaEvent: Hashable, Sendable {
     case dataLengthChange(HCILEDataLengthChangeEvent)
     /// PHY update complete.
     case phyUpdateComplete(HCILEPHYUpdateCompleteEvent)
+    /// Scan timeout (an extended scan's duration ran out).
+    case scanTimeout
+    /// Advertising set terminated.
+    case advertisingSetTerminated(HCILEAdvertisingSetTerminatedEvent)
     /// Unknown.
     case unknown(subevent: HCILESubeventCode, parameters: [UInt8])
 
@@ -95,6 +99,10 @@ public enum HCILEMetaEvent: Hashable, Sendable {
         case .longTermKeyRequest: self = .longTermKeyRequest(try .init(bytes: rest))
         case .dataLengthChange: self = .dataLengthChange(try .init(bytes: rest))
         case .phyUpdateComplete: self = .phyUpdateComplete(try .init(bytes: rest))
+        case .scanTimeout:
+            _ = try HCILEScanTimeoutEvent(bytes: rest)
+            self = .scanTimeout
+        case .advertisingSetTerminated: self = .advertisingSetTerminated(try .init(bytes: rest))
         default: self = .unknown(subevent: subevent, parameters: rest)
         }
     }
@@ -111,6 +119,8 @@ public enum HCILEMetaEvent: Hashable, Sendable {
         case .longTermKeyRequest: .longTermKeyRequest
         case .dataLengthChange: .dataLengthChange
         case .phyUpdateComplete: .phyUpdateComplete
+        case .scanTimeout: .scanTimeout
+        case .advertisingSetTerminated: .advertisingSetTerminated
         case .unknown(let subevent, _): subevent
         }
     }
@@ -127,6 +137,8 @@ public enum HCILEMetaEvent: Hashable, Sendable {
         case .longTermKeyRequest(let e): e.packet
         case .dataLengthChange(let e): e.packet
         case .phyUpdateComplete(let e): e.packet
+        case .scanTimeout: HCILEScanTimeoutEvent().packet
+        case .advertisingSetTerminated(let e): e.packet
         case .unknown(let subevent, let parameters): HCIEventPacket(code: .leMeta, parameters: [subevent.rawValue] + parameters)
         }
     }

@@ -97,8 +97,71 @@ public struct HCILEExtendedAdvertisingEventType: OptionSet, Hashable, Sendable {
     public static let scanResponse = HCILEExtendedAdvertisingEventType(rawValue: 1 << 3)
     /// Legacy (1).
     public static let legacy = HCILEExtendedAdvertisingEventType(rawValue: 1 << 4)
-    /// Data status (bits 5–6): 0 complete, 1 incomplete with more to come, 2 incomplete and truncated.
+    /// Data status (bits 5–6): 0 complete, 1 incomplete with more to come, 2 incomplete and truncated (3 is reserved).
     public var dataStatus: UInt8 { UInt8(truncatingIfNeeded: (rawValue >> 5) & 0x03) }
+
+    /// Data status 0: the data is complete.
+    public static let dataComplete: UInt8 = 0
+    /// Data status 1: incomplete, more data to come in later reports.
+    public static let dataIncompleteMore: UInt8 = 1
+    /// Data status 2: incomplete and truncated, no more to come.
+    public static let dataTruncated: UInt8 = 2
+
+    /// The same bits with data status `status` (0–3).
+    public func with(dataStatus status: UInt8) -> HCILEExtendedAdvertisingEventType {
+        HCILEExtendedAdvertisingEventType(rawValue: rawValue & ~0x0060 | UInt16(status & 0x03) << 5)
+    }
+
+    /// The most data octets one report carries in an event holding only that report: 229 (255 octets of
+    /// parameters, minus the subevent code, Num_Reports and the report's 24 fixed octets). Core 5.4, Vol 4, Part E,
+    /// 7.7.65.13.
+    public static let maximumDataPerReport = 229
+}
+
+/// LE Scan Timeout: the scan's Duration ran out (its Period being zero). It has no parameters. Core 5.4, Vol 4,
+/// Part E, 7.7.65.17.
+public struct HCILEScanTimeoutEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
+    public static let subevent = HCILESubeventCode.scanTimeout
+    /// Creates the event.
+    public init() {}
+    public init(from reader: inout ByteReader) throws(WireError) {}
+    public func encode(into writer: inout ByteWriter) {}
+}
+
+/// LE Advertising Set Terminated: a set stopped advertising because a connection was made on it, its duration ran
+/// out, or it reached its maximum number of events. Core 5.4, Vol 4, Part E, 7.7.65.18.
+public struct HCILEAdvertisingSetTerminatedEvent: HCILEMetaEventParameters, Hashable {
+    /// The LE Meta subevent code.
+    public static let subevent = HCILESubeventCode.advertisingSetTerminated
+    /// `Status`: success when a connection was made; Advertising Timeout (0x3C) when the duration ran out; Limit
+    /// Reached (0x43) after Max_Extended_Advertising_Events.
+    public var status: HCIStatus
+    /// `Advertising_Handle`.
+    public var handle: UInt8
+    /// `Connection_Handle` (meaningful with status success).
+    public var connectionHandle: ConnectionHandle
+    /// `Num_Completed_Extended_Advertising_Events`.
+    public var completedEvents: UInt8
+    /// Creates the event.
+    public init(status: HCIStatus = .success, handle: UInt8, connectionHandle: ConnectionHandle, completedEvents: UInt8 = 0) {
+        self.status = status
+        self.handle = handle
+        self.connectionHandle = connectionHandle
+        self.completedEvents = completedEvents
+    }
+    public init(from reader: inout ByteReader) throws(WireError) {
+        status = HCIStatus(rawValue: try reader.readUInt8("Status"))
+        handle = try reader.readUInt8("Advertising_Handle")
+        connectionHandle = ConnectionHandle(rawValue: try reader.readUInt16("Connection_Handle") & 0x0FFF)
+        completedEvents = try reader.readUInt8("Num_Completed_Extended_Advertising_Events")
+    }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(status.rawValue)
+        writer.write(handle)
+        writer.write(connectionHandle.rawValue)
+        writer.write(completedEvents)
+    }
 }
 
 /// LE Extended Advertising Report. Core 5.4, Vol 4, Part E, 7.7.65.13.
@@ -175,6 +238,9 @@ public struct HCILEExtendedAdvertisingReportEvent: HCILEMetaEventParameters, Has
             let directType = LEAddressType(rawValue: try reader.readUInt8("Direct_Address_Type"))
             let direct = try BluetoothAddress(from: &reader)
             let length = Int(try reader.readUInt8("Data_Length"))
+            guard length <= HCILEExtendedAdvertisingEventType.maximumDataPerReport else {
+                throw WireError(.invalidValue, "extended advertising report Data_Length \(length) exceeds 229")
+            }
             let data = try reader.readBytes(length, "Data")
             result.append(Report(eventType: eventType, addressType: addressType, address: address, primaryPHY: primaryPHY,
                                  secondaryPHY: secondaryPHY, advertisingSID: sid, txPower: txPower, rssi: rssi,
