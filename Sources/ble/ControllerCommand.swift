@@ -48,6 +48,9 @@ struct ControllerCommand: AsyncParsableCommand {
     @Option(help: "What the controllers say they are: full (Core 5.4, every command the virtual controller has) or 4.1 (no Data Length Extension, no LE Set PHY, no LE Read Buffer Size [v2]).")
     var profile: String = "full"
 
+    @Option(help: "Move a controller along x while it runs: INDEX:X1,X2,...:SECONDS (controller INDEX, counted from 0 in --tcp order, goes from X1 to X2... metres, SECONDS per leg, from when its host attaches). Repeatable.")
+    var walk: [String] = []
+
     @Flag(help: "Model air time on connections: connection events, PHYs, data length (see AirTimeModel); without it packets cross links at once.")
     var airTime = false
 
@@ -73,6 +76,15 @@ struct ControllerCommand: AsyncParsableCommand {
                 throw ValidationError("--snoop-dir \(snoopDir): \(error)")
             }
         }
+        var walks: [Int: Walk] = [:]
+        for text in walk {
+            guard let parsed = Walk(parsing: text) else { throw ValidationError("--walk '\(text)': expected INDEX:X1,X2,...:SECONDS") }
+            guard parsed.index < endpoints.count else {
+                throw ValidationError("--walk '\(text)': there is no controller \(parsed.index) (\(endpoints.count) --tcp ports)")
+            }
+            walks[parsed.index] = parsed
+        }
+        let walkPlans = walks
         let air = VirtualAir(clock: .realTime, seed: seed, radio: RadioModel(noiseSigma: noise), airTime: airTime ? AirTimeModel() : nil)
         // Accepted hosts are read only once attached: the controller then handles their packets on the reader thread.
         let servers = try parsed.map { try H4TCPServer(host: $0.0, port: $0.1, startReading: false) }
@@ -122,6 +134,7 @@ struct ControllerCommand: AsyncParsableCommand {
                             }
                         }
                         writeErrorLine("port \(server.port): host attached (session \(session))")
+                        if let walking = walkPlans[index] { Self.start(walking, controller) }
                         let attached = transport
                         let number = session
                         Task {
@@ -136,6 +149,19 @@ struct ControllerCommand: AsyncParsableCommand {
 }
 
 extension ControllerCommand {
+    /// Moves `controller` along `walk`, ten steps a second, until the walk ends.
+    static func start(_ walk: Walk, _ controller: VirtualController) {
+        Task {
+            let start = ContinuousClock.now
+            while true {
+                let elapsed = ContinuousClock.now - start
+                controller.position = Position(x: walk.x(after: elapsed))
+                if elapsed >= walk.duration { return }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
     /// `count` adapters from the kernel's virtual HCI driver (none asked: none, on any system).
     func kernelAdapters(count: Int) throws -> [VirtualHCIDevice] {
         guard count > 0 else { return [] }
