@@ -82,7 +82,9 @@ public struct PresenceDecision: Sendable, Hashable {
 /// - The candidate is the gateway with the strongest fresh view (a view is fresh for
 ///   ``Configuration/viewLifetime``); on equal RSSI the smaller gateway identifier.
 /// - With no holder, or a holder whose view is no longer fresh (the device left its range, the gateway went
-///   offline), the candidate takes the device at once.
+///   offline), the candidate takes the device once it has stayed the candidate for ``Configuration/settle`` (1 s by
+///   default): time for the gateways that heard a new device at the same moment to exchange their first views, so
+///   that only the best of them claims it.
 /// - Otherwise the candidate takes it over only after being stronger than the holder by at least
 ///   ``Configuration/hysteresis`` dB for ``Configuration/dwell`` without interruption; equal or slightly better never
 ///   switches.
@@ -95,6 +97,8 @@ public struct PresenceMachine: Sendable {
         public var hysteresis: Double
         /// How long it must stay that much stronger. Default 3 s.
         public var dwell: Duration
+        /// How long the strongest gateway must stay the strongest before taking a device nobody holds. Default 1 s.
+        public var settle: Duration
         /// How long a view counts after it was last updated. Default 6 s.
         public var viewLifetime: Duration
         /// The shortest time between two publications of this gateway's view of one device. Default 1 s.
@@ -105,10 +109,11 @@ public struct PresenceMachine: Sendable {
         public var pathLoss: PathLossModel
 
         /// Creates a configuration.
-        public init(hysteresis: Double = 4, dwell: Duration = .seconds(3), viewLifetime: Duration = .seconds(6),
+        public init(hysteresis: Double = 4, dwell: Duration = .seconds(3), settle: Duration = .seconds(1), viewLifetime: Duration = .seconds(6),
                     viewInterval: Duration = .seconds(1), filter: RSSIFilter.Configuration = .init(), pathLoss: PathLossModel = .init()) {
             self.hysteresis = max(0, hysteresis)
             self.dwell = dwell
+            self.settle = settle
             self.viewLifetime = viewLifetime
             self.viewInterval = viewInterval
             self.filter = filter
@@ -193,7 +198,8 @@ public struct PresenceMachine: Sendable {
         return decide(decision.device, now: now)
     }
 
-    /// A gateway went offline (its status said so): its views go, and the devices it held are decided again at once.
+    /// A gateway went offline (its status said so): its views go, and the devices it held go to the strongest of the
+    /// others after ``Configuration/settle``.
     public mutating func gatewayWentOffline(_ gateway: String, now: Duration) -> [Output] {
         guard gateway != gatewayID else { return [] }
         var touched: [String] = []
@@ -241,18 +247,23 @@ public struct PresenceMachine: Sendable {
         let holder = holders[device]
         let holderView = holder.flatMap { h in candidates.first { $0.gateway == h.gateway } }
         var winner: PresenceView?
+        /// The candidate wins once it has been the challenger for `wait`.
+        func challenge(_ wait: Duration) {
+            if let challenger = challengers[device], challenger.gateway == best.gateway {
+                if now - challenger.since >= wait { winner = best }
+            } else {
+                challengers[device] = (best.gateway, now)
+                if wait <= .zero { winner = best }
+            }
+        }
         if let holderView {
             if best.gateway != holderView.gateway && best.rssi >= holderView.rssi + configuration.hysteresis {
-                if let challenger = challengers[device], challenger.gateway == best.gateway {
-                    if now - challenger.since >= configuration.dwell { winner = best }
-                } else {
-                    challengers[device] = (best.gateway, now)
-                }
+                challenge(configuration.dwell)
             } else {
                 challengers[device] = nil
             }
         } else {
-            winner = best
+            challenge(configuration.settle)
         }
         guard let winner, winner.gateway == gatewayID, holder?.gateway != gatewayID else { return [] }
         let decision = PresenceDecision(device: device, gateway: gatewayID, rssi: winner.rssi, distance: winner.distance)

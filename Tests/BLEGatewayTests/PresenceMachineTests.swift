@@ -124,28 +124,41 @@ import Testing
     @Test func tiesGoToTheSmallerIdentifierAndStay() {
         var fleet = Fleet(["kitchen", "hall"])
         var t = Duration.zero
-        // Both hear the device before either publishes anything (the first observations arrive together).
-        for _ in 0..<100 {
+        // "kitchen" hears the device first, but both hear it within the settle time: hall, the smaller identifier.
+        for step in 0..<100 {
             fleet.hear("kitchen", "D", rssi: -65, at: t)
+            if step > 2 { fleet.hear("hall", "D", rssi: -65, at: t) }
+            fleet.tick(at: t)
+            t += .milliseconds(100)
+        }
+        #expect(fleet.published.map(\.decision.gateway) == ["hall"])
+        #expect(fleet.published.first.map { $0.at >= .seconds(1) } == true, "after the settle time")
+        // Equality never moves it, whoever is ahead by less than the hysteresis.
+        for _ in 0..<100 {
+            fleet.hear("kitchen", "D", rssi: -63, at: t)
             fleet.hear("hall", "D", rssi: -65, at: t)
             fleet.tick(at: t)
             t += .milliseconds(100)
         }
-        // The first gateway to hear it may take it (no holder yet); after that, ties never move it.
-        let first = fleet.published.first?.decision.gateway
-        #expect(first != nil)
-        #expect(fleet.published.count == 1, "\(fleet.published.map(\.decision.gateway))")
-        // A fresh pair that learns the views before deciding: the smaller identifier.
-        var a = PresenceMachine(gatewayID: "hall")
-        _ = a.receive(view: PresenceView(gateway: "kitchen", rssi: -65), device: "E", now: .zero)
-        let outputs = a.observe(device: "E", rssi: -65, now: .zero)
-        #expect(outputs.contains { if case .publishPresence(let d) = $0 { d.gateway == "hall" } else { false } }, "hall < kitchen")
-        var k = PresenceMachine(gatewayID: "kitchen")
-        _ = k.receive(view: PresenceView(gateway: "hall", rssi: -65), device: "E", now: .zero)
-        #expect(!k.observe(device: "E", rssi: -65, now: .zero).contains { if case .publishPresence = $0 { true } else { false } })
+        #expect(fleet.published.count == 1)
     }
 
-    /// The holder goes offline: the next best gateway takes the device at once (no dwell), and publishes it.
+    /// Three gateways hear a new device at the same moment: one decision, by the strongest, not one each.
+    @Test func simultaneousFirstSightingsMakeOneDecision() {
+        var fleet = Fleet(["A", "B", "C"])
+        var t = Duration.zero
+        for _ in 0..<30 {
+            fleet.hear("C", "D", rssi: -70, at: t)
+            fleet.hear("A", "D", rssi: -66, at: t)
+            fleet.hear("B", "D", rssi: -60, at: t)
+            fleet.tick(at: t)
+            t += .milliseconds(100)
+        }
+        #expect(fleet.published.map(\.decision.gateway) == ["B"])
+    }
+
+    /// The holder goes offline: the next best gateway takes the device after the settle time (no dwell), and
+    /// publishes it.
     @Test func aGatewayGoingOfflineHandsItsDevicesOver() {
         var fleet = Fleet(["A", "B", "C"])
         var t = Duration.zero
@@ -157,9 +170,16 @@ import Testing
             t += .milliseconds(100)
         }
         #expect(fleet.published.map(\.decision.gateway) == ["A"])
+        let offline = t
         fleet.goOffline("A", at: t)
+        for _ in 0..<15 {
+            fleet.hear("B", "D", rssi: -70, at: t)
+            fleet.hear("C", "D", rssi: -80, at: t)
+            fleet.tick(at: t)
+            t += .milliseconds(100)
+        }
         #expect(fleet.published.map(\.decision.gateway) == ["A", "B"])
-        #expect(fleet.published.last?.at == t, "at once")
+        #expect(fleet.published.last.map { $0.at - offline <= .milliseconds(1100) } == true, "after the settle time, not the dwell")
         #expect(fleet.holders("D") == ["B"])
     }
 
