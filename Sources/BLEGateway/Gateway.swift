@@ -172,6 +172,8 @@ public actor Gateway {
             _ = try? await central.disconnect(link.peripheral)
         }
         links = [:]
+        // The final counters, then offline: a subscriber that sees offline has seen the stats that account for everything.
+        await publishStats(final: true)
         let number = try? await client.publish(MQTTMessage(topic: configuration.topics.status, text: "offline", qos: .atLeastOnce, retain: true))
         if let number, await client.isConnected {
             // Wait for the acknowledgement (the client's events are followed by followBroker, now cancelled).
@@ -237,16 +239,21 @@ public actor Gateway {
         }
     }
 
-    /// The counters, as published on `PREFIX/ID/stats`.
-    public func statistics() async -> JSONValue {
+    /// The counters, as published on `PREFIX/ID/stats`; the last ones, published by ``shutdown()`` just before
+    /// `offline`, carry `"final":true`.
+    public func statistics(final: Bool = false) async -> JSONValue {
         let backlog = await client.backlog
-        return .object([("readings", .integer(readings)), ("dropped", .int(await client.droppedCount)), ("queued", .int(backlog.queued)),
-                        ("in_flight", .int(backlog.inFlight)), ("devices", .int(limiter.count)), ("advertisements", .integer(advertisements)),
-                        ("broker_connections", .int(await client.connectionCount))])
+        var fields: [(key: String, value: JSONValue)] = [
+            ("readings", .integer(readings)), ("dropped", .int(await client.droppedCount)), ("queued", .int(backlog.queued)),
+            ("in_flight", .int(backlog.inFlight)), ("devices", .int(limiter.count)), ("advertisements", .integer(advertisements)),
+            ("broker_connections", .int(await client.connectionCount)),
+        ]
+        if final { fields.append(("final", .bool(true))) }
+        return .object(fields)
     }
 
-    private func publishStats() async {
-        let stats = await statistics()
+    private func publishStats(final: Bool = false) async {
+        let stats = await statistics(final: final)
         _ = try? await client.publish(MQTTMessage(topic: configuration.topics.stats, text: stats.encoded(), qos: .atLeastOnce, retain: true))
     }
 
