@@ -95,7 +95,7 @@ public struct DeviceRecord: Sendable {
     ]
 
     /// Decodes service data: as the value of the service's main characteristic (``serviceDataCharacteristics``), or as
-    /// the value of the characteristic the UUID names when ``CharacteristicDecoder`` knows it; `nil` otherwise.
+    /// the value of the characteristic the UUID names when `CharacteristicDecoder` knows it; `nil` otherwise.
     public static func decodeServiceData(uuid: BluetoothUUID, data: [UInt8]) throws(WireError) -> DecodedValue? {
         let characteristic = serviceDataCharacteristics[uuid] ?? uuid
         guard characteristic != HealthScale.stream, CharacteristicDecoder.knows(characteristic) else { return nil }

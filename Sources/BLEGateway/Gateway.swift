@@ -10,7 +10,7 @@ import MQTT
 /// the room presence they decide together (``PresenceMachine``), announces the sensors it decodes to Home Assistant
 /// (``HomeAssistantDiscovery``), and answers ``GatewayRequest``s. The topics are those of ``GatewayTopics``.
 ///
-/// The broker may go away: ``MQTTClient`` reconnects with backoff and queues meanwhile (bounded; the oldest message is
+/// The broker may go away: `MQTTClient` reconnects with backoff and queues meanwhile (bounded; the oldest message is
 /// dropped first and counted). Device records and presence decisions go at QoS 1; the views, which are stale by the
 /// time a broker comes back, are sent only while connected. The counters are published, retained, on
 /// `PREFIX/ID/stats`: `readings` (the device records published so far, also numbered in each record's `seq`) and

@@ -2,7 +2,7 @@ import BLE
 import Foundation
 
 /// Reading JSON from the broker (other gateways' views, requests): strict RFC 8259 by `JSONDecoder`, into
-/// ``JSONValue``. Malformed text is `nil`, never a trap.
+/// `JSONValue`. Malformed text is `nil`, never a trap.
 enum GatewayJSON {
     /// Decodes any JSON value.
     private struct AnyValue: Decodable {

@@ -73,7 +73,7 @@ public struct PresenceDecision: Sendable, Hashable {
 /// Room presence across a fleet, as a machine without I/O or clocks: which gateway hears each device best, with
 /// hysteresis so that a device standing between two rooms does not flicker.
 ///
-/// Every gateway runs one. It smooths its own samples of each device (``RSSIFilter``: a median then a Kalman
+/// Every gateway runs one. It smooths its own samples of each device (`RSSIFilter` (BLEBeacons): a median then a Kalman
 /// filter) and asks for them to be published as its view (``Output/publishView(device:view:)``, at most once per
 /// ``Configuration/viewInterval`` per device); it takes in the other gateways' views, their status (a gateway that
 /// goes offline takes its views with it) and the presence decisions published.
