@@ -22,8 +22,18 @@ import argparse, json, sys, threading, time
 import paho.mqtt.client as mqtt
 
 
+PRINTING = threading.Lock()
+
+
+def out(line):
+    """One whole line: paho's thread prints MSG lines while the main thread prints RESULT lines."""
+    with PRINTING:
+        sys.stdout.write(line + '\n')
+        sys.stdout.flush()
+
+
 def fail(why):
-    print(f'FAILED: {why}', flush=True)
+    out(f'FAILED: {why}')
     sys.exit(1)
 
 
@@ -43,7 +53,7 @@ class Observer:
         self.client.loop_start()
         if not self.connected.wait(10) or not self.subscribed.wait(10):
             fail('no connection to the broker, or no subscription')
-        print('SUBSCRIBED', flush=True)   # the scenario starts the gateways after this line
+        out('SUBSCRIBED')   # the scenario starts the gateways after this line
 
     def on_connect(self, client, userdata, flags, reason_code, properties):
         self.connections += 1
@@ -55,7 +65,7 @@ class Observer:
 
     def on_message(self, client, userdata, message):
         text = message.payload.decode('utf-8', errors='replace')
-        print(f'MSG {message.topic} {text}', flush=True)
+        out(f'MSG {message.topic} {text}')
         with self.lock:
             self.messages.append((time.monotonic(), message.topic, text, message.retain))
             self.lock.notify_all()
@@ -82,7 +92,7 @@ class Observer:
 
 
 def result(key, value):
-    print(f'RESULT {key}={value}', flush=True)
+    out(f'RESULT {key}={value}')
 
 
 def presence(args):
@@ -209,8 +219,8 @@ def account(args):
     final = stats[-1]
     readings, dropped = final['readings'], final['dropped']
     missing = [s for s in range(1, readings + 1) if s not in seqs]
-    print(f'readings {readings}, received {len(seqs)}, missing {len(missing)}, dropped {dropped}, '
-          f'gateway connections {final["broker_connections"]}, observer connections {o.connections}', flush=True)
+    out(f'readings {readings}, received {len(seqs)}, missing {len(missing)}, dropped {dropped}, '
+        f'gateway connections {final["broker_connections"]}, observer connections {o.connections}')
     result('reconnected', 1 if final['broker_connections'] >= 2 else 0)
     result('readings_enough', 1 if readings >= args.minimum else 0)
     result('lost_silently', max(0, len(missing) - dropped))
