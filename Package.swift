@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
         .library(name: "CoreBluetoothCompat", targets: ["CoreBluetoothCompat"]),
         .library(name: "MQTT", targets: ["MQTT"]),
+        .library(name: "BLEGateway", targets: ["BLEGateway"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
     dependencies: [
@@ -80,6 +81,9 @@ let package = Package(
             name: "BLEProfiles",
             dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLEWire"],
             swiftSettings: strict),
+        // Gateways: what a radio hears published to an MQTT broker (device records, room presence, Home Assistant
+        // discovery, GATT requests over the broker).
+        .target(name: "BLEGateway", dependencies: ["BLE", "BLEBeacons", "BLEProfiles", "MQTT"], swiftSettings: strict),
         // CoreBluetooth's delegate API (names, types, semantics) over the BLE module's async API.
         .target(
             name: "CoreBluetoothCompat",
@@ -89,6 +93,7 @@ let package = Package(
             name: "ble",
             dependencies: [
                 "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE", "BLEBeacons", "BLEProfiles",
+                "BLEGateway", "MQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -137,6 +142,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"], swiftSettings: strict),
+        .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLE", "BLEBeacons", "BLEProfiles", "MQTT"], swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire", "BLETestSupport"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire", "BLEProtocolsTestSupport"], swiftSettings: strict),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire", "BLETestSupport"], swiftSettings: strict),
@@ -159,7 +165,7 @@ let package = Package(
             name: "ExamplesTests",
             // The demo executables and the ble tool are dependencies so that they are built before the tests run them.
             dependencies: ["band-demo", "piano-demo", "scale-demo", "battery-demo", "transfer-demo", "chat-demo", "only-import-ble", "ble",
-                           "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+                           "MQTT", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",

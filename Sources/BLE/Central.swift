@@ -47,6 +47,14 @@ public struct DiscoveredPeripheral: Sendable, Hashable {
         isTruncated = report.isTruncated
     }
 
+    /// Creates a discovery: what a scan reports (a tracker or a test may make one from elsewhere).
+    public init(address: LEAddress, advertisementData: AdvertisingData, rssi: Int8, isConnectable: Bool) {
+        self.address = address
+        self.advertisementData = advertisementData
+        self.rssi = rssi
+        self.isConnectable = isConnectable
+    }
+
     /// The advertised local name.
     public var name: String? { advertisementData.localName }
     /// The advertised service UUIDs (from advertising data and scan response).
@@ -160,6 +168,12 @@ public final class Central: Sendable {
 
     /// Stops any scan.
     public func stopScan() async { await host.stopScan() }
+
+    /// The identity address of the bonded device behind `address`, when `address` is a resolvable private address
+    /// that the IRK of one of this central's bonds resolves (Core 5.4, Vol 6, Part B, 1.3.2.2); `nil` for any other
+    /// address (public, static random, non-resolvable, or a private address no bond resolves). Scan reports carry
+    /// the address as heard; a gateway or tracker uses this to follow a private device by its identity.
+    public func resolvedIdentity(of address: LEAddress) async -> LEAddress? { await host.resolvedIdentity(of: address) }
 
     /// Whether a scan is running.
     public var isScanning: Bool { get async { await host.isScanning } }

@@ -31,7 +31,7 @@ extension HCIHost {
 
     /// The identity address of the bonded device behind `address`, when it is a resolvable private address that one
     /// of the bonds' IRKs resolves. Results are remembered per address until the bonds change or a scan starts.
-    func resolvedIdentity(of address: LEAddress) -> LEAddress? {
+    public func resolvedIdentity(of address: LEAddress) -> LEAddress? {
         guard address.type == .random, address.kind == .randomResolvable else { return nil }
         if let known = securityManager.resolvedIdentities[address] { return known.identity }
         let identity = ResolvablePrivateAddress.resolve(address, among: storedBonds().compactMap { bond in

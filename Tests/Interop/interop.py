@@ -230,6 +230,7 @@ class Context:
                  py=self.h.py, peers=PEERS, logs=self.h.logs, name=self.name, prefix=self.prefix, part=self.part,
                  kind=self.kind.name if self.kind else '')
         v.update({f'p{i + 1}': str(port) for i, port in enumerate(self.ports)})
+        v.update({k: value for k, value in self.values.items() if isinstance(value, str)})   # $mqtt (Broker)
         return v
 
     def sub(self, value):
@@ -494,6 +495,56 @@ def decode(h, capture, events=False):
     with open(capture[:-len('.btsnoop')] + '.hci.txt', 'wb') as out:
         subprocess.run([h.py, os.path.join(HERE, 'hci_trace.py'), capture] + (['--events'] if events else []),
                        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def mosquitto_path():
+    """The Mosquitto broker (Debian package mosquitto; scripts/test installs it), or None."""
+    for path in ('/usr/sbin/mosquitto', '/usr/bin/mosquitto', '/usr/local/sbin/mosquitto'):
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which('mosquitto')
+
+
+def accepts(port):
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(('127.0.0.1', port)) == 0
+
+
+@dataclass
+class Broker(Step):
+    """A Mosquitto broker of the scenario's own on a free loopback port ($mqtt), its persistent sessions saved in
+    $prefix-broker.d when it stops; again=True starts it once more on the same port (after Stop('broker')), with
+    those sessions."""
+    again: bool = False
+
+    def run(self, ctx):
+        if not self.again:
+            ctx.values['mqtt'] = str(free_ports(1)[0])
+        port = int(ctx.values['mqtt'])
+        directory = ctx.path('broker.d')
+        os.makedirs(directory, exist_ok=True)
+        conf = os.path.join(directory, 'mosquitto.conf')
+        with open(conf, 'w') as f:
+            f.write(f'listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n'
+                    f'persistence_location {directory}/\nautosave_interval 0\n'
+                    + ('user root\n' if os.getuid() == 0 else ''))
+        proc = ctx.start('broker', [mosquitto_path(), '-c', conf], out=ctx.path('broker'), append=self.again)
+        deadline = time.monotonic() + 5
+        while not accepts(port):
+            if time.monotonic() > deadline or not proc.running():
+                ctx.problem(f'mosquitto did not listen on {port}')
+                raise Abort()
+            time.sleep(0.05)
+
+
+@dataclass
+class Stop(Step):
+    """SIGTERM to a background role (its group), which must exit within 3 s (then SIGKILL)."""
+    role: str
+
+    def run(self, ctx):
+        ctx.procs.pop(self.role).stop()
 
 
 # Checks.
@@ -1399,6 +1450,111 @@ def l2cap_figures(ctx):
 
 # -- the scenario table.
 
+# -- `ble gateway`: what radios hear, published to a Mosquitto broker of the scenario's own, watched and driven by
+# paho-mqtt (peers/mqtt_observer.py), an MQTT client that is not ours.
+
+GATEWAY_NEEDS = ('ble', 'mosquitto', 'paho')
+
+
+def observer(mode, *args, limit=60):
+    return Start('observer', [PY, '$peers/mqtt_observer.py', '--port', '$mqtt', mode, *args], limit=limit,
+                 ready='^SUBSCRIBED', timeout=15, not_ready='the paho observer did not subscribe')
+
+
+def gateway(role, gateway_id, port, *args):
+    return Start(role, [BLE, 'gateway', '--mqtt', 'mqtt://127.0.0.1:$mqtt', '--id', gateway_id, '--hci',
+                        f'tcp:127.0.0.1:{port}', *args], ready='broker connected', timeout=15,
+                 not_ready=f'ble gateway {gateway_id} did not connect to the broker')
+
+
+def observer_results(*pairs):
+    return [Result('observer', k, v) for k, v in pairs] + [Result('observer', 'done', 1)]
+
+
+def gateway_presence_walk():
+    """Three gateways 5 m apart on our controllers; a beacon walks from the first room to the third in 6 s (--walk):
+    the presence topic goes kitchen, hall, study, each change published once; SIGINT: every gateway offline."""
+    gateways = [('kitchen', '$p1'), ('hall', '$p2'), ('study', '$p3')]
+    return Scenario('gateway-presence-follows-a-walking-beacon', [Part('', [
+        Ports(4),
+        Start('controllers', [BLE, 'controller', '--tcp', '127.0.0.1:$p1', '127.0.0.1:$p2', '127.0.0.1:$p3',
+                              '127.0.0.1:$p4', '--spacing', '5', '--walk', '3:0,10:6'],
+              ready='^READY', timeout=10, not_ready='ble controller did not print READY'),
+        Broker(),
+        observer('presence', '--gateways', 'kitchen,hall,study', '--device', '00:5B:00:00:00:04', '--seconds', '11'),
+        *[gateway(g, g, p, '--dwell', '2') for g, p in gateways],
+        # The virtual air's RSSI at 1 m is -40 dBm: the beacon says so, for distances in metres.
+        Start('beacon', [BLE, 'beacon', '--ibeacon', 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0', '--major', '1',
+                         '--minor', '2', '--power', '-40', '--hci', 'tcp:127.0.0.1:$p4']),
+        Sleep(11),
+        *[Interrupt(g) for g, _ in gateways],
+        Exit('observer', message='the paho observer failed')],
+        observer_results(('presence', 'kitchen,hall,study'), ('one_publisher_per_change', 1),
+                         ('views', 'hall,kitchen,study'), ('offline', 3)))],
+        kinds='once', needs=GATEWAY_NEEDS)
+
+
+def gateway_devices():
+    """Two simulated devices and an iBeacon, decoded on the gateway's device topics; the beacon's distance sensor
+    announced to Home Assistant."""
+    return Scenario('gateway-decodes-simulated-devices', [Part('', [
+        Controllers(4), Broker(),
+        Start('hrm', [BLE, 'serve', '--device', 'heart-rate', '--hci', 'tcp:127.0.0.1:$p1', '--json', '--run-for', '40'],
+              ready=SERVING, not_ready='ble serve --device heart-rate did not start'),
+        Start('thermometer', [BLE, 'serve', '--device', 'thermometer', '--hci', 'tcp:127.0.0.1:$p2', '--json',
+                              '--run-for', '40'], ready=SERVING, not_ready='ble serve --device thermometer did not start'),
+        Start('beacon', [BLE, 'beacon', '--ibeacon', 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0', '--major', '7',
+                         '--minor', '9', '--hci', 'tcp:127.0.0.1:$p3']),
+        observer('devices', '--gateway', 'gw', '--names', 'SwiftBLE HRM,SwiftBLE Thermometer', '--seconds', '20'),
+        gateway('gateway', 'gw', '$p4'),
+        Exit('observer', message='the paho observer failed')],
+        observer_results(('record_SwiftBLE_HRM', '180D,180F,180A'), ('record_SwiftBLE_Thermometer', '1809,180A'),
+                         ('beacon', 'ibeacon:E2C56DB5-DFFB-48D2-B060-D0F5A71096E0:7:9'), ('beacon_distance', 1),
+                         ('ha_distance', 1)))],
+        needs=GATEWAY_NEEDS)
+
+
+def gateway_commands():
+    """A GATT session on the lab device through the broker: paho sends the requests, the gateway answers."""
+    return Scenario('gateway-command-session-on-the-lab', [Part('', [
+        Controllers(2), serve_ble(40), Broker(),
+        gateway('gateway', 'gw', '$p2'),
+        Run('observer', [PY, '$peers/mqtt_observer.py', '--port', '$mqtt', 'command', '--gateway', 'gw', '--device',
+                         'SwiftBLELab', '--read', '2A29', '--write', WRITABLE, '--value', hexof('through-mqtt'),
+                         '--notify', '2A37'], timeout=60, label='the paho command session'),
+        Interrupt('gateway')],
+        observer_results(('connect', 'ok'), ('discover', 'ok'), ('read', 'ok'), ('read_value', 'swift-ble Lab Inc.'),
+                         ('write', 'ok'), ('written', 1), ('subscribe', 'ok'), ('notifications', 1),
+                         ('notification_decoded', 'heart_rate_measurement'), ('unsubscribe', 'ok'),
+                         ('missing_characteristic', 'not_found'), ('unknown_op', 'unknown_op'),
+                         ('junk', 'malformed_request'), ('disconnect', 'ok')))],
+        needs=GATEWAY_NEEDS)
+
+
+def account_part(name, queue, expect_drops):
+    return Part(name, [
+        Controllers(2), Broker(),
+        observer('account', '--gateway', 'gw', '--seconds', '40', '--minimum', '15',
+                 *(['--expect-drops'] if expect_drops else [])),
+        Start('beacon', [BLE, 'beacon', '--ibeacon', 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0', '--hci',
+                         'tcp:127.0.0.1:$p1']),
+        # --interval 0: every advertisement is a reading.
+        gateway('gateway', 'gw', '$p2', '--interval', '0', '--queue', str(queue)),
+        Sleep(2.5), Stop('broker'), Sleep(2), Broker(again=True),
+        WaitFor('gateway', 'connection 2', 15, 'the gateway did not reconnect'),
+        Sleep(2), Interrupt('gateway'),
+        Exit('observer', message='the paho observer failed')],
+        observer_results(('reconnected', 1), ('readings_enough', 1), ('lost_silently', 0), ('dropped_counted', 1)))
+
+
+def gateway_broker_restart():
+    """The broker stops for 2 s during a stream of readings and comes back: every reading numbered by the gateway is
+    received by a persistent paho session or counted as dropped -- none with the default queue, some with --queue 3."""
+    return Scenario('gateway-broker-restart-every-reading-accounted',
+                    [account_part('queue', 10000, False), account_part('small-queue', 3, True)],
+                    needs=GATEWAY_NEEDS)
+
+
 SCENARIOS = [
     Scenario('btsnoop-capture-decodes-in-tshark', [Part('', [
         Run('explore', [BLE, 'explore', 'SwiftBLELab', '--btsnoop', '$logs/$name.btsnoop'], timeout=60,
@@ -1406,6 +1562,10 @@ SCENARIOS = [
         Do(tshark_checks)])], kinds='once', needs=('ble', 'tshark')),
     cli_errors(),
     cli_json_types(),
+    gateway_presence_walk(),
+    gateway_devices(),
+    gateway_commands(),
+    gateway_broker_restart(),
     *[lab_session(c, p) for c in ('bumble', 'ble') for p in ('bumble', 'ble')],
     two_centrals(),
     simulated_devices(),
@@ -1708,7 +1868,14 @@ class Harness:
                 return 'tshark is not installed (apt-get install tshark)'
             if need == 'test-bundle' and not glob.glob(os.path.join(os.path.dirname(self.ble), '*PackageTests*')):
                 return 'needs the test bundle (swift build --build-tests)'
-            if need not in ('ble', 'central', 'tshark', 'test-bundle') \
+            if need == 'mosquitto' and not mosquitto_path():
+                return 'mosquitto is not installed (apt-get install mosquitto)'
+            if need == 'paho':
+                try:
+                    subprocess.run([self.py, '-c', 'import paho.mqtt.client'], check=True, capture_output=True)
+                except (OSError, subprocess.CalledProcessError):
+                    return 'paho-mqtt is not in the venv (Tests/Interop/bootstrap.sh installs it)'
+            if need not in ('ble', 'central', 'tshark', 'test-bundle', 'mosquitto', 'paho') \
                     and not os.access(os.path.join(os.path.dirname(self.ble), need), os.X_OK):
                 return f'no {need} next to {self.ble}'
         return None

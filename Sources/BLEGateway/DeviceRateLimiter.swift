@@ -1,0 +1,55 @@
+/// Decides which device reports a gateway publishes: a change of content at once, the same content (RSSI jitter)
+/// at most once per ``interval`` per device. A value type without clocks: time is passed in.
+///
+/// It remembers at most ``capacity`` devices; beyond it, the one published least recently is forgotten (and its
+/// next report goes out as new).
+public struct DeviceRateLimiter: Sendable {
+    /// The shortest time between two records of one device whose content did not change.
+    public var interval: Duration
+    /// The most devices remembered.
+    public let capacity: Int
+    private var last: [String: (content: String, at: Duration)] = [:]
+
+    /// Creates a limiter.
+    public init(interval: Duration = .seconds(5), capacity: Int = 65_536) {
+        self.interval = interval
+        self.capacity = max(1, capacity)
+    }
+
+    /// Why a record goes out.
+    public enum Verdict: Sendable, Hashable {
+        /// The first record of the device.
+        case new
+        /// Its content changed since the last one published.
+        case changed
+        /// Same content, and ``DeviceRateLimiter/interval`` has passed.
+        case refresh
+        /// Held back: same content within the interval.
+        case suppressed
+    }
+
+    /// The devices remembered.
+    public var count: Int { last.count }
+
+    /// Whether a record of `device` with content `content` seen at `now` goes out; when it does, it is remembered as
+    /// published then.
+    public mutating func offer(device: String, content: String, now: Duration) -> Verdict {
+        let verdict: Verdict
+        if let previous = last[device] {
+            if previous.content != content {
+                verdict = .changed
+            } else if now - previous.at >= interval {
+                verdict = .refresh
+            } else {
+                return .suppressed
+            }
+        } else {
+            verdict = .new
+            if last.count >= capacity, let oldest = last.min(by: { $0.value.at < $1.value.at })?.key {
+                last.removeValue(forKey: oldest)
+            }
+        }
+        last[device] = (content, now)
+        return verdict
+    }
+}

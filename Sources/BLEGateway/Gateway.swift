@@ -1,0 +1,499 @@
+import BLE
+import BLEBeacons
+import BLEProfiles
+import MQTT
+
+/// A gateway: what one radio hears, published to an MQTT broker, and a GATT client the broker can drive.
+///
+/// ``run()`` scans without pause (every advertisement), publishes a ``DeviceRecord`` per device and change (rate
+/// limited by ``DeviceRateLimiter``), shares its smoothed views with the other gateways of the fleet and publishes
+/// the room presence they decide together (``PresenceMachine``), announces the sensors it decodes to Home Assistant
+/// (``HomeAssistantDiscovery``), and answers ``GatewayRequest``s. The topics are those of ``GatewayTopics``.
+///
+/// The broker may go away: `MQTTClient` reconnects with backoff and queues meanwhile (bounded; the oldest message is
+/// dropped first and counted). Device records and presence decisions go at QoS 1; the views, which are stale by the
+/// time a broker comes back, are sent only while connected. The counters are published, retained, on
+/// `PREFIX/ID/stats`: `readings` (the device records published so far, also numbered in each record's `seq`) and
+/// `dropped` (messages the queue let go), so that a subscriber can account for every reading.
+///
+/// ``shutdown()`` publishes `offline` on the status topic (retained) and disconnects cleanly; a gateway that vanishes
+/// without it has the broker publish the same `offline` as its Will.
+public actor Gateway {
+    /// How the gateway runs.
+    public struct Configuration: Sendable {
+        /// The topics (prefix and gateway identifier).
+        public var topics: GatewayTopics
+        /// The broker.
+        public var broker: MQTTBrokerAddress
+        /// How TLS connections check the broker.
+        public var tls: MQTTTLSOptions
+        /// The user name, when the broker asks for one.
+        public var userName: String?
+        /// The password.
+        public var password: [UInt8]?
+        /// The shortest time between two records of one device whose content did not change. Default 5 s.
+        public var interval: Duration
+        /// The most messages kept while the broker is away. Default 10,000.
+        public var queueLimit: Int
+        /// Presence tuning.
+        public var presence: PresenceMachine.Configuration
+        /// Whether to publish Home Assistant discovery configs. Default true.
+        public var homeAssistant: Bool
+        /// Home Assistant's discovery prefix. Default `homeassistant`.
+        public var discoveryPrefix: String
+        /// How often the counters are published. Default 5 s.
+        public var statsInterval: Duration
+        /// The reconnection backoff: first delay, then doubled up to the maximum.
+        public var backoff: (first: Duration, maximum: Duration)
+
+        /// Creates a configuration.
+        public init(topics: GatewayTopics, broker: MQTTBrokerAddress, tls: MQTTTLSOptions = .init(), userName: String? = nil,
+                    password: [UInt8]? = nil, interval: Duration = .seconds(5), queueLimit: Int = 10_000,
+                    presence: PresenceMachine.Configuration = .init(), homeAssistant: Bool = true,
+                    discoveryPrefix: String = "homeassistant", statsInterval: Duration = .seconds(5),
+                    backoff: (first: Duration, maximum: Duration) = (.milliseconds(250), .seconds(10))) {
+            self.topics = topics
+            self.broker = broker
+            self.tls = tls
+            self.userName = userName
+            self.password = password
+            self.interval = interval
+            self.queueLimit = queueLimit
+            self.presence = presence
+            self.homeAssistant = homeAssistant
+            self.discoveryPrefix = discoveryPrefix
+            self.statsInterval = statsInterval
+            self.backoff = backoff
+        }
+    }
+
+    /// What the gateway did, for a log (the CLI prints these).
+    public enum Event: Sendable {
+        /// Connected to the broker (`count`: connections so far).
+        case brokerConnected(count: Int)
+        /// The broker connection ended.
+        case brokerLost(reason: String)
+        /// A device record went out.
+        case published(topic: String, record: JSONValue)
+        /// This gateway took a device over.
+        case presence(PresenceDecision)
+        /// A request was answered.
+        case answered(topic: String, response: JSONValue)
+        /// Messages were dropped from the full queue.
+        case dropped(total: Int)
+    }
+
+    /// The configuration.
+    public nonisolated let configuration: Configuration
+    /// The central the gateway scans and connects with.
+    public nonisolated let central: Central
+    /// The MQTT client.
+    public nonisolated let client: MQTTClient
+    /// Everything the gateway does, in order.
+    public nonisolated let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
+
+    private var limiter: DeviceRateLimiter
+    private var presence: PresenceMachine
+    private let clock = ContinuousClock()
+    private let origin: ContinuousClock.Instant
+    /// The device records published (the last `seq`).
+    public private(set) var readings: UInt64 = 0
+    /// Advertisements heard.
+    public private(set) var advertisements: UInt64 = 0
+    private var announced: Set<String> = []
+    /// The latest report of each device by its (identity) address, for requests by address or name.
+    private var seen: [BluetoothAddress: DiscoveredPeripheral] = [:]
+    private var beaconMemory: [BluetoothAddress: (beacon: BeaconFrameMemory, at: Duration)] = [:]
+    private var links: [BluetoothAddress: Link] = [:]
+    private var tasks: [Task<Void, Never>] = []
+    private let requests: AsyncStream<[UInt8]>.Continuation
+    private let requestStream: AsyncStream<[UInt8]>
+    private var stopped = false
+
+    struct Link {
+        var peripheral: RemotePeripheral
+        var services: [GATTDiscoveredService]?
+        var subscriptions: [BluetoothUUID: Task<Void, Never>] = [:]
+    }
+
+    /// Creates a gateway on `central`; ``run()`` starts it.
+    public init(central: Central, configuration: Configuration) {
+        self.central = central
+        self.configuration = configuration
+        let will = MQTTMessage(topic: configuration.topics.status, text: "offline", qos: .atLeastOnce, retain: true)
+        client = MQTTClient(broker: configuration.broker,
+                            configuration: .init(clientID: "swift-ble-gateway-\(configuration.topics.gatewayID)", cleanSession: true,
+                                                 keepAlive: 30, will: will, userName: configuration.userName,
+                                                 password: configuration.password, queueLimit: configuration.queueLimit),
+                            tls: configuration.tls, backoff: configuration.backoff)
+        limiter = DeviceRateLimiter(interval: configuration.interval)
+        presence = PresenceMachine(gatewayID: configuration.topics.gatewayID, configuration: configuration.presence)
+        origin = clock.now
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(4096))
+        (requestStream, requests) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(256))
+    }
+
+    private var now: Duration { clock.now - origin }
+
+    /// Runs until cancelled or until the scan fails: connects to the broker, subscribes, scans and publishes. On the
+    /// way out (cancellation included) it calls ``shutdown()``.
+    public func run() async throws {
+        let topics = configuration.topics
+        await client.start()
+        _ = try await client.subscribe([(topics.command, .atLeastOnce), (topics.allStatuses, .atLeastOnce),
+                                        (topics.allPresence, .atLeastOnce), (topics.allViews, .atMostOnce)])
+        tasks.append(Task { await self.followBroker() })
+        tasks.append(Task { await self.serveRequests() })
+        tasks.append(Task { await self.tickForever() })
+        do {
+            let reports = try await central.scan(allowDuplicates: true, bufferingLimit: 4096)
+            for try await report in reports {
+                await handle(report)
+            }
+            // In a task of its own: a cancelled run (SIGINT) still says goodbye.
+            await Task { await self.shutdown() }.value
+        } catch {
+            await Task { await self.shutdown() }.value
+            if error is CancellationError { return }
+            throw error
+        }
+    }
+
+    /// Publishes `offline` (retained), disconnects every device, and disconnects from the broker (DISCONNECT, so
+    /// the Will is not published). Waits up to two seconds for the broker to acknowledge `offline`. Idempotent.
+    public func shutdown() async {
+        guard !stopped else { return }
+        stopped = true
+        for task in tasks { task.cancel() }
+        tasks = []
+        for (_, link) in links {
+            for (_, task) in link.subscriptions { task.cancel() }
+            _ = try? await central.disconnect(link.peripheral)
+        }
+        links = [:]
+        // The final counters, then offline: a subscriber that sees offline has seen the stats that account for everything.
+        await publishStats(final: true)
+        let number = try? await client.publish(MQTTMessage(topic: configuration.topics.status, text: "offline", qos: .atLeastOnce, retain: true))
+        if let number, await client.isConnected {
+            // Wait for the acknowledgement (the client's events are followed by followBroker, now cancelled).
+            let deadline = clock.now + .seconds(2)
+            while clock.now < deadline, await client.backlog.inFlight + client.backlog.queued > 0 {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            _ = number
+        }
+        await client.stop()
+        eventSink.finish()
+    }
+
+    // MARK: - Broker
+
+    private func followBroker() async {
+        for await event in client.eventStream {
+            switch event {
+            case .connected:
+                let count = await client.connectionCount
+                _ = try? await client.publish(MQTTMessage(topic: configuration.topics.status, text: "online", qos: .atLeastOnce, retain: true))
+                eventSink.yield(.brokerConnected(count: count))
+                await publishStats()
+            case .connectionLost(let reason):
+                eventSink.yield(.brokerLost(reason: reason))
+            case .dropped:
+                eventSink.yield(.dropped(total: await client.droppedCount))
+            case .message(let message):
+                await received(message)
+            default:
+                break
+            }
+            if Task.isCancelled { return }
+        }
+    }
+
+    private func received(_ message: MQTTMessage) async {
+        guard let parsed = configuration.topics.parse(message.topic) else { return }
+        switch parsed {
+        case .command:
+            requests.yield(message.payload)
+        case .view(let gateway, let device):
+            guard var view = PresenceView(json: message.payload) else { return }
+            view.gateway = gateway
+            await publish(presence.receive(view: view, device: device, now: now))
+        case .status(let gateway):
+            if message.payload == Array("offline".utf8) { await publish(presence.gatewayWentOffline(gateway, now: now)) }
+        case .presence:
+            guard let decision = PresenceDecision(json: message.payload) else { return }
+            await publish(presence.receive(decision: decision, now: now))
+        }
+    }
+
+    private func tickForever() async {
+        var lastStats = now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            await publish(presence.tick(now: now))
+            if now - lastStats >= configuration.statsInterval {
+                lastStats = now
+                await publishStats()
+            }
+        }
+    }
+
+    /// The counters, as published on `PREFIX/ID/stats`; the last ones, published by ``shutdown()`` just before
+    /// `offline`, carry `"final":true`.
+    public func statistics(final: Bool = false) async -> JSONValue {
+        let backlog = await client.backlog
+        var fields: [(key: String, value: JSONValue)] = [
+            ("readings", .integer(readings)), ("dropped", .int(await client.droppedCount)), ("queued", .int(backlog.queued)),
+            ("in_flight", .int(backlog.inFlight)), ("devices", .int(limiter.count)), ("advertisements", .integer(advertisements)),
+            ("broker_connections", .int(await client.connectionCount)),
+        ]
+        if final { fields.append(("final", .bool(true))) }
+        return .object(fields)
+    }
+
+    private func publishStats(final: Bool = false) async {
+        let stats = await statistics(final: final)
+        _ = try? await client.publish(MQTTMessage(topic: configuration.topics.stats, text: stats.encoded(), qos: .atLeastOnce, retain: true))
+    }
+
+    private func publish(_ outputs: [PresenceMachine.Output]) async {
+        for output in outputs {
+            switch output {
+            case .publishView(let device, let view):
+                // A view is stale by the time a broker comes back: only while connected.
+                guard await client.isConnected else { continue }
+                _ = try? await client.publish(MQTTMessage(topic: configuration.topics.view(device), text: view.json.encoded()))
+            case .publishPresence(let decision):
+                _ = try? await client.publish(MQTTMessage(topic: configuration.topics.presence(decision.device), text: decision.json.encoded(),
+                                                          qos: .atLeastOnce, retain: true))
+                eventSink.yield(.presence(decision))
+            }
+        }
+    }
+
+    // MARK: - Advertisements
+
+    private func handle(_ report: DiscoveredPeripheral) async {
+        advertisements &+= 1
+        let identity = await central.resolvedIdentity(of: report.address)
+        var record = DeviceRecord(report, identity: identity)
+        let key = record.address.address
+        // Eddystone beacons send their UID (or URL) and TLM frames in turns: a record keeps the latest of each.
+        var memory = beaconMemory[key]?.beacon ?? BeaconFrameMemory()
+        memory.merge(into: &record)
+        beaconMemory[key] = (memory, now)
+        var known = report
+        known.address = record.address
+        seen[key] = known
+        if seen.count > 20_000 { trimMemory() }
+        let device = key.description
+        let t = now
+        let verdict = limiter.offer(device: device, content: record.contentKey, now: t)
+        if verdict != .suppressed {
+            readings &+= 1
+            let json = record.json(sequence: readings)
+            let topic = configuration.topics.device(device)
+            _ = try? await client.publish(MQTTMessage(topic: topic, text: json.encoded(), qos: .atLeastOnce))
+            eventSink.yield(.published(topic: topic, record: json))
+            if configuration.homeAssistant {
+                for sensor in HomeAssistantDiscovery.sensors(for: record, topics: configuration.topics, discoveryPrefix: configuration.discoveryPrefix)
+                where !announced.contains(sensor.topic) {
+                    announced.insert(sensor.topic)
+                    _ = try? await client.publish(MQTTMessage(topic: sensor.topic, text: sensor.payload, qos: .atLeastOnce, retain: true))
+                }
+            }
+        }
+        await publish(presence.observe(device: device, rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t))
+    }
+
+    private func trimMemory() {
+        let cutoff = now - .seconds(60)
+        beaconMemory = beaconMemory.filter { $0.value.at >= cutoff }
+        seen = seen.filter { beaconMemory[$0.key] != nil }
+    }
+
+    // MARK: - Requests
+
+    private func serveRequests() async {
+        for await payload in requestStream {
+            if Task.isCancelled { return }
+            let response: (level: String, json: JSONValue)
+            switch GatewayRequest.parse(payload) {
+            case .failure(let error):
+                response = (GatewayResponse.topicLevel(error.requestID), GatewayResponse.failure(error))
+            case .success(let request):
+                do {
+                    let fields = try await perform(request)
+                    response = (request.id, GatewayResponse.success(id: request.id, [("op", .string(request.operation.rawValue))] + fields))
+                } catch {
+                    var failure = Self.gatewayError(error)
+                    failure.requestID = request.id
+                    response = (request.id, GatewayResponse.failure(failure))
+                }
+            }
+            let topic = configuration.topics.response(response.level)
+            _ = try? await client.publish(MQTTMessage(topic: topic, text: response.json.encoded(), qos: .atLeastOnce))
+            eventSink.yield(.answered(topic: topic, response: response.json))
+        }
+    }
+
+    /// Maps the stack's errors to a request's error.
+    static func gatewayError(_ error: any Error) -> GatewayError {
+        switch error {
+        case let e as GatewayError: return e
+        case let e as GATTError:
+            switch e.code {
+            case .att(let code, _): return GatewayError(.attError, e.reason, attError: code.rawValue)
+            case .timeout: return GatewayError(.timeout, e.reason)
+            case .disconnected: return GatewayError(.notConnected, e.reason)
+            default: return GatewayError(.protocolError, e.reason)
+            }
+        case let e as HostError:
+            switch e.code {
+            case .commandTimedOut, .connectionTimedOut: return GatewayError(.timeout, e.reason)
+            case .notConnected: return GatewayError(.notConnected, e.reason)
+            case .commandFailed, .connectionFailed, .malformedResponse: return GatewayError(.protocolError, e.reason)
+            default: return GatewayError(.failed, e.reason)
+            }
+        case let e as SecurityError:
+            switch e.code {
+            case .timedOut: return GatewayError(.timeout, e.reason)
+            case .disconnected: return GatewayError(.notConnected, e.reason)
+            default: return GatewayError(.protocolError, e.reason)
+            }
+        case let e as any BLEError: return GatewayError(.failed, e.reason)
+        default: return GatewayError(.failed, "\(error)")
+        }
+    }
+
+    /// The device a request names: by address, else by advertised name, waiting for the scan to hear it.
+    private func find(_ device: String, timeout: Duration) async throws -> DiscoveredPeripheral {
+        let wanted = BluetoothAddress(device)
+        let deadline = clock.now + timeout
+        while true {
+            if let wanted, let found = seen[wanted] { return found }
+            if wanted == nil, let found = seen.values.first(where: { $0.name == device }) { return found }
+            guard clock.now < deadline else { throw GatewayError(.notFound, "no device '\(device)' heard within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    private func link(_ device: String, timeout: Duration, connecting: Bool = true) async throws -> (BluetoothAddress, Link) {
+        if let address = BluetoothAddress(device), let link = links[address], case .connected = await link.peripheral.state { return (address, link) }
+        for (address, link) in links where seen[address]?.name == device {
+            if case .connected = await link.peripheral.state { return (address, link) }
+        }
+        guard connecting else { throw GatewayError(.notConnected, "not connected to '\(device)'") }
+        let found = try await find(device, timeout: timeout)
+        let peripheral = try await central.connect(found, timeout: timeout)
+        _ = try? await peripheral.exchangeMTU()
+        let link = Link(peripheral: peripheral)
+        links[found.address.address] = link
+        return (found.address.address, link)
+    }
+
+    private func characteristic(_ request: GatewayRequest, _ address: BluetoothAddress, _ link: Link) async throws -> GATTCharacteristic {
+        var link = link
+        if link.services == nil {
+            link.services = try await link.peripheral.discoverAll()
+            links[address]?.services = link.services
+        }
+        guard let uuid = request.characteristic else { throw GatewayError(.malformedRequest, "no characteristic") }
+        for entry in link.services ?? [] where request.service == nil || entry.service.uuid == request.service {
+            if let found = entry.characteristics.first(where: { $0.characteristic.uuid == uuid }) { return found.characteristic }
+        }
+        throw GatewayError(.notFound, "\(request.device) has no characteristic \(uuid)\(request.service.map { " in service \($0)" } ?? "")")
+    }
+
+    private func perform(_ request: GatewayRequest) async throws -> [(key: String, value: JSONValue)] {
+        switch request.operation {
+        case .connect:
+            let (address, _) = try await link(request.device, timeout: request.timeout)
+            return [("device", .string(address.description))]
+        case .disconnect:
+            let (address, link) = try await self.link(request.device, timeout: request.timeout, connecting: false)
+            for (_, task) in link.subscriptions { task.cancel() }
+            links[address] = nil
+            _ = try await central.disconnect(link.peripheral)
+            return [("device", .string(address.description))]
+        case .discover:
+            let (address, link) = try await self.link(request.device, timeout: request.timeout)
+            let services = try await link.peripheral.discoverAll()
+            links[address]?.services = services
+            return [("device", .string(address.description)), ("services", .array(services.map { entry in
+                .object([("uuid", .string(entry.service.uuid.description)),
+                         ("characteristics", .array(entry.characteristics.map { c in
+                             .object([("uuid", .string(c.characteristic.uuid.description)),
+                                      ("properties", .array(Self.propertyNames(c.characteristic.properties).map(JSONValue.string)))])
+                         }))])
+            }))]
+        case .read:
+            let (address, link) = try await self.link(request.device, timeout: request.timeout)
+            let c = try await characteristic(request, address, link)
+            let value = try await link.peripheral.readValue(for: c)
+            var fields: [(key: String, value: JSONValue)] = [("device", .string(address.description)), ("characteristic", .string(c.uuid.description)),
+                                                             ("value", .string(value.hexString()))]
+            if let decoded = try? CharacteristicDecoder.decode(uuid: c.uuid, value: value) { fields.append(("decoded", .object(decoded.jsonFields))) }
+            return fields
+        case .write:
+            let (address, link) = try await self.link(request.device, timeout: request.timeout)
+            let c = try await characteristic(request, address, link)
+            try await link.peripheral.writeValue(request.value ?? [], for: c, type: request.withResponse ? .withResponse : .withoutResponse)
+            return [("device", .string(address.description)), ("characteristic", .string(c.uuid.description)), ("withResponse", .bool(request.withResponse))]
+        case .subscribe:
+            let (address, link) = try await self.link(request.device, timeout: request.timeout)
+            let c = try await characteristic(request, address, link)
+            let topic = configuration.topics.notifications(address.description, c.uuid)
+            if link.subscriptions[c.uuid] == nil {
+                let stream = try await link.peripheral.notifications(for: c)
+                let client = client
+                let uuid = c.uuid
+                links[address]?.subscriptions[c.uuid] = Task {
+                    var decoder = CharacteristicDecoder()
+                    for await value in stream {
+                        var fields: [(key: String, value: JSONValue)] = [("value", .string(value.hexString()))]
+                        if let decoded = try? decoder.decode(uuid: uuid, value: value) { fields.append(("decoded", .object(decoded.jsonFields))) }
+                        _ = try? await client.publish(MQTTMessage(topic: topic, text: JSONValue.object(fields).encoded(), qos: .atLeastOnce))
+                    }
+                }
+            }
+            return [("device", .string(address.description)), ("characteristic", .string(c.uuid.description)), ("topic", .string(topic))]
+        case .unsubscribe:
+            let (address, link) = try await self.link(request.device, timeout: request.timeout, connecting: false)
+            let c = try await characteristic(request, address, link)
+            links[address]?.subscriptions.removeValue(forKey: c.uuid)?.cancel()
+            try await link.peripheral.stopNotifications(for: c)
+            return [("device", .string(address.description)), ("characteristic", .string(c.uuid.description))]
+        case .pair:
+            let (address, link) = try await self.link(request.device, timeout: request.timeout)
+            let security = try await link.peripheral.pair()
+            return [("device", .string(address.description)), ("encrypted", .bool(security.isEncrypted)),
+                    ("authenticated", .bool(security.isAuthenticated)), ("bonded", .bool(security.isBonded))]
+        }
+    }
+
+    static func propertyNames(_ p: GATTCharacteristicProperties) -> [String] {
+        var names: [String] = []
+        if p.contains(.broadcast) { names.append("broadcast") }
+        if p.contains(.read) { names.append("read") }
+        if p.contains(.writeWithoutResponse) { names.append("writeWithoutResponse") }
+        if p.contains(.write) { names.append("write") }
+        if p.contains(.notify) { names.append("notify") }
+        if p.contains(.indicate) { names.append("indicate") }
+        if p.contains(.authenticatedSignedWrites) { names.append("authenticatedSignedWrites") }
+        return names
+    }
+}
+
+/// The latest identifying beacon frame and telemetry of one device, carried over into records of advertisements
+/// that hold the other kind.
+struct BeaconFrameMemory: Sendable {
+    var beacon: BeaconFrame?
+    var telemetry: EddystoneTLM?
+
+    mutating func merge(into record: inout DeviceRecord) {
+        if let b = record.beacon { beacon = b } else { record.beacon = beacon }
+        if let t = record.telemetry { telemetry = t } else { record.telemetry = telemetry }
+    }
+}
