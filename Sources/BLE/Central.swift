@@ -28,7 +28,7 @@ public struct DiscoveredPeripheral: Sendable, Hashable {
     /// Whether the extended advertisement's data arrived incomplete (the controller truncated the chain).
     public var isTruncated = false
 
-    /// Creates a discovered device (for tests and replays; scans make them).
+    /// Creates a discovery: what a scan reports (a tracker, a gateway or a test may make one from elsewhere).
     public init(address: LEAddress, advertisementData: AdvertisingData, rssi: Int8, isConnectable: Bool) {
         self.address = address
         self.advertisementData = advertisementData
@@ -45,14 +45,6 @@ public struct DiscoveredPeripheral: Sendable, Hashable {
         txPower = report.txPower
         isLegacy = report.isLegacy
         isTruncated = report.isTruncated
-    }
-
-    /// Creates a discovery: what a scan reports (a tracker or a test may make one from elsewhere).
-    public init(address: LEAddress, advertisementData: AdvertisingData, rssi: Int8, isConnectable: Bool) {
-        self.address = address
-        self.advertisementData = advertisementData
-        self.rssi = rssi
-        self.isConnectable = isConnectable
     }
 
     /// The advertised local name.
