@@ -60,7 +60,8 @@ public struct MQTTBrokerAddress: Sendable, Hashable, CustomStringConvertible {
 public struct MQTTTLSOptions: Sendable {
     /// A PEM file of certificate authorities to trust instead of the system's.
     public var trustRootsFile: String?
-    /// The name the broker's certificate must carry (default: the broker's host).
+    /// The name the broker's certificate must carry (default: the broker's host; for an IP address, the certificate
+    /// must list that address as an IP subjectAltName).
     public var serverName: String?
 
     /// Creates options.
@@ -230,7 +231,10 @@ public actor MQTTClient {
             if let file = tls.trustRootsFile { configuration.trustRoots = .file(file) }
             return try NIOSSLContext(configuration: configuration)
         }() : nil
-        let serverName = tls.serverName ?? host
+        // SNI carries a host name, never an address (RFC 6066, 3): for an address the certificate's IP
+        // subjectAltName is checked against the connected address instead.
+        let name = tls.serverName ?? host
+        let serverName: String? = (try? SocketAddress(ipAddress: name, port: 0)) != nil ? nil : name
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(10))
             .connect(host: host, port: broker.port) { channel in

@@ -17,13 +17,17 @@ final class Mosquitto: @unchecked Sendable {
     let directory: URL
     private var pid: pid_t?
 
-    init() throws {
+    /// A broker on a free port; `listener` lines follow the listener's own (TLS files, a password file), and
+    /// `anonymous` says whether clients without a user name are let in.
+    init(listener: [String] = [], anonymous: Bool = true) throws {
         port = try Self.freePort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let configuration = """
+            per_listener_settings false
             listener \(port) 127.0.0.1
-            allow_anonymous true
+            \(listener.joined(separator: "\n"))
+            allow_anonymous \(anonymous)
             persistence true
             persistence_location \(directory.path)/
             autosave_interval 0
@@ -216,6 +220,81 @@ struct MQTTBrokerTests {
         #expect(await gateway.connectionCount >= 2)
         await gateway.stop()
         await subscriber.stop()
+    }
+
+    /// Runs a program to completion (openssl, mosquitto_passwd: short-lived, they exit by themselves).
+    static func run(_ path: String, _ arguments: [String], in directory: URL) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BrokerTestError("\(path) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)") }
+    }
+
+    /// A broker behind TLS with a certificate from a CA of the test's own, and a password file: the client connects
+    /// with the CA and the right password; without the CA it is refused by its own certificate check; with a wrong
+    /// password the broker refuses it.
+    @Test func tlsAndCredentials() async throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("mqtt-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let openssl = "/usr/bin/openssl"
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try Self.run(openssl, ["req", "-x509"] + curve + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=swift-ble test CA"], in: work)
+        try Self.run(openssl, ["req"] + curve + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"], in: work)
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(to: work.appendingPathComponent("san.ext"), atomically: true, encoding: .utf8)
+        try Self.run(openssl, ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem",
+                               "-days", "2", "-extfile", "san.ext"], in: work)
+        try Self.run("/usr/bin/mosquitto_passwd", ["-b", "-c", "passwd", "gateway", "s3cret"], in: work)
+        // The broker (dropping to its own user when not told otherwise) must be able to read them.
+        for file in ["ca.pem", "server.pem", "server.key", "passwd"] { chmod(work.appendingPathComponent(file).path, 0o644) }
+        chmod(work.path, 0o755)
+        let broker = try Mosquitto(listener: ["cafile \(work.path)/ca.pem", "certfile \(work.path)/server.pem", "keyfile \(work.path)/server.key",
+                                              "password_file \(work.path)/passwd"], anonymous: false)
+        try broker.start()
+        let address = try #require(MQTTBrokerAddress(url: "mqtts://127.0.0.1:\(broker.port)"))
+        #expect(address.usesTLS)
+        let trusted = MQTTTLSOptions(trustRootsFile: work.appendingPathComponent("ca.pem").path)
+
+        let good = MQTTClient(broker: address, configuration: .init(clientID: "tls-good", userName: "gateway", password: Array("s3cret".utf8)), tls: trusted)
+        let inbox = listen(good)
+        await good.start()
+        let connected = await good.waitUntilConnected(timeout: .seconds(5))
+        let why = await good.lastDisconnectReason ?? ""
+        #expect(connected, "\(why)")
+        try await good.subscribe([("secure/#", .atLeastOnce)])
+        let number = try await good.publish(MQTTMessage(topic: "secure/x", text: "over TLS", qos: .atLeastOnce))
+        #expect(await inbox.waitFor({ inbox in
+            let delivered = await inbox.delivered.contains(number)
+            let heard = await inbox.messages.contains { $0.topic == "secure/x" }
+            return delivered && heard
+        }, seconds: 5))
+        await good.stop()
+
+        // By name: SNI "localhost", checked against the certificate's DNS name.
+        let byName = MQTTClient(broker: address, configuration: .init(clientID: "tls-name", userName: "gateway", password: Array("s3cret".utf8)),
+                                tls: MQTTTLSOptions(trustRootsFile: trusted.trustRootsFile, serverName: "localhost"))
+        await byName.start()
+        #expect(await byName.waitUntilConnected(timeout: .seconds(5)))
+        await byName.stop()
+
+        let untrusting = MQTTClient(broker: address, configuration: .init(clientID: "tls-untrusting", userName: "gateway", password: Array("s3cret".utf8)),
+                                    backoff: (.seconds(5), .seconds(5)))
+        await untrusting.start()
+        #expect(await !untrusting.waitUntilConnected(timeout: .seconds(1)), "a certificate from an unknown CA is refused")
+        await untrusting.stop()
+
+        let wrong = MQTTClient(broker: address, configuration: .init(clientID: "tls-wrong", userName: "gateway", password: Array("guess".utf8)),
+                               tls: trusted, backoff: (.seconds(5), .seconds(5)))
+        await wrong.start()
+        #expect(await !wrong.waitUntilConnected(timeout: .seconds(1)))
+        let reason = await wrong.lastDisconnectReason ?? ""
+        #expect(reason.contains("not authorized") || reason.contains("bad user name or password"), "\(reason)")
+        await wrong.stop()
     }
 
     @Test func brokerAddresses() {
