@@ -141,7 +141,9 @@ let package = Package(
             name: "BLEProtocolsTestSupport", dependencies: ["BLEProtocols", "BLEWire"], path: "Tests/BLEProtocolsTestSupport",
             swiftSettings: strict),
         .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT"], swiftSettings: strict),
+        // A Mosquitto of a test's own (the MQTT client's tests and the gateway's).
+        .target(name: "MQTTTestSupport", path: "Tests/MQTTTestSupport", swiftSettings: strict),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport"], swiftSettings: strict),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLE", "BLEBeacons", "BLEProfiles", "MQTT"], swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire", "BLETestSupport"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire", "BLEProtocolsTestSupport"], swiftSettings: strict),
@@ -165,7 +167,7 @@ let package = Package(
             name: "ExamplesTests",
             // The demo executables and the ble tool are dependencies so that they are built before the tests run them.
             dependencies: ["band-demo", "piano-demo", "scale-demo", "battery-demo", "transfer-demo", "chat-demo", "only-import-ble", "ble",
-                           "MQTT", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+                           "MQTT", "MQTTTestSupport", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",

@@ -1,12 +1,13 @@
 import BLE
 import Foundation
+import MQTTTestSupport
 import Testing
 
 /// `ble controller --advertisers N`: N host-less iBeacon advertisers on the air, heard by a central on one of the
 /// controller's ports, each with its own address and its number as the minor.
 @Suite(.timeLimit(.minutes(1))) struct ControllerAdvertisersTests {
     @Test func theAdvertisersAreHeardEachWithItsNumber() async throws {
-        let port = try GatewayBroker.freePort()
+        let port = try Mosquitto.freePort()
         let controller = try DemoProcess("ble", arguments: ["controller", "--tcp", "127.0.0.1:\(port)", "--advertisers", "5",
                                                             "--advertiser-interval", "50"], hci: nil)
         #expect(await controller.waitFor { $0.hasPrefix("READY") } == "READY \(port)")

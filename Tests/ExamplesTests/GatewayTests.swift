@@ -1,12 +1,13 @@
 import BLE
 import Foundation
 import MQTT
+import MQTTTestSupport
 import Testing
 
 /// `ble gateway` as a process against a Mosquitto of its own, on a private air where `ble serve --device lab` runs:
 /// an MQTT client (ours, not the gateway's code path) sees the retained status, the lab's device record and its
 /// presence, reads the lab through a request, gets an error for a malformed one, and sees `offline` on SIGTERM.
-@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: GatewayBroker.path != nil, "needs mosquitto (scripts/test installs it)"))
+@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: Mosquitto.path != nil, "needs mosquitto (scripts/test installs it)"))
 struct GatewayTests {
     actor Inbox {
         var messages: [MQTTMessage] = []
@@ -27,7 +28,7 @@ struct GatewayTests {
     }
 
     @Test func aGatewayPublishesAnswersAndSaysGoodbye() async throws {
-        let broker = try GatewayBroker()
+        let broker = try Mosquitto()
         try broker.start()
         let air = try DemoAir(ports: 2)
         defer { air.shutdown() }
@@ -105,112 +106,6 @@ struct GatewayTests {
     /// the test process's blocked SIGTERM), its output to a file.
     func spawnTool(_ arguments: [String], output: String) throws -> pid_t {
         let path = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ble").path
-        return try GatewayBroker.spawn([path] + arguments, output: output)
-    }
-}
-
-/// A Mosquitto broker of our own on a free port (as MQTTTests' one).
-final class GatewayBroker: @unchecked Sendable {
-    static let path = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto", "/usr/local/sbin/mosquitto"].first { FileManager.default.isExecutableFile(atPath: $0) }
-    let port: Int
-    let directory: URL
-    private var pid: pid_t?
-
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    init() throws {
-        port = try Self.freePort()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let configuration = """
-            listener \(port) 127.0.0.1
-            allow_anonymous true
-            log_dest file \(directory.path)/mosquitto.log
-            """ + (getuid() == 0 ? "\nuser root\n" : "\n")
-        try configuration.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
-    }
-
-    deinit {
-        stop()
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    func start() throws {
-        guard let path = Self.path else { throw Failure(description: "mosquitto is not installed") }
-        pid = try Self.spawn([path, "-c", directory.appendingPathComponent("mosquitto.conf").path], output: "/dev/null")
-        for _ in 0..<100 {
-            if Self.accepts(port) { return }
-            usleep(50_000)
-        }
-        throw Failure(description: "mosquitto did not start on port \(port)")
-    }
-
-    func stop() {
-        guard let child = pid else { return }
-        pid = nil
-        kill(child, SIGTERM)
-        var status: Int32 = 0
-        for _ in 0..<100 {
-            if waitpid(child, &status, WNOHANG) == child { return }
-            usleep(50_000)
-        }
-        kill(child, SIGKILL)
-        waitpid(child, &status, 0)
-    }
-
-    /// posix_spawn with every signal unblocked and at its default, standard output and error to `output`.
-    static func spawn(_ arguments: [String], output: String) throws -> pid_t {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var child: pid_t = 0
-        guard posix_spawn(&child, arguments[0], &actions, &attributes, &argv, environ) == 0 else {
-            throw Failure(description: "cannot start \(arguments[0])")
-        }
-        return child
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw Failure(description: "no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        return try Mosquitto.spawn([path] + arguments, output: output)
     }
 }

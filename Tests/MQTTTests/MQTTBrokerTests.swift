@@ -3,118 +3,8 @@ import Glibc
 #endif
 import Foundation
 import MQTT
+import MQTTTestSupport
 import Testing
-
-struct BrokerTestError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// A Mosquitto broker of our own on a free port (the Debian package; `scripts/test` installs it).
-final class Mosquitto: @unchecked Sendable {
-    static let path = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto", "/usr/local/sbin/mosquitto"].first { FileManager.default.isExecutableFile(atPath: $0) }
-    let port: Int
-    let directory: URL
-    private var pid: pid_t?
-
-    /// A broker on a free port; `listener` lines follow the listener's own (TLS files, a password file), and
-    /// `anonymous` says whether clients without a user name are let in.
-    init(listener: [String] = [], anonymous: Bool = true) throws {
-        port = try Self.freePort()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let configuration = """
-            per_listener_settings false
-            listener \(port) 127.0.0.1
-            \(listener.joined(separator: "\n"))
-            allow_anonymous \(anonymous)
-            persistence true
-            persistence_location \(directory.path)/
-            autosave_interval 0
-            log_dest file \(directory.path)/mosquitto.log
-            """ + (getuid() == 0 ? "\nuser root\n" : "\n")
-        try configuration.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
-    }
-
-    deinit {
-        stop()
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    /// Starts the broker and waits until it accepts connections. posix_spawn with every signal unblocked and at its
-    /// default: a child of Foundation's Process inherits the test process's blocked SIGTERM and never stops.
-    func start() throws {
-        guard let path = Self.path else { throw BrokerTestError("mosquitto is not installed (apt-get install mosquitto)") }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let arguments = [path, "-c", directory.appendingPathComponent("mosquitto.conf").path]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        // Its log goes to its file; what it says before reading the configuration (running as root) is dropped.
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var child: pid_t = 0
-        guard posix_spawn(&child, path, &actions, &attributes, &argv, environ) == 0 else { throw BrokerTestError("cannot start \(path)") }
-        pid = child
-        for _ in 0..<100 {
-            if Self.accepts(port) { return }
-            usleep(50_000)
-        }
-        throw BrokerTestError("mosquitto did not start on port \(port)")
-    }
-
-    /// Stops the broker (SIGTERM: it saves its persistent sessions) and waits for it to exit (SIGKILL after 5 s).
-    func stop() {
-        guard let child = pid else { return }
-        pid = nil
-        kill(child, SIGTERM)
-        var status: Int32 = 0
-        for _ in 0..<100 {
-            if waitpid(child, &status, WNOHANG) == child { return }
-            usleep(50_000)
-        }
-        kill(child, SIGKILL)
-        waitpid(child, &status, 0)
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw BrokerTestError("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-}
 
 /// The client against a real broker: Mosquitto (not our code) judges our packets.
 @Suite(.serialized, .timeLimit(.minutes(1)), .enabled(if: Mosquitto.path != nil, "needs mosquitto (scripts/test installs it)"))
@@ -193,7 +83,7 @@ struct MQTTBrokerTests {
     /// The broker stops during a stream of QoS 1 messages and comes back: the client queues, reconnects with backoff
     /// and delivers every message; a persistent subscriber receives every one.
     @Test func theBrokerGoesAwayAndComesBackNothingIsLost() async throws {
-        let broker = try Mosquitto()
+        let broker = try Mosquitto(persistent: true)
         try broker.start()
         let address = MQTTBrokerAddress(host: "127.0.0.1", port: broker.port)
         let subscriber = MQTTClient(broker: address, configuration: .init(clientID: "keeper", cleanSession: false), backoff: (.milliseconds(100), .milliseconds(400)))
