@@ -15,14 +15,10 @@ import Testing
         let client = LEDPianoClient(peripheral: try await rig.connect())
 
         let keys = try await client.keyEvents()
-        let clock = ContinuousClock()
-        let started = clock.now
         try await client.sweep(mode: .on)
-        let sweepTime = clock.now - started
         let expected = try (0...PianoLEDFrame.maximumKey).map { try PianoLEDFrame(key: $0, mode: .on) }
         #expect(await piano.ledFrames == expected)
         #expect(await piano.leds.allSatisfy { $0 == .on })
-        #expect(sweepTime < .seconds(5))
 
         try await client.light(key: 0x10, mode: .off)
         #expect(await piano.leds[0x10] == .off)
