@@ -1849,7 +1849,7 @@ class Harness:
     def __init__(self, options):
         self.__dict__.update(options)
         self.py = os.path.join(self.repo, '.venv-bumble', 'bin', 'python')
-        self.logs = os.path.join(self.repo, 'interop-logs')
+        self.logs = os.path.abspath(self.logs) if self.logs else os.path.join(self.repo, 'interop-logs')
         self.passed = self.failed = self.skipped = 0
 
     def scratch(self):
@@ -1945,7 +1945,7 @@ class Harness:
 
 
 USAGE = 'usage: run.sh [--controllers ble,bumble] [--ble PATH] [--central PATH] [--only TEXT] [--snoop] ' \
-        '[--lab-args "..."] (see run.sh --help)'
+        '[--lab-args "..."] [--logs DIR] [--skip-once] (see run.sh --help)'
 
 
 def options(argv):
@@ -1953,7 +1953,7 @@ def options(argv):
     def die(message):
         print(message, file=sys.stderr)
         sys.exit(2)
-    o = dict(kinds=[], ble='', central='', only='', snoop=False, lab_args='')
+    o = dict(kinds=[], ble='', central='', only='', snoop=False, lab_args='', logs='', skip_once=False)
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -1961,11 +1961,11 @@ def options(argv):
             print(__doc__.rstrip())
             print(USAGE)
             sys.exit(0)
-        if arg == '--snoop':
-            o['snoop'] = True
+        if arg in ('--snoop', '--skip-once'):
+            o[arg[2:].replace('-', '_')] = True
             continue
         key = {'--controllers': 'kinds', '--ble': 'ble', '--central': 'central', '--only': 'only',
-               '--lab-args': 'lab_args'}.get(arg)
+               '--lab-args': 'lab_args', '--logs': 'logs'}.get(arg)
         if key is None:
             die(f'unknown option {arg} (see --help)')
         if not args:
@@ -2007,7 +2007,7 @@ def main(argv):
     os.environ['XDG_DATA_HOME'] = os.path.join(h.logs, 'xdg-data')
     began = time.monotonic()
     for scenario in SCENARIOS:
-        if scenario.kinds == 'once':
+        if scenario.kinds == 'once' and not h.skip_once:
             h.run(scenario, None)
     for kind in (CONTROLLER_KINDS[k] for k in h.kinds):
         for scenario in SCENARIOS:

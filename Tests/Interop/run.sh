@@ -3,7 +3,7 @@
 #
 #   Tests/Interop/run.sh [--controllers ble|bumble|rootcanal|ble,bumble,rootcanal] [--ble PATH/TO/ble] [--central PATH/TO/interop-central]
 #                        [--only TEXT] [--snoop]
-#                        [--lab-args "--no-ext-adv --fragment-rx --acl-num 4 ..."]
+#                        [--lab-args "--no-ext-adv --fragment-rx --acl-num 4 ..."] [--logs DIR] [--skip-once]
 #
 #   --controllers  whose linked virtual controllers the hosts attach to: Bumble's (peers/lab_controllers.py), ours
 #                  (`ble controller --tcp 127.0.0.1:P1 127.0.0.1:P2`) or Android's RootCanal 1.10.0
@@ -19,6 +19,9 @@
 #                  <scenario>-controller-snoop/): every HCI command, its parameters and its outcome.
 #   --lab-args     extra options for Bumble's controllers (peers/lab_controllers.py --help), e.g. --no-ext-adv makes
 #                  the Bumble hosts use the legacy advertising/scanning commands, as on a controller without them.
+#   --logs DIR     where the logs go (emptied first; default $REPO/interop-logs), so two runs can go side by side.
+#   --skip-once    skip the scenarios that run once per run rather than on each controller kind (for the second of
+#                  two runs side by side, as scripts/test does).
 #
 # Installs Bumble and RootCanal into $REPO/.venv-bumble when missing (bootstrap.sh), then runs interop.py (the scenario table and
 # the engine) with the venv's python: it picks free loopback ports from the OS, starts every process in its own
@@ -31,8 +34,8 @@ repo="$(git -C "$here" rev-parse --show-toplevel 2>/dev/null || (cd "$here/../..
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
     case "${args[i]}" in
-        --controllers|--ble|--central|--only|--lab-args) i=$((i + 1)) ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        --controllers|--ble|--central|--only|--lab-args|--logs) i=$((i + 1)) ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     esac
 done
 "$here/bootstrap.sh" || exit 1
