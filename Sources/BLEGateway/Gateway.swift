@@ -126,6 +126,11 @@ public actor Gateway {
     private let requestStream: AsyncStream<[UInt8]>
     private var stopped = false
     private var scanning: Task<Void, any Error>?
+    /// The last request of each device (as the request names it), which the next one of that device waits for.
+    private var deviceQueues: [String: (number: UInt64, task: Task<Void, Never>)] = [:]
+    private var requestNumber: UInt64 = 0
+    private var connecting = false
+    private var connectWaiters: [CheckedContinuation<Void, Never>] = []
     private var refusal: GatewayError?
     private var scheduler: ActiveSensorScheduler
     private var profileValues = ProfileValues()
@@ -203,6 +208,8 @@ public actor Gateway {
         stopped = true
         for task in tasks { task.cancel() }
         tasks = []
+        for (_, queue) in deviceQueues { queue.task.cancel() }
+        deviceQueues = [:]
         for (_, task) in sensing { task.cancel() }
         sensing = [:]
         for (_, link) in links {
@@ -401,7 +408,7 @@ public actor Gateway {
             peripheral = link.peripheral
         } else {
             do {
-                peripheral = try await central.connect(found, timeout: .seconds(10))
+                peripheral = try await connect(found, timeout: .seconds(10))
             } catch {
                 let again = scheduler.failed(device, reason: Self.gatewayError(error).reason, now: now)
                 eventSink.yield(.sensor(device: name, state: "failed", detail: "\(Self.gatewayError(error).reason); again in \(inSeconds(again))"))
@@ -514,27 +521,59 @@ public actor Gateway {
 
     // MARK: - Requests
 
+    /// Answers requests: those naming one device in order, one at a time; those naming different devices
+    /// concurrently (a slow read on one device does not hold another's). A malformed request is answered at once.
     private func serveRequests() async {
         for await payload in requestStream {
             if Task.isCancelled { return }
-            let response: (level: String, json: JSONValue)
             switch GatewayRequest.parse(payload) {
             case .failure(let error):
-                response = (GatewayResponse.topicLevel(error.requestID), GatewayResponse.failure(error))
+                await respond(GatewayResponse.topicLevel(error.requestID), GatewayResponse.failure(error))
             case .success(let request):
-                do {
-                    let fields = try await perform(request)
-                    response = (request.id, GatewayResponse.success(id: request.id, [("op", .string(request.operation.rawValue))] + fields))
-                } catch {
-                    var failure = Self.gatewayError(error)
-                    failure.requestID = request.id
-                    response = (request.id, GatewayResponse.failure(failure))
+                let previous = deviceQueues[request.device]
+                requestNumber &+= 1
+                let number = requestNumber
+                let task = Task {
+                    await previous?.task.value
+                    await self.answer(request)
+                    self.finished(device: request.device, number: number)
                 }
+                deviceQueues[request.device] = (number, task)
             }
-            let topic = configuration.topics.response(response.level)
-            _ = try? await client.publish(MQTTMessage(topic: topic, text: response.json.encoded(), qos: .atLeastOnce))
-            eventSink.yield(.answered(topic: topic, response: response.json))
         }
+    }
+
+    private func finished(device: String, number: UInt64) {
+        if deviceQueues[device]?.number == number { deviceQueues[device] = nil }
+    }
+
+    private func answer(_ request: GatewayRequest) async {
+        do {
+            let fields = try await perform(request)
+            await respond(request.id, GatewayResponse.success(id: request.id, [("op", .string(request.operation.rawValue))] + fields))
+        } catch {
+            var failure = Self.gatewayError(error)
+            failure.requestID = request.id
+            await respond(request.id, GatewayResponse.failure(failure))
+        }
+    }
+
+    private func respond(_ level: String, _ json: JSONValue) async {
+        let topic = configuration.topics.response(level)
+        _ = try? await client.publish(MQTTMessage(topic: topic, text: json.encoded(), qos: .atLeastOnce))
+        eventSink.yield(.answered(topic: topic, response: json))
+    }
+
+    /// Connects, one attempt at a time (a controller makes one connection at a time: the requests' and the sensors'
+    /// attempts wait for each other).
+    private func connect(_ found: DiscoveredPeripheral, timeout: Duration) async throws -> RemotePeripheral {
+        while connecting { await withCheckedContinuation { connectWaiters.append($0) } }
+        connecting = true
+        defer {
+            connecting = false
+            if !connectWaiters.isEmpty { connectWaiters.removeFirst().resume() }
+        }
+        return try await central.connect(found, timeout: timeout)
     }
 
     /// Maps the stack's errors to a request's error.
@@ -585,7 +624,7 @@ public actor Gateway {
         }
         guard connecting else { throw GatewayError(.notConnected, "not connected to '\(device)'") }
         let found = try await find(device, timeout: timeout)
-        let peripheral = try await central.connect(found, timeout: timeout)
+        let peripheral = try await connect(found, timeout: timeout)
         _ = try? await peripheral.exchangeMTU()
         let link = Link(peripheral: peripheral)
         links[found.address.address] = link

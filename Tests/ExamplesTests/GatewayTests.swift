@@ -1,4 +1,5 @@
 import BLE
+import BLEHost
 import BLEProfiles
 import Foundation
 import MQTT
@@ -219,6 +220,67 @@ struct GatewayTests {
         #expect(said.contains("check --user and --password-file"), "\(said)")
         #expect(await inbox.first("swift-ble/intruder/status") == nil, "the refused gateway published nothing")
         await observer.stop()
+    }
+
+    /// Requests naming different devices are answered concurrently, those naming one device in order: a slow write on
+    /// one lab device (its application answers after 500 ms) does not hold a read of another, and a read of the first
+    /// sent after its write is answered after it.
+    @Test func requestsToDifferentDevicesDoNotWaitForEachOther() async throws {
+        let broker = try Mosquitto()
+        try broker.start()
+        let air = try DemoAir(ports: 3)
+        defer { air.shutdown() }
+        let labA = try DemoProcess("ble", arguments: ["serve", "--device", "lab", "--name", "LabA", "--hci", air.specification(0), "--json", "--run-for", "60"], hci: nil)
+        let labB = try DemoProcess("ble", arguments: ["serve", "--device", "lab", "--name", "LabB", "--hci", air.specification(1), "--json", "--run-for", "60"], hci: nil)
+        #expect(await labA.waitFor { $0.contains(#""event":"serving""#) } != nil)
+        #expect(await labB.waitFor { $0.contains(#""event":"serving""#) } != nil)
+
+        let address = MQTTBrokerAddress(host: "127.0.0.1", port: broker.port)
+        let observer = MQTTClient(broker: address, configuration: .init(clientID: "observer"))
+        let inbox = Inbox()
+        Task { for await event in observer.eventStream { await inbox.take(event) } }
+        await observer.start()
+        #expect(await observer.waitUntilConnected(timeout: .seconds(5)))
+        try await observer.subscribe([("swift-ble/gw3/response/#", .atLeastOnce), ("swift-ble/gw3/status", .atLeastOnce)])
+        let log = broker.directory.appendingPathComponent("gateway.log").path
+        let gateway = try spawnTool(["gateway", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--id", "gw3", "--hci", air.specification(2),
+                                     "--connect", "none"], output: log)
+        defer { kill(gateway, SIGKILL); var s: Int32 = 0; waitpid(gateway, &s, WNOHANG) }
+        #expect(await waitFor(10) { await inbox.first("swift-ble/gw3/status") { $0 == "online" } } != nil)
+
+        func send(_ json: String) async throws {
+            try await observer.publish(MQTTMessage(topic: "swift-ble/gw3/command", text: json, qos: .atLeastOnce))
+        }
+        // Both connected first (connections are made one at a time), concurrently requested.
+        try await send(#"{"id":"a0","op":"connect","device":"LabA"}"#)
+        try await send(#"{"id":"b0","op":"connect","device":"LabB"}"#)
+        let connected = await waitFor(20) {
+            let a = await inbox.first("swift-ble/gw3/response/a0")
+            let b = await inbox.first("swift-ble/gw3/response/b0")
+            return a != nil && b != nil ? true : nil
+        }
+        let a0 = await inbox.first("swift-ble/gw3/response/a0").map { String(decoding: $0.payload, as: UTF8.self) } ?? "none"
+        let b0 = await inbox.first("swift-ble/gw3/response/b0").map { String(decoding: $0.payload, as: UTF8.self) } ?? "none"
+        #expect(connected == true && a0.contains(#""ok":true"#) && b0.contains(#""ok":true"#), "\(a0) \(b0)")
+
+        let slow = SampleDevice.customSlow.description
+        try await send(#"{"id":"a1","op":"write","device":"LabA","characteristic":"\#(slow)","value":"01","withResponse":true}"#)
+        try await send(#"{"id":"a2","op":"read","device":"LabA","characteristic":"2A29"}"#)
+        try await send(#"{"id":"b1","op":"read","device":"LabB","characteristic":"2A29"}"#)
+        let all = await waitFor(15) {
+            let topics = await inbox.messages.map(\.topic)
+            return ["a1", "a2", "b1"].allSatisfy { topics.contains("swift-ble/gw3/response/\($0)") } ? topics : nil
+        }
+        let order = (all ?? []).filter { $0.hasPrefix("swift-ble/gw3/response/") }.map { String($0.dropFirst("swift-ble/gw3/response/".count)) }
+        #expect(order.filter { ["a1", "a2", "b1"].contains($0) } == ["b1", "a1", "a2"], "LabB's read before LabA's slow write; LabA's in order: \(order)")
+        for id in ["a1", "a2", "b1"] {
+            let text = await inbox.first("swift-ble/gw3/response/\(id)").map { String(decoding: $0.payload, as: UTF8.self) } ?? "none"
+            #expect(text.contains(#""ok":true"#), "\(id): \(text)")
+        }
+        kill(gateway, SIGTERM)
+        await observer.stop()
+        _ = await labA.finish(timeout: .seconds(1))
+        _ = await labB.finish(timeout: .seconds(1))
     }
 
     /// Starts the `ble` tool built next to the tests with every signal unblocked (Foundation's Process would pass on
