@@ -35,6 +35,9 @@ public struct DeviceRecord: Sendable {
     public var telemetry: EddystoneTLM?
     /// Values decoded from service data by the profile of the service (``DeviceRecord/decodeServiceData(uuid:data:)``).
     public var values: [DecodedValue]
+    /// Values read from the device over a link (``ActiveSensorPlan``, ``ProfileValues``), by name; they join the
+    /// values decoded from service data in the record's `values` object, and replace one of the same name.
+    public var connectedValues: [(key: String, value: JSONValue)] = []
     /// What could not be decoded, in words (a malformed beacon frame, service data too short for its profile).
     public var problems: [String]
 
@@ -115,8 +118,17 @@ public struct DeviceRecord: Sendable {
         measuredPowerAt1m.map { model.distance(rssi: rssi, measuredPower: Double($0)) }
     }
 
-    /// The decoded values by their JSON type (`"battery_level": {"percent": 87}`).
+    /// The decoded values by their JSON type (`"battery_level": {"percent": 87}`): those of the service data, then the
+    /// ``connectedValues`` (a connected value replaces an advertised one of the same name).
     public var valueFields: [(key: String, value: JSONValue)] {
+        var fields = advertisedValueFields
+        for value in connectedValues {
+            if let index = fields.firstIndex(where: { $0.key == value.key }) { fields[index] = value } else { fields.append(value) }
+        }
+        return fields
+    }
+
+    var advertisedValueFields: [(key: String, value: JSONValue)] {
         values.map { value in
             let fields = value.jsonFields
             var type = "value"
@@ -153,7 +165,8 @@ public struct DeviceRecord: Sendable {
             t.append(("uptime_s", .number(Double(telemetry.uptimeDeciseconds) / 10, decimals: 1)))
             fields.append(("telemetry", .object(t)))
         }
-        if !values.isEmpty { fields.append(("values", .object(valueFields))) }
+        let values = valueFields
+        if !values.isEmpty { fields.append(("values", .object(values))) }
         if !problems.isEmpty { fields.append(("problems", .array(problems.map { .string($0) }))) }
         return fields
     }

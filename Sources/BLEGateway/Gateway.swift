@@ -45,13 +45,22 @@ public actor Gateway {
         public var statsInterval: Duration
         /// The reconnection backoff: first delay, then doubled up to the maximum.
         public var backoff: (first: Duration, maximum: Duration)
+        /// Which devices the gateway connects to, to publish the values of their standard services. Default
+        /// ``ConnectPolicy/known``.
+        public var connect: ConnectPolicy
+        /// The link budget and retry delays of those connections.
+        public var sensors: ActiveSensorScheduler.Configuration
+        /// How often the values that are read (not notified) are read again. Default 60 s.
+        public var readInterval: Duration
 
         /// Creates a configuration.
         public init(topics: GatewayTopics, broker: MQTTBrokerAddress, tls: MQTTTLSOptions = .init(), userName: String? = nil,
                     password: [UInt8]? = nil, interval: Duration = .seconds(5), queueLimit: Int = 10_000,
                     presence: PresenceMachine.Configuration = .init(), homeAssistant: Bool = true,
                     discoveryPrefix: String = "homeassistant", statsInterval: Duration = .seconds(5),
-                    backoff: (first: Duration, maximum: Duration) = (.milliseconds(250), .seconds(10))) {
+                    backoff: (first: Duration, maximum: Duration) = (.milliseconds(250), .seconds(10)),
+                    connect: ConnectPolicy = .known, sensors: ActiveSensorScheduler.Configuration = .init(),
+                    readInterval: Duration = .seconds(60)) {
             self.topics = topics
             self.broker = broker
             self.tls = tls
@@ -64,6 +73,9 @@ public actor Gateway {
             self.discoveryPrefix = discoveryPrefix
             self.statsInterval = statsInterval
             self.backoff = backoff
+            self.connect = connect
+            self.sensors = sensors
+            self.readInterval = readInterval
         }
     }
 
@@ -81,6 +93,9 @@ public actor Gateway {
         case answered(topic: String, response: JSONValue)
         /// Messages were dropped from the full queue.
         case dropped(total: Int)
+        /// A link for the values of a device's standard services: `connected` (with what it subscribed to and reads),
+        /// `lost`, `failed` or `refused` (with the reason and when it is tried again, in seconds from now).
+        case sensor(device: String, state: String, detail: String)
     }
 
     /// The configuration.
@@ -110,6 +125,19 @@ public actor Gateway {
     private let requests: AsyncStream<[UInt8]>.Continuation
     private let requestStream: AsyncStream<[UInt8]>
     private var stopped = false
+    private var scanning: Task<Void, any Error>?
+    /// The last request of each device (as the request names it), which the next one of that device waits for.
+    private var deviceQueues: [String: (number: UInt64, task: Task<Void, Never>)] = [:]
+    private var requestNumber: UInt64 = 0
+    private var connecting = false
+    private var connectWaiters: [CheckedContinuation<Void, Never>] = []
+    private var refusal: GatewayError?
+    private var scheduler: ActiveSensorScheduler
+    private var profileValues = ProfileValues()
+    /// The latest record of each candidate of the scheduler, republished when a connected value changes.
+    private var lastRecords: [BluetoothAddress: DeviceRecord] = [:]
+    /// The tasks that follow each sensed link.
+    private var sensing: [BluetoothAddress: Task<Void, Never>] = [:]
 
     struct Link {
         var peripheral: RemotePeripheral
@@ -129,6 +157,7 @@ public actor Gateway {
                             tls: configuration.tls, backoff: configuration.backoff)
         limiter = DeviceRateLimiter(interval: configuration.interval)
         presence = PresenceMachine(gatewayID: configuration.topics.gatewayID, configuration: configuration.presence)
+        scheduler = ActiveSensorScheduler(policy: configuration.connect, configuration: configuration.sensors)
         origin = clock.now
         (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(4096))
         (requestStream, requests) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(256))
@@ -136,8 +165,10 @@ public actor Gateway {
 
     private var now: Duration { clock.now - origin }
 
-    /// Runs until cancelled or until the scan fails: connects to the broker, subscribes, scans and publishes. On the
-    /// way out (cancellation included) it calls ``shutdown()``.
+    /// Runs until cancelled, until the scan fails, or until the broker refuses the gateway's connection for a reason
+    /// retrying cannot cure (bad user name or password, not authorized, identifier rejected, protocol version): then
+    /// it throws a ``GatewayError`` of code ``GatewayError/Code/brokerRefused``. It connects to the broker,
+    /// subscribes, scans and publishes. On the way out (cancellation included) it calls ``shutdown()``.
     public func run() async throws {
         let topics = configuration.topics
         await client.start()
@@ -146,19 +177,29 @@ public actor Gateway {
         tasks.append(Task { await self.followBroker() })
         tasks.append(Task { await self.serveRequests() })
         tasks.append(Task { await self.tickForever() })
-        do {
-            let reports = try await central.scan(allowDuplicates: true, bufferingLimit: 4096)
+        if configuration.connect != .none { tasks.append(Task { await self.connectForever() }) }
+        let scan = Task {
+            let reports = try await self.central.scan(allowDuplicates: true, bufferingLimit: 4096)
             for try await report in reports {
-                await handle(report)
+                await self.handle(report)
             }
+        }
+        scanning = scan
+        do {
+            try await withTaskCancellationHandler { try await scan.value } onCancel: { scan.cancel() }
             // In a task of its own: a cancelled run (SIGINT) still says goodbye.
             await Task { await self.shutdown() }.value
+            if let refusal { throw refusal }
         } catch {
             await Task { await self.shutdown() }.value
+            if let refusal { throw refusal }
             if error is CancellationError { return }
             throw error
         }
     }
+
+    /// The broker's refusals that retrying cannot cure.
+    static let finalRefusals: Set<MQTTConnectReturnCode> = [.unacceptableProtocolVersion, .identifierRejected, .badUserNameOrPassword, .notAuthorized]
 
     /// Publishes `offline` (retained), disconnects every device, and disconnects from the broker (DISCONNECT, so
     /// the Will is not published). Waits up to two seconds for the broker to acknowledge `offline`. Idempotent.
@@ -167,6 +208,10 @@ public actor Gateway {
         stopped = true
         for task in tasks { task.cancel() }
         tasks = []
+        for (_, queue) in deviceQueues { queue.task.cancel() }
+        deviceQueues = [:]
+        for (_, task) in sensing { task.cancel() }
+        sensing = [:]
         for (_, link) in links {
             for (_, task) in link.subscriptions { task.cancel() }
             _ = try? await central.disconnect(link.peripheral)
@@ -199,6 +244,11 @@ public actor Gateway {
                 await publishStats()
             case .connectionLost(let reason):
                 eventSink.yield(.brokerLost(reason: reason))
+            case .refused(let code) where Self.finalRefusals.contains(code):
+                refusal = GatewayError(.brokerRefused, "the broker \(configuration.broker) refused the connection: \(code)")
+                eventSink.yield(.brokerLost(reason: "refused: \(code)"))
+                scanning?.cancel()
+                return
             case .dropped:
                 eventSink.yield(.dropped(total: await client.droppedCount))
             case .message(let message):
@@ -289,53 +339,241 @@ public actor Gateway {
         if seen.count > 20_000 { trimMemory() }
         let device = key.description
         let t = now
-        let verdict = limiter.offer(device: device, content: record.contentKey, now: t)
-        if verdict != .suppressed {
-            readings &+= 1
-            let json = record.json(sequence: readings)
-            let topic = configuration.topics.device(device)
-            _ = try? await client.publish(MQTTMessage(topic: topic, text: json.encoded(), qos: .atLeastOnce))
-            eventSink.yield(.published(topic: topic, record: json))
-            if configuration.homeAssistant {
-                for sensor in HomeAssistantDiscovery.sensors(for: record, topics: configuration.topics, discoveryPrefix: configuration.discoveryPrefix)
-                where !announced.contains(sensor.topic) {
-                    announced.insert(sensor.topic)
-                    _ = try? await client.publish(MQTTMessage(topic: sensor.topic, text: sensor.payload, qos: .atLeastOnce, retain: true))
-                }
+        record.connectedValues = profileValues.values(of: key)
+        if scheduler.heard(key, services: record.services, connectable: record.connectable, now: t) { lastRecords[key] = record }
+        await offer(record)
+        await publish(presence.observe(device: device, rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t))
+    }
+
+    /// Publishes a record unless the rate limiter holds it back, with the Home Assistant configs of its new sensors.
+    private func offer(_ record: DeviceRecord) async {
+        let device = record.address.address.description
+        let verdict = limiter.offer(device: device, content: record.contentKey, now: now)
+        guard verdict != .suppressed else { return }
+        readings &+= 1
+        let json = record.json(sequence: readings)
+        let topic = configuration.topics.device(device)
+        _ = try? await client.publish(MQTTMessage(topic: topic, text: json.encoded(), qos: .atLeastOnce))
+        eventSink.yield(.published(topic: topic, record: json))
+        if configuration.homeAssistant {
+            for sensor in HomeAssistantDiscovery.sensors(for: record, topics: configuration.topics, discoveryPrefix: configuration.discoveryPrefix)
+            where !announced.contains(sensor.topic) {
+                announced.insert(sensor.topic)
+                _ = try? await client.publish(MQTTMessage(topic: sensor.topic, text: sensor.payload, qos: .atLeastOnce, retain: true))
             }
         }
-        await publish(presence.observe(device: device, rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t))
     }
 
     private func trimMemory() {
         let cutoff = now - .seconds(60)
         beaconMemory = beaconMemory.filter { $0.value.at >= cutoff }
         seen = seen.filter { beaconMemory[$0.key] != nil }
+        lastRecords = lastRecords.filter { scheduler.state(of: $0.key) != nil }
+    }
+
+    // MARK: - Active sensors
+
+    /// Connects, one attempt at a time, to the devices the scheduler says are due, among those whose presence this
+    /// gateway holds (so that of a fleet, one gateway connects: the one that hears the device best).
+    private func connectForever() async {
+        let me = configuration.topics.gatewayID
+        while !Task.isCancelled {
+            let presence = presence
+            for device in scheduler.due(now: now, allowed: { presence.holder(of: $0.description) == me }) {
+                if Task.isCancelled { return }
+                await attempt(device)
+            }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    /// Whether an error means the device refuses us (security, or a database it will not show) rather than a
+    /// transient failure.
+    static func isRefusal(_ error: any Error) -> Bool {
+        guard let e = error as? GATTError, case .att(let code, _) = e.code else { return false }
+        return code == .insufficientAuthentication || code == .insufficientEncryption || code == .insufficientAuthorization
+            || code == .readNotPermitted
+    }
+
+    /// Connects to a due device (or takes the link a request made), discovers it, subscribes and reads as its
+    /// ``ActiveSensorPlan`` says, and follows the link until it drops.
+    private func attempt(_ device: BluetoothAddress) async {
+        let name = device.description
+        guard let found = seen[device] else {
+            scheduler.failed(device, reason: "not heard", now: now)
+            return
+        }
+        let peripheral: RemotePeripheral
+        if let link = links[device], case .connected = await link.peripheral.state {
+            peripheral = link.peripheral
+        } else {
+            do {
+                peripheral = try await connect(found, timeout: .seconds(10))
+            } catch {
+                let again = scheduler.failed(device, reason: Self.gatewayError(error).reason, now: now)
+                eventSink.yield(.sensor(device: name, state: "failed", detail: "\(Self.gatewayError(error).reason); again in \(inSeconds(again))"))
+                return
+            }
+            links[device] = Link(peripheral: peripheral)
+        }
+        let services: [GATTDiscoveredService]
+        do {
+            services = try await peripheral.discoverAll()
+            links[device]?.services = services
+        } catch {
+            let refused = !(error is GATTError) || Self.isRefusal(error)
+            let again = scheduler.failed(device, refused: refused, reason: Self.gatewayError(error).reason, now: now)
+            eventSink.yield(.sensor(device: name, state: refused ? "refused" : "failed",
+                                    detail: "discovery: \(Self.gatewayError(error).reason); again in \(inSeconds(again))"))
+            await release(device, peripheral)
+            return
+        }
+        let plan = ActiveSensorPlan(services: services)
+        guard !plan.isEmpty else {
+            // Nothing it serves is something the gateway reads: the link is better left free.
+            let again = scheduler.failed(device, refused: true, reason: "nothing to read", now: now)
+            eventSink.yield(.sensor(device: name, state: "refused", detail: "no characteristic the gateway reads; again in \(inSeconds(again))"))
+            await release(device, peripheral)
+            return
+        }
+        scheduler.connected(device)
+        let subscribed = plan.subscribe.map(\.characteristic.description).joined(separator: ",")
+        let polled = plan.poll.map(\.characteristic.description).joined(separator: ",")
+        eventSink.yield(.sensor(device: name, state: "connected",
+                                detail: "subscribed [\(subscribed)], read [\(polled)]\(plan.glucoseRecords ? ", glucose records" : "")"))
+        sensing[device]?.cancel()
+        sensing[device] = Task { await self.sense(device, peripheral, plan, services) }
+    }
+
+    /// How long until `instant`, in whole seconds, for the log.
+    private func inSeconds(_ instant: Duration?) -> String {
+        guard let instant else { return "?" }
+        return "\(max(0, (instant - now).components.seconds)) s"
+    }
+
+    /// Runs a sensed link: subscriptions and reads each in a task of its own, until the link drops (or the gateway
+    /// stops); then the scheduler is told.
+    private func sense(_ device: BluetoothAddress, _ peripheral: RemotePeripheral, _ plan: ActiveSensorPlan,
+                       _ services: [GATTDiscoveredService]) async {
+        let updates = await peripheral.stateUpdates()
+        func characteristic(_ item: ActiveSensorPlan.Item) -> GATTCharacteristic? {
+            services.first { $0.service.uuid == item.service }?.characteristics.first { $0.characteristic.uuid == item.characteristic }?.characteristic
+        }
+        var children: [Task<Void, Never>] = []
+        for item in plan.subscribe {
+            guard let c = characteristic(item) else { continue }
+            children.append(Task {
+                guard let stream = try? await peripheral.notifications(for: c) else { return }
+                var decoder = CharacteristicDecoder()
+                for await value in stream {
+                    guard let decoded = try? decoder.decode(uuid: c.uuid, value: value) else { continue }
+                    await self.sensed(device, c.uuid, decoded)
+                }
+            })
+        }
+        let reads = plan.readOnce.compactMap(characteristic)
+        let polls = plan.poll.compactMap(characteristic)
+        let interval = configuration.readInterval
+        children.append(Task {
+            var first = true
+            while !Task.isCancelled {
+                for c in (first ? reads : []) + polls {
+                    guard let value = try? await peripheral.readValue(for: c),
+                          let decoded = try? CharacteristicDecoder.decode(uuid: c.uuid, value: value) else { continue }
+                    await self.sensed(device, c.uuid, decoded)
+                }
+                if plan.glucoseRecords, let meter = try? await GlucoseClient(peripheral: peripheral),
+                   let last = try? await meter.records(.last).last {
+                    await self.sensed(device, GlucoseService.measurement, .glucose(last.measurement))
+                }
+                first = false
+                try? await Task.sleep(for: interval)
+            }
+        })
+        var state = await peripheral.state
+        if case .connected = state {
+            for await update in updates {
+                state = update
+                if case .disconnected = update { break }
+            }
+        }
+        for child in children { child.cancel() }
+        guard !Task.isCancelled, !stopped else { return }
+        scheduler.lost(device, now: now)
+        if let link = links[device], link.peripheral === peripheral { links[device] = nil }
+        sensing[device] = nil
+        eventSink.yield(.sensor(device: device.description, state: "lost", detail: "\(state); again in \(configuration.sensors.firstRetry.components.seconds) s"))
+    }
+
+    /// Disconnects a link the gateway made for sensing (not one a request holds).
+    private func release(_ device: BluetoothAddress, _ peripheral: RemotePeripheral) async {
+        if let link = links[device], link.peripheral === peripheral, link.subscriptions.isEmpty { links[device] = nil }
+        _ = try? await central.disconnect(peripheral)
+    }
+
+    /// A value read or notified: kept, and the device's record published at once when it changed.
+    private func sensed(_ device: BluetoothAddress, _ characteristic: BluetoothUUID, _ value: DecodedValue) async {
+        guard !stopped, profileValues.update(device, characteristic: characteristic, value: value), var record = lastRecords[device] else { return }
+        record.connectedValues = profileValues.values(of: device)
+        lastRecords[device] = record
+        await offer(record)
     }
 
     // MARK: - Requests
 
+    /// Answers requests: those naming one device in order, one at a time; those naming different devices
+    /// concurrently (a slow read on one device does not hold another's). A malformed request is answered at once.
     private func serveRequests() async {
         for await payload in requestStream {
             if Task.isCancelled { return }
-            let response: (level: String, json: JSONValue)
             switch GatewayRequest.parse(payload) {
             case .failure(let error):
-                response = (GatewayResponse.topicLevel(error.requestID), GatewayResponse.failure(error))
+                await respond(GatewayResponse.topicLevel(error.requestID), GatewayResponse.failure(error))
             case .success(let request):
-                do {
-                    let fields = try await perform(request)
-                    response = (request.id, GatewayResponse.success(id: request.id, [("op", .string(request.operation.rawValue))] + fields))
-                } catch {
-                    var failure = Self.gatewayError(error)
-                    failure.requestID = request.id
-                    response = (request.id, GatewayResponse.failure(failure))
+                let previous = deviceQueues[request.device]
+                requestNumber &+= 1
+                let number = requestNumber
+                let task = Task {
+                    await previous?.task.value
+                    await self.answer(request)
+                    self.finished(device: request.device, number: number)
                 }
+                deviceQueues[request.device] = (number, task)
             }
-            let topic = configuration.topics.response(response.level)
-            _ = try? await client.publish(MQTTMessage(topic: topic, text: response.json.encoded(), qos: .atLeastOnce))
-            eventSink.yield(.answered(topic: topic, response: response.json))
         }
+    }
+
+    private func finished(device: String, number: UInt64) {
+        if deviceQueues[device]?.number == number { deviceQueues[device] = nil }
+    }
+
+    private func answer(_ request: GatewayRequest) async {
+        do {
+            let fields = try await perform(request)
+            await respond(request.id, GatewayResponse.success(id: request.id, [("op", .string(request.operation.rawValue))] + fields))
+        } catch {
+            var failure = Self.gatewayError(error)
+            failure.requestID = request.id
+            await respond(request.id, GatewayResponse.failure(failure))
+        }
+    }
+
+    private func respond(_ level: String, _ json: JSONValue) async {
+        let topic = configuration.topics.response(level)
+        _ = try? await client.publish(MQTTMessage(topic: topic, text: json.encoded(), qos: .atLeastOnce))
+        eventSink.yield(.answered(topic: topic, response: json))
+    }
+
+    /// Connects, one attempt at a time (a controller makes one connection at a time: the requests' and the sensors'
+    /// attempts wait for each other).
+    private func connect(_ found: DiscoveredPeripheral, timeout: Duration) async throws -> RemotePeripheral {
+        while connecting { await withCheckedContinuation { connectWaiters.append($0) } }
+        connecting = true
+        defer {
+            connecting = false
+            if !connectWaiters.isEmpty { connectWaiters.removeFirst().resume() }
+        }
+        return try await central.connect(found, timeout: timeout)
     }
 
     /// Maps the stack's errors to a request's error.
@@ -386,7 +624,7 @@ public actor Gateway {
         }
         guard connecting else { throw GatewayError(.notConnected, "not connected to '\(device)'") }
         let found = try await find(device, timeout: timeout)
-        let peripheral = try await central.connect(found, timeout: timeout)
+        let peripheral = try await connect(found, timeout: timeout)
         _ = try? await peripheral.exchangeMTU()
         let link = Link(peripheral: peripheral)
         links[found.address.address] = link

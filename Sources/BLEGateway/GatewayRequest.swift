@@ -158,6 +158,9 @@ public struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let protocolError = Code(rawValue: "protocol_error")
         /// Anything else.
         public static let failed = Code(rawValue: "failed")
+        /// The broker refused the gateway's connection for good (bad user name or password, not authorized): what
+        /// ``Gateway/run()`` throws.
+        public static let brokerRefused = Code(rawValue: "broker_refused")
     }
 
     /// The kind of failure.

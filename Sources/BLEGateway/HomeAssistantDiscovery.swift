@@ -3,8 +3,9 @@ import BLE
 /// Home Assistant MQTT discovery for what a gateway decodes: a retained config message per sensor on
 /// `homeassistant/sensor/<node_id>/<object_id>/config`, whose state is read from the device's record topic.
 ///
-/// One sensor per decoded quantity: heart rate (bpm), battery (%), temperature, weight, blood pressure (systolic and
-/// diastolic), glucose (mg/dL), and the distance of devices that advertise a measured power (beacons). Each config
+/// One sensor per decoded quantity, whether advertised (service data) or read over a link (``ActiveSensorPlan``):
+/// heart rate (bpm), battery (%), temperature, weight, body fat (%), blood pressure (systolic and diastolic), glucose
+/// (mg/dL), and the distance of devices that advertise a measured power (beacons). Each config
 /// names the gateway's status topic as its `availability_topic` (`online`/`offline`), so the sensors go unavailable
 /// with the gateway. The `node_id` is `swift_ble_<gateway>_<address hex>` and the `unique_id`
 /// `<node_id>_<object_id>`: each gateway contributes its own entities, attached to one Home Assistant device per
@@ -51,6 +52,8 @@ public enum HomeAssistantDiscovery {
                                        deviceClass: "pressure"))
                 result.append(Quantity(objectID: "diastolic", name: "Diastolic pressure", template: "{{ \(path)['diastolic'] }}", unit: unit,
                                        deviceClass: "pressure"))
+            case "body_composition_measurement" where fields["body_fat_percent"] != nil:
+                result.append(Quantity(objectID: "body_fat", name: "Body fat", template: "{{ \(path)['body_fat_percent'] }}", unit: "%", deviceClass: nil))
             case "glucose_measurement" where fields["mg_dl"] != nil:
                 result.append(Quantity(objectID: "glucose", name: "Glucose", template: "{{ \(path)['mg_dl'] }}", unit: "mg/dL", deviceClass: nil))
             default:

@@ -20,7 +20,14 @@ struct GatewayCommand: AsyncParsableCommand {
               PREFIX/ID/notifications/ADDRESS/UUID   values of subscribed characteristics
               PREFIX/ID/stats                   counters (readings, dropped...), retained
               homeassistant/sensor/NODE/OBJECT/config   Home Assistant discovery (retained)
-            SIGINT or SIGTERM publishes offline and disconnects cleanly.
+            Connected sensors (--connect): the gateway connects to devices advertising a standard service it reads
+            (Heart Rate, Battery, Health Thermometer, Weight Scale, Blood Pressure, Glucose, Body Composition, Current
+            Time, Device Information), at most --max-links at a time; it subscribes to what notifies or indicates,
+            reads the rest every --read-interval, and publishes the decoded values in the device's record ("values")
+            at once when they change. A dropped link is retried after 2 s, a failed attempt with backoff (to 2 min),
+            a device that refuses (pairing needed) after 5 min. --connect none: advertisements only.
+            SIGINT or SIGTERM publishes offline and disconnects cleanly. A broker that refuses the credentials (bad user
+            name or password, not authorized) ends the gateway with exit status 3.
             """)
 
     @OptionGroup var options: HostOptions
@@ -58,6 +65,15 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: "Presence: seconds it must stay that much better.")
     var dwell: Double = 3
 
+    @Option(help: "Connect to read profile values: known (devices advertising a standard service the gateway reads), none, or ADDRESS,ADDRESS,...")
+    var connect: String = "known"
+
+    @Option(help: "The most devices connected at a time for their values.")
+    var maxLinks: Int = 4
+
+    @Option(help: "Seconds between two reads of the values that are not notified.")
+    var readInterval: Double = 60
+
     @Flag(help: "Do not publish Home Assistant discovery configs.")
     var noHomeAssistant = false
 
@@ -73,6 +89,11 @@ struct GatewayCommand: AsyncParsableCommand {
         guard interval >= 0, interval.isFinite else { throw ValidationError("--interval must be a number of seconds ≥ 0") }
         guard queue >= 1 else { throw ValidationError("--queue must be at least 1") }
         guard hysteresis >= 0, hysteresis.isFinite, dwell >= 0, dwell.isFinite else { throw ValidationError("--hysteresis and --dwell must be ≥ 0") }
+        guard ConnectPolicy(argument: connect) != nil else {
+            throw ValidationError("--connect \(connect): expected known, none, or a list of addresses (AA:BB:CC:DD:EE:FF,...)")
+        }
+        guard maxLinks >= 1 else { throw ValidationError("--max-links must be at least 1") }
+        guard readInterval >= 1, readInterval.isFinite else { throw ValidationError("--read-interval must be at least 1 second") }
         if passwordFile != nil && user == nil { throw ValidationError("--password-file needs --user") }
     }
 
@@ -98,7 +119,9 @@ struct GatewayCommand: AsyncParsableCommand {
         let configuration = Gateway.Configuration(
             topics: topics, broker: broker, tls: MQTTTLSOptions(trustRootsFile: ca), userName: user, password: password,
             interval: Self.seconds(interval), queueLimit: queue,
-            presence: .init(hysteresis: hysteresis, dwell: Self.seconds(dwell)), homeAssistant: !noHomeAssistant)
+            presence: .init(hysteresis: hysteresis, dwell: Self.seconds(dwell)), homeAssistant: !noHomeAssistant,
+            connect: ConnectPolicy(argument: connect) ?? .known, sensors: .init(maximumLinks: maxLinks),
+            readInterval: Self.seconds(readInterval))
         let json = options.json
         let verbose = verbose
         try await options.withCentral { central in
@@ -119,6 +142,9 @@ struct GatewayCommand: AsyncParsableCommand {
                              ["event": "presence", "device": .string(decision.device), "gateway": .string(decision.gateway)])
                     case .answered(let topic, let response):
                         emit(json, "\(topic) \(response.encoded())", ["event": "response", "topic": .string(topic), "response": response])
+                    case .sensor(let device, let state, let detail):
+                        emit(json, "sensor \(device): \(state) (\(detail.escapingControlCharacters))",
+                             ["event": "sensor", "device": .string(device), "state": .string(state), "detail": .string(detail)])
                     case .dropped(let total):
                         emit(json, "broker away: queue full, \(total) message(s) dropped so far", ["event": "dropped", "total": .int(total)])
                     }
@@ -126,6 +152,12 @@ struct GatewayCommand: AsyncParsableCommand {
             }
             do {
                 try await gateway.run()
+            } catch let error as GatewayError where error.code == .brokerRefused {
+                await cleanUp { await gateway.shutdown() }
+                printer.cancel()
+                // Exit status 3, as for any protocol refusal: retrying with the same credentials cannot help.
+                throw CommandFailure(status: ExitStatus.protocolError,
+                                     message: "\(error.reason)\(user == nil ? "" : " (user '\(user ?? "")'; check --user and --password-file)")")
             } catch {
                 await cleanUp { await gateway.shutdown() }
                 printer.cancel()

@@ -92,6 +92,37 @@ public final class Mosquitto: @unchecked Sendable {
         return child
     }
 
+    /// Runs a program to completion (openssl, mosquitto_passwd: short-lived, they exit by themselves).
+    public static func run(_ path: String, _ arguments: [String], in directory: URL) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BrokerTestError("\(path) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)") }
+    }
+
+    /// Writes in `work` a certificate authority of the test's own (`ca.pem`), a server certificate it signed for
+    /// `localhost` and 127.0.0.1 (`server.pem`, `server.key`) and a password file (`passwd`) with one user; returns
+    /// the `listener` lines of a broker that uses them (TLS, passwords required: pass `anonymous: false`).
+    public static func tlsListener(in work: URL, user: String, password: String) throws -> [String] {
+        let openssl = "/usr/bin/openssl"
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try run(openssl, ["req", "-x509"] + curve + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=swift-ble test CA"], in: work)
+        try run(openssl, ["req"] + curve + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"], in: work)
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(to: work.appendingPathComponent("san.ext"), atomically: true, encoding: .utf8)
+        try run(openssl, ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem",
+                          "-days", "2", "-extfile", "san.ext"], in: work)
+        try run("/usr/bin/mosquitto_passwd", ["-b", "-c", "passwd", user, password], in: work)
+        // The broker (dropping to its own user when not told otherwise) must be able to read them.
+        for file in ["ca.pem", "server.pem", "server.key", "passwd"] { chmod(work.appendingPathComponent(file).path, 0o644) }
+        chmod(work.path, 0o755)
+        return ["cafile \(work.path)/ca.pem", "certfile \(work.path)/server.pem", "keyfile \(work.path)/server.key", "password_file \(work.path)/passwd"]
+    }
+
     /// A TCP port on 127.0.0.1 nobody listens on now.
     public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

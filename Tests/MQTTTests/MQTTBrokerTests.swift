@@ -112,19 +112,6 @@ struct MQTTBrokerTests {
         await subscriber.stop()
     }
 
-    /// Runs a program to completion (openssl, mosquitto_passwd: short-lived, they exit by themselves).
-    static func run(_ path: String, _ arguments: [String], in directory: URL) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BrokerTestError("\(path) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)") }
-    }
-
     /// A broker behind TLS with a certificate from a CA of the test's own, and a password file: the client connects
     /// with the CA and the right password; without the CA it is refused by its own certificate check; with a wrong
     /// password the broker refuses it.
@@ -132,19 +119,7 @@ struct MQTTBrokerTests {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("mqtt-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
-        let openssl = "/usr/bin/openssl"
-        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try Self.run(openssl, ["req", "-x509"] + curve + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=swift-ble test CA"], in: work)
-        try Self.run(openssl, ["req"] + curve + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"], in: work)
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(to: work.appendingPathComponent("san.ext"), atomically: true, encoding: .utf8)
-        try Self.run(openssl, ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem",
-                               "-days", "2", "-extfile", "san.ext"], in: work)
-        try Self.run("/usr/bin/mosquitto_passwd", ["-b", "-c", "passwd", "gateway", "s3cret"], in: work)
-        // The broker (dropping to its own user when not told otherwise) must be able to read them.
-        for file in ["ca.pem", "server.pem", "server.key", "passwd"] { chmod(work.appendingPathComponent(file).path, 0o644) }
-        chmod(work.path, 0o755)
-        let broker = try Mosquitto(listener: ["cafile \(work.path)/ca.pem", "certfile \(work.path)/server.pem", "keyfile \(work.path)/server.key",
-                                              "password_file \(work.path)/passwd"], anonymous: false)
+        let broker = try Mosquitto(listener: try Mosquitto.tlsListener(in: work, user: "gateway", password: "s3cret"), anonymous: false)
         try broker.start()
         let address = try #require(MQTTBrokerAddress(url: "mqtts://127.0.0.1:\(broker.port)"))
         #expect(address.usesTLS)

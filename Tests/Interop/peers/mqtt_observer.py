@@ -13,6 +13,12 @@ the first failure prints 'FAILED: <why>' and exits 1; 'RESULT done=1' and exit 0
   command   --gateway ID --device NAME --read UUID --write UUID --value HEX --notify UUID: a session of requests
             through the broker; each response checked (RESULT <op>=ok), notifications counted, malformed requests
             answered with errors.
+  fleet     --gateway ID --seconds N --expect 'NAME[@SERVICE]=PATH,PATH' ...: each named device's record (by its
+            advertised name, or by SERVICE among its advertised services) and, on the same device topic, records whose 'values' hold every PATH (e.g.
+            heart_rate_measurement.bpm) as a number or string: RESULT values_NAME=PATH,PATH (the paths found, in the
+            order given; an empty PATH list checks the record and its services only: RESULT services_NAME=UUID,...);
+            then for each number PATH whose Home Assistant sensor exists, that the sensor's state topic is the topic
+            where the value was seen: RESULT ha_state_topics=1.
   account   --gateway ID --seconds N: a persistent QoS 1 session that counts every device record's 'seq' until the
             gateway's final stats ("final":true, published as it stops), then compares with them: RESULT lost_silently=0 when every reading
             numbered up to 'readings' was received or counted in 'dropped'.
@@ -202,6 +208,78 @@ def command(args):
     result('done', 1)
 
 
+def value_at(record, path):
+    node = record.get('values', {})
+    for part in path.split('.'):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node if isinstance(node, (int, float, str)) and not isinstance(node, bool) else None
+
+
+def fleet(args):
+    o = Observer(args.port, 'observer-fleet')
+    g = args.gateway
+    prefix = f'swift-ble/{g}/devices/'
+    deadline = time.monotonic() + args.seconds
+    topics = {}
+    for spec in args.expect:
+        name, _, paths = spec.partition('=')
+        name, _, service = name.partition('@')
+        paths = [p for p in paths.split(',') if p]
+
+        def heard(t, p):
+            # By name; or by a service it alone advertises, for a name only in a scan response that a controller
+            # does not pass on (Bumble's answers a scan request with the advertising data: Tests/Interop/README.md).
+            return t.startswith(prefix) and (f'"name":"{name}"' in p or (service and f'"{service}"' in p))
+        hit = o.wait_for(heard, max(0.1, deadline - time.monotonic()))
+        if not hit:
+            fail(f'no record of {name}')
+        topic = hit[0]
+        topics[name] = topic
+        key = name.replace(' ', '_')
+        if not paths:
+            result(f'services_{key}', ','.join(json.loads(hit[1]).get('services', [])))
+            continue
+
+        def complete(t, p):
+            return t == topic and all(value_at(json.loads(p), path) is not None for path in paths)
+        found = o.wait_for(complete, max(0.1, deadline - time.monotonic()))
+        if not found:
+            with o.lock:
+                last = [p for _, t, p, _ in o.messages if t == topic][-1:]
+            fail(f'{name}: no record on {topic} with {",".join(paths)}; last: {last}')
+        record = json.loads(found[1])
+        out(f'{name} {topic}: ' + ', '.join(f'{path}={value_at(record, path)}' for path in paths))
+        result(f'values_{key}', ','.join(paths))
+    # Home Assistant: every sensor config of these devices reads a topic that carried the value it templates (the
+    # configs of values that came last may still be on their way: until the deadline).
+    while True:
+        with o.lock:
+            configs = [(t, json.loads(p)) for _, t, p, _ in o.messages if t.startswith('homeassistant/sensor/') and p]
+            records = [(t, json.loads(p)) for _, t, p, _ in o.messages if t.startswith(prefix)]
+        checked = 0
+        for t, config in configs:
+            template = config.get('value_template', '')
+            state = config.get('state_topic', '')
+            if "value_json['values']" not in template or state not in topics.values():
+                continue
+            path = '.'.join(part.strip("'") for part in template.split("value_json['values']")[1].split('}}')[0].strip()
+                            .strip('[]').split("']['"))
+            if not any(topic == state and value_at(r, path) is not None for topic, r in records):
+                fail(f'Home Assistant sensor {t} reads {path} on {state}, which never carried it')
+            if config.get('availability_topic') != f'swift-ble/{g}/status':
+                fail(f'{t}: availability {config.get("availability_topic")}')
+            checked += 1
+        if checked >= args.minimum or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    out(f'{checked} Home Assistant sensors read values their state topics carried')
+    result('ha_state_topics', 1 if checked >= args.minimum else 0)
+    o.stop()
+    result('done', 1)
+
+
 def account(args):
     o = Observer(args.port, 'observer-account', clean=False)
     g = args.gateway
@@ -232,7 +310,7 @@ def account(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--port', type=int, required=True)
-    p.add_argument('mode', choices=['presence', 'devices', 'command', 'account'])
+    p.add_argument('mode', choices=['presence', 'devices', 'command', 'account', 'fleet'])
     p.add_argument('--gateways', default='')
     p.add_argument('--gateway', default='gw')
     p.add_argument('--device', default='')
@@ -245,8 +323,9 @@ def main():
     p.add_argument('--notify', default='2A37')
     p.add_argument('--minimum', type=int, default=10)
     p.add_argument('--expect-drops', action='store_true')
+    p.add_argument('--expect', action='append', default=[])
     args = p.parse_args()
-    {'presence': presence, 'devices': devices, 'command': command, 'account': account}[args.mode](args)
+    {'presence': presence, 'devices': devices, 'command': command, 'account': account, 'fleet': fleet}[args.mode](args)
 
 
 if __name__ == '__main__':
