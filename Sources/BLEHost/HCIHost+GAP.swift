@@ -428,8 +428,10 @@ extension HCIHost {
                 guard let assembled = gap.assembler.receive(part) else { continue }
                 let r = assembled.report
                 let type: HCILEAdvertisingReportEventType
+                // Directed is ADV_DIRECT_IND only when connectable: extended advertising may be directed and not
+                // connectable (scannable or neither). Core 5.4, Vol 4, Part E, 7.7.65.13.
                 if r.eventType.contains(.scanResponse) { type = .scanResponse }
-                else if r.eventType.contains(.directed) { type = .advDirectInd }
+                else if r.eventType.contains(.directed) && r.eventType.contains(.connectable) { type = .advDirectInd }
                 else if r.eventType.contains(.connectable) { type = .advInd }
                 else if r.eventType.contains(.scannable) { type = .advScanInd }
                 else { type = .advNonconnInd }
@@ -441,6 +443,7 @@ extension HCIHost {
                 report.txPower = r.txPower == 127 ? nil : r.txPower
                 report.isLegacy = r.eventType.contains(.legacy)
                 report.isTruncated = assembled.isTruncated
+                report.isScannable = r.eventType.contains(.scannable)
                 deliver(report)
             }
         case .advertisingSetTerminated(let e):
