@@ -208,8 +208,24 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         } catch {
             throw RPCError(code: .failedPrecondition, message: "Scan: \(error)")
         }
+        // An active scan reports a scannable advertisement with its scan response: it is held until the next report
+        // of the same advertiser (and set), which carries the response merged in when one came (as Bumble's
+        // Pandora server reports; a client taking the first report of a device then sees its scan response data).
+        struct Advertiser: Hashable {
+            var address: LEAddress
+            var sid: UInt8?
+        }
+        var held: Set<Advertiser> = []
         for try await discovery in discoveries {
             if request.legacy && !discovery.isLegacy { continue }
+            if !request.passive && discovery.isScannable {
+                let advertiser = Advertiser(address: discovery.address, sid: discovery.advertisingSID)
+                guard held.remove(advertiser) != nil else {
+                    if held.count >= 4096 { held.removeAll() }  // bounded among address-rotating crowds
+                    held.insert(advertiser)
+                    continue
+                }
+            }
             try await response.write(Self.scanningResponse(discovery))
         }
     }
@@ -305,6 +321,7 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         var message = Pandora_ScanningResponse()
         message.legacy = discovery.isLegacy
         message.connectable = discovery.isConnectable
+        message.scannable = discovery.isScannable
         message.truncated = discovery.isTruncated
         message.sid = UInt32(discovery.advertisingSID ?? 0)
         message.primaryPhy = discovery.primaryPHY == .leCoded ? .primaryCoded : .primary1M

@@ -121,9 +121,11 @@ import Testing
                     for try await message in response.messages { yield(message) }
                 }
             }
-            // The report that carries the scan response too (an active scan asks for it).
-            let report = try #require(await Self.first(reports) { $0.public == addressA && $0.data.txPowerLevel == 4 })
+            // The first report of A carries its scan response too: an active scan waits for it.
+            let report = try #require(await Self.first(reports) { $0.public == addressA })
             scanning.cancel()
+            #expect(report.scannable)
+            #expect(report.data.txPowerLevel == 4)
             #expect(report.legacy)
             #expect(report.connectable)
             #expect(!report.truncated)
