@@ -24,6 +24,9 @@ struct BLEPandora: AsyncParsableCommand {
     @Option(help: "The GAP device name (and what include_*_local_name advertises).")
     var name = "swift-ble"
 
+    @Option(help: "Write a btsnoop (H4) capture of the HCI traffic to this file (each FactoryReset starts it again).")
+    var btsnoop: String?
+
     func validate() throws {
         _ = try endpoint()
         _ = try spec()
@@ -54,7 +57,7 @@ struct BLEPandora: AsyncParsableCommand {
     func run() async throws {
         let spec = try spec()
         let (host, port) = try endpoint()
-        let server = PandoraServer(deviceName: name) { try await Adapter.open(spec) }
+        let server = PandoraServer(deviceName: name) { [btsnoop] in try await Adapter.open(spec, btsnoop: btsnoop) }
         try await server.openAdapter()
         try await server.run(host: host, port: port) { port in
             // Unbuffered: a script waits for this line.
