@@ -193,6 +193,45 @@ import Testing
         #expect(legacy.isConnectable && legacy.isScannable && legacy.isLegacy)
     }
 
+    /// Directed advertising through the public API: only the target hears it. Legacy: ADV_DIRECT_IND without data,
+    /// to which the target connects; extended: non-connectable with its data. Legacy directed must be connectable.
+    @Test func directedAdvertisingIsHeardOnlyByItsTarget() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let peripheral = try await manager(air, at: 0, name: "Directed")
+        let targetController = air.addController(.init(position: Position(x: 1)))
+        let target = try await Central(transport: targetController.makeHostTransport())
+        let bystander = try await central(air, at: 2)
+        let advertiser = try #require(await peripheral.address)
+        func heard(by central: Central, phys: LEPHYs = .le1M) async throws -> DiscoveredPeripheral? {
+            var found: DiscoveredPeripheral?
+            for try await device in try await central.scan(allowDuplicates: true, timeout: .milliseconds(1200), phys: phys)
+            where device.address.address == advertiser.address { found = device }
+            return found
+        }
+
+        var legacy = Advertisement(data: try Self.named("Directed"), kind: .connectable)
+        legacy.target = LEAddress(targetController.address, type: .public)
+        try await peripheral.startAdvertising(legacy)
+        let direct = try #require(try await heard(by: target))
+        #expect(direct.isLegacy && direct.isConnectable && direct.advertisementData == AdvertisingData())
+        #expect(try await heard(by: bystander) == nil)
+        let link = try await target.connect(advertiser, exchangeMTU: false)
+        #expect(await link.connection.peer.address == advertiser.address)
+        try await target.disconnect(link)
+
+        var extended = Advertisement(data: try Self.named("Directed"), kind: .nonConnectable, isExtended: true)
+        extended.target = LEAddress(targetController.address, type: .public)
+        try await peripheral.startAdvertising([extended])
+        let found = try #require(try await heard(by: target))
+        #expect(!found.isLegacy && !found.isConnectable && found.name == "Directed")
+        #expect(try await heard(by: bystander) == nil)
+
+        var refused = Advertisement(data: AdvertisingData(), kind: .nonConnectable)
+        refused.target = extended.target
+        await #expect(throws: HostError.self) { try await peripheral.startAdvertising(refused) }
+    }
+
     @Test func tooMuchDataIsRefusedBeforeAnythingIsSent() async throws {
         let air = VirtualAir(clock: .realTime)
         defer { air.shutdown() }
