@@ -154,9 +154,6 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
 
     func advertise(request: Pandora_AdvertiseRequest, response: RPCWriter<Pandora_AdvertiseResponse>,
                    context: ServerContext) async throws {
-        if request.target != nil {
-            throw RPCError(code: .unimplemented, message: "directed advertising: swift-ble's public API advertises undirected only")
-        }
         try Self.checkOwnAddressType(request.ownAddressType)
         let stack = try await device.current()
         let advertisement = try Self.advertisement(request, deviceName: device.deviceName)
@@ -281,8 +278,9 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
     }
 
     /// The advertisement an AdvertiseRequest asks for. Legacy: connectable (ADV_IND), scannable (ADV_SCAN_IND, when
-    /// it has scan response data) or neither (ADV_NONCONN_IND). Extended: connectable, or else scannable when it has
-    /// scan response data (extended advertising cannot be both, Core 5.4, Vol 6, Part B, 2.3.4).
+    /// it has scan response data) or neither (ADV_NONCONN_IND), or with a target ADV_DIRECT_IND (no data). Extended:
+    /// connectable, or else scannable when it has scan response data (extended advertising cannot be both, Core 5.4,
+    /// Vol 6, Part B, 2.3.4), directed at the target when there is one.
     static func advertisement(_ request: Pandora_AdvertiseRequest, deviceName: String) throws(RPCError) -> Advertisement {
         // `interval` (and `interval_range` above it) are in milliseconds.
         let milliseconds = request.interval > 0 ? Double(request.interval) + Double(max(0, request.intervalRange)) / 2 : 100
@@ -296,6 +294,13 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         let scannable = request.hasScanResponseData
         advertisement.kind = request.connectable ? .connectable : scannable ? .scannable : .nonConnectable
         advertisement.isExtended = !request.legacy
+        switch request.target {
+        case .public(let bytes): advertisement.target = LEAddress(try address(bytes, "public"), type: .public)
+        case .random(let bytes): advertisement.target = LEAddress(try address(bytes, "random"), type: .random)
+        case nil: break
+        }
+        // Legacy directed advertising is ADV_DIRECT_IND: connectable, whatever `connectable` says (as Bumble's server).
+        if request.legacy && advertisement.target != nil { advertisement.kind = .connectable }
         if request.legacy {
             guard request.primaryPhy == .primary1M, request.secondaryPhy == .secondaryNone else {
                 throw RPCError(code: .invalidArgument, message: "legacy advertising is on LE 1M only (no primary_phy or secondary_phy)")

@@ -249,4 +249,48 @@ import Testing
             #expect(!report.truncated)
         }
     }
+
+    @Test func directedAdvertisingReachesOnlyItsTarget() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let a = try await Self.start(on: air)
+        let b = try await Self.start(on: air)
+        let c = try await Self.start(on: air)
+        defer {
+            for device in [a, b, c] { device.serving.cancel() }
+        }
+        try await Self.withClients(a, b) { hostA, hostB in
+            try await Self.withClients(c, c) { hostC, _ in
+                let addressA = try await hostA.readLocalAddress(Google_Protobuf_Empty()).address
+                let addressB = try await hostB.readLocalAddress(Google_Protobuf_Empty()).address
+                var advertise = Pandora_AdvertiseRequest()
+                advertise.legacy = true
+                advertise.connectable = true
+                advertise.public = addressB
+                advertise.data.manufacturerSpecificData = Data([0xFF, 0xFF, 7])
+                let (_, advertising) = Self.open { [advertise] (yield: @escaping @Sendable (Pandora_AdvertiseResponse) -> Void) in
+                    try await hostA.advertise(advertise) { response in
+                        for try await message in response.messages { yield(message) }
+                    }
+                }
+                defer { advertising.cancel() }
+                func firstReport(_ host: Pandora_Host.Client<HTTP2ClientTransport.Posix>) async throws -> Pandora_ScanningResponse? {
+                    var options = CallOptions.defaults
+                    options.timeout = .seconds(2)
+                    do {
+                        return try await host.scan(Pandora_ScanRequest(), options: options) { response in
+                            for try await message in response.messages where message.public == addressA { return message }
+                            return nil
+                        }
+                    } catch let error as RPCError where error.code == .deadlineExceeded {
+                        return nil
+                    }
+                }
+                // B, the target, hears ADV_DIRECT_IND: connectable, legacy, no data; C hears nothing of A.
+                let report = try #require(try await firstReport(hostB))
+                #expect(report.legacy && report.connectable && report.data == Pandora_DataTypes())
+                #expect(try await firstReport(hostC) == nil)
+            }
+        }
+    }
 }
