@@ -3,7 +3,8 @@ import GRPCCore
 import GRPCNIOTransportHTTP2
 import PandoraInterfaces
 
-/// A Pandora server: the gRPC test interfaces of Google's Avatar suites (`pandora.Host` today) over one swift-ble
+/// A Pandora server: the gRPC test interfaces of Google's Avatar suites (`pandora.Host` and
+/// `pandora.SecurityStorage` today) over one swift-ble
 /// adapter, so that Avatar — or any Pandora client — can drive swift-ble as a device under test or a reference device.
 ///
 /// The server opens its adapter with `open` on first use and again on every `FactoryReset` (after powering the old
@@ -16,7 +17,7 @@ import PandoraInterfaces
 ///
 /// Connection tokens (`Connection.cookie`) are opaque: 8 octets the server maps to the links it knows, never reused
 /// within one server. The BR/EDR calls answer UNIMPLEMENTED, as do the services not implemented yet
-/// (`pandora.Security`, `pandora.SecurityStorage`, `pandora.l2cap.L2CAP`).
+/// (`pandora.Security`, `pandora.l2cap.L2CAP`).
 public struct PandoraServer: Sendable {
     let device: PandoraDevice
 
@@ -37,7 +38,7 @@ public struct PandoraServer: Sendable {
     public func run(host: String = "127.0.0.1", port: Int = 8999, listening: @Sendable (Int) async -> Void = { _ in }) async throws {
         let address: SocketAddress = host.contains(":") ? .ipv6(host: host, port: port) : .ipv4(host: host, port: port)
         let transport = HTTP2ServerTransport.Posix(address: address, transportSecurity: .plaintext)
-        let server = GRPCServer(transport: transport, services: [HostService(device: device)])
+        let server = GRPCServer(transport: transport, services: [HostService(device: device), SecurityStorageService(device: device)])
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.serve() }
             let bound = try await transport.listeningAddress

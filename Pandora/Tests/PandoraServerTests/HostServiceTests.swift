@@ -293,4 +293,53 @@ import Testing
             }
         }
     }
+
+    /// SecurityStorage: a central (swift-ble's own API, outside the server) connects to what the server advertises
+    /// and pairs with bonding; the server says it is bonded to the central's address, and not after DeleteBond.
+    @Test func securityStorageTellsAndDeletesBonds() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let a = try await Self.start(on: air)
+        defer { a.serving.cancel() }
+        let centralController = air.addController()
+        let central = try await Central(transport: centralController.makeHostTransport())
+        try await withGRPCClient(transport: .http2NIOPosix(target: .ipv4(address: "127.0.0.1", port: a.port), transportSecurity: .plaintext)) { client in
+            let host = Pandora_Host.Client(wrapping: client)
+            let storage = Pandora_SecurityStorage.Client(wrapping: client)
+            let addressA = try await host.readLocalAddress(Google_Protobuf_Empty()).address
+            var asked = Pandora_IsBondedRequest()
+            asked.public = Data(centralController.address.bytes)
+            #expect(try await storage.isBonded(asked).value == false)
+
+            var advertise = Pandora_AdvertiseRequest()
+            advertise.legacy = true
+            advertise.connectable = true
+            let (connections, advertising) = Self.open { [advertise] (yield: @escaping @Sendable (Pandora_AdvertiseResponse) -> Void) in
+                try await host.advertise(advertise) { response in
+                    for try await message in response.messages { yield(message) }
+                }
+            }
+            defer { advertising.cancel() }
+            let peer = try #require(BluetoothAddress(bigEndian: Array(addressA)))
+            let remote = try await central.connect(LEAddress(peer, type: .public), exchangeMTU: false)
+            _ = await Self.first(connections) { _ in true }
+            let security = try await remote.pair()
+            #expect(security.isBonded)
+            // The server's side records the bond once its key distribution ends: wait for it.
+            var bonded = false
+            for _ in 0..<100 where !bonded {
+                bonded = try await storage.isBonded(asked).value
+                if !bonded { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(bonded)
+            var random = Pandora_IsBondedRequest()
+            random.random = Data(centralController.address.bytes)
+            #expect(try await storage.isBonded(random).value == false, "a public bond is not a random address's")
+
+            var delete = Pandora_DeleteBondRequest()
+            delete.public = Data(centralController.address.bytes)
+            _ = try await storage.deleteBond(delete)
+            #expect(try await storage.isBonded(asked).value == false)
+        }
+    }
 }
