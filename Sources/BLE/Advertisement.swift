@@ -43,6 +43,12 @@ public struct Advertisement: Sendable, Hashable {
     public var advertisingSID: UInt8?
     /// Whether extended PDUs carry the advertiser's TX power (scanners report it).
     public var includesTxPower: Bool
+    /// The device this advertisement is directed at (`nil`: undirected, the default); only that device hears it.
+    /// With legacy PDUs it must be ``Kind/connectable``: it is then ADV_DIRECT_IND (low duty cycle), which carries
+    /// neither advertising data nor a scan response, for a known central to connect. With ``isExtended``, any kind
+    /// may be directed (the Directed property: the target's address in each PDU's header) and keeps its data.
+    /// Core 5.4, Vol 6, Part B, 2.3.1.2 and 2.3.4.
+    public var target: LEAddress?
 
     /// Creates an advertisement.
     public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(), interval: Duration = .milliseconds(100),
@@ -87,6 +93,19 @@ public struct Advertisement: Sendable, Hashable {
         options.secondaryPHY = secondaryPHY
         options.sid = advertisingSID
         options.includeTxPower = includesTxPower
+        if let target {
+            options.peer = target
+            if !options.extended {
+                guard kind == .connectable else {
+                    throw HostError(.commandFailed(HCILESetAdvertisingParameters.opcode, .invalidCommandParameters),
+                                    "legacy directed advertising is connectable (ADV_DIRECT_IND): use kind .connectable or extended PDUs")
+                }
+                // ADV_DIRECT_IND carries no data.
+                options.type = .connectableDirectedLowDuty
+                options.data = AdvertisingData()
+                options.scanResponse = AdvertisingData()
+            }
+        }
         return options
     }
 }

@@ -27,6 +27,10 @@ public struct DiscoveredPeripheral: Sendable, Hashable {
     public var isLegacy = true
     /// Whether the extended advertisement's data arrived incomplete (the controller truncated the chain).
     public var isTruncated = false
+    /// Whether the advertiser answers scan requests: an active scan may get a scan response from it, which arrives
+    /// after the advertisement (a scannable device's first discovery may come without its scan response data).
+    /// Legacy ADV_IND and ADV_SCAN_IND are scannable; extended advertising is scannable or connectable, never both.
+    public var isScannable = false
 
     /// Creates a discovery: what a scan reports (a tracker, a gateway or a test may make one from elsewhere).
     public init(address: LEAddress, advertisementData: AdvertisingData, rssi: Int8, isConnectable: Bool) {
@@ -45,6 +49,7 @@ public struct DiscoveredPeripheral: Sendable, Hashable {
         txPower = report.txPower
         isLegacy = report.isLegacy
         isTruncated = report.isTruncated
+        isScannable = report.isScannable
     }
 
     /// The advertised local name.

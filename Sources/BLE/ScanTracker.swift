@@ -29,6 +29,10 @@ public struct ScanTracker: Sendable {
         var sid: UInt8?
     }
     private var entries: [Key: Entry] = [:]
+    /// The SID of each extended advertiser's latest advertisement. An extended scan response may come without ADI
+    /// (SID 0xFF: AUX_SCAN_RSP need not carry one, Core 5.4, Vol 6, Part B, 2.3.2.3); it answers the scan request
+    /// sent to the advertisement just heard, so it belongs to that advertisement's set.
+    private var latestSID: [BluetoothAddress: UInt8] = [:]
     private var clock: UInt64 = 0
     /// Devices forgotten to stay within ``limit``.
     public private(set) var forgotten = 0
@@ -46,7 +50,13 @@ public struct ScanTracker: Sendable {
     /// scan response, once per change unless duplicates are allowed.
     public mutating func receive(_ report: AdvertisementReport) -> DiscoveredPeripheral? {
         clock &+= 1
-        let address = Key(address: report.address.address, sid: report.advertisingSID)
+        var sid = report.advertisingSID
+        if report.isScanResponse {
+            if sid == nil, !report.isLegacy { sid = latestSID[report.address.address] }
+        } else {
+            latestSID[report.address.address] = sid
+        }
+        let address = Key(address: report.address.address, sid: sid)
         var entry = entries[address] ?? Entry(connectable: report.isConnectable, lastHeard: clock)
         // A repeat of what this device sent last (most reports of a scan): nothing to merge or compare.
         let repeated = report.isScanResponse ? entry.responseBytes == report.rawData
@@ -55,8 +65,10 @@ public struct ScanTracker: Sendable {
             entry.lastHeard = clock
             entries[address] = entry
             guard allowDuplicates, let reported = entry.reported else { return nil }
-            return DiscoveredPeripheral(address: report.address, advertisementData: reported, rssi: report.rssi,
-                                        isConnectable: entry.connectable, from: report)
+            var discovered = DiscoveredPeripheral(address: report.address, advertisementData: reported, rssi: report.rssi,
+                                                  isConnectable: entry.connectable, from: report)
+            discovered.advertisingSID = sid
+            return discovered
         }
         if report.isScanResponse {
             entry.responseBytes = report.rawData
@@ -72,8 +84,10 @@ public struct ScanTracker: Sendable {
         entry.reported = merged
         if entries.updateValue(entry, forKey: address) == nil, entries.count > limit { forgetLeastRecent() }
         guard allowDuplicates || changed else { return nil }
-        return DiscoveredPeripheral(address: report.address, advertisementData: merged, rssi: report.rssi,
-                                    isConnectable: entry.connectable, from: report)
+        var discovered = DiscoveredPeripheral(address: report.address, advertisementData: merged, rssi: report.rssi,
+                                              isConnectable: entry.connectable, from: report)
+        discovered.advertisingSID = sid
+        return discovered
     }
 
     /// Forgets the least recently heard quarter of the table (amortised: one sort per `limit / 4` new devices).
@@ -82,5 +96,7 @@ public struct ScanTracker: Sendable {
         let oldest = entries.sorted { $0.value.lastHeard < $1.value.lastHeard }.prefix(excess)
         for (address, _) in oldest { entries[address] = nil }
         forgotten += oldest.count
+        let remembered = Set(entries.keys.map(\.address))
+        latestSID = latestSID.filter { remembered.contains($0.key) }
     }
 }

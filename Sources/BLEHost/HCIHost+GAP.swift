@@ -113,6 +113,10 @@ extension HCIHost {
         public var sid: UInt8?
         /// Whether extended PDUs carry the TX power.
         public var includeTxPower = false
+        /// The device the advertising is directed at (`nil`: undirected). With legacy PDUs, ``type`` must then be a
+        /// connectable directed type (ADV_DIRECT_IND, which carries no data); extended PDUs of any kind get the
+        /// Directed property and carry this address (TargetA), and only that device hears them.
+        public var peer: LEAddress?
         /// Creates advertising options.
         public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(), restartAfterConnection: Bool = false) {
             self.data = data
@@ -154,9 +158,14 @@ extension HCIHost {
         var parameters: [GAPProcedures.AdvertisingParameters] = []
         for options in sets {
             guard options.extended else {
+                let directed = options.type == .connectableDirectedLowDuty || options.type == .connectableDirectedHighDuty
+                guard directed == (options.peer != nil) else {
+                    throw HostError(.commandFailed(HCILESetAdvertisingParameters.opcode, .invalidCommandParameters),
+                                    "legacy directed advertising needs a connectable directed type and a peer address, both or neither")
+                }
                 parameters.append(.init(interval: options.interval, type: options.type, data: try options.data.encodedLegacy(),
                                         scanResponse: try options.scanResponse.encodedLegacy(),
-                                        restartAfterConnection: options.restartAfterConnection))
+                                        restartAfterConnection: options.restartAfterConnection, peer: options.peer))
                 continue
             }
             let secondary = options.secondaryPHY ?? (options.primaryPHY == .leCoded ? .leCoded : .le1M)
@@ -174,7 +183,8 @@ extension HCIHost {
             // Connectable extended advertising sends its data in one AUX_ADV_IND (no chain): a 255-octet payload less
             // the extended header (Core 5.4, Vol 6, Part B, 2.3.4; Vol 4, Part E, 7.8.56).
             if options.type == .connectableUndirected {
-                let limit = Self.connectableExtendedDataLimit(includeTxPower: options.includeTxPower)
+                // A directed one also carries TargetA (6 octets) in its header.
+                let limit = Self.connectableExtendedDataLimit(includeTxPower: options.includeTxPower) - (options.peer == nil ? 0 : 6)
                 guard data.count <= limit else {
                     throw WireError(.oversized, "connectable extended advertising data is \(data.count) bytes; one AUX_ADV_IND carries at most \(limit) (put more in a non-connectable advertisement)")
                 }
@@ -182,7 +192,7 @@ extension HCIHost {
             parameters.append(.init(interval: options.interval, type: options.type, data: data, scanResponse: response,
                                     restartAfterConnection: options.restartAfterConnection, legacy: false,
                                     primaryPHY: options.primaryPHY, secondaryPHY: secondary, sid: options.sid,
-                                    includeTxPower: options.includeTxPower))
+                                    includeTxPower: options.includeTxPower, peer: options.peer))
         }
         let (id, actions) = gap.machine.startAdvertising(sets: parameters, now: now)
         try await run(id, actions)
@@ -428,8 +438,10 @@ extension HCIHost {
                 guard let assembled = gap.assembler.receive(part) else { continue }
                 let r = assembled.report
                 let type: HCILEAdvertisingReportEventType
+                // Directed is ADV_DIRECT_IND only when connectable: extended advertising may be directed and not
+                // connectable (scannable or neither). Core 5.4, Vol 4, Part E, 7.7.65.13.
                 if r.eventType.contains(.scanResponse) { type = .scanResponse }
-                else if r.eventType.contains(.directed) { type = .advDirectInd }
+                else if r.eventType.contains(.directed) && r.eventType.contains(.connectable) { type = .advDirectInd }
                 else if r.eventType.contains(.connectable) { type = .advInd }
                 else if r.eventType.contains(.scannable) { type = .advScanInd }
                 else { type = .advNonconnInd }
@@ -441,6 +453,7 @@ extension HCIHost {
                 report.txPower = r.txPower == 127 ? nil : r.txPower
                 report.isLegacy = r.eventType.contains(.legacy)
                 report.isTruncated = assembled.isTruncated
+                report.isScannable = r.eventType.contains(.scannable)
                 deliver(report)
             }
         case .advertisingSetTerminated(let e):

@@ -116,6 +116,10 @@ public struct AdvertisementReport: Sendable, Hashable {
     /// Whether the data is incomplete: the controller could not receive the whole chain of an extended advertisement
     /// (data status "truncated"), or it exceeded the most the host assembles. ``rawData`` holds what arrived.
     public var isTruncated = false
+    /// Whether the advertiser answers scan requests (an active scan may get its scan response): ADV_IND, ADV_SCAN_IND
+    /// and scan responses in legacy PDUs; the Scannable bit of an extended report's event type (Core 5.4, Vol 4,
+    /// Part E, 7.7.65.13), which extended connectable advertising never sets.
+    public var isScannable: Bool
 
     /// The advertising (or scan response) data as an owning model, decoded from ``rawData`` each time it is read
     /// (unless one was given or set); when the bytes are malformed, the structures before the fault
@@ -137,6 +141,7 @@ public struct AdvertisementReport: Sendable, Hashable {
         self.eventType = eventType
         self.rawData = rawData
         self.identity = identity
+        isScannable = eventType == .advInd || eventType == .advScanInd || eventType == .scanResponse
     }
 
     /// Creates a report with a model given beside the bytes (for tests and replays).
@@ -157,7 +162,7 @@ public struct AdvertisementReport: Sendable, Hashable {
         guard lhs.address == rhs.address, lhs.rssi == rhs.rssi, lhs.eventType == rhs.eventType, lhs.rawData == rhs.rawData,
               lhs.identity == rhs.identity, lhs.primaryPHY == rhs.primaryPHY, lhs.secondaryPHY == rhs.secondaryPHY,
               lhs.advertisingSID == rhs.advertisingSID, lhs.txPower == rhs.txPower, lhs.isLegacy == rhs.isLegacy,
-              lhs.isTruncated == rhs.isTruncated else { return false }
+              lhs.isTruncated == rhs.isTruncated, lhs.isScannable == rhs.isScannable else { return false }
         return (lhs.assigned == nil && rhs.assigned == nil) || lhs.data == rhs.data
     }
 

@@ -2,6 +2,7 @@ import BLE
 import BLEHost
 import BLEProtocols
 import BLETestSupport
+import BLEWire
 import BLEVirtualController
 import Testing
 
@@ -147,6 +148,88 @@ import Testing
         let link = try await oldCentral.connect(legacy)
         try await oldCentral.disconnect(link)
         withExtendedLifetime((old, modern)) {}
+    }
+
+    /// What a scan says of each kind of advertisement, from a controller driven in raw HCI (the public API has no
+    /// directed advertising): extended advertising directed at the scanner but not connectable is not connectable
+    /// (the Directed bit alone is no ADV_DIRECT_IND); scannable is reported as such, extended connectable is not
+    /// scannable, legacy ADV_IND is both. Core 5.4, Vol 4, Part E, 7.7.65.13.
+    @Test func directedScannableAndConnectableKindsAreReportedAsTheAdvertiserSetThem() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let scannerController = air.addController(.init(position: Position(x: 1)))
+        let central = try await Central(transport: scannerController.makeHostTransport())
+        let advertiser = air.addController(.init(position: Position(x: 0)), buffered: true)
+        func send<C: HCICommand>(_ command: C) { advertiser.receive(fromHost: .command(command.packet)) }
+        send(HCIReset())
+        let sets: [(HCILEAdvertisingEventProperties, [UInt8], [UInt8])] = [
+            ([.directed], [4, 0xFF, 0xFF, 0xFF, 1], []),
+            ([.directed, .scannable], [], [4, 0xFF, 0xFF, 0xFF, 2]),
+            ([.connectable], [4, 0xFF, 0xFF, 0xFF, 3], []),
+            (.legacyConnectableScannable, [4, 0xFF, 0xFF, 0xFF, 4], [4, 0xFF, 0xFF, 0xFF, 5]),
+        ]
+        for (handle, (properties, data, response)) in sets.enumerated() {
+            let handle = UInt8(handle)
+            send(HCILESetExtendedAdvertisingParameters(handle: handle, properties: properties, intervalMin: 0x30, intervalMax: 0x30,
+                                                        peerAddress: scannerController.address, sid: handle + 1))
+            if !data.isEmpty { send(HCILESetExtendedAdvertisingData(handle: handle, operation: .complete, data: data)) }
+            if !response.isEmpty { send(HCILESetExtendedScanResponseData(handle: handle, operation: .complete, data: response)) }
+        }
+        send(HCILESetExtendedAdvertisingEnable(isEnabled: true, sets: (0..<UInt8(sets.count)).map { .init(handle: $0) }))
+        #expect(advertiser.enabledAdvertisingSets.count == sets.count)
+
+        // Each set by the last octet of its manufacturer data (the scan response's for the scannable ones).
+        var found: [UInt8: DiscoveredPeripheral] = [:]
+        for try await device in try await central.scan(allowDuplicates: true, timeout: .milliseconds(1500)) {
+            for mark in device.manufacturerData.compactMap(\.data.last) { found[mark] = device }
+        }
+        let directed = try #require(found[1])
+        #expect(!directed.isConnectable && !directed.isScannable && !directed.isLegacy)
+        let directedScannable = try #require(found[2])
+        #expect(!directedScannable.isConnectable && directedScannable.isScannable)
+        let connectable = try #require(found[3])
+        #expect(connectable.isConnectable && !connectable.isScannable)
+        let legacy = try #require(found[5])
+        #expect(legacy.isConnectable && legacy.isScannable && legacy.isLegacy)
+    }
+
+    /// Directed advertising through the public API: only the target hears it. Legacy: ADV_DIRECT_IND without data,
+    /// to which the target connects; extended: non-connectable with its data. Legacy directed must be connectable.
+    @Test func directedAdvertisingIsHeardOnlyByItsTarget() async throws {
+        let air = VirtualAir(clock: .realTime)
+        defer { air.shutdown() }
+        let peripheral = try await manager(air, at: 0, name: "Directed")
+        let targetController = air.addController(.init(position: Position(x: 1)))
+        let target = try await Central(transport: targetController.makeHostTransport())
+        let bystander = try await central(air, at: 2)
+        let advertiser = try #require(await peripheral.address)
+        func heard(by central: Central, phys: LEPHYs = .le1M) async throws -> DiscoveredPeripheral? {
+            var found: DiscoveredPeripheral?
+            for try await device in try await central.scan(allowDuplicates: true, timeout: .milliseconds(1200), phys: phys)
+            where device.address.address == advertiser.address { found = device }
+            return found
+        }
+
+        var legacy = Advertisement(data: try Self.named("Directed"), kind: .connectable)
+        legacy.target = LEAddress(targetController.address, type: .public)
+        try await peripheral.startAdvertising(legacy)
+        let direct = try #require(try await heard(by: target))
+        #expect(direct.isLegacy && direct.isConnectable && direct.advertisementData == AdvertisingData())
+        #expect(try await heard(by: bystander) == nil)
+        let link = try await target.connect(advertiser, exchangeMTU: false)
+        #expect(await link.connection.peer.address == advertiser.address)
+        try await target.disconnect(link)
+
+        var extended = Advertisement(data: try Self.named("Directed"), kind: .nonConnectable, isExtended: true)
+        extended.target = LEAddress(targetController.address, type: .public)
+        try await peripheral.startAdvertising([extended])
+        let found = try #require(try await heard(by: target))
+        #expect(!found.isLegacy && !found.isConnectable && found.name == "Directed")
+        #expect(try await heard(by: bystander) == nil)
+
+        var refused = Advertisement(data: AdvertisingData(), kind: .nonConnectable)
+        refused.target = extended.target
+        await #expect(throws: HostError.self) { try await peripheral.startAdvertising(refused) }
     }
 
     @Test func tooMuchDataIsRefusedBeforeAnythingIsSent() async throws {

@@ -26,6 +26,32 @@ import Testing
         #expect(everything.receive(Self.report(1, ad)) != nil && everything.receive(Self.report(1, ad)) != nil)
     }
 
+    /// An extended scan response without ADI (SID 0xFF, as RootCanal sends AUX_SCAN_RSP) merges with the
+    /// advertisement of the set just heard from that address, and the discovery keeps that set's SID.
+    @Test func anExtendedScanResponseWithoutSIDJoinsTheSetJustHeard() {
+        let address = LEAddress(BluetoothAddress(0xC000_0000_0042), type: .random)
+        func extended(_ type: HCILEAdvertisingReportEventType, sid: UInt8?, _ data: AdvertisingData) -> AdvertisementReport {
+            var report = AdvertisementReport(address: address, rssi: -40, eventType: type, data: data, rawData: data.encoded)
+            report.isLegacy = false
+            report.advertisingSID = sid
+            report.isScannable = true
+            return report
+        }
+        var tracker = ScanTracker()
+        let first = tracker.receive(extended(.advScanInd, sid: 3, AdvertisingData()))
+        #expect(first?.advertisingSID == 3 && first?.advertisementData == AdvertisingData())
+        let response = AdvertisingData(localName: "scannable")
+        let merged = tracker.receive(extended(.scanResponse, sid: nil, response))
+        #expect(merged?.name == "scannable")
+        #expect(merged?.advertisingSID == 3 && merged?.isScannable == true)
+        #expect(tracker.count == 1)
+        // Another set of the same device: its response joins it, not set 3.
+        _ = tracker.receive(extended(.advScanInd, sid: 5, AdvertisingData()))
+        let other = tracker.receive(extended(.scanResponse, sid: nil, AdvertisingData(localName: "other")))
+        #expect(other?.advertisingSID == 5 && other?.name == "other")
+        #expect(tracker.count == 2)
+    }
+
     /// Ten thousand devices through a tracker of 1,024: never more than 1,024 remembered, each first sighting
     /// reported, a forgotten device reported again, a remembered one not.
     @Test func theTrackerStaysWithinItsLimit() {

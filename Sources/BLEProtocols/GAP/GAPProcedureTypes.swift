@@ -51,11 +51,16 @@ extension GAPProcedures {
         public var sid: UInt8?
         /// Whether extended PDUs carry the TX power.
         public var includeTxPower: Bool
+        /// The device the advertising is directed at (`nil`: undirected): the Peer_Address of a legacy directed
+        /// type, or of extended PDUs with the Directed property (which only that device hears).
+        public var peer: LEAddress?
 
         /// Creates advertising parameters from encoded data.
         public init(interval: UInt16 = 0x00A0, type: HCILEAdvertisingType = .connectableUndirected, data: [UInt8],
                     scanResponse: [UInt8] = [], restartAfterConnection: Bool = false, legacy: Bool = true,
-                    primaryPHY: LEPHY = .le1M, secondaryPHY: LEPHY = .le1M, sid: UInt8? = nil, includeTxPower: Bool = false) {
+                    primaryPHY: LEPHY = .le1M, secondaryPHY: LEPHY = .le1M, sid: UInt8? = nil, includeTxPower: Bool = false,
+                    peer: LEAddress? = nil) {
+            self.peer = peer
             self.interval = interval
             self.type = type
             self.data = data
@@ -87,6 +92,7 @@ extension GAPProcedures {
                 case .connectableDirectedHighDuty, .connectableDirectedLowDuty: [.connectable, .directed]
                 default: []
                 }
+                if peer != nil { properties.insert(.directed) }
                 if includeTxPower { properties.insert(.includeTxPower) }
             }
             return properties

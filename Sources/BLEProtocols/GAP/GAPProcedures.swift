@@ -504,7 +504,9 @@ public struct GAPProcedures: Sendable {
         case .advertisingParameters(let p):
             return .send(.setAdvertisingParameters(HCILESetAdvertisingParameters(intervalMin: p.interval, intervalMax: p.interval,
                                                                                  advertisingType: p.type,
-                                                                                 ownAddressType: ownAddressType)))
+                                                                                 ownAddressType: ownAddressType,
+                                                                                 peerAddressType: p.peer?.type ?? .public,
+                                                                                 peerAddress: p.peer?.address ?? .zero)))
         case .advertisingData(let data):
             return .send(.setAdvertisingData(HCILESetAdvertisingData(data: data)))
         case .scanResponseData(let data):
@@ -562,7 +564,8 @@ public struct GAPProcedures: Sendable {
         case .setParameters(let handle, let p):
             return .send(.setExtendedAdvertisingParameters(HCILESetExtendedAdvertisingParameters(
                 handle: handle, properties: p.eventProperties, intervalMin: UInt32(p.interval), intervalMax: UInt32(p.interval),
-                ownAddressType: ownAddressType, primaryPHY: p.legacy ? .le1M : p.primaryPHY,
+                ownAddressType: ownAddressType, peerAddressType: p.peer?.type ?? .public, peerAddress: p.peer?.address ?? .zero,
+                primaryPHY: p.legacy ? .le1M : p.primaryPHY,
                 secondaryPHY: p.legacy ? .le1M : p.secondaryPHY, sid: min(p.sid ?? handle, 0x0F))))
         case .setAddress(let handle):
             // A set advertising from a random address needs it given to the set. Core 5.4, Vol 4, Part E, 7.8.52.

@@ -1,0 +1,169 @@
+import BLE
+import BLEWire
+import Foundation
+import GRPCCore
+
+/// The Bluetooth side of a Pandora server: the adapter (reopened by FactoryReset), its two roles, and the links the
+/// server has handed out connection tokens for.
+actor PandoraDevice {
+    /// One link the server knows, by the opaque token (`Connection.cookie.value`) it gave for it.
+    struct Link {
+        let token: Data
+        var connection: HostConnection
+        /// The central's handle on a link this side initiated (ConnectLE), to disconnect it through the central.
+        var remote: RemotePeripheral?
+        var isConnected = true
+        /// Whether WaitConnection has returned it already (it returns each link once).
+        var waited = false
+        /// Connection Update (parameters) events seen on it.
+        var updates = 0
+    }
+
+    /// The adapter, a central and a peripheral manager over it, and the task following its events.
+    struct Stack {
+        let adapter: Adapter
+        let central: Central
+        let peripheral: PeripheralManager
+        let events: Task<Void, Never>
+    }
+
+    let open: @Sendable () async throws -> Adapter
+    let deviceName: String
+    private(set) var stack: Stack?
+    private var links: [Data: Link] = [:]
+    private var nextToken: UInt64 = 1
+    private var watchers: [UInt64: AsyncStream<Void>.Continuation] = [:]
+    private var nextWatcher: UInt64 = 0
+
+    init(deviceName: String, open: @escaping @Sendable () async throws -> Adapter) {
+        self.deviceName = deviceName
+        self.open = open
+    }
+
+    /// The running stack, opened on first use.
+    func current() async throws -> Stack {
+        if let stack { return stack }
+        let adapter: Adapter
+        do {
+            adapter = try await open()
+        } catch {
+            throw RPCError(code: .unavailable, message: "cannot open the controller: \(error)")
+        }
+        let events = await adapter.events()
+        let central = Central(adapter: adapter)
+        let peripheral = await PeripheralManager(adapter: adapter, deviceName: deviceName)
+        let task = Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                await self.handle(event)
+            }
+        }
+        let stack = Stack(adapter: adapter, central: central, peripheral: peripheral, events: task)
+        self.stack = stack
+        return stack
+    }
+
+    /// Forgets every bond, closes the adapter and opens it again (a fresh controller state), and forgets every link.
+    func factoryReset() async throws {
+        if let stack {
+            do {
+                for bond in try await stack.adapter.bonds() { _ = try await stack.adapter.removeBond(bond.peer) }
+            } catch {
+                throw RPCError(code: .internalError, message: "FactoryReset: cannot forget the bonds: \(error)")
+            }
+            stack.events.cancel()
+            await stack.adapter.powerOff()
+            self.stack = nil
+        }
+        for token in links.keys { links[token]?.isConnected = false }
+        notify()
+        links = [:]
+        _ = try await current()
+    }
+
+    /// Powers the adapter off and forgets it.
+    func close() async {
+        guard let stack else { return }
+        stack.events.cancel()
+        await stack.adapter.powerOff()
+        self.stack = nil
+    }
+
+    /// Forgets which links WaitConnection returned.
+    func resetWaits() {
+        for token in links.keys { links[token]?.waited = false }
+    }
+
+    // MARK: Links
+
+    private func handle(_ event: HostEvent) {
+        switch event {
+        case .connected(let connection):
+            _ = register(connection)
+        case .disconnected(let connection, _):
+            if let token = token(of: connection) { links[token]?.isConnected = false }
+        case .connectionUpdated(let connection):
+            if let token = token(of: connection) {
+                links[token]?.connection = connection
+                links[token]?.updates += 1
+            }
+        default:
+            return
+        }
+        notify()
+    }
+
+    private func token(of connection: HostConnection) -> Data? {
+        links.first { $0.value.connection.link == connection.link }?.key
+    }
+
+    /// The token of `connection`, made when the link is new to the server.
+    func register(_ connection: HostConnection, remote: RemotePeripheral? = nil) -> Data {
+        if let token = token(of: connection) {
+            if let remote { links[token]?.remote = remote }
+            return token
+        }
+        var token = Data(count: 8)
+        for index in 0..<8 { token[index] = UInt8(truncatingIfNeeded: nextToken >> (56 - 8 * UInt64(index))) }
+        nextToken += 1
+        links[token] = Link(token: token, connection: connection, remote: remote)
+        notify()
+        return token
+    }
+
+    func link(_ token: Data) -> Link? { links[token] }
+
+    func markWaited(_ token: Data) { links[token]?.waited = true }
+
+    /// Whether a link to `peer` (compared by its 48 bits) is up.
+    func isConnected(to peer: BluetoothAddress) -> Bool {
+        links.values.contains { $0.isConnected && $0.connection.peer.address == peer }
+    }
+
+    /// Waits until `condition` holds over the links (checked now and after every change), or the task is cancelled.
+    func wait<T: Sendable>(_ condition: @Sendable (_ links: [Data: Link]) -> T?) async throws -> T {
+        let (changes, id) = watch()
+        defer { unwatch(id) }
+        if let value = condition(links) { return value }
+        for await _ in changes {
+            if let value = condition(links) { return value }
+        }
+        throw CancellationError()
+    }
+
+    private func watch() -> (AsyncStream<Void>, UInt64) {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = nextWatcher
+        nextWatcher += 1
+        watchers[id] = continuation
+        return (stream, id)
+    }
+
+    private func unwatch(_ id: UInt64) {
+        watchers.removeValue(forKey: id)?.finish()
+    }
+
+    private func notify() {
+        for watcher in watchers.values { watcher.yield() }
+    }
+}

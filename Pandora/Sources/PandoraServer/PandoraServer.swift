@@ -1,0 +1,60 @@
+import BLE
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import PandoraInterfaces
+
+/// A Pandora server: the gRPC test interfaces of Google's Avatar suites (`pandora.Host` and
+/// `pandora.SecurityStorage` today) over one swift-ble
+/// adapter, so that Avatar — or any Pandora client — can drive swift-ble as a device under test or a reference device.
+///
+/// The server opens its adapter with `open` on first use and again on every `FactoryReset` (after powering the old
+/// one off and forgetting its bonds), so `open` must give a fresh adapter on the same controller each time:
+///
+/// ```swift
+/// let server = PandoraServer { try await Adapter.open(.tcp(host: "127.0.0.1", port: 6402)) }
+/// try await server.run(host: "127.0.0.1", port: 8999) { port in print("listening on", port) }
+/// ```
+///
+/// Connection tokens (`Connection.cookie`) are opaque: 8 octets the server maps to the links it knows, never reused
+/// within one server. The BR/EDR calls answer UNIMPLEMENTED, as do the services not implemented yet
+/// (`pandora.Security`, `pandora.l2cap.L2CAP`).
+public struct PandoraServer: Sendable {
+    let device: PandoraDevice
+
+    /// Creates a server whose adapter `open` makes (called on first use and after each factory reset); `deviceName` is
+    /// the GAP Device Name it serves and what `include_*_local_name` advertises.
+    public init(deviceName: String = "swift-ble", open: @escaping @Sendable () async throws -> Adapter) {
+        device = PandoraDevice(deviceName: deviceName, open: open)
+    }
+
+    /// Opens the adapter now rather than on the first call, so that a controller that cannot be reached fails the
+    /// caller at once.
+    public func openAdapter() async throws {
+        _ = try await device.current()
+    }
+
+    /// Serves gRPC (HTTP/2, plaintext) on `host`:`port` until the task is cancelled. `port` 0 takes a free port;
+    /// `listening` is called with the port once the server accepts connections. `host` is an IPv4 or IPv6 address.
+    public func run(host: String = "127.0.0.1", port: Int = 8999, listening: @Sendable (Int) async -> Void = { _ in }) async throws {
+        let address: SocketAddress = host.contains(":") ? .ipv6(host: host, port: port) : .ipv4(host: host, port: port)
+        let transport = HTTP2ServerTransport.Posix(address: address, transportSecurity: .plaintext)
+        let server = GRPCServer(transport: transport, services: [HostService(device: device), SecurityStorageService(device: device)])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.serve() }
+            let bound = try await transport.listeningAddress
+            await listening(bound.ipv4?.port ?? bound.ipv6?.port ?? port)
+            do {
+                try await group.next()
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Powers the adapter off (the server's calls then fail until it is opened again).
+    public func close() async {
+        await device.close()
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import BLE
+import BLETransport
+import Foundation
+import PandoraServer
+
+/// `ble-pandora`: a Pandora gRPC server (the test interfaces of Google's Avatar suites) on one controller.
+@main
+struct BLEPandora: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ble-pandora",
+        abstract: "Serve the Pandora test interfaces (pandora.Host) over swift-ble, for Google's Avatar suites.",
+        discussion: """
+            Prints {"event":"listening","port":N} on its own line once it serves (with --grpc HOST:0, N is the \
+            port taken). FactoryReset closes the controller's transport and opens it again.
+            """)
+
+    @Option(help: "The gRPC address to serve on: HOST:PORT (PORT 0 takes a free port).")
+    var grpc = "127.0.0.1:8999"
+
+    @Option(help: "Controller: tcp:HOST:PORT (or tcp-client:HOST:PORT, as Bumble spells it), serial:PATH[@BAUD], hciN.")
+    var hci: String
+
+    @Option(help: "The GAP device name (and what include_*_local_name advertises).")
+    var name = "swift-ble"
+
+    @Option(help: "Write a btsnoop (H4) capture of the HCI traffic to this file (each FactoryReset starts it again).")
+    var btsnoop: String?
+
+    func validate() throws {
+        _ = try endpoint()
+        _ = try spec()
+    }
+
+    func endpoint() throws -> (host: String, port: Int) {
+        guard let colon = grpc.lastIndex(of: ":"), let port = Int(grpc[grpc.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ValidationError("--grpc \(grpc): expected HOST:PORT")
+        }
+        var host = String(grpc[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host.isEmpty ? "127.0.0.1" : host, port)
+    }
+
+    func spec() throws -> HCITransportSpec {
+        let text = hci.hasPrefix("tcp-client:") ? "tcp:" + hci.dropFirst("tcp-client:".count) : hci
+        do {
+            let spec = try HCITransportSpec(parsing: text)
+            if case .virtual = spec { throw ValidationError("--hci virtual: ble-pandora needs a controller of its own (tcp:, serial:, hciN)") }
+            return spec
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw ValidationError("--hci \(hci): \(error)")
+        }
+    }
+
+    func run() async throws {
+        let spec = try spec()
+        let (host, port) = try endpoint()
+        let server = PandoraServer(deviceName: name) { [btsnoop] in try await Adapter.open(spec, btsnoop: btsnoop) }
+        try await server.openAdapter()
+        try await server.run(host: host, port: port) { port in
+            // Unbuffered: a script waits for this line.
+            FileHandle.standardOutput.write(Data("{\"event\":\"listening\",\"port\":\(port)}\n".utf8))
+        }
+    }
+}
