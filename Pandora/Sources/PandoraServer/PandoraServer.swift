@@ -3,9 +3,9 @@ import GRPCCore
 import GRPCNIOTransportHTTP2
 import PandoraInterfaces
 
-/// A Pandora server: the gRPC test interfaces of Google's Avatar suites (`pandora.Host`, `pandora.Security` and
-/// `pandora.SecurityStorage`) over one swift-ble adapter, so that Avatar — or any Pandora client — can drive
-/// swift-ble as a device under test or a reference device.
+/// A Pandora server: the gRPC test interfaces of Google's Avatar suites (`pandora.Host`, `pandora.Security`,
+/// `pandora.SecurityStorage` and `pandora.l2cap.L2CAP` for LE credit based channels) over one swift-ble adapter, so
+/// that Avatar — or any Pandora client — can drive swift-ble as a device under test or a reference device.
 ///
 /// The server opens its adapter with `open` on first use and again on every `FactoryReset` (after powering the old
 /// one off and forgetting its bonds), so `open` must give a fresh adapter on the same controller each time:
@@ -20,8 +20,8 @@ import PandoraInterfaces
 /// Connection tokens (`Connection.cookie`) are opaque: 8 octets the server maps to the links it knows, never reused
 /// within one server. The server is the pairing agent of its adapters (`OnPairing` streams the events); their
 /// ``SecurityConfiguration`` comes with `open`: ``security(ioCapability:)`` gives one that asks about Just Works too,
-/// so that `OnPairing` sees every pairing as Avatar expects. The BR/EDR calls answer UNIMPLEMENTED, as does the
-/// service not implemented yet (`pandora.l2cap.L2CAP`).
+/// so that `OnPairing` sees every pairing as Avatar expects. The BR/EDR calls answer UNIMPLEMENTED, as do enhanced
+/// credit based and fixed L2CAP channels.
 public struct PandoraServer: Sendable {
     let device: PandoraDevice
 
@@ -50,7 +50,8 @@ public struct PandoraServer: Sendable {
         let address: SocketAddress = host.contains(":") ? .ipv6(host: host, port: port) : .ipv4(host: host, port: port)
         let transport = HTTP2ServerTransport.Posix(address: address, transportSecurity: .plaintext)
         let server = GRPCServer(transport: transport, services: [HostService(device: device), SecurityService(device: device),
-                                                                SecurityStorageService(device: device)])
+                                                                SecurityStorageService(device: device),
+                                                                L2CAPService(device: device, channels: PandoraChannels())])
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.serve() }
             let bound = try await transport.listeningAddress
