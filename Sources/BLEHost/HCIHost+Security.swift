@@ -199,7 +199,8 @@ extension HCIHost {
         var configuration = SMPPairing.Configuration(
             ioCapability: settings.ioCapability, bonding: settings.bonding, mitm: settings.mitm || mitm,
             secureConnections: settings.secureConnections, secureConnectionsOnly: settings.secureConnectionsOnly,
-            minimumKeySize: settings.minimumKeySize, timeout: settings.timeout, fixedPasskey: settings.fixedPasskey)
+            minimumKeySize: settings.minimumKeySize, timeout: settings.timeout, fixedPasskey: settings.fixedPasskey,
+            confirmsJustWorks: settings.confirmsJustWorks)
         if settings.bonding, let distributed = settings.distributedIdentity {
             configuration.identity = distributed
         } else if settings.bonding, let irk = localIdentityResolvingKey() {
@@ -414,6 +415,12 @@ extension HCIHost {
                 Task { [weak self] in
                     let confirmed = await agent.confirmNumber(number, for: connection.peer)
                     await self?.userAnswered(on: connection) { $0.numericComparisonConfirmed(confirmed) }
+                }
+            case .confirmJustWorks:
+                let agent = securityManager.agent
+                Task { [weak self] in
+                    let confirmed = await agent.confirmJustWorks(for: connection.peer)
+                    await self?.userAnswered(on: connection) { $0.justWorksConfirmed(confirmed) }
                 }
             case .startEncryption(let key, let ediv, let rand):
                 let level = links[handle]?.security.pairing?.securityLevel

@@ -46,7 +46,9 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         let peer = try Self.address(request.address, "address")
         _ = try await device.current()
         let token = try await device.wait { links in
-            links.values.filter { $0.isConnected && !$0.waited && $0.connection.peer.address == peer }
+            links.values.filter {
+                $0.isConnected && !$0.waited && ($0.connection.peer.address == peer || $0.security.peerIdentity?.address == peer)
+            }
                 .min { $0.connection.link < $1.connection.link }?.token
         }
         await device.markWaited(token)

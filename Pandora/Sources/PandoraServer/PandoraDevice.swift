@@ -17,6 +17,13 @@ actor PandoraDevice {
         var waited = false
         /// Connection Update (parameters) events seen on it.
         var updates = 0
+        /// The link's security as the host last reported it.
+        var security = LinkSecurity()
+        /// Pairings on it that succeeded, failed, and encryptions the controller refused (counted, so that a wait
+        /// sees the ones after it started).
+        var pairings = 0
+        var pairingFailures = 0
+        var encryptionFailures = 0
     }
 
     /// The adapter, a central and a peripheral manager over it, and the task following its events.
@@ -29,6 +36,8 @@ actor PandoraDevice {
 
     let open: @Sendable () async throws -> Adapter
     let deviceName: String
+    /// The pairing agent of every adapter the server opens: it hands pairing events to OnPairing.
+    nonisolated let pairing: PairingEvents
     private(set) var stack: Stack?
     private var links: [Data: Link] = [:]
     private var nextToken: UInt64 = 1
@@ -38,6 +47,8 @@ actor PandoraDevice {
     init(deviceName: String, open: @escaping @Sendable () async throws -> Adapter) {
         self.deviceName = deviceName
         self.open = open
+        self.pairing = PairingEvents()
+        pairing.device = self
     }
 
     /// The running stack, opened on first use.
@@ -50,6 +61,7 @@ actor PandoraDevice {
             throw RPCError(code: .unavailable, message: "cannot open the controller: \(error)")
         }
         let events = await adapter.events()
+        await adapter.setPairingAgent(pairing)
         let central = Central(adapter: adapter)
         let peripheral = await PeripheralManager(adapter: adapter, deviceName: deviceName)
         let task = Task { [weak self] in
@@ -107,6 +119,16 @@ actor PandoraDevice {
                 links[token]?.connection = connection
                 links[token]?.updates += 1
             }
+        case .securityChanged(let connection, let security), .encrypted(let connection, let security, _):
+            if let token = token(of: connection) { links[token]?.security = security }
+        case .pairingCompleted(let connection, _):
+            if let token = token(of: connection) { links[token]?.pairings += 1 }
+        case .pairingFailed(let connection, _):
+            if let token = token(of: connection) { links[token]?.pairingFailures += 1 }
+        case .encryptionChanged(let handle, let status, _) where status != .success:
+            if let token = links.first(where: { $0.value.isConnected && $0.value.connection.handle == handle })?.key {
+                links[token]?.encryptionFailures += 1
+            }
         default:
             return
         }
@@ -132,6 +154,18 @@ actor PandoraDevice {
     }
 
     func link(_ token: Data) -> Link? { links[token] }
+
+    /// The token of the link up with `peer` (the address the link has), the newest when there are several.
+    func token(ofPeer peer: LEAddress) -> Data? {
+        links.values.filter { $0.isConnected && $0.connection.peer == peer }.max { $0.connection.link < $1.connection.link }?.token
+    }
+
+    /// Records the security a caller read from the host (the event may still be on its way).
+    func setSecurity(_ security: LinkSecurity, of token: Data) {
+        guard links[token]?.isConnected == true else { return }
+        links[token]?.security = security
+        notify()
+    }
 
     func markWaited(_ token: Data) { links[token]?.waited = true }
 

@@ -9,7 +9,7 @@ import PandoraServer
 struct BLEPandora: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ble-pandora",
-        abstract: "Serve the Pandora test interfaces (pandora.Host) over swift-ble, for Google's Avatar suites.",
+        abstract: "Serve the Pandora test interfaces (pandora.Host, Security, SecurityStorage) over swift-ble, for Google's Avatar suites.",
         discussion: """
             Prints {"event":"listening","port":N} on its own line once it serves (with --grpc HOST:0, N is the \
             port taken). FactoryReset closes the controller's transport and opens it again.
@@ -24,12 +24,28 @@ struct BLEPandora: AsyncParsableCommand {
     @Option(help: "The GAP device name (and what include_*_local_name advertises).")
     var name = "swift-ble"
 
+    @Option(help: ArgumentHelp("The IO capability pairing announces (the OnPairing client plays the user): keyboard-display, display-yes-no, display-only, keyboard-only, no-input-no-output.",
+                               valueName: "capability"))
+    var ioCapability = "keyboard-display"
+
     @Option(help: "Write a btsnoop (H4) capture of the HCI traffic to this file (each FactoryReset starts it again).")
     var btsnoop: String?
 
     func validate() throws {
         _ = try endpoint()
         _ = try spec()
+        _ = try capability()
+    }
+
+    func capability() throws -> SMPIOCapability {
+        switch ioCapability {
+        case "keyboard-display": .keyboardDisplay
+        case "display-yes-no": .displayYesNo
+        case "display-only": .displayOnly
+        case "keyboard-only": .keyboardOnly
+        case "no-input-no-output": .noInputNoOutput
+        default: throw ValidationError("--io-capability \(ioCapability): expected keyboard-display, display-yes-no, display-only, keyboard-only or no-input-no-output")
+        }
     }
 
     func endpoint() throws -> (host: String, port: Int) {
@@ -57,7 +73,8 @@ struct BLEPandora: AsyncParsableCommand {
     func run() async throws {
         let spec = try spec()
         let (host, port) = try endpoint()
-        let server = PandoraServer(deviceName: name) { [btsnoop] in try await Adapter.open(spec, btsnoop: btsnoop) }
+        let security = PandoraServer.security(ioCapability: try capability())
+        let server = PandoraServer(deviceName: name) { [btsnoop] in try await Adapter.open(spec, btsnoop: btsnoop, security: security) }
         try await server.openAdapter()
         try await server.run(host: host, port: port) { port in
             // Unbuffered: a script waits for this line.

@@ -38,6 +38,11 @@ public struct SecurityConfiguration: Sendable {
     /// side's stored IRK. Leave it `nil` with ``privacy`` on: peers resolve this side's private addresses with the IRK
     /// it distributed. Bonds still belong to the own identity address.
     public var distributedIdentity: SMPIdentity?
+    /// Whether a Just Works pairing asks the pairing agent to go on (``PairingAgent/confirmJustWorks(for:)``), on
+    /// both sides of it, the initiator's too: a test harness or a careful device that wants every pairing seen by a
+    /// user. Off by default: Just Works then needs no user (a peripheral's agent still consents to a central's
+    /// request, ``PairingAgent/acceptPairing(from:)``).
+    public var confirmsJustWorks: Bool
 
     /// The defaults: no input and no output (Just Works), bonding, Secure Connections preferred with legacy
     /// accepted, 16-octet keys, Security Requests answered, bonds kept in memory, privacy off (a new private address
@@ -47,7 +52,7 @@ public struct SecurityConfiguration: Sendable {
                 fixedPasskey: UInt32? = nil, answersSecurityRequests: Bool = true, bondStore: any BondStore = InMemoryBondStore(),
                 timeout: Duration = .seconds(30), privacy: Bool = false,
                 privateAddressInterval: Duration = PrivateAddressRotation.recommendedInterval,
-                distributedIdentity: SMPIdentity? = nil) {
+                distributedIdentity: SMPIdentity? = nil, confirmsJustWorks: Bool = false) {
         self.ioCapability = ioCapability
         self.bonding = bonding
         self.mitm = mitm
@@ -61,6 +66,7 @@ public struct SecurityConfiguration: Sendable {
         self.privacy = privacy
         self.privateAddressInterval = privateAddressInterval
         self.distributedIdentity = distributedIdentity
+        self.confirmsJustWorks = confirmsJustWorks
     }
 }
 
@@ -75,6 +81,14 @@ public protocol PairingAgent: Sendable {
     func enterPasskey(for peer: LEAddress) async -> UInt32?
     /// Whether the user sees the same six digits `number` on both devices (Numeric Comparison).
     func confirmNumber(_ number: UInt32, for peer: LEAddress) async -> Bool
+    /// Whether to go on with a Just Works pairing with `peer` (no number to compare, no passkey): asked only when
+    /// ``SecurityConfiguration/confirmsJustWorks`` is on; `false` fails the pairing. The default answers `true`.
+    func confirmJustWorks(for peer: LEAddress) async -> Bool
+}
+
+extension PairingAgent {
+    /// Goes on with every Just Works pairing.
+    public func confirmJustWorks(for peer: LEAddress) async -> Bool { true }
 }
 
 /// An agent that needs no user: accepts every pairing and comparison, shows nothing, and enters ``passkey`` (or

@@ -7,6 +7,10 @@ extension SMPPairing {
         phase = .awaitingConfirm
         var actions: [Action] = []
         switch session.method {
+        case .justWorks where configuration.confirmsJustWorks:
+            // The TK (zero) is set once the user agrees; no confirm value goes out before.
+            session.awaitingJustWorks = true
+            actions = [.confirmJustWorks]
         case .justWorks: session.tk = [UInt8](repeating: 0, count: 16)
         case .outOfBand: session.tk = configuration.oob?.legacyTK
         case .passkeyEntry: actions = askForPasskey()

@@ -139,6 +139,9 @@ extension SMPPairing {
                 }
                 session.awaitingNumericComparison = true
                 actions.append(.confirmNumber(value % 1_000_000))
+            } else if configuration.confirmsJustWorks {
+                session.awaitingJustWorks = true
+                actions.append(.confirmJustWorks)
             }
             return actions + beginStage2()
         case .passkeyEntry:
@@ -212,7 +215,7 @@ extension SMPPairing {
     /// Sends this side's DHKey check when it may: the initiator once its user confirmed (Numeric Comparison), the
     /// responder once its user confirmed and Ea arrived and matched.
     mutating func checkProgress() -> [Action] {
-        guard phase == .awaitingDHKeyCheck, !session.awaitingNumericComparison else { return [] }
+        guard phase == .awaitingDHKeyCheck, !session.awaitingNumericComparison, !session.awaitingJustWorks else { return [] }
         switch role {
         case .initiator:
             guard !session.sentCheck else { return [] }

@@ -13,7 +13,8 @@ import BLEWire
 ///   addresses, a P-256 key pair (``SMPKeyPair``, from 32 random octets) and a random source. When the peer's
 ///   identity is waiting after a failure (``SMPAttemptLimiter``), set ``Configuration/refusal`` to Repeated Attempts.
 /// - Call ``start()`` to pair (a responder sends a Security Request), ``receive(_:)`` with every PDU of the SMP fixed
-///   channel (CID 0x0006), ``passkeyEntered(_:)`` / ``numericComparisonConfirmed(_:)`` with the user's answers,
+///   channel (CID 0x0006), ``passkeyEntered(_:)`` / ``numericComparisonConfirmed(_:)`` / ``justWorksConfirmed(_:)``
+///   with the user's answers,
 ///   ``timerFired()`` when the timer this machine started expires, and ``encryptionChanged(success:keySize:)`` when
 ///   the controller reports the link encrypted (or not) after ``Action/startEncryption(longTermKey:ediv:rand:)``
 ///   (initiator) or after it answered the LE Long Term Key Request with ``Action/provideLongTermKey(_:)`` (responder).
@@ -28,7 +29,7 @@ import BLEWire
 ///                          responderAddress: local, keyPair: keyPair, random: secureRandom)
 /// perform(pairing.receive(bytes))            // every SMP PDU; user answers, timer and encryption likewise
 /// // perform: .send → L2CAP CID 0x0006; .startTimer/.cancelTimer → one timer calling pairing.timerFired();
-/// // .displayPasskey/.requestPasskey/.confirmNumber → the application; .provideLongTermKey → keep it for the
+/// // .displayPasskey/.requestPasskey/.confirmNumber/.confirmJustWorks → the application; .provideLongTermKey → keep it for the
 /// // LE Long Term Key Request; .complete → store the keys when bonding, limiter.recordSuccess(peer);
 /// // .fail → limiter.recordFailure(peer, now: now) (and after .timeout, no SMP on this link any more).
 /// ```
@@ -79,6 +80,12 @@ public struct SMPPairing: Sendable {
         /// specification asks for a new random passkey per pairing (Core 5.4, Vol 3, Part H, 2.3.5.3): a fixed one
         /// protects only as long as it stays secret.
         public var fixedPasskey: UInt32?
+        /// Whether a Just Works pairing asks the user to go on (``SMPPairing/Action/confirmJustWorks``) before it
+        /// completes: in LE Secure Connections where Numeric Comparison would show the number (after the nonces,
+        /// before the DHKey check), in LE legacy pairing before this side's confirm value. The specification leaves
+        /// this to the device (Core 5.4, Vol 3, Part H, 2.3.5.6.2: Just Works is Numeric Comparison without the
+        /// number shown); off by default, Just Works then needs no user.
+        public var confirmsJustWorks: Bool
 
         /// A configuration; by default Just Works capable, bonding, Secure Connections, 16-octet keys.
         public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
@@ -86,7 +93,8 @@ public struct SMPPairing: Sendable {
                     maximumKeySize: UInt8 = 16, distributeEncryptionKey: Bool = true,
                     requestedPeerKeys: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey],
                     identity: SMPIdentity? = nil, signatureKey: [UInt8]? = nil, oob: SMPOOBData? = nil,
-                    refusal: SMPPairingFailedReason? = nil, timeout: Duration = .seconds(30), fixedPasskey: UInt32? = nil) {
+                    refusal: SMPPairingFailedReason? = nil, timeout: Duration = .seconds(30), fixedPasskey: UInt32? = nil,
+                    confirmsJustWorks: Bool = false) {
             self.ioCapability = ioCapability
             self.bonding = bonding
             self.mitm = mitm
@@ -102,6 +110,7 @@ public struct SMPPairing: Sendable {
             self.refusal = refusal
             self.timeout = timeout
             self.fixedPasskey = fixedPasskey.map { $0 % 1_000_000 }
+            self.confirmsJustWorks = confirmsJustWorks
         }
 
         /// The keys this side offers to distribute.
@@ -128,6 +137,9 @@ public struct SMPPairing: Sendable {
         /// Ask the user whether both devices show this six-digit number (answer with
         /// ``SMPPairing/numericComparisonConfirmed(_:)``).
         case confirmNumber(UInt32)
+        /// Ask the user whether to go on with a Just Works pairing (answer with ``SMPPairing/justWorksConfirmed(_:)``);
+        /// only with ``Configuration/confirmsJustWorks``.
+        case confirmJustWorks
         /// Initiator: encrypt the link (HCI LE Enable Encryption) with this key, EDIV and Rand.
         case startEncryption(longTermKey: [UInt8], ediv: UInt16, rand: UInt64)
         /// Responder: answer the controller's LE Long Term Key Request with this key.
@@ -154,6 +166,7 @@ public struct SMPPairing: Sendable {
         var passkey: UInt32?
         var awaitingPasskey = false
         var awaitingNumericComparison = false
+        var awaitingJustWorks = false
         var tk: [UInt8]?
         var localNonce: [UInt8] = []
         var peerNonce: [UInt8] = []
@@ -208,7 +221,7 @@ public struct SMPPairing: Sendable {
         method.map { SMPSecurityLevel(secureConnections: session.secureConnections, authenticated: $0.isAuthenticated, keySize: session.keySize) }
     }
     /// Whether the pairing waits for the user's passkey or numeric comparison answer.
-    public var isWaitingForUser: Bool { session.awaitingPasskey || session.awaitingNumericComparison }
+    public var isWaitingForUser: Bool { session.awaitingPasskey || session.awaitingNumericComparison || session.awaitingJustWorks }
 
     /// The X coordinate of the debug public key (most significant octet first). Core 5.4, Vol 3, Part H, 2.3.5.6.1.
     public static let debugPublicKeyX: [UInt8] = [
@@ -264,6 +277,20 @@ public struct SMPPairing: Sendable {
         guard !isFinished, session.awaitingNumericComparison else { return [] }
         session.awaitingNumericComparison = false
         guard confirmed else { return fail(.numericComparisonFailed) }
+        return checkProgress()
+    }
+
+    /// The user agreed (or refused) to go on with a Just Works pairing (``Action/confirmJustWorks``). A refusal fails
+    /// the pairing: Numeric Comparison Failed in LE Secure Connections (whose Just Works is Numeric Comparison
+    /// without the number), Unspecified Reason in LE legacy pairing (which has no code of its own for it).
+    public mutating func justWorksConfirmed(_ confirmed: Bool) -> [Action] {
+        guard !isFinished, session.awaitingJustWorks else { return [] }
+        session.awaitingJustWorks = false
+        guard confirmed else { return fail(session.secureConnections ? .numericComparisonFailed : .unspecifiedReason) }
+        guard session.secureConnections else {
+            session.tk = [UInt8](repeating: 0, count: 16)
+            return legacyProgress()
+        }
         return checkProgress()
     }
 

@@ -63,6 +63,9 @@ struct SMPLink {
     private var displayed: UInt32?
     private var passkeyRequests: [Role] = []
     private var numbers: [Role: UInt32] = [:]
+    /// How each side's user answers a Just Works confirmation (``SMPPairing/Action/confirmJustWorks``).
+    var justWorksAnswers: [Role: Bool] = [.initiator: true, .responder: true]
+    private var justWorksPrompts: [Role] = []
     private var providedKey: [UInt8]?
     private var encryptWith: [UInt8]?
 
@@ -85,6 +88,7 @@ struct SMPLink {
             case .requestPasskey: passkeyRequests.append(role)
             case .displayPasskey(let passkey): displayed = passkey
             case .confirmNumber(let value): numbers[role] = value
+            case .confirmJustWorks: justWorksPrompts.append(role)
             case .provideLongTermKey(let key): providedKey = key
             case .startEncryption(let key, _, _): encryptWith = key
             default: break
@@ -128,6 +132,15 @@ struct SMPLink {
                 switch role {
                 case .initiator: handle(initiator.passkeyEntered(passkey), from: .initiator)
                 case .responder: handle(responder.passkeyEntered(passkey), from: .responder)
+                }
+                continue
+            }
+            if !justWorksPrompts.isEmpty {
+                let role = justWorksPrompts.removeFirst()
+                let answer = justWorksAnswers[role] ?? true
+                switch role {
+                case .initiator: handle(initiator.justWorksConfirmed(answer), from: .initiator)
+                case .responder: handle(responder.justWorksConfirmed(answer), from: .responder)
                 }
                 continue
             }
