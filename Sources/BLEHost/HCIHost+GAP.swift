@@ -18,11 +18,16 @@ extension HCIHost {
         /// The primary advertising PHYs scanned: LE 1M (the default) and/or LE Coded. LE Coded needs a controller with
         /// the extended advertising commands and LE feature bit 11.
         public var phys: LEPHYs = .le1M
+        /// The address the scan uses (scan requests carry it): by default the resolvable private address with privacy
+        /// on, the identity address otherwise.
+        public var ownAddress: OwnAddress = .resolvableOrIdentity
         /// Creates scan options.
-        public init(active: Bool = true, filterDuplicates: Bool = false, phys: LEPHYs = .le1M) {
+        public init(active: Bool = true, filterDuplicates: Bool = false, phys: LEPHYs = .le1M,
+                    ownAddress: OwnAddress = .resolvableOrIdentity) {
             self.active = active
             self.filterDuplicates = filterDuplicates
             self.phys = phys
+            self.ownAddress = ownAddress
         }
     }
 
@@ -53,7 +58,8 @@ extension HCIHost {
         securityManager.resolvedIdentities = [:]
         gap.assembler.reset()
         let parameters = GAPProcedures.ScanParameters(active: options.active, interval: options.interval, window: options.window,
-                                                      filterDuplicates: options.filterDuplicates, phys: phys)
+                                                      filterDuplicates: options.filterDuplicates, phys: phys,
+                                                      ownAddress: options.ownAddress)
         let (id, generation, actions) = gap.machine.startScan(parameters, now: now)
         gap.scanStreams[generation] = continuation
         continuation.onTermination = { [weak self] _ in Task { await self?.scanStreamEnded(generation) } }
@@ -117,6 +123,9 @@ extension HCIHost {
         /// connectable directed type (ADV_DIRECT_IND, which carries no data); extended PDUs of any kind get the
         /// Directed property and carry this address (TargetA), and only that device hears them.
         public var peer: LEAddress?
+        /// The address advertised (AdvA): by default the resolvable private address with privacy on, the identity
+        /// address otherwise. With the legacy commands there is one advertising, so one own address.
+        public var ownAddress: OwnAddress = .resolvableOrIdentity
         /// Creates advertising options.
         public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(), restartAfterConnection: Bool = false) {
             self.data = data
@@ -165,7 +174,8 @@ extension HCIHost {
                 }
                 parameters.append(.init(interval: options.interval, type: options.type, data: try options.data.encodedLegacy(),
                                         scanResponse: try options.scanResponse.encodedLegacy(),
-                                        restartAfterConnection: options.restartAfterConnection, peer: options.peer))
+                                        restartAfterConnection: options.restartAfterConnection, peer: options.peer,
+                                        ownAddress: options.ownAddress))
                 continue
             }
             let secondary = options.secondaryPHY ?? (options.primaryPHY == .leCoded ? .leCoded : .le1M)
@@ -192,7 +202,7 @@ extension HCIHost {
             parameters.append(.init(interval: options.interval, type: options.type, data: data, scanResponse: response,
                                     restartAfterConnection: options.restartAfterConnection, legacy: false,
                                     primaryPHY: options.primaryPHY, secondaryPHY: secondary, sid: options.sid,
-                                    includeTxPower: options.includeTxPower, peer: options.peer))
+                                    includeTxPower: options.includeTxPower, peer: options.peer, ownAddress: options.ownAddress))
         }
         let (id, actions) = gap.machine.startAdvertising(sets: parameters, now: now)
         try await run(id, actions)
@@ -217,16 +227,19 @@ extension HCIHost {
     /// intervals acceptable, in 1.25 ms units (7.5 ms to 4 s: 0x0006…0x0C80); `supervisionTimeout` is in 10 ms units.
     ///
     /// With ``SecurityConfiguration/privacy`` on, this side initiates with its resolvable private address
-    /// (``HostConnection/localAddress``). Core 5.4, Vol 3, Part C, 10.7.
+    /// (``HostConnection/localAddress``). Core 5.4, Vol 3, Part C, 10.7. `ownAddress` chooses another of this side's
+    /// addresses for this attempt (``OwnAddress``).
     public func connect(to peer: LEAddress, timeout: Duration = .seconds(10),
                         supervisionTimeout: UInt16 = 0x01F4,
-                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> HostConnection {
+                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028,
+                        ownAddress: OwnAddress = .resolvableOrIdentity) async throws -> HostConnection {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
         // With the extended commands the attempt listens on LE Coded too when the controller has it, so a long-range
         // advertiser is reached as well.
         let phys: LEPHYs = usesExtendedAdvertising && controller.capabilities.supportsCodedAdvertising ? [.le1M, .leCoded] : .le1M
         let parameters = GAPProcedures.ConnectionParameters(peer: peer, interval: connectionInterval,
-                                                            supervisionTimeout: supervisionTimeout, timeout: timeout, phys: phys)
+                                                            supervisionTimeout: supervisionTimeout, timeout: timeout, phys: phys,
+                                                            ownAddress: ownAddress)
         let (id, actions) = gap.machine.connect(parameters, now: now)
         switch await outcome(of: id, actions) {
         case .connected(let handle):
@@ -276,6 +289,17 @@ extension HCIHost {
                 sendGAP(command)
             case .makePrivateAddress:
                 performGAP(gap.machine.privateAddressMade(makePrivateAddress(), now: now))
+            case .makeStaticAddress:
+                // From the controller's random numbers, as the random static identity of a controller without a
+                // public address (Core 5.4, Vol 6, Part B, 1.3.2.1).
+                let made: CommandDriver.Completion = { [self] outcome in
+                    let random = try? returnParameters(of: HCILERand.self, outcome).randomNumber
+                    let address = random.flatMap { random in
+                        LEAddress.randomStatic((0..<6).map { UInt8(truncatingIfNeeded: random >> (8 * UInt64($0))) })
+                    }
+                    performGAP(gap.machine.staticAddressMade(address, now: now))
+                }
+                submit(HCILERand(), then: made)
             case .startTimer(let timer, let duration):
                 gap.timers.start(timer, after: duration) { [weak self] firing in await self?.gapTimerFired(firing) }
             case .cancelTimer(let timer):
