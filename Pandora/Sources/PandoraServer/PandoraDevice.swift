@@ -43,6 +43,8 @@ actor PandoraDevice {
     private var nextToken: UInt64 = 1
     private var watchers: [UInt64: AsyncStream<Void>.Continuation] = [:]
     private var nextWatcher: UInt64 = 0
+    /// How many Resets the server has begun (Advertise and Scan streams end at the next one).
+    private(set) var resets = 0
 
     init(deviceName: String, open: @escaping @Sendable () async throws -> Adapter) {
         self.deviceName = deviceName
@@ -101,9 +103,32 @@ actor PandoraDevice {
         self.stack = nil
     }
 
-    /// Forgets which links WaitConnection returned.
-    func resetWaits() {
-        for token in links.keys { links[token]?.waited = false }
+    /// Resets the controller in place (HCI Reset on the same transport, ``Adapter/powerOn()`` on a running adapter):
+    /// its links end, advertising and scanning stop, the bonds and the address stay. The server forgets which links
+    /// WaitConnection returned, and marks every link down now (the host's events saying so may still be on their way).
+    func reset() async throws {
+        let stack = try await current()
+        resets += 1
+        notify()
+        do {
+            try await stack.adapter.powerOn()
+        } catch {
+            throw RPCError(code: .internalError, message: "Reset: the controller did not come up again: \(error)")
+        }
+        for token in links.keys {
+            links[token]?.isConnected = false
+            links[token]?.waited = false
+        }
+        notify()
+    }
+
+    /// Returns once a Reset after the `seen`-th begins (at once if one has), or throws when the task is cancelled.
+    func waitForReset(after seen: Int) async throws {
+        let (changes, id) = watch()
+        defer { unwatch(id) }
+        if resets != seen { return }
+        for await _ in changes where resets != seen { return }
+        throw CancellationError()
     }
 
     // MARK: Links
