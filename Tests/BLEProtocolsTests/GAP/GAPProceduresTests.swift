@@ -551,7 +551,7 @@ private typealias Command = GAPProcedures.Command
     static let staticAddress = LEAddress(BluetoothAddress(0xC1_22_33_44_55_66), type: .random)
     static let secondStatic = LEAddress(BluetoothAddress(0xD2_22_33_44_55_77), type: .random)
 
-    static func advertisingParameters(_ command: Command) -> HCILESetAdvertisingParameters? {
+    fileprivate static func advertisingParameters(_ command: Command) -> HCILESetAdvertisingParameters? {
         if case .setAdvertisingParameters(let p) = command { p } else { nil }
     }
 
@@ -607,6 +607,7 @@ private typealias Command = GAPProcedures.Command
         #expect(create.ownAddressType == .random)
         #expect(create.peerAddress == GAPHarness.peer.address)
         let local = h.gap.connectionComplete(status: .success, handle: 0x0041, role: .central, now: h.now)
+        h.run(local.actions)
         #expect(local.localAddress == Self.staticAddress)
         #expect(h.connected[id] == 0x0041)
         h.clearSent()
