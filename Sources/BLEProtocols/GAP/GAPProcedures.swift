@@ -291,8 +291,9 @@ public struct GAPProcedures: Sendable {
             break  // best effort: what is off stays off
         case .setAddress where procedure.kind == .rotateAddress:
             break  // a set's new address while rotating: the set keeps its old one
-        case .makeAddress, .setRandomAddress, .makeStaticAddress, .setStaticAddress, .scanParameters, .enableScan, .advertisingParameters, .advertisingData,
-             .scanResponseData, .setParameters, .setAddress, .setData, .setScanResponse:
+        case .makeAddress, .setRandomAddress, .makeStaticAddress, .setStaticAddress, .scanParameters, .enableScan,
+             .advertisingParameters, .advertisingData, .scanResponseData, .setParameters, .setAddress, .setData,
+             .setScanResponse:
             if !succeeded { procedure.failure = .command(command, outcome) }
         }
         running = procedure
