@@ -389,6 +389,71 @@ extension HCIHost {
                                                  maxLatency: latency, supervisionTimeout: supervisionTimeout))
     }
 
+    /// Changes a link's connection parameters as its central (LE Connection Update) and returns the link once LE
+    /// Connection Update Complete reports the new ones: an interval in `interval` (1.25 ms units, 0x0006…0x0C80),
+    /// `latency` connection events the peripheral may skip, `supervisionTimeout` in 10 ms units. Core 5.4, Vol 4,
+    /// Part E, 7.8.18 and 7.7.65.3.
+    ///
+    /// - Throws: ``HostError``: `commandFailed` when the controller refuses the command or the procedure fails (its
+    ///   status), `notConnected` when the link drops first.
+    public func updateConnectionParameters(_ connection: HostConnection, interval: ClosedRange<UInt16>, latency: UInt16,
+                                           supervisionTimeout: UInt16) async throws -> HostConnection {
+        let handle = connection.handle
+        guard current(handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        let id = links.newWaiterID()
+        // The waiter is in place before the command goes out.
+        return try await withCheckedThrowingContinuation { continuation in
+            links[handle]?.updateWaiters[id] = continuation
+            Task {
+                do {
+                    _ = try await self.send(HCILEConnectionUpdate(handle: handle, intervalMin: interval.lowerBound,
+                                                                  intervalMax: interval.upperBound, maxLatency: latency,
+                                                                  supervisionTimeout: supervisionTimeout))
+                } catch {
+                    self.failUpdateWaiter(id, on: handle, error)
+                }
+            }
+        }
+    }
+
+    /// Asks the central, as the link's peripheral, for new connection parameters (L2CAP Connection Parameter Update
+    /// Request, Core 5.4, Vol 3, Part A, 4.20) and returns the link once the central applies them (LE Connection Update
+    /// Complete). The central chooses: it may apply other values, or none.
+    ///
+    /// - Throws: ``HostError``: `connectionParameterUpdateRefused` when the central rejects the request, does not
+    ///   answer within the signaling timeout, or the procedure fails; `notConnected` when the link drops first;
+    ///   `l2cap` when this side is not the link's peripheral or the values are out of range.
+    public func requestConnectionParameters(_ connection: HostConnection, interval: ClosedRange<UInt16>, latency: UInt16,
+                                            supervisionTimeout: UInt16) async throws -> HostConnection {
+        let handle = connection.handle
+        guard current(handle, is: connection.link), var link = links[handle] else { throw HostError(.notConnected, "\(connection.link) is down") }
+        let actions: [L2CAPChannelManager.Action]
+        do {
+            actions = try link.l2cap.requestConnectionParameterUpdate(.init(intervalMin: interval.lowerBound, intervalMax: interval.upperBound,
+                                                                            latency: latency, timeout: supervisionTimeout))
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
+        }
+        links[handle] = link
+        let id = links.newWaiterID()
+        return try await withCheckedThrowingContinuation { continuation in
+            links[handle]?.updateWaiters[id] = continuation
+            performL2CAP(actions, handle: handle)
+        }
+    }
+
+    /// LE Connection Update was refused: that call fails, the others waiting on the link go on waiting.
+    private func failUpdateWaiter(_ id: Int, on handle: ConnectionHandle, _ error: any Error) {
+        links[handle]?.updateWaiters.removeValue(forKey: id)?.resume(throwing: error)
+    }
+
+    /// Ends every wait for a connection update on a link, with the link or an error.
+    func finishUpdateWaiters(on handle: ConnectionHandle, _ result: Result<HostConnection, any Error>) {
+        guard let waiters = links[handle]?.updateWaiters.values, !waiters.isEmpty else { return }
+        links[handle]?.updateWaiters = [:]
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
     /// Asks the link layer to move a link to the PHYs preferred for each direction (LE Set PHY) and returns the link
     /// once the PHY Update procedure ends (LE PHY Update Complete): each direction on the fastest PHY both sides
     /// accept, or unchanged. Empty sets mean no preference. Either side may ask. Core 5.4, Vol 4, Part E, 7.8.49.
@@ -491,12 +556,18 @@ extension HCIHost {
             connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: LEAddress(e.peerAddress, type: e.peerAddressType),
                                 interval: e.connectionInterval, latency: e.peripheralLatency, timeout: e.supervisionTimeout)
         case .connectionUpdateComplete(let e):
-            guard e.status == .success, var link = links[e.handle] else { return }
+            guard var link = links[e.handle] else { return }
+            guard e.status == .success else {
+                finishUpdateWaiters(on: e.handle, .failure(HostError(.commandFailed(HCILEConnectionUpdate.opcode, e.status),
+                                                                     "the connection update failed: \(e.status)")))
+                return
+            }
             link.connection.interval = e.connectionInterval
             link.connection.latency = e.peripheralLatency
             link.connection.supervisionTimeout = e.supervisionTimeout
             links[e.handle] = link
             publish(.connectionUpdated(link.connection))
+            finishUpdateWaiters(on: e.handle, .success(link.connection))
         case .longTermKeyRequest(let e):
             longTermKeyRequested(handle: e.handle, ediv: e.encryptedDiversifier, rand: e.randomNumber)
         case .dataLengthChange(let e):

@@ -506,6 +506,7 @@ public actor HCIHost {
         performDrain(acl.drain.linkClosed(handle: handle, flow: acl.flow))
         for continuation in link.channels.values { continuation.finish() }
         for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
+        for waiter in link.updateWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         closeL2CAP(link)
         closeSecurity(link)
         publish(.disconnected(link.connection, reason: reason))
