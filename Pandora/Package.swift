@@ -62,7 +62,6 @@ let package = Package(
                 "PandoraServer",
                 "PandoraInterfaces",
                 .product(name: "BLE", package: "swift-ble"),
-                .product(name: "BLEHost", package: "swift-ble"),
                 .product(name: "BLEVirtualController", package: "swift-ble"),
                 .product(name: "BLEWire", package: "swift-ble"),
                 .product(name: "GRPCCore", package: "grpc-swift-2"),

@@ -15,7 +15,7 @@ actor PandoraDevice {
         var isConnected = true
         /// Whether WaitConnection has returned it already (it returns each link once).
         var waited = false
-        /// Connection Update (parameters) events seen on it.
+        /// Connection parameter changes seen on it (interval, latency, supervision timeout).
         var updates = 0
         /// The link's security as the host last reported it.
         var security = LinkSecurity()
@@ -140,9 +140,12 @@ actor PandoraDevice {
         case .disconnected(let connection, _):
             if let token = token(of: connection) { links[token]?.isConnected = false }
         case .connectionUpdated(let connection):
-            if let token = token(of: connection) {
+            // Also reported for a new data length or PHY: only new connection parameters count as an update.
+            if let token = token(of: connection), let old = links[token]?.connection {
                 links[token]?.connection = connection
-                links[token]?.updates += 1
+                if (old.interval, old.latency, old.supervisionTimeout) != (connection.interval, connection.latency, connection.supervisionTimeout) {
+                    links[token]?.updates += 1
+                }
             }
         case .securityChanged(let connection, let security), .encrypted(let connection, let security, _):
             if let token = token(of: connection) { links[token]?.security = security }

@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLEVirtualController
 import BLEWire
 import Foundation
@@ -51,8 +50,8 @@ import Testing
     static func isRandomStatic(_ bytes: Data) -> Bool { bytes.count == 6 && bytes[bytes.startIndex] & 0xC0 == 0xC0 }
 
     /// A central on the air (swift-ble's own API, outside the servers) connects to what server A advertises; A's
-    /// WaitConnectionUpdate returns the parameters the central's LE Connection Update sets, and GetConnectionParameters
-    /// agrees. An unknown token, and a link that goes down while waited on, answer connection_not_found.
+    /// WaitConnectionUpdate returns the parameters the central's LE Connection Update sets (not at a data length change
+    /// before it), and GetConnectionParameters agrees. An unknown token, and a link that goes down while waited on, answer connection_not_found.
     @Test func waitConnectionUpdateReturnsTheNewParameters() async throws {
         let air = VirtualAir(clock: .realTime)
         defer { air.shutdown() }
@@ -78,10 +77,12 @@ import Testing
             var wait = Pandora_WaitConnectionUpdateRequest()
             wait.connection = linkA
             async let updated = host.waitConnectionUpdate(wait)
-            // Let the wait start before the update (it returns the first update after it began).
+            // Let the wait start before the update (it returns the first update after it began). A new data length
+            // first: the host reports it as a link update too, but it changes no connection parameter.
             try await Task.sleep(for: .milliseconds(200))
-            try await HCIHost.owned(by: adapter).updateConnection(await remote.connection, intervalMin: 40, intervalMax: 40,
-                                                                   latency: 2, supervisionTimeout: 300)
+            try await remote.setDataLength(251)
+            try await Task.sleep(for: .milliseconds(100))
+            try await remote.updateConnectionParameters(interval: 40...40, latency: 2, supervisionTimeout: 300)
             let parameters = try await updated.connectionParameters
             #expect(parameters.connectionInterval == 40)
             #expect(parameters.peripheralLatency == 2)
