@@ -120,7 +120,10 @@ public final class Adapter: Sendable {
     public func events() async -> AsyncStream<HostEvent> { await host.events() }
 
     /// Brings the controller up again after ``powerOff()`` or when it was never up: reset, event masks, buffer
-    /// sizes, address. The state goes `resetting` → `poweredOn`.
+    /// sizes, address. The state goes `resetting` → `poweredOn`. On an adapter that is on, this resets the controller
+    /// in place (HCI Reset on the same transport): its links end (each reported `.disconnected` with Connection
+    /// Terminated By Local Host; the peers lose them by supervision timeout), advertising and scans stop (scan
+    /// streams end with an error), and the bonds stay.
     ///
     /// - Throws: ``HostError`` when the controller does not come up.
     public func powerOn() async throws { try await host.powerOn() }

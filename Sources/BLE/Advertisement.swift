@@ -49,6 +49,12 @@ public struct Advertisement: Sendable, Hashable {
     /// may be directed (the Directed property: the target's address in each PDU's header) and keeps its data.
     /// Core 5.4, Vol 6, Part B, 2.3.1.2 and 2.3.4.
     public var target: LEAddress?
+    /// The address advertised (AdvA), and the one a central connecting to it sees: by default
+    /// (``OwnAddress/resolvableOrIdentity``) the resolvable private address with privacy on, the identity address
+    /// otherwise; ``OwnAddress/identity`` the identity address; ``OwnAddress/random`` a random one (the private address
+    /// with privacy on, otherwise a random static address: the identity when it is random static, else one the adapter
+    /// makes once per power-on). Advertisements started together with legacy PDUs share one own address.
+    public var ownAddress: OwnAddress = .resolvableOrIdentity
 
     /// Creates an advertisement.
     public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(), interval: Duration = .milliseconds(100),
@@ -93,6 +99,7 @@ public struct Advertisement: Sendable, Hashable {
         options.secondaryPHY = secondaryPHY
         options.sid = advertisingSID
         options.includeTxPower = includesTxPower
+        options.ownAddress = ownAddress
         if let target {
             options.peer = target
             if !options.extended {

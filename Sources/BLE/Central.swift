@@ -130,10 +130,13 @@ public final class Central: Sendable {
     ///     controller that has the extended advertising commands the scan is an extended scan, which also reports
     ///     extended advertisements (``DiscoveredPeripheral/isLegacy`` false, with their PHYs, SID and TX power);
     ///     LE Coded needs those commands and LE Coded (``HostError/Code/unsupportedByController(_:)`` otherwise).
+    ///   - ownAddress: the address the scan uses, which an active scan's scan requests carry (``OwnAddress``; by
+    ///     default the resolvable private address with privacy on, the identity address otherwise).
     public func scan(services: [BluetoothUUID] = [], allowDuplicates: Bool = false, active: Bool = true,
                      timeout: Duration? = nil, trackingLimit: Int = 4096,
-                     bufferingLimit: Int = 1024, phys: LEPHYs = .le1M) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
-        let reports = try await host.scan(.init(active: active, filterDuplicates: false, phys: phys))
+                     bufferingLimit: Int = 1024, phys: LEPHYs = .le1M,
+                     ownAddress: OwnAddress = .resolvableOrIdentity) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
+        let reports = try await host.scan(.init(active: active, filterDuplicates: false, phys: phys, ownAddress: ownAddress))
         return AsyncThrowingStream(bufferingPolicy: .bufferingNewest(max(1, bufferingLimit))) { continuation in
             let deadline = timeout.map { timeout in
                 Task {
@@ -177,20 +180,26 @@ public final class Central: Sendable {
 
     /// Connects to a peripheral. Throws ``HostError`` (`connectionTimedOut`, `connectionFailed`) when it cannot.
     /// With a `reconnect` policy, a lost link is reconnected automatically and subscriptions are restored. Like iOS,
-    /// the central exchanges MTUs right after connecting unless `exchangeMTU` is false.
+    /// the central exchanges MTUs right after connecting unless `exchangeMTU` is false. `ownAddress` is the address
+    /// this central initiates with, the one the peripheral sees (``OwnAddress``; by default the resolvable private
+    /// address with privacy on, the identity address otherwise); reconnections use the default.
     public func connect(_ peripheral: DiscoveredPeripheral, timeout: Duration = .seconds(10),
                         reconnect: ReconnectPolicy? = nil, exchangeMTU: Bool = true,
-                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> RemotePeripheral {
+                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028,
+                        ownAddress: OwnAddress = .resolvableOrIdentity) async throws -> RemotePeripheral {
         try await connect(peripheral.address, name: peripheral.name, timeout: timeout, reconnect: reconnect, exchangeMTU: exchangeMTU,
-                          connectionInterval: connectionInterval)
+                          connectionInterval: connectionInterval, ownAddress: ownAddress)
     }
 
     /// Connects to an address. `connectionInterval` is the range of connection intervals acceptable, in 1.25 ms units
-    /// (7.5 ms to 4 s; by default 30 to 50 ms).
+    /// (7.5 ms to 4 s; by default 30 to 50 ms). `ownAddress` is the address this central initiates with
+    /// (``OwnAddress``); reconnections use the default.
     public func connect(_ address: LEAddress, name: String? = nil, timeout: Duration = .seconds(10),
                         reconnect: ReconnectPolicy? = nil, exchangeMTU: Bool = true,
-                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> RemotePeripheral {
-        let connection = try await host.connect(to: address, timeout: timeout, connectionInterval: connectionInterval)
+                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028,
+                        ownAddress: OwnAddress = .resolvableOrIdentity) async throws -> RemotePeripheral {
+        let connection = try await host.connect(to: address, timeout: timeout, connectionInterval: connectionInterval,
+                                                ownAddress: ownAddress)
         let engine = await engine()
         let peripheral = RemotePeripheral(central: self, engine: engine, connection: connection, name: name)
         await peripheral.link.startWatching(peripheral, policy: reconnect)

@@ -15,6 +15,9 @@ import BLEWire
 /// try await channel.send(Array("hello".utf8))
 /// ```
 ///
+/// A peripheral may open a channel to a central too (``PeripheralManager/openL2CAPChannel(_:to:parameters:)``), when
+/// the central's adapter publishes the PSM.
+///
 /// ``L2CAPChannel/send(_:)`` waits while the peer has no credits for the SDU, and the peer waits while this side
 /// has not taken the SDUs it sent from ``L2CAPChannel/incoming``: neither side queues without bound.
 extension RemotePeripheral {
@@ -42,6 +45,16 @@ extension PeripheralManager {
     public func publishL2CAPChannel(_ psm: L2CAPSPSM, security: L2CAPSecurityRequirement = .none,
                                     parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> AsyncStream<L2CAPChannel> {
         try await host.listen(spsm: psm, parameters: parameters, security: security)
+    }
+
+    /// Opens an LE credit based channel to `psm` of a connected central (the `HostConnection` of its
+    /// ``CentralEvent/connected(_:)``): either side of an LE link may send the LE Credit Based Connection Request
+    /// (Core 5.4, Vol 3, Part A, 4.22). The central must accept channels on `psm` (a ``PeripheralManager`` on its
+    /// adapter publishing it). Throws ``HostError`` when the central refuses (`l2capConnectionFailed` with its
+    /// result), does not answer within the signaling timeout, or the link drops.
+    public func openL2CAPChannel(_ psm: L2CAPSPSM, to central: HostConnection,
+                                 parameters: L2CAPChannelParameters = L2CAPChannelParameters()) async throws -> L2CAPChannel {
+        try await host.openL2CAPChannel(spsm: psm, on: central, parameters: parameters)
     }
 
     /// Stops accepting channels on `psm` (the stream of channels finishes; open channels stay open).

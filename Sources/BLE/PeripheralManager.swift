@@ -186,6 +186,20 @@ public final class PeripheralManager: Sendable {
         try await host.setDataLength(central, octets: octets)
     }
 
+    /// Asks `central` for new connection parameters (L2CAP Connection Parameter Update Request: Core 5.4, Vol 3,
+    /// Part A, 4.20) and returns the link once the central applies them: a connection interval in `interval` (1.25 ms
+    /// units, 0x0006…0x0C80), `latency` connection events this side may skip, `supervisionTimeout` in 10 ms units. The
+    /// central decides; it may apply other values within its own limits.
+    ///
+    /// - Throws: ``HostError``: `connectionParameterUpdateRefused` when the central rejects the request or does not
+    ///   answer in time, `commandFailed` when the update procedure fails, `notConnected` when the link drops first,
+    ///   `l2cap(.invalidParameters)` for values out of range.
+    @discardableResult
+    public func requestConnectionParameters(interval: ClosedRange<UInt16>, latency: UInt16 = 0, supervisionTimeout: UInt16,
+                                            for central: HostConnection) async throws -> HostConnection {
+        try await host.requestConnectionParameters(central, interval: interval, latency: latency, supervisionTimeout: supervisionTimeout)
+    }
+
     /// Stops advertising.
     public func stopAdvertising() async throws {
         await store.setRestart(nil, host: host)

@@ -219,6 +219,21 @@ public final class RemotePeripheral: Sendable, Identifiable {
     public func setDataLength(_ octets: UInt16 = 251) async throws {
         try await central.host.setDataLength(await link.connection, octets: octets)
     }
+
+    /// Changes the link's connection parameters (this central's LE Connection Update) and returns the link once the
+    /// controllers apply them: a connection interval in `interval` (1.25 ms units: 0x0006…0x0C80, 7.5 ms to 4 s),
+    /// `latency` connection events the peripheral may skip (0…499), and `supervisionTimeout` (10 ms units,
+    /// 0x000A…0x0C80, longer than the interval times latency plus one, doubled). A shorter interval moves data
+    /// sooner; a longer one, or latency, saves power. Core 5.4, Vol 4, Part E, 7.8.18; Vol 6, Part B, 5.1.1.
+    ///
+    /// - Throws: ``HostError``: `commandFailed` when the controller refuses the values or the procedure fails,
+    ///   `notConnected` when the link drops first.
+    @discardableResult
+    public func updateConnectionParameters(interval: ClosedRange<UInt16>, latency: UInt16 = 0,
+                                           supervisionTimeout: UInt16) async throws -> HostConnection {
+        try await central.host.updateConnectionParameters(await link.connection, interval: interval, latency: latency,
+                                                          supervisionTimeout: supervisionTimeout)
+    }
 }
 
 /// A peripheral's connection state, as a central sees it (like `CBPeripheralState`).

@@ -67,6 +67,9 @@ public typealias HCIStatus = BLEWire.HCIStatus
 public typealias LEPHY = BLEWire.LEPHY
 /// A set of PHYs, as a PHY preference names them.
 public typealias LEPHYs = BLEWire.LEPHYs
+/// Which of this side's addresses advertising, a scan or a connection attempt uses: the default (the resolvable
+/// private address with privacy on, the identity address otherwise), the identity address, or a random one.
+public typealias OwnAddress = BLEProtocols.OwnAddress
 
 // MARK: The controller
 

@@ -18,11 +18,16 @@ extension HCIHost {
         /// The primary advertising PHYs scanned: LE 1M (the default) and/or LE Coded. LE Coded needs a controller with
         /// the extended advertising commands and LE feature bit 11.
         public var phys: LEPHYs = .le1M
+        /// The address the scan uses (scan requests carry it): by default the resolvable private address with privacy
+        /// on, the identity address otherwise.
+        public var ownAddress: OwnAddress = .resolvableOrIdentity
         /// Creates scan options.
-        public init(active: Bool = true, filterDuplicates: Bool = false, phys: LEPHYs = .le1M) {
+        public init(active: Bool = true, filterDuplicates: Bool = false, phys: LEPHYs = .le1M,
+                    ownAddress: OwnAddress = .resolvableOrIdentity) {
             self.active = active
             self.filterDuplicates = filterDuplicates
             self.phys = phys
+            self.ownAddress = ownAddress
         }
     }
 
@@ -53,7 +58,8 @@ extension HCIHost {
         securityManager.resolvedIdentities = [:]
         gap.assembler.reset()
         let parameters = GAPProcedures.ScanParameters(active: options.active, interval: options.interval, window: options.window,
-                                                      filterDuplicates: options.filterDuplicates, phys: phys)
+                                                      filterDuplicates: options.filterDuplicates, phys: phys,
+                                                      ownAddress: options.ownAddress)
         let (id, generation, actions) = gap.machine.startScan(parameters, now: now)
         gap.scanStreams[generation] = continuation
         continuation.onTermination = { [weak self] _ in Task { await self?.scanStreamEnded(generation) } }
@@ -117,6 +123,9 @@ extension HCIHost {
         /// connectable directed type (ADV_DIRECT_IND, which carries no data); extended PDUs of any kind get the
         /// Directed property and carry this address (TargetA), and only that device hears them.
         public var peer: LEAddress?
+        /// The address advertised (AdvA): by default the resolvable private address with privacy on, the identity
+        /// address otherwise. With the legacy commands there is one advertising, so one own address.
+        public var ownAddress: OwnAddress = .resolvableOrIdentity
         /// Creates advertising options.
         public init(data: AdvertisingData, scanResponse: AdvertisingData = AdvertisingData(), restartAfterConnection: Bool = false) {
             self.data = data
@@ -165,7 +174,8 @@ extension HCIHost {
                 }
                 parameters.append(.init(interval: options.interval, type: options.type, data: try options.data.encodedLegacy(),
                                         scanResponse: try options.scanResponse.encodedLegacy(),
-                                        restartAfterConnection: options.restartAfterConnection, peer: options.peer))
+                                        restartAfterConnection: options.restartAfterConnection, peer: options.peer,
+                                        ownAddress: options.ownAddress))
                 continue
             }
             let secondary = options.secondaryPHY ?? (options.primaryPHY == .leCoded ? .leCoded : .le1M)
@@ -192,7 +202,7 @@ extension HCIHost {
             parameters.append(.init(interval: options.interval, type: options.type, data: data, scanResponse: response,
                                     restartAfterConnection: options.restartAfterConnection, legacy: false,
                                     primaryPHY: options.primaryPHY, secondaryPHY: secondary, sid: options.sid,
-                                    includeTxPower: options.includeTxPower, peer: options.peer))
+                                    includeTxPower: options.includeTxPower, peer: options.peer, ownAddress: options.ownAddress))
         }
         let (id, actions) = gap.machine.startAdvertising(sets: parameters, now: now)
         try await run(id, actions)
@@ -217,16 +227,19 @@ extension HCIHost {
     /// intervals acceptable, in 1.25 ms units (7.5 ms to 4 s: 0x0006…0x0C80); `supervisionTimeout` is in 10 ms units.
     ///
     /// With ``SecurityConfiguration/privacy`` on, this side initiates with its resolvable private address
-    /// (``HostConnection/localAddress``). Core 5.4, Vol 3, Part C, 10.7.
+    /// (``HostConnection/localAddress``). Core 5.4, Vol 3, Part C, 10.7. `ownAddress` chooses another of this side's
+    /// addresses for this attempt (``OwnAddress``).
     public func connect(to peer: LEAddress, timeout: Duration = .seconds(10),
                         supervisionTimeout: UInt16 = 0x01F4,
-                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028) async throws -> HostConnection {
+                        connectionInterval: ClosedRange<UInt16> = 0x0018...0x0028,
+                        ownAddress: OwnAddress = .resolvableOrIdentity) async throws -> HostConnection {
         guard state == .poweredOn else { throw HostError(.notPoweredOn, "connect: the adapter is \(state)") }
         // With the extended commands the attempt listens on LE Coded too when the controller has it, so a long-range
         // advertiser is reached as well.
         let phys: LEPHYs = usesExtendedAdvertising && controller.capabilities.supportsCodedAdvertising ? [.le1M, .leCoded] : .le1M
         let parameters = GAPProcedures.ConnectionParameters(peer: peer, interval: connectionInterval,
-                                                            supervisionTimeout: supervisionTimeout, timeout: timeout, phys: phys)
+                                                            supervisionTimeout: supervisionTimeout, timeout: timeout, phys: phys,
+                                                            ownAddress: ownAddress)
         let (id, actions) = gap.machine.connect(parameters, now: now)
         switch await outcome(of: id, actions) {
         case .connected(let handle):
@@ -276,6 +289,17 @@ extension HCIHost {
                 sendGAP(command)
             case .makePrivateAddress:
                 performGAP(gap.machine.privateAddressMade(makePrivateAddress(), now: now))
+            case .makeStaticAddress:
+                // From the controller's random numbers, as the random static identity of a controller without a
+                // public address (Core 5.4, Vol 6, Part B, 1.3.2.1).
+                let made: CommandDriver.Completion = { [self] outcome in
+                    let random = try? returnParameters(of: HCILERand.self, outcome).randomNumber
+                    let address = random.flatMap { random in
+                        LEAddress.randomStatic((0..<6).map { UInt8(truncatingIfNeeded: random >> (8 * UInt64($0))) })
+                    }
+                    performGAP(gap.machine.staticAddressMade(address, now: now))
+                }
+                submit(HCILERand(), then: made)
             case .startTimer(let timer, let duration):
                 gap.timers.start(timer, after: duration) { [weak self] firing in await self?.gapTimerFired(firing) }
             case .cancelTimer(let timer):
@@ -363,6 +387,71 @@ extension HCIHost {
         guard current(connection.handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
         _ = try await send(HCILEConnectionUpdate(handle: connection.handle, intervalMin: intervalMin, intervalMax: intervalMax,
                                                  maxLatency: latency, supervisionTimeout: supervisionTimeout))
+    }
+
+    /// Changes a link's connection parameters as its central (LE Connection Update) and returns the link once LE
+    /// Connection Update Complete reports the new ones: an interval in `interval` (1.25 ms units, 0x0006…0x0C80),
+    /// `latency` connection events the peripheral may skip, `supervisionTimeout` in 10 ms units. Core 5.4, Vol 4,
+    /// Part E, 7.8.18 and 7.7.65.3.
+    ///
+    /// - Throws: ``HostError``: `commandFailed` when the controller refuses the command or the procedure fails (its
+    ///   status), `notConnected` when the link drops first.
+    public func updateConnectionParameters(_ connection: HostConnection, interval: ClosedRange<UInt16>, latency: UInt16,
+                                           supervisionTimeout: UInt16) async throws -> HostConnection {
+        let handle = connection.handle
+        guard current(handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        let id = links.newWaiterID()
+        // The waiter is in place before the command goes out.
+        return try await withCheckedThrowingContinuation { continuation in
+            links[handle]?.updateWaiters[id] = continuation
+            Task {
+                do {
+                    _ = try await self.send(HCILEConnectionUpdate(handle: handle, intervalMin: interval.lowerBound,
+                                                                  intervalMax: interval.upperBound, maxLatency: latency,
+                                                                  supervisionTimeout: supervisionTimeout))
+                } catch {
+                    self.failUpdateWaiter(id, on: handle, error)
+                }
+            }
+        }
+    }
+
+    /// Asks the central, as the link's peripheral, for new connection parameters (L2CAP Connection Parameter Update
+    /// Request, Core 5.4, Vol 3, Part A, 4.20) and returns the link once the central applies them (LE Connection Update
+    /// Complete). The central chooses: it may apply other values, or none.
+    ///
+    /// - Throws: ``HostError``: `connectionParameterUpdateRefused` when the central rejects the request, does not
+    ///   answer within the signaling timeout, or the procedure fails; `notConnected` when the link drops first;
+    ///   `l2cap` when this side is not the link's peripheral or the values are out of range.
+    public func requestConnectionParameters(_ connection: HostConnection, interval: ClosedRange<UInt16>, latency: UInt16,
+                                            supervisionTimeout: UInt16) async throws -> HostConnection {
+        let handle = connection.handle
+        guard current(handle, is: connection.link), var link = links[handle] else { throw HostError(.notConnected, "\(connection.link) is down") }
+        let actions: [L2CAPChannelManager.Action]
+        do {
+            actions = try link.l2cap.requestConnectionParameterUpdate(.init(intervalMin: interval.lowerBound, intervalMax: interval.upperBound,
+                                                                            latency: latency, timeout: supervisionTimeout))
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
+        }
+        links[handle] = link
+        let id = links.newWaiterID()
+        return try await withCheckedThrowingContinuation { continuation in
+            links[handle]?.updateWaiters[id] = continuation
+            performL2CAP(actions, handle: handle)
+        }
+    }
+
+    /// LE Connection Update was refused: that call fails, the others waiting on the link go on waiting.
+    private func failUpdateWaiter(_ id: Int, on handle: ConnectionHandle, _ error: any Error) {
+        links[handle]?.updateWaiters.removeValue(forKey: id)?.resume(throwing: error)
+    }
+
+    /// Ends every wait for a connection update on a link, with the link or an error.
+    func finishUpdateWaiters(on handle: ConnectionHandle, _ result: Result<HostConnection, any Error>) {
+        guard let waiters = links[handle]?.updateWaiters.values, !waiters.isEmpty else { return }
+        links[handle]?.updateWaiters = [:]
+        for waiter in waiters { waiter.resume(with: result) }
     }
 
     /// Asks the link layer to move a link to the PHYs preferred for each direction (LE Set PHY) and returns the link
@@ -467,12 +556,18 @@ extension HCIHost {
             connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: LEAddress(e.peerAddress, type: e.peerAddressType),
                                 interval: e.connectionInterval, latency: e.peripheralLatency, timeout: e.supervisionTimeout)
         case .connectionUpdateComplete(let e):
-            guard e.status == .success, var link = links[e.handle] else { return }
+            guard var link = links[e.handle] else { return }
+            guard e.status == .success else {
+                finishUpdateWaiters(on: e.handle, .failure(HostError(.commandFailed(HCILEConnectionUpdate.opcode, e.status),
+                                                                     "the connection update failed: \(e.status)")))
+                return
+            }
             link.connection.interval = e.connectionInterval
             link.connection.latency = e.peripheralLatency
             link.connection.supervisionTimeout = e.supervisionTimeout
             links[e.handle] = link
             publish(.connectionUpdated(link.connection))
+            finishUpdateWaiters(on: e.handle, .success(link.connection))
         case .longTermKeyRequest(let e):
             longTermKeyRequested(handle: e.handle, ediv: e.encryptedDiversifier, rand: e.randomNumber)
         case .dataLengthChange(let e):

@@ -353,6 +353,11 @@ extension HCIHost {
                 updates.append(request)
             case .connectionParameterUpdateFinished(let outcome):
                 logger.debug("handle \(handle): connection parameter update request: \(outcome)")
+                // Accepted: the wait ends with LE Connection Update Complete (the link's teardown ends it otherwise).
+                if outcome != .answered(.accepted) && outcome != .linkClosed {
+                    finishUpdateWaiters(on: handle, .failure(HostError(.connectionParameterUpdateRefused(outcome),
+                                                                       "the central did not take the parameters: \(outcome)")))
+                }
             case .reconfigurationFinished(let cids, let outcome):
                 logger.debug("handle \(handle): reconfiguration of \(cids): \(outcome)")
             case .startTimer(let timer, let duration):

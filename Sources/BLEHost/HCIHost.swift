@@ -140,6 +140,11 @@ public actor HCIHost {
                 }
             }
         }
+        // On a running controller this is a reset in place: HCI Reset makes the controller forget its links without
+        // a Disconnection Complete (Core 5.4, Vol 4, Part E, 7.3.2), so they end here, as do the scans.
+        for link in links.removeAll() { tearDown(link, reason: .connectionTerminatedByLocalHost, "the controller was reset") }
+        acl.wakeSenders()
+        gap.endScanStreams(throwing: HostError(.notPoweredOn, "the controller was reset"))
         setState(.resetting)
         do {
             try await bringUp()
@@ -501,6 +506,7 @@ public actor HCIHost {
         performDrain(acl.drain.linkClosed(handle: handle, flow: acl.flow))
         for continuation in link.channels.values { continuation.finish() }
         for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
+        for waiter in link.updateWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         closeL2CAP(link)
         closeSecurity(link)
         publish(.disconnected(link.connection, reason: reason))

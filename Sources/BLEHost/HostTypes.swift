@@ -62,6 +62,9 @@ public struct HostError: BLEError {
         /// A channel closed with data sent on it that the controller did not confirm delivered (the close's wait ran
         /// out, or the link or the peer ended it first): how much was sent and how much confirmed.
         case undeliveredData(L2CAPDelivery)
+        /// The central did not take a peripheral's Connection Parameter Update Request: it rejected it, or did not
+        /// answer in time. Core 5.4, Vol 3, Part A, 4.20 and 4.21.
+        case connectionParameterUpdateRefused(L2CAPConnectionParameterUpdateOutcome)
     }
 
     /// The kind of failure.

@@ -73,7 +73,8 @@ func exitStatus(for error: any Error) -> Int32 {
     case let e as HostError:
         switch e.code {
         case .commandTimedOut, .connectionTimedOut: return ExitStatus.notFoundOrTimedOut
-        case .commandFailed, .malformedResponse, .connectionFailed, .l2capConnectionFailed, .l2cap: return ExitStatus.protocolError
+        case .commandFailed, .malformedResponse, .connectionFailed, .l2capConnectionFailed, .l2cap, .connectionParameterUpdateRefused:
+            return ExitStatus.protocolError
         case .transportClosed, .notPoweredOn, .connectionInProgress, .notConnected, .l2capChannelClosed, .unsupportedByController,
              .undeliveredData:
             return ExitStatus.failure

@@ -74,6 +74,51 @@ import Testing
         #expect(try await client.discoverPrimaryServices(again).map(\.uuid).contains(0xFFF0))
     }
 
+    /// `powerOn()` on a host that is on resets the controller in place (what Pandora's Reset asks): HCI Reset on the
+    /// same transport ends every link (reported lost, Connection Terminated By Local Host; the peer times its side
+    /// out), the scan stream ends, advertising is off, waiting requests fail; the address stays and the host works on.
+    @Test func powerOnWhileOnResetsTheControllerInPlace() async throws {
+        let world = World()
+        let (central, cc) = try await world.host()
+        let (p1, pc1, e1, r1) = try await Self.peripheral(world, at: 1)
+        defer { withExtendedLifetime((world, e1, r1)) {} }
+        let client = GATTEngine(host: central)
+        await client.start()
+        let c1 = try await connect(central, to: p1, pc1)
+        let value = try #require(await e1.database.valueHandle(of: Self.slow))
+        let address = await central.ownAddress
+        let p1Events = await p1.events()
+        let events = await central.events()
+        let waiting = Task { try await client.read(c1, attribute: value) }
+        try await central.startAdvertising(.init(data: AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "C")))
+        let scan = try await central.scan()
+        let scanEnd = Task { () -> Bool in
+            do {
+                for try await _ in scan {}
+                return false
+            } catch {
+                return true
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(cc.isAdvertising && cc.connectionCount == 1)
+
+        try await central.powerOn()
+        let reason = try await next(events) { if case .disconnected(let c, let r) = $0, c.link == c1.link { r } else { nil } }
+        #expect(reason == .connectionTerminatedByLocalHost)
+        #expect(await central.connections.isEmpty)
+        #expect(await central.state == .poweredOn)
+        #expect(await !central.isAdvertising && !cc.isAdvertising && cc.connectionCount == 0)
+        #expect(await scanEnd.value, "the scan stream ends with an error")
+        await #expect(throws: GATTError(.disconnected, "")) { try await waiting.value }
+        #expect(await central.ownAddress == address)
+        // The controller forgot the link without a word: the peripheral times its side out.
+        let peerReason = try await next(p1Events) { if case .disconnected(_, let r) = $0 { r } else { nil } }
+        #expect(peerReason == .connectionTimeout)
+        let again = try await connect(central, to: p1, pc1)
+        #expect(try await client.discoverPrimaryServices(again).map(\.uuid).contains(0xFFF0))
+    }
+
     /// Both ways a controller serves a TCP host: reading through the transport's stream, and on its reader thread
     /// (a server made with `startReading: false`, as `ble controller` does).
     @Test(arguments: [true, false]) func aDroppedTCPConnectionLosesEveryLinkAndPowersOff(streamed: Bool) async throws {

@@ -17,9 +17,11 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         return Google_Protobuf_Empty()
     }
 
+    /// An HCI reset of the same controller ("Previous bonds must not be removed and the gRPC server must not be
+    /// restarted"): the links end (WaitDisconnection and WaitConnectionUpdate return), advertising and scanning stop
+    /// (their streams end), WaitConnection may return a link again; the address and the bonds stay.
     func reset(request: Google_Protobuf_Empty, context: ServerContext) async throws -> Google_Protobuf_Empty {
-        _ = try await device.current()
-        await device.resetWaits()
+        try await device.reset()
         return Google_Protobuf_Empty()
     }
 
@@ -66,7 +68,7 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         case .randomStaticIdentity(let bytes): peer = LEAddress(try Self.address(bytes, "random_static_identity"), type: .randomIdentity)
         case nil: throw RPCError(code: .invalidArgument, message: "ConnectLE needs an address")
         }
-        try Self.checkOwnAddressType(request.ownAddressType)
+        let ownAddress = try Self.ownAddress(request.ownAddressType)
         let central = try await device.current().central
         var response = Pandora_ConnectLEResponse()
         if await device.isConnected(to: peer.address) {
@@ -75,7 +77,7 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         }
         do {
             // No MTU exchange: the link is left as the peer sees it after a bare connection (Bumble does the same).
-            let remote = try await central.connect(peer, timeout: .seconds(60), exchangeMTU: false)
+            let remote = try await central.connect(peer, timeout: .seconds(60), exchangeMTU: false, ownAddress: ownAddress)
             let token = await device.register(await remote.connection, remote: remote)
             response.connection = Self.connection(token)
         } catch let error as HostError {
@@ -156,9 +158,9 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
 
     func advertise(request: Pandora_AdvertiseRequest, response: RPCWriter<Pandora_AdvertiseResponse>,
                    context: ServerContext) async throws {
-        try Self.checkOwnAddressType(request.ownAddressType)
         let stack = try await device.current()
         let advertisement = try Self.advertisement(request, deviceName: device.deviceName)
+        let resets = await device.resets
         // Subscribed before advertising starts: a central may connect at once.
         let events = await stack.peripheral.centralEvents()
         do {
@@ -170,24 +172,32 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         } catch {
             throw RPCError(code: .failedPrecondition, message: "Advertise: \(error)")
         }
-        // One response per central that connects, until the client cancels the stream.
-        for await event in events {
-            guard request.connectable, case .connected(let connection) = event else { continue }
-            let token = await device.register(connection)
-            var message = Pandora_AdvertiseResponse()
-            message.connection = Self.connection(token)
-            do {
-                try await response.write(message)
-            } catch {
-                break
+        // One response per central that connects, until the client cancels the stream or a Reset stops advertising.
+        let device = device
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await device.waitForReset(after: resets) }
+            group.addTask {
+                for await event in events {
+                    guard request.connectable, case .connected(let connection) = event else { continue }
+                    let token = await device.register(connection)
+                    var message = Pandora_AdvertiseResponse()
+                    message.connection = Self.connection(token)
+                    do {
+                        try await response.write(message)
+                    } catch {
+                        break
+                    }
+                }
             }
+            await group.next()
+            group.cancelAll()
         }
         // Cancelled (the stream ended): stop, in a task of its own since this one is cancelled.
         await Task { try? await stack.peripheral.stopAdvertising() }.value
     }
 
     func scan(request: Pandora_ScanRequest, response: RPCWriter<Pandora_ScanningResponse>, context: ServerContext) async throws {
-        try Self.checkOwnAddressType(request.ownAddressType)
+        let ownAddress = try Self.ownAddress(request.ownAddressType)
         var phys: LEPHYs = []
         for phy in request.phys {
             switch phy {
@@ -197,24 +207,39 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
             }
         }
         let stack = try await device.current()
+        let resets = await device.resets
         if phys.isEmpty {
             // Every PHY the controller scans: LE Coded too when it has it (extended scanning and LE Coded).
             phys = await stack.adapter.capabilities.supportsCodedAdvertising ? [.le1M, .leCoded] : .le1M
         }
         let discoveries: AsyncThrowingStream<DiscoveredPeripheral, any Error>
         do {
-            discoveries = try await stack.central.scan(allowDuplicates: true, active: !request.passive, phys: phys)
+            discoveries = try await stack.central.scan(allowDuplicates: true, active: !request.passive, phys: phys,
+                                                       ownAddress: ownAddress)
         } catch {
             throw RPCError(code: .failedPrecondition, message: "Scan: \(error)")
         }
-        // An active scan reports a scannable advertisement with its scan response: it is held until the next report
-        // of the same advertiser (and set), which carries the response merged in when one came (as Bumble's
-        // Pandora server reports; a client taking the first report of a device then sees its scan response data).
+        do {
+            try await forward(discoveries, legacy: request.legacy, passive: request.passive, to: response)
+        } catch {
+            // A Reset ends the scan: the stream ends as the client's cancellation would.
+            if await device.resets != resets { return }
+            throw error
+        }
+    }
+
+    /// Writes the discoveries of a scan as ScanningResponses. An active scan reports a scannable advertisement with
+    /// its scan response: it is held until the next report of the same advertiser (and set), which carries the
+    /// response merged in when one came (as Bumble's Pandora server reports; a client taking the first report of a
+    /// device then sees its scan response data).
+    private func forward(_ discoveries: AsyncThrowingStream<DiscoveredPeripheral, any Error>, legacy: Bool, passive: Bool,
+                         to response: RPCWriter<Pandora_ScanningResponse>) async throws {
         struct Advertiser: Hashable {
             var address: LEAddress
             var sid: UInt8?
         }
         var held: Set<Advertiser> = []
+        let request = (legacy: legacy, passive: passive)
         for try await discovery in discoveries {
             if request.legacy && !discovery.isLegacy { continue }
             if !request.passive && discovery.isScannable {
@@ -249,11 +274,17 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         RPCError(code: .unimplemented, message: "\(call) is a BR/EDR procedure: swift-ble is an LE-only host")
     }
 
-    /// The host scans, advertises and initiates with its identity address (public, or random static without one),
-    /// or a resolvable private address with privacy on: it cannot be told to use another per call.
-    static func checkOwnAddressType(_ type: Pandora_OwnAddressType) throws(RPCError) {
+    /// The own address an `own_address_type` asks for. PUBLIC: the identity address (public; a controller without
+    /// one has only its random static identity). RANDOM: a random static address (with privacy on, the resolvable
+    /// private address). RESOLVABLE_OR_PUBLIC: the resolvable private address with privacy on, else the identity.
+    /// RESOLVABLE_OR_RANDOM: the resolvable private address with privacy on, else a random static address. The host
+    /// makes the private addresses itself, so the controller is told public or random (Core 5.4, Vol 4, Part E,
+    /// 7.8.5).
+    static func ownAddress(_ type: Pandora_OwnAddressType) throws(RPCError) -> OwnAddress {
         switch type {
-        case .public, .random, .resolvableOrPublic, .resolvableOrRandom: return
+        case .public: return .identity
+        case .random, .resolvableOrRandom: return .random
+        case .resolvableOrPublic: return .resolvableOrIdentity
         case .UNRECOGNIZED(let value): throw RPCError(code: .invalidArgument, message: "own_address_type \(value) is unknown")
         }
     }
@@ -296,6 +327,7 @@ struct HostService: Pandora_Host.SimpleServiceProtocol {
         let scannable = request.hasScanResponseData
         advertisement.kind = request.connectable ? .connectable : scannable ? .scannable : .nonConnectable
         advertisement.isExtended = !request.legacy
+        advertisement.ownAddress = try ownAddress(request.ownAddressType)
         switch request.target {
         case .public(let bytes): advertisement.target = LEAddress(try address(bytes, "public"), type: .public)
         case .random(let bytes): advertisement.target = LEAddress(try address(bytes, "random"), type: .random)

@@ -94,17 +94,19 @@ struct L2CAPService: Pandora_L2cap_L2CAP.SimpleServiceProtocol {
 
     func connect(request: Pandora_L2cap_ConnectRequest, context: ServerContext) async throws -> Pandora_L2cap_ConnectResponse {
         guard case .leCreditBased(let asked)? = request.type else { throw Self.unsupported(request.type.map { "\($0)" }) }
-        _ = try await device.current()
+        let stack = try await device.current()
         guard let link = await device.link(request.connection.cookie.value), link.isConnected else {
             throw RPCError(code: .notFound, message: "L2CAP Connect: no connection with this token")
         }
-        guard let remote = link.remote else {
-            throw RPCError(code: .failedPrecondition,
-                           message: "L2CAP Connect: swift-ble's public API opens LE credit based channels from the central's side; this link was accepted as peripheral")
-        }
         let (psm, parameters) = try Self.parameters(asked)
         do {
-            let channel = try await remote.openL2CAPChannel(psm, parameters: parameters)
+            // Either side of an LE link may open a channel (Core 5.4, Vol 3, Part A, 4.22): the central through its
+            // remote peripheral, the peripheral to the central's connection.
+            let channel = if let remote = link.remote {
+                try await remote.openL2CAPChannel(psm, parameters: parameters)
+            } else {
+                try await stack.peripheral.openL2CAPChannel(psm, to: link.connection, parameters: parameters)
+            }
             var response = Pandora_L2cap_ConnectResponse()
             response.channel = Self.channel(await channels.add(channel))
             return response

@@ -15,7 +15,7 @@ actor PandoraDevice {
         var isConnected = true
         /// Whether WaitConnection has returned it already (it returns each link once).
         var waited = false
-        /// Connection Update (parameters) events seen on it.
+        /// Connection parameter changes seen on it (interval, latency, supervision timeout).
         var updates = 0
         /// The link's security as the host last reported it.
         var security = LinkSecurity()
@@ -43,6 +43,8 @@ actor PandoraDevice {
     private var nextToken: UInt64 = 1
     private var watchers: [UInt64: AsyncStream<Void>.Continuation] = [:]
     private var nextWatcher: UInt64 = 0
+    /// How many Resets the server has begun (Advertise and Scan streams end at the next one).
+    private(set) var resets = 0
 
     init(deviceName: String, open: @escaping @Sendable () async throws -> Adapter) {
         self.deviceName = deviceName
@@ -101,9 +103,32 @@ actor PandoraDevice {
         self.stack = nil
     }
 
-    /// Forgets which links WaitConnection returned.
-    func resetWaits() {
-        for token in links.keys { links[token]?.waited = false }
+    /// Resets the controller in place (HCI Reset on the same transport, ``Adapter/powerOn()`` on a running adapter):
+    /// its links end, advertising and scanning stop, the bonds and the address stay. The server forgets which links
+    /// WaitConnection returned, and marks every link down now (the host's events saying so may still be on their way).
+    func reset() async throws {
+        let stack = try await current()
+        resets += 1
+        notify()
+        do {
+            try await stack.adapter.powerOn()
+        } catch {
+            throw RPCError(code: .internalError, message: "Reset: the controller did not come up again: \(error)")
+        }
+        for token in links.keys {
+            links[token]?.isConnected = false
+            links[token]?.waited = false
+        }
+        notify()
+    }
+
+    /// Returns once a Reset after the `seen`-th begins (at once if one has), or throws when the task is cancelled.
+    func waitForReset(after seen: Int) async throws {
+        let (changes, id) = watch()
+        defer { unwatch(id) }
+        if resets != seen { return }
+        for await _ in changes where resets != seen { return }
+        throw CancellationError()
     }
 
     // MARK: Links
@@ -115,9 +140,12 @@ actor PandoraDevice {
         case .disconnected(let connection, _):
             if let token = token(of: connection) { links[token]?.isConnected = false }
         case .connectionUpdated(let connection):
-            if let token = token(of: connection) {
+            // Also reported for a new data length or PHY: only new connection parameters count as an update.
+            if let token = token(of: connection), let old = links[token]?.connection {
                 links[token]?.connection = connection
-                links[token]?.updates += 1
+                if (old.interval, old.latency, old.supervisionTimeout) != (connection.interval, connection.latency, connection.supervisionTimeout) {
+                    links[token]?.updates += 1
+                }
             }
         case .securityChanged(let connection, let security), .encrypted(let connection, let security, _):
             if let token = token(of: connection) { links[token]?.security = security }

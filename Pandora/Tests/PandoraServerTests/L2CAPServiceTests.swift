@@ -9,7 +9,8 @@ import SwiftProtobuf
 import Testing
 
 /// `pandora.l2cap.L2CAP` through real gRPC clients: two servers on one virtual air, B (central) opens an LE credit
-/// based channel that A waits for, SDUs go both ways, B closes it and A sees it close.
+/// based channel that A waits for, SDUs go both ways, A (peripheral) opens one that B waits for, B closes the first
+/// and A sees it close.
 @Suite(.timeLimit(.minutes(2))) struct L2CAPServiceTests {
     @Test func connectWaitSendReceiveAndDisconnect() async throws {
         let air = VirtualAir(clock: .realTime)
@@ -75,11 +76,35 @@ import Testing
                 defer { receivingB.cancel() }
                 #expect(await HostServiceTests.first(atB) { _ in true }?.data == Data("back".utf8))
 
-                // A, the peripheral, cannot open a channel through the public API: it says so.
+                // A, the peripheral, opens a second channel, on another PSM, that B waits for (either side of an LE
+                // link may: Core 5.4, Vol 3, Part A, 4.22); an SDU goes from A to B on it.
+                var second = credits
+                second.spsm = 0x0082
+                var waitB = Pandora_L2cap_WaitConnectionRequest()
+                waitB.connection = linkB
+                waitB.leCreditBased = second
+                async let waitedB = l2capB.waitConnection(waitB)
                 var fromA = Pandora_L2cap_ConnectRequest()
                 fromA.connection = linkA
-                fromA.leCreditBased = credits
-                await #expect { try await l2capA.connect(fromA) } throws: { ($0 as? RPCError)?.code == .failedPrecondition }
+                fromA.leCreditBased = second
+                var openedByA: Pandora_L2cap_ConnectResponse?
+                for _ in 0..<50 where openedByA == nil {
+                    openedByA = try? await l2capA.connect(fromA)
+                    if openedByA == nil { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                let secondA = try #require(openedByA).channel
+                let secondB = try await waitedB.channel
+                receive.channel = secondB
+                let (onSecond, receivingSecond) = HostServiceTests.open { [receive] (yield: @escaping @Sendable (Pandora_L2cap_ReceiveResponse) -> Void) in
+                    try await l2capB.receive(receive) { response in
+                        for try await message in response.messages { yield(message) }
+                    }
+                }
+                defer { receivingSecond.cancel() }
+                send.channel = secondA
+                send.data = Data("from the peripheral".utf8)
+                _ = try await l2capA.send(send)
+                #expect(await HostServiceTests.first(onSecond) { _ in true }?.data == Data("from the peripheral".utf8))
 
                 // B closes; A's WaitDisconnection returns and its Receive stream ends.
                 var waitDisconnection = Pandora_L2cap_WaitDisconnectionRequest()

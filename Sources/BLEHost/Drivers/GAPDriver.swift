@@ -62,6 +62,8 @@ struct GAPDriver {
         case .noPrivateAddress:
             return HostError(.commandFailed(.leSetRandomAddress, .unspecifiedError),
                              "privacy: this side has no identity resolving key (no identity address, or the bond store fails)")
+        case .noStaticAddress:
+            return HostError(.malformedResponse(.leRand), "could not make a random static address from LE Rand")
         case .controllerLost:
             return HostError(.transportClosed, "the transport closed")
         }

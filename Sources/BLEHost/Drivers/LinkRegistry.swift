@@ -26,6 +26,10 @@ struct Link {
     var security = LinkSecurityState()
     /// Callers of ``HCIHost/setPHY(_:transmit:receive:)`` waiting for LE PHY Update Complete.
     var phyWaiters: [Int: CheckedContinuation<HostConnection, any Error>] = [:]
+    /// Callers of ``HCIHost/updateConnectionParameters(_:interval:latency:supervisionTimeout:)`` and
+    /// ``HCIHost/requestConnectionParameters(_:interval:latency:supervisionTimeout:)`` waiting for LE Connection Update
+    /// Complete.
+    var updateWaiters: [Int: CheckedContinuation<HostConnection, any Error>] = [:]
 }
 
 /// The links up now, by connection handle, and the identities given to them: one ``LinkID`` per link, never reused

@@ -15,15 +15,18 @@ extension GAPProcedures {
         public var filterDuplicates: Bool
         /// The primary advertising PHYs scanned: LE 1M and/or LE Coded (LE Coded needs the extended commands).
         public var phys: LEPHYs
+        /// The address the scan uses (scan requests carry it).
+        public var ownAddress: OwnAddress
 
         /// Creates scan parameters.
         public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, filterDuplicates: Bool = false,
-                    phys: LEPHYs = .le1M) {
+                    phys: LEPHYs = .le1M, ownAddress: OwnAddress = .resolvableOrIdentity) {
             self.active = active
             self.interval = interval
             self.window = window
             self.filterDuplicates = filterDuplicates
             self.phys = phys
+            self.ownAddress = ownAddress
         }
     }
 
@@ -54,13 +57,16 @@ extension GAPProcedures {
         /// The device the advertising is directed at (`nil`: undirected): the Peer_Address of a legacy directed
         /// type, or of extended PDUs with the Directed property (which only that device hears).
         public var peer: LEAddress?
+        /// The address advertised (AdvA). With the legacy commands there is one advertising, so one own address.
+        public var ownAddress: OwnAddress
 
         /// Creates advertising parameters from encoded data.
         public init(interval: UInt16 = 0x00A0, type: HCILEAdvertisingType = .connectableUndirected, data: [UInt8],
                     scanResponse: [UInt8] = [], restartAfterConnection: Bool = false, legacy: Bool = true,
                     primaryPHY: LEPHY = .le1M, secondaryPHY: LEPHY = .le1M, sid: UInt8? = nil, includeTxPower: Bool = false,
-                    peer: LEAddress? = nil) {
+                    peer: LEAddress? = nil, ownAddress: OwnAddress = .resolvableOrIdentity) {
             self.peer = peer
+            self.ownAddress = ownAddress
             self.interval = interval
             self.type = type
             self.data = data
@@ -112,10 +118,13 @@ extension GAPProcedures {
         /// The PHYs scanned for the peer's advertising with the extended commands (LE 1M and/or LE Coded); LE Create
         /// Connection scans LE 1M only.
         public var phys: LEPHYs
+        /// The address this side initiates with (the central's address on the link).
+        public var ownAddress: OwnAddress
 
         /// Creates the parameters of a connection attempt.
         public init(peer: LEAddress, interval: ClosedRange<UInt16> = 0x0018...0x0028, supervisionTimeout: UInt16 = 0x01F4,
-                    timeout: Duration = .seconds(10), phys: LEPHYs = .le1M) {
+                    timeout: Duration = .seconds(10), phys: LEPHYs = .le1M, ownAddress: OwnAddress = .resolvableOrIdentity) {
+            self.ownAddress = ownAddress
             self.peer = peer
             self.interval = interval
             self.supervisionTimeout = supervisionTimeout
@@ -168,6 +177,8 @@ extension GAPProcedures {
         case cancelled
         /// Privacy is on but no private address could be made (no identity resolving key).
         case noPrivateAddress
+        /// No random static address could be made (LE Rand failed, or gave no valid address).
+        case noStaticAddress
         /// The controller was reset or the transport closed.
         case controllerLost
     }
@@ -178,6 +189,9 @@ extension GAPProcedures {
         case send(Command)
         /// Make a new resolvable private address; report it with ``privateAddressMade(_:now:)``.
         case makePrivateAddress
+        /// Make a random static address (from the controller's LE Rand); report it with
+        /// ``staticAddressMade(_:now:)``.
+        case makeStaticAddress
         /// Start (or restart) a timer; report it with ``timerFired(_:now:)``.
         case startTimer(Timer, Duration)
         /// Stop a timer.

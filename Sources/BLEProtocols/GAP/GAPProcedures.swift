@@ -39,6 +39,8 @@ public struct GAPProcedures: Sendable {
         case pauseScan
         case makeAddress
         case setRandomAddress
+        case makeStaticAddress
+        case setStaticAddress
         case scanParameters(ScanParameters)
         case enableScan(generation: Int, filterDuplicates: Bool)
         case stopScan
@@ -118,6 +120,12 @@ public struct GAPProcedures: Sendable {
     private var running: Procedure?
     private var initiation: Initiation?
     private var pendingAddress: LEAddress?
+    /// Whether the controller's random address (LE Set Random Address) is ``staticAddress``.
+    private var staticAddressSet = false
+    /// The own address of the advertising that is on (of its first set with the extended commands).
+    private var advertisingOwnAddress: OwnAddress = .resolvableOrIdentity
+    /// With the extended commands: the own address of each advertising set that is on.
+    private var setOwnAddresses: [UInt8: OwnAddress] = [:]
     private var lastID: UInt64 = 0
     private var lastScanGeneration = 0
 
@@ -131,8 +139,40 @@ public struct GAPProcedures: Sendable {
     /// identity address.
     public var onAirAddress: LEAddress? { configuration.privacy ? privateAddress : identityAddress }
 
-    /// The own address type of advertising, scanning and connection commands.
-    public var ownAddressType: LEAddressType { configuration.privacy ? .random : identityAddress?.type ?? .public }
+    /// The own address type of advertising, scanning and connection commands that use the default own address
+    /// (``OwnAddress/resolvableOrIdentity``).
+    public var ownAddressType: LEAddressType { own(.resolvableOrIdentity).type }
+
+    /// Without privacy, and with a public identity: the random static address ``OwnAddress/random`` uses, made the
+    /// first time a procedure needs it after each power-on (``Action/makeStaticAddress``); `nil` before.
+    public private(set) var staticAddress: LEAddress?
+
+    /// The Own_Address_Type a procedure sends for `choice`, and the address the controller then uses (`nil` while
+    /// it is not made yet). `perSet`: for an extended advertising set, which has a random address of its own.
+    public func own(_ choice: OwnAddress, perSet: Bool = false) -> (type: LEAddressType, address: LEAddress?) {
+        let identityType: LEAddressType = identityAddress?.type.isRandom == true ? .random : .public
+        switch choice {
+        case .resolvableOrIdentity:
+            return configuration.privacy ? (.random, privateAddress) : (identityType, identityAddress)
+        case .identity:
+            // The controller's one random address holds the private address with privacy on: a random static identity
+            // is only usable where the address is the set's own.
+            if identityType == .random && configuration.privacy && !perSet { return (.random, privateAddress) }
+            return (identityType, identityAddress)
+        case .random:
+            if configuration.privacy { return (.random, privateAddress) }
+            return (.random, identityType == .random ? identityAddress : staticAddress)
+        }
+    }
+
+    /// Whether `choice` uses the resolvable private address.
+    private func usesPrivateAddress(_ choice: OwnAddress, perSet: Bool) -> Bool {
+        guard configuration.privacy else { return false }
+        switch choice {
+        case .resolvableOrIdentity, .random: return true
+        case .identity: return identityAddress?.type.isRandom == true && !perSet
+        }
+    }
 
     /// Whether a connection attempt is under way, and to whom.
     public var initiatingPeer: LEAddress? { initiation?.peer }
@@ -210,8 +250,11 @@ public struct GAPProcedures: Sendable {
         }
         var actions: [Action] = []
         switch step {
+        case .setStaticAddress where succeeded:
+            staticAddressSet = true
         case .setRandomAddress where succeeded:
             privateAddress = pendingAddress
+            staticAddressSet = false
             rotation.didSetAddress(at: now)
             actions.append(.startTimer(.addressRotation, configuration.privateAddressInterval))
         case .enableScan(let generation, _) where !succeeded:
@@ -248,8 +291,9 @@ public struct GAPProcedures: Sendable {
             break  // best effort: what is off stays off
         case .setAddress where procedure.kind == .rotateAddress:
             break  // a set's new address while rotating: the set keeps its old one
-        case .makeAddress, .setRandomAddress, .scanParameters, .enableScan, .advertisingParameters, .advertisingData,
-             .scanResponseData, .setParameters, .setAddress, .setData, .setScanResponse:
+        case .makeAddress, .setRandomAddress, .makeStaticAddress, .setStaticAddress, .scanParameters, .enableScan,
+             .advertisingParameters, .advertisingData, .scanResponseData, .setParameters, .setAddress, .setData,
+             .setScanResponse:
             if !succeeded { procedure.failure = .command(command, outcome) }
         }
         running = procedure
@@ -261,6 +305,15 @@ public struct GAPProcedures: Sendable {
         guard var procedure = running, procedure.current == .makeAddress else { return [] }
         procedure.current = nil
         if let address { pendingAddress = address } else { procedure.failure = .noPrivateAddress }
+        running = procedure
+        return advance(now: now)
+    }
+
+    /// The random static address the machine asked for (``Action/makeStaticAddress``; `nil`: none could be made).
+    public mutating func staticAddressMade(_ address: LEAddress?, now: Duration) -> [Action] {
+        guard var procedure = running, procedure.current == .makeStaticAddress else { return [] }
+        procedure.current = nil
+        if let address, address.kind == .randomStatic { staticAddress = address } else { procedure.failure = .noStaticAddress }
         running = procedure
         return advance(now: now)
     }
@@ -358,6 +411,9 @@ public struct GAPProcedures: Sendable {
         advertisingStarting = false
         privateAddress = nil
         pendingAddress = nil
+        staticAddress = nil
+        staticAddressSet = false
+        setOwnAddresses = [:]
         rotation = PrivateAddressRotation(interval: configuration.privateAddressInterval)
         return actions
     }
@@ -394,7 +450,7 @@ public struct GAPProcedures: Sendable {
         case .startScan(let parameters, let generation):
             // A scan that is on ends here: its reports stop, and the controller's scan stops first.
             let ended = endScan()
-            return ((ended.isEmpty ? [] : [.stopScan]) + addressSteps(now: now)
+            return ((ended.isEmpty ? [] : [.stopScan]) + addressSteps(for: [parameters.ownAddress], now: now)
                         + [.scanParameters(parameters),
                            .enableScan(generation: generation, filterDuplicates: parameters.filterDuplicates)],
                     ended)
@@ -404,16 +460,19 @@ public struct GAPProcedures: Sendable {
         case .startAdvertising(let sets):
             advertisingAddress = nil
             activeSets = []
+            setOwnAddresses = [:]
+            advertisingOwnAddress = sets.first?.ownAddress ?? .resolvableOrIdentity
             guard usesExtendedCommands else {
                 guard let parameters = sets.first else { return ([.stopAdvertising], []) }
-                return ([.stopAdvertising] + addressSteps(now: now)
+                return ([.stopAdvertising] + addressSteps(for: [parameters.ownAddress], now: now)
                             + [.advertisingParameters(parameters), .advertisingData(parameters.data),
                                .scanResponseData(parameters.scanResponse), .enableAdvertising],
                         [])
             }
-            var steps: [Step] = [.stopAdvertising, .clearSets] + addressSteps(now: now)
+            var steps: [Step] = [.stopAdvertising, .clearSets] + addressSteps(for: sets.map(\.ownAddress), perSet: true, now: now)
             for (index, parameters) in sets.enumerated() {
                 let handle = UInt8(truncatingIfNeeded: index)
+                setOwnAddresses[handle] = parameters.ownAddress
                 steps.append(.setParameters(handle: handle, parameters))
                 steps.append(.setAddress(handle: handle))
                 for (operation, fragment) in HCILEAdvertisingDataOperation.fragments(of: parameters.data) {
@@ -431,7 +490,7 @@ public struct GAPProcedures: Sendable {
         case .stopAdvertising:
             return ([.stopAdvertising], [])
         case .connect(let parameters):
-            return (addressSteps(now: now) + [.createConnection(parameters)], [])
+            return (addressSteps(for: [parameters.ownAddress], now: now) + [.createConnection(parameters)], [])
         case .rotateAddress:
             // Due only if nothing replaced it meanwhile, and still shown.
             guard rotation.isDue(at: now), isAdvertising || scan != nil, initiation?.initiating != true else { return ([], []) }
@@ -446,12 +505,28 @@ public struct GAPProcedures: Sendable {
         return [.scanEnded(generation: ended.generation)]
     }
 
-    /// Privacy: a new private address before a start when none is set yet or the current one is due (not while
-    /// initiating: the controller would refuse it).
-    private func addressSteps(now: Duration) -> [Step] {
-        guard configuration.privacy else { return [] }
-        guard privateAddress == nil || (rotation.isDue(at: now) && initiation?.initiating != true) else { return [] }
-        return replacementSteps()
+    /// The addresses a start needs first, for the own addresses it uses (`perSet`: those of extended advertising
+    /// sets). Privacy: a new private address when none is set yet or the current one is due (not while initiating:
+    /// the controller would refuse it). ``OwnAddress/random`` without privacy and with a public identity: the random
+    /// static address, made once per power-on, and given to the controller (LE Set Random Address) unless only
+    /// advertising sets use it (each gets it with LE Set Advertising Set Random Address).
+    private func addressSteps(for choices: [OwnAddress], perSet: Bool = false, now: Duration) -> [Step] {
+        if configuration.privacy {
+            guard choices.contains(where: { usesPrivateAddress($0, perSet: perSet) }) else { return [] }
+            guard privateAddress == nil || (rotation.isDue(at: now) && initiation?.initiating != true) else { return [] }
+            return replacementSteps()
+        }
+        guard identityAddress?.type.isRandom != true, choices.contains(.random) else { return [] }
+        var steps: [Step] = staticAddress == nil ? [.makeStaticAddress] : []
+        guard !perSet, !staticAddressSet else { return steps }
+        // LE Set Random Address is refused while legacy advertising or scanning is on (Vol 4, Part E, 7.8.4).
+        let pausesAdvertising = isAdvertising && !usesExtendedCommands
+        if pausesAdvertising { steps.append(.pauseAdvertising) }
+        if scan != nil { steps.append(.pauseScan) }
+        steps.append(.setStaticAddress)
+        if let scan { steps.append(.resumeScan(generation: scan.generation)) }
+        if pausesAdvertising { steps.append(.resumeAdvertising) }
+        return steps
     }
 
     /// A new private address, with advertising and scanning that are on paused around LE Set Random Address.
@@ -461,7 +536,10 @@ public struct GAPProcedures: Sendable {
         if scan != nil { steps.append(.pauseScan) }
         steps += [.makeAddress, .setRandomAddress]
         // Each advertising set has its own random address (LE Set Advertising Set Random Address).
-        if usesExtendedCommands { steps += activeSets.sorted().map { .setAddress(handle: $0) } }
+        if usesExtendedCommands {
+            steps += activeSets.sorted().filter { usesPrivateAddress(setOwnAddresses[$0] ?? .resolvableOrIdentity, perSet: true) }
+                .map { .setAddress(handle: $0) }
+        }
         if let scan { steps.append(.resumeScan(generation: scan.generation)) }
         if isAdvertising { steps.append(.resumeAdvertising) }
         return steps
@@ -489,14 +567,11 @@ public struct GAPProcedures: Sendable {
             return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: false)))
         case .pauseScan, .stopScan:
             return .send(.setScanEnable(HCILESetScanEnable(isEnabled: false)))
-        case .makeAddress:
-            return .makePrivateAddress
-        case .setRandomAddress:
-            guard let pendingAddress else { return nil }
-            return .send(.setRandomAddress(HCILESetRandomAddress(address: pendingAddress.address)))
+        case .makeAddress, .makeStaticAddress, .setRandomAddress, .setStaticAddress:
+            return beginAddress(step)
         case .scanParameters(let p):
             return .send(.setScanParameters(HCILESetScanParameters(scanType: p.active ? .active : .passive, interval: p.interval,
-                                                                   window: p.window, ownAddressType: ownAddressType)))
+                                                                   window: p.window, ownAddressType: own(p.ownAddress).type)))
         case .enableScan(let generation, let filterDuplicates):
             // Recorded before the command: reports may come before its Command Complete is handled.
             scan = (generation, filterDuplicates)
@@ -504,7 +579,7 @@ public struct GAPProcedures: Sendable {
         case .advertisingParameters(let p):
             return .send(.setAdvertisingParameters(HCILESetAdvertisingParameters(intervalMin: p.interval, intervalMax: p.interval,
                                                                                  advertisingType: p.type,
-                                                                                 ownAddressType: ownAddressType,
+                                                                                 ownAddressType: own(p.ownAddress).type,
                                                                                  peerAddressType: p.peer?.type ?? .public,
                                                                                  peerAddress: p.peer?.address ?? .zero)))
         case .advertisingData(let data):
@@ -513,14 +588,14 @@ public struct GAPProcedures: Sendable {
             return .send(.setScanResponseData(HCILESetScanResponseData(data: data)))
         case .enableAdvertising:
             // Recorded before the command: a connection may complete before its Command Complete is handled.
-            advertisingAddress = onAirAddress
+            advertisingAddress = own(advertisingOwnAddress).address
             advertisingStarting = true
             return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: true)))
         case .createConnection(let p):
-            let address = onAirAddress
+            let (type, address) = own(p.ownAddress)
             initiation?.address = address
             return .send(.createConnection(HCILECreateConnection(
-                peerAddressType: p.peer.type, peerAddress: p.peer.address, ownAddressType: ownAddressType,
+                peerAddressType: p.peer.type, peerAddress: p.peer.address, ownAddressType: type,
                 connectionIntervalMin: p.interval.lowerBound, connectionIntervalMax: p.interval.upperBound,
                 supervisionTimeout: p.supervisionTimeout)))
         case .resumeScan(let generation):
@@ -530,7 +605,7 @@ public struct GAPProcedures: Sendable {
         case .resumeAdvertising:
             // A link may have ended the advertising meanwhile.
             guard advertisingAddress != nil else { return nil }
-            advertisingAddress = onAirAddress
+            advertisingAddress = own(advertisingOwnAddress).address
             return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: true)))
         case .clearSets, .setParameters, .setAddress, .setData, .setScanResponse, .enableSets:
             return nil  // extended commands only
@@ -551,7 +626,7 @@ public struct GAPProcedures: Sendable {
             return .send(.setExtendedScanEnable(HCILESetExtendedScanEnable(isEnabled: false)))
         case .scanParameters(let p):
             return .send(.setExtendedScanParameters(HCILESetExtendedScanParameters(
-                ownAddressType: ownAddressType, le1M: p.phys.contains(.le1M) || p.phys.isEmpty ? scanPHY(p) : nil,
+                ownAddressType: own(p.ownAddress).type, le1M: p.phys.contains(.le1M) || p.phys.isEmpty ? scanPHY(p) : nil,
                 leCoded: p.phys.contains(.leCoded) ? scanPHY(p) : nil)))
         case .enableScan(let generation, let filterDuplicates):
             scan = (generation, filterDuplicates)
@@ -564,44 +639,58 @@ public struct GAPProcedures: Sendable {
         case .setParameters(let handle, let p):
             return .send(.setExtendedAdvertisingParameters(HCILESetExtendedAdvertisingParameters(
                 handle: handle, properties: p.eventProperties, intervalMin: UInt32(p.interval), intervalMax: UInt32(p.interval),
-                ownAddressType: ownAddressType, peerAddressType: p.peer?.type ?? .public, peerAddress: p.peer?.address ?? .zero,
+                ownAddressType: own(p.ownAddress, perSet: true).type, peerAddressType: p.peer?.type ?? .public,
+                peerAddress: p.peer?.address ?? .zero,
                 primaryPHY: p.legacy ? .le1M : p.primaryPHY,
                 secondaryPHY: p.legacy ? .le1M : p.secondaryPHY, sid: min(p.sid ?? handle, 0x0F))))
         case .setAddress(let handle):
             // A set advertising from a random address needs it given to the set. Core 5.4, Vol 4, Part E, 7.8.52.
-            guard ownAddressType.isRandom, let address = onAirAddress else { return .none }
+            let (type, address) = own(setOwnAddresses[handle] ?? .resolvableOrIdentity, perSet: true)
+            guard type.isRandom, let address else { return .none }
             return .send(.setAdvertisingSetRandomAddress(HCILESetAdvertisingSetRandomAddress(handle: handle, address: address.address)))
         case .setData(let handle, let operation, let data):
             return .send(.setExtendedAdvertisingData(HCILESetExtendedAdvertisingData(handle: handle, operation: operation, data: data)))
         case .setScanResponse(let handle, let operation, let data):
             return .send(.setExtendedScanResponseData(HCILESetExtendedScanResponseData(handle: handle, operation: operation, data: data)))
         case .enableSets(let handles):
-            advertisingAddress = onAirAddress
+            advertisingAddress = own(advertisingOwnAddress, perSet: true).address
             advertisingStarting = true
             activeSets = Set(handles)
             return .send(.setExtendedAdvertisingEnable(HCILESetExtendedAdvertisingEnable(isEnabled: true, sets: handles.map { .init(handle: $0) })))
         case .resumeAdvertising:
             guard advertisingAddress != nil, !activeSets.isEmpty else { return .none }
-            advertisingAddress = onAirAddress
+            advertisingAddress = own(advertisingOwnAddress, perSet: true).address
             return .send(.setExtendedAdvertisingEnable(HCILESetExtendedAdvertisingEnable(
                 isEnabled: true, sets: activeSets.sorted().map { .init(handle: $0) })))
         case .createConnection(let p):
-            let address = onAirAddress
+            let (type, address) = own(p.ownAddress)
             initiation?.address = address
             let phy = HCILEExtendedCreateConnection.PHYParameters(
                 connectionIntervalMin: p.interval.lowerBound, connectionIntervalMax: p.interval.upperBound,
                 supervisionTimeout: p.supervisionTimeout)
             return .send(.extendedCreateConnection(HCILEExtendedCreateConnection(
-                ownAddressType: ownAddressType, peerAddressType: p.peer.type, peerAddress: p.peer.address,
+                ownAddressType: type, peerAddressType: p.peer.type, peerAddress: p.peer.address,
                 le1M: p.phys.contains(.le1M) || p.phys.isEmpty ? phy : nil, leCoded: p.phys.contains(.leCoded) ? phy : nil)))
-        case .makeAddress:
-            return .makePrivateAddress
-        case .setRandomAddress:
+        case .makeAddress, .makeStaticAddress, .setRandomAddress, .setStaticAddress:
             // Scanning and initiating use the controller's random address in both command sets.
-            guard let pendingAddress else { return nil }
-            return .send(.setRandomAddress(HCILESetRandomAddress(address: pendingAddress.address)))
+            return beginAddress(step)
         case .advertisingParameters, .advertisingData, .scanResponseData, .enableAdvertising:
             return nil  // legacy commands only
+        }
+    }
+
+    /// The action of a step that makes or sets the controller's random address.
+    private func beginAddress(_ step: Step) -> Action? {
+        switch step {
+        case .makeAddress: return .makePrivateAddress
+        case .makeStaticAddress: return .makeStaticAddress
+        case .setRandomAddress:
+            guard let pendingAddress else { return nil }
+            return .send(.setRandomAddress(HCILESetRandomAddress(address: pendingAddress.address)))
+        case .setStaticAddress:
+            guard let staticAddress else { return nil }
+            return .send(.setRandomAddress(HCILESetRandomAddress(address: staticAddress.address)))
+        default: return nil
         }
     }
 

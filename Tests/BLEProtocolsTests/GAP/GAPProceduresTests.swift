@@ -17,6 +17,11 @@ private struct GAPHarness {
     var connected: [GAPProcedures.ProcedureID: ConnectionHandle] = [:]
     var scansEnded: [Int] = []
     var addresses: [LEAddress]
+    /// The random static addresses ``GAPProcedures/Action/makeStaticAddress`` gets (as the host makes them from LE
+    /// Rand), in order; `nil` once used up.
+    var statics: [LEAddress] = []
+    /// How many random static addresses the machine asked for.
+    var staticRequests = 0
 
     static let identity = LEAddress(BluetoothAddress(0xC0FF_EE00_0001), type: .public)
     static let peer = LEAddress(BluetoothAddress(0x0A0B_0C0D_0E0F), type: .random)
@@ -36,6 +41,10 @@ private struct GAPHarness {
             case .makePrivateAddress:
                 let address = addresses.isEmpty ? nil : addresses.removeFirst()
                 run(gap.privateAddressMade(address, now: now))
+            case .makeStaticAddress:
+                staticRequests += 1
+                let address = statics.isEmpty ? nil : statics.removeFirst()
+                run(gap.staticAddressMade(address, now: now))
             case .startTimer(let timer, let duration):
                 timers[timer] = now + duration
             case .cancelTimer(let timer):
@@ -531,5 +540,173 @@ private typealias Command = GAPProcedures.Command
         #expect(h.sent.contains(.setAdvertisingData(.init(data: [2, 1, 6]))))
         #expect(!h.sent.contains(.setAdvertisingData(.init(data: [2, 1, 4]))))
         #expect(h.sent.allSatisfy(Self.isLegacy))
+    }
+}
+
+/// The own address of each procedure (``OwnAddress``): the Own_Address_Type in LE Set (Extended) Advertising
+/// Parameters, LE Set (Extended) Scan Parameters and LE (Extended) Create Connection, and the random address given to
+/// the controller (LE Set Random Address) or to an advertising set (LE Set Advertising Set Random Address) before the
+/// enable. Core 5.4, Vol 4, Part E, 7.8.4, 7.8.5, 7.8.10, 7.8.12, 7.8.52, 7.8.53, 7.8.64, 7.8.66; Vol 6, Part B, 1.3.
+@Suite struct GAPOwnAddressTests {
+    static let staticAddress = LEAddress(BluetoothAddress(0xC1_22_33_44_55_66), type: .random)
+    static let secondStatic = LEAddress(BluetoothAddress(0xD2_22_33_44_55_77), type: .random)
+
+    fileprivate static func advertisingParameters(_ command: Command) -> HCILESetAdvertisingParameters? {
+        if case .setAdvertisingParameters(let p) = command { p } else { nil }
+    }
+
+    @Test func legacyAdvertisingWithARandomAddressMakesAStaticAddressOnceAndSetsItBeforeTheEnable() {
+        var h = GAPHarness()
+        h.statics = [Self.staticAddress, Self.secondStatic]
+        let (id, actions) = h.gap.startAdvertising(.init(data: [2, 1, 6], ownAddress: .random), now: h.now)
+        h.run(actions)
+        h.answerAll()
+        #expect(h.finished[id] == .some(nil))
+        #expect(h.staticRequests == 1)
+        #expect(h.sent == [
+            .setAdvertisingEnable(.init(isEnabled: false)),
+            .setRandomAddress(.init(address: Self.staticAddress.address)),
+            .setAdvertisingParameters(.init(intervalMin: 0x00A0, intervalMax: 0x00A0, advertisingType: .connectableUndirected,
+                                            ownAddressType: .random)),
+            .setAdvertisingData(.init(data: [2, 1, 6])),
+            .setScanResponseData(.init(data: [])),
+            .setAdvertisingEnable(.init(isEnabled: true)),
+        ])
+        #expect(h.gap.staticAddress == Self.staticAddress)
+        #expect(h.gap.advertisingAddress == Self.staticAddress)
+        // A central connecting sees the static address: it is this side's address on the link.
+        let local = h.gap.connectionComplete(status: .success, handle: 0x0040, role: .peripheral, now: h.now).localAddress
+        #expect(local == Self.staticAddress)
+    }
+
+    @Test func eachProcedureUsesItsOwnChoiceAndTheStaticAddressIsSetOnce() {
+        var h = GAPHarness()
+        h.statics = [Self.staticAddress, Self.secondStatic]
+        // A scan with the default: the public identity, no random address at all.
+        let (_, _, scanning) = h.gap.startScan(.init(active: true, interval: 0x20, window: 0x10), now: h.now)
+        h.run(scanning)
+        h.answerAll()
+        #expect(h.sent == [.setScanParameters(.init(scanType: .active, interval: 0x20, window: 0x10, ownAddressType: .public)),
+                           .setScanEnable(.init(isEnabled: true, filterDuplicates: false))])
+        #expect(h.staticRequests == 0)
+        h.clearSent()
+        // A connection with a random address while the scan is on: the scan pauses around LE Set Random Address.
+        var parameters = GAPProcedures.ConnectionParameters(peer: GAPHarness.peer)
+        parameters.ownAddress = .random
+        let (id, connecting) = h.gap.connect(parameters, now: h.now)
+        h.run(connecting)
+        h.answerAll()
+        #expect(h.sent.count == 4)
+        #expect(h.sent.prefix(3) == [.setScanEnable(.init(isEnabled: false)),
+                                     .setRandomAddress(.init(address: Self.staticAddress.address)),
+                                     .setScanEnable(.init(isEnabled: true, filterDuplicates: false))])
+        guard case .createConnection(let create)? = h.sent.last else {
+            Issue.record("no LE Create Connection: \(h.sent)")
+            return
+        }
+        #expect(create.ownAddressType == .random)
+        #expect(create.peerAddress == GAPHarness.peer.address)
+        let local = h.gap.connectionComplete(status: .success, handle: 0x0041, role: .central, now: h.now)
+        h.run(local.actions)
+        #expect(local.localAddress == Self.staticAddress)
+        #expect(h.connected[id] == 0x0041)
+        h.clearSent()
+        // Advertising with the identity, then with a random address again: the static address is made and set once.
+        h.run(h.gap.startAdvertising(.init(data: [2, 1, 6], ownAddress: .identity), now: h.now).1)
+        h.answerAll()
+        #expect(h.sent.compactMap(Self.advertisingParameters).map(\.ownAddressType) == [.public])
+        h.clearSent()
+        h.run(h.gap.startAdvertising(.init(data: [2, 1, 6], ownAddress: .random), now: h.now).1)
+        h.answerAll()
+        #expect(h.sent.compactMap(Self.advertisingParameters).map(\.ownAddressType) == [.random])
+        #expect(!h.sent.contains { if case .setRandomAddress = $0 { true } else { false } })
+        #expect(h.staticRequests == 1)
+    }
+
+    @Test func aNewPowerOnMakesANewStaticAddress() {
+        var h = GAPHarness()
+        h.statics = [Self.staticAddress, Self.secondStatic]
+        h.run(h.gap.startAdvertising(.init(data: [], ownAddress: .random), now: h.now).1)
+        h.answerAll()
+        h.run(h.gap.controllerLost())
+        #expect(h.gap.staticAddress == nil)
+        h.clearSent()
+        let (_, _, scanning) = h.gap.startScan(.init(ownAddress: .random), now: h.now)
+        h.run(scanning)
+        h.answerAll()
+        #expect(h.sent.first == .setRandomAddress(.init(address: Self.secondStatic.address)))
+        #expect(h.sent.contains(.setScanParameters(.init(scanType: .active, interval: 0x0060, window: 0x0030, ownAddressType: .random))))
+        #expect(h.staticRequests == 2)
+    }
+
+    @Test func noStaticAddressFailsTheProcedure() {
+        var h = GAPHarness()
+        let (id, _, actions) = h.gap.startScan(.init(ownAddress: .random), now: h.now)
+        h.run(actions)
+        h.answerAll()
+        #expect(h.finished[id] == .some(.noStaticAddress))
+        #expect(!h.sent.contains { if case .setScanEnable(let e) = $0 { e.isEnabled } else { false } })
+    }
+
+    @Test func extendedSetsGetTheirOwnAddressTypeAndTheirRandomAddressBeforeTheEnable() {
+        var h = GAPHarness()
+        h.gap.usesExtendedCommands = true
+        h.statics = [Self.staticAddress]
+        let sets = [GAPProcedures.AdvertisingParameters(data: [2, 1, 6], legacy: false, ownAddress: .random),
+                    GAPProcedures.AdvertisingParameters(type: .nonConnectableUndirected, data: [2, 1, 4], legacy: false)]
+        h.run(h.gap.startAdvertising(sets: sets, now: h.now).1)
+        h.answerAll()
+        let types = h.sent.compactMap { command -> LEAddressType? in
+            if case .setExtendedAdvertisingParameters(let p) = command { p.ownAddressType } else { nil }
+        }
+        #expect(types == [.random, .public])
+        // Only the set has the address: the controller's random address is left alone.
+        #expect(!h.sent.contains { if case .setRandomAddress = $0 { true } else { false } })
+        let setAddress = Command.setAdvertisingSetRandomAddress(.init(handle: 0, address: Self.staticAddress.address))
+        let enable = Command.setExtendedAdvertisingEnable(.init(isEnabled: true, sets: [.init(handle: 0), .init(handle: 1)]))
+        let setIndex = h.sent.firstIndex(of: setAddress)
+        let enableIndex = h.sent.firstIndex(of: enable)
+        #expect((setIndex ?? .max) < (enableIndex ?? .min))
+        #expect(!h.sent.contains { if case .setAdvertisingSetRandomAddress(let c) = $0 { c.handle == 1 } else { false } })
+        h.clearSent()
+        // An extended scan with a random address: now the controller's random address is set, before the parameters.
+        let (_, _, scanning) = h.gap.startScan(.init(ownAddress: .random), now: h.now)
+        h.run(scanning)
+        h.answerAll()
+        #expect(h.sent.first == .setRandomAddress(.init(address: Self.staticAddress.address)))
+        guard case .setExtendedScanParameters(let scan)? = h.sent.dropFirst().first else {
+            Issue.record("no LE Set Extended Scan Parameters: \(h.sent)")
+            return
+        }
+        #expect(scan.ownAddressType == .random)
+        #expect(h.staticRequests == 1)
+        // An extended connection with the identity: public.
+        h.clearSent()
+        h.run(h.gap.connect(.init(peer: GAPHarness.peer, ownAddress: .identity), now: h.now).1)
+        h.answerAll()
+        guard case .extendedCreateConnection(let create)? = h.sent.last else {
+            Issue.record("no LE Extended Create Connection: \(h.sent)")
+            return
+        }
+        #expect(create.ownAddressType == .public)
+    }
+
+    @Test func withPrivacyRandomIsThePrivateAddressAndIdentityThePublicOne() {
+        let rpa = LEAddress(BluetoothAddress(0x4A00_0000_0001), type: .random)
+        var h = GAPHarness(privacy: true, addresses: [rpa])
+        let (_, _, scanning) = h.gap.startScan(.init(ownAddress: .identity), now: h.now)
+        h.run(scanning)
+        h.answerAll()
+        // The identity: no private address made or set.
+        #expect(h.sent == [.setScanParameters(.init(scanType: .active, interval: 0x0060, window: 0x0030, ownAddressType: .public)),
+                           .setScanEnable(.init(isEnabled: true, filterDuplicates: false))])
+        h.clearSent()
+        h.run(h.gap.startAdvertising(.init(data: [], ownAddress: .random), now: h.now).1)
+        h.answerAll()
+        #expect(h.sent.contains(.setRandomAddress(.init(address: rpa.address))))
+        #expect(h.sent.compactMap(Self.advertisingParameters).map(\.ownAddressType) == [.random])
+        #expect(h.gap.advertisingAddress == rpa)
+        #expect(h.gap.staticAddress == nil)
+        #expect(h.staticRequests == 0)
     }
 }
