@@ -500,6 +500,8 @@ public actor HCIHost {
         for delivery in link.deliveries.values { delivery.confirm(completedThrough: acl.flow.completedTotal(handle: handle)) }
         performDrain(acl.drain.linkClosed(handle: handle, flow: acl.flow))
         for continuation in link.channels.values { continuation.finish() }
+        let id = link.connection.link
+        link.attEngine?.engine?.assumeIsolated { $0.attChannelEnded(id) }
         for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         closeL2CAP(link)
         closeSecurity(link)

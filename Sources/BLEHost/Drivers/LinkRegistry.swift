@@ -11,6 +11,8 @@ struct Link {
     /// Per fixed channel: the consumer, or frames waiting for one.
     var channels: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
     var pending: [L2CAPChannelID: [[UInt8]]] = [:]
+    /// The GATT engine taking this link's ATT channel directly (``HCIHost/openATT(for:on:)``), instead of a stream.
+    var attEngine: ATTConsumer?
     /// Per open credit based channel (local CID): the stream of incoming SDUs.
     var sduStreams: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
     /// Per credit based channel (local CID) opened on this link: the octets sent on it and confirmed by the controller.
@@ -26,6 +28,12 @@ struct Link {
     var security = LinkSecurityState()
     /// Callers of ``HCIHost/setPHY(_:transmit:receive:)`` waiting for LE PHY Update Complete.
     var phyWaiters: [Int: CheckedContinuation<HostConnection, any Error>] = [:]
+}
+
+/// A GATT engine consuming a link's ATT channel: it shares the host's executor, and the host calls it in the step
+/// that reassembled each PDU. Held weakly (the engine holds its host).
+struct ATTConsumer {
+    weak var engine: GATTEngine?
 }
 
 /// The links up now, by connection handle, and the identities given to them: one ``LinkID`` per link, never reused
