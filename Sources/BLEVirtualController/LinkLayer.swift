@@ -229,7 +229,7 @@ extension World {
     /// sender's buffer with Number Of Completed Packets. Out of reach, the packet waits in the sender's buffer.
     mutating func transmitACL(link id: Int, from sender: Int, _ packet: HCIACLPacket) {
         guard var link = links[id], link.side(of: sender) != nil, let receiver = link.peer(of: sender) else { return }
-        guard receiver.active, !link.supervisionArmed, canHear(sender, receiver.controller) else {
+        guard receiver.active, !link.supervisionArmed, canHearInPlace(sender, receiver.controller) else {
             link.stalled.append((sender, packet))
             links[id] = link
             return
@@ -274,7 +274,7 @@ extension World {
     /// the sender's buffer with Number Of Completed Packets (the packet was acknowledged).
     mutating func deliverACL(link id: Int, from sender: Int, _ packet: HCIACLPacket) {
         guard var link = links[id], let senderSide = link.side(of: sender), let receiver = link.peer(of: sender) else { return }
-        guard receiver.active, !link.supervisionArmed, canHear(sender, receiver.controller) else {
+        guard receiver.active, !link.supervisionArmed, canHearInPlace(sender, receiver.controller) else {
             link.stalled.append((sender, packet))
             links[id] = link
             return
@@ -284,8 +284,9 @@ extension World {
         repeat {
             let end = min(offset + size, packet.data.count)
             let boundary: HCIACLPacket.Boundary = offset == 0 && packet.boundary.isStart ? .firstFlushable : .continuing
-            emitACL(receiver.controller, HCIACLPacket(handle: receiver.handle, boundary: boundary,
-                                                      data: Array(packet.data[offset..<end])))
+            // A packet that fits the receiver's buffer crosses as it is (no copy of its data).
+            let data = offset == 0 && end == packet.data.count ? packet.data : Array(packet.data[offset..<end])
+            emitACL(receiver.controller, HCIACLPacket(handle: receiver.handle, boundary: boundary, data: data))
             offset = end
         } while offset < packet.data.count
         controllers[sender]?.aclInFlight -= 1

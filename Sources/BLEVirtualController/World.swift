@@ -445,6 +445,17 @@ struct World {
         return Int8(clamping: Int(value.rounded()))
     }
 
+    /// ``canHear(_:_:)`` with the controllers read in place: `controllers[id]` copies a controller's whole state,
+    /// and the data path asks twice a packet.
+    mutating func canHearInPlace(_ a: Int, _ b: Int) -> Bool {
+        func radioState(_ id: Int) -> (txPower: Int8, position: Position)? {
+            controllers.withValue(forKey: id) { $0.removed ? nil : ($0.txPower, $0.position) } ?? nil
+        }
+        guard let x = radioState(a), let y = radioState(b) else { return false }
+        return radio.meanRSSI(txPower: Double(x.txPower), distance: x.position.distance(to: y.position)) >= radio.sensitivity
+            && radio.meanRSSI(txPower: Double(y.txPower), distance: y.position.distance(to: x.position)) >= radio.sensitivity
+    }
+
     /// Whether two controllers can hear each other (noise-free).
     func canHear(_ a: Int, _ b: Int) -> Bool {
         guard let ab = meanRSSI(from: a, to: b), let ba = meanRSSI(from: b, to: a) else { return false }
