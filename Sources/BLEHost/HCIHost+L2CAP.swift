@@ -87,7 +87,7 @@ extension HCIHost {
     /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.
     /// Waiting there would deadlock: only that path reads the Number Of Completed Packets events that make room.
     func enqueueL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) {
-        guard links[handle] != nil else { return }
+        guard links.contains(handle) else { return }
         sendACL(acl.flow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
     }
 

@@ -72,10 +72,18 @@ struct LinkRegistry: Sequence {
 
     /// Whether the link with `handle` is up and is `link` (not a newer link that got the same handle); any link with
     /// `handle` when `link` is `nil`.
-    func isCurrent(_ handle: ConnectionHandle, is link: LinkID?) -> Bool {
-        guard let up = links[handle] else { return false }
-        return link == nil || up.connection.link == link
+    /// (Read in place: `self[handle]` copies the whole link, and the data path asks on every send.)
+    mutating func isCurrent(_ handle: ConnectionHandle, is link: LinkID?) -> Bool {
+        links.withValue(forKey: handle) { up in link == nil || up.connection.link == link } ?? false
     }
+
+    /// The identity of the link with `handle`, read in place; `nil` without one.
+    mutating func linkID(of handle: ConnectionHandle) -> LinkID? {
+        links.withValue(forKey: handle) { $0.connection.link }
+    }
+
+    /// Whether a link with `handle` is up (no copy of it).
+    func contains(_ handle: ConnectionHandle) -> Bool { links.index(forKey: handle) != nil }
 
     /// The links up, by handle.
     var connections: [HostConnection] { links.values.map(\.connection).sorted { $0.handle < $1.handle } }
