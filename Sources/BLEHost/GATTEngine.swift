@@ -16,7 +16,10 @@ public actor GATTEngine {
         /// Notification subscribers per value handle.
         var subscribers: [AttributeHandle: [Int: AsyncStream<[UInt8]>.Continuation]] = [:]
         var timers = TimerSet<ATTBearer.Timer>()
-        var reader: Task<Void, Never>?
+        /// ATT PDUs from the host waiting for the PDU before them to be carried out (see ``GATTEngine/receiveFromHost(_:on:)``).
+        var inbox: [Inbound] = []
+        /// A task is carrying out this link's inbound PDUs: what arrives meanwhile waits in ``inbox``, in order.
+        var inboxBusy = false
         /// The peer's request being answered by the application, if any (see ``GATTEngine/applicationRequests()``).
         var application: ApplicationPending?
         /// This side exchanged MTUs as a client (at most once per link: Core 5.4, Vol 3, Part F, 3.4.2.1).
@@ -37,6 +40,13 @@ public actor GATTEngine {
         var peerServiceChanged: AttributeHandle?
         /// As a client: robust caching was enabled on the peer (Client Supported Features written) on this link.
         var enabledRobustCaching = false
+    }
+
+    /// What the host hands this engine on a link's ATT channel.
+    enum Inbound {
+        case payload([UInt8])
+        /// The channel ended (the link went down, or another consumer took the channel over).
+        case end
     }
 
     /// What names a bond in the bond store.
@@ -109,6 +119,10 @@ public actor GATTEngine {
     /// ATT requests this engine has sent as a client (round trips), over all links.
     public private(set) var requestCount = 0
 
+    /// The engine runs on its host's executor: the host hands it each ATT PDU in the same step that reassembled it
+    /// (no stream, no task in between), and its calls into the host (sending a PDU) are no executor switch.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { host.unownedExecutor }
+
     /// Creates an engine serving `database` on `host`'s links. Call ``start()``.
     public init(host: HCIHost, database: GATTDatabase = GATTDatabase(services: []), preferredMTU: Int = 247) {
         self.host = host
@@ -150,14 +164,12 @@ public actor GATTEngine {
             // A bonded client finds its GATT state as it left it before anything is served.
             await identifyBondedClient(security, on: link)
         }
-        guard let channel = try? await host.openFixedChannel(.att, on: connection) else {
+        // From here on the host hands this engine the link's ATT PDUs directly (``receiveFromHost(_:on:)``), the
+        // ones it kept since the link came up first.
+        do {
+            try await host.openATT(for: self, on: connection)
+        } catch {
             await detach(link)
-            return
-        }
-        guard links[link] != nil else { return }
-        links[link]?.reader = Task { [weak self] in
-            for await payload in channel { await self?.receive(payload, on: link) }
-            await self?.detach(link)
         }
     }
 
@@ -178,7 +190,6 @@ public actor GATTEngine {
         for subscribers in state.subscribers.values { for s in subscribers.values { s.finish() } }
         var timers = state.timers
         timers.cancelAll()
-        state.reader?.cancel()
     }
 
     /// Records a link's security in its server state (what protected attributes are checked against).
@@ -216,14 +227,78 @@ public actor GATTEngine {
         await perform(actions, on: link)
     }
 
+    /// An ATT PDU from the host, on the host's executor, in the step that reassembled it. When nothing of the link is
+    /// waiting, the bearer takes it at once and what needs no suspension (a notification to the subscribers, a
+    /// response to its waiter, timers) is done here; from the first action that may suspend (a PDU to send, a
+    /// request to serve), the rest goes to a task, and PDUs arriving meanwhile wait for it in order. Nothing here
+    /// waits: the host's reading of packets never does (only it reads what ends a wait for queue room).
+    func receiveFromHost(_ payload: [UInt8], on link: LinkID) {
+        guard let busy = links.withValue(forKey: link, { state -> Bool in
+            if state.inboxBusy { state.inbox.append(.payload(payload)) }
+            return state.inboxBusy
+        }), !busy else { return }
+        guard let actions = links.withValue(forKey: link, { $0.bearer.receive(payload) }) else { return }
+        var next = 0
+        while next < actions.count, performNow(actions[next], on: link) { next += 1 }
+        guard next < actions.count else { return }
+        links[link]?.inboxBusy = true
+        let rest = Array(actions[next...])
+        Task { await self.drainInbox(link, first: rest) }
+    }
+
+    /// The host's ATT channel of `link` ended: the link is detached, after the PDUs waiting before the end.
+    func attChannelEnded(_ link: LinkID) {
+        guard let busy = links.withValue(forKey: link, { state -> Bool in
+            if state.inboxBusy { state.inbox.append(.end) }
+            return state.inboxBusy
+        }), !busy else { return }
+        Task { await self.detach(link) }
+    }
+
+    /// Carries out `first`, then the link's waiting PDUs in order, until none is left.
+    private func drainInbox(_ link: LinkID, first: [ATTBearer.Action]) async {
+        await perform(first, on: link)
+        while let item = links.withValue(forKey: link, { state -> Inbound? in
+            guard !state.inbox.isEmpty else {
+                state.inboxBusy = false
+                return nil
+            }
+            return state.inbox.removeFirst()
+        }) ?? nil {
+            switch item {
+            case .payload(let payload): await receive(payload, on: link)
+            case .end:
+                await detach(link)
+                return
+            }
+        }
+    }
+
     /// Carries out a bearer's actions, in order.
     func perform(_ actions: [ATTBearer.Action], on link: LinkID) async {
-        for action in actions {
+        for action in actions where !performNow(action, on: link) {
             switch action {
             case .send(let bytes):
                 guard let connection = links.withValue(forKey: link, { $0.connection }) else { continue }
                 try? await host.sendL2CAP(bytes, channel: .att, on: connection)
-            case .startTimer(let timer, let duration):
+            case .serve(let bytes):
+                await serve(bytes, on: link)
+            case .closeLink:
+                // Core 5.4, Vol 3, Part F, 3.3.3: no further ATT on this bearer; the link is closed.
+                if let connection = links[link]?.connection { _ = try? await host.disconnect(connection) }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Carries out an action that needs no suspension and returns `true`; `false` (nothing done) for one that may
+    /// suspend (sending, serving, closing the link).
+    private func performNow(_ action: ATTBearer.Action, on link: LinkID) -> Bool {
+        switch action {
+        case .send, .serve, .closeLink:
+            return false
+        case .startTimer(let timer, let duration):
                 links[link]?.timers.start(timer, after: duration) { [weak self] firing in await self?.timerFired(firing, on: link) }
             case .cancelTimer(let timer):
                 links[link]?.timers.cancel(timer)
@@ -246,13 +321,8 @@ public actor GATTEngine {
                     return dropped
                 } ?? 0
                 droppedNotificationCount += dropped
-            case .serve(let bytes):
-                await serve(bytes, on: link)
-            case .closeLink:
-                // Core 5.4, Vol 3, Part F, 3.3.3: no further ATT on this bearer; the link is closed.
-                if let connection = links[link]?.connection { _ = try? await host.disconnect(connection) }
-            }
         }
+        return true
     }
 
     private func timerFired(_ firing: TimerSet<ATTBearer.Timer>.Firing, on link: LinkID) async {

@@ -28,9 +28,36 @@ extension HCIHost {
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         link.channels[channel]?.finish()
         link.channels[channel] = continuation
+        if channel == .att, let engine = link.attEngine.take()?.engine {
+            let id = link.connection.link
+            engine.assumeIsolated { $0.attChannelEnded(id) }
+        }
         for payload in link.pending.removeValue(forKey: channel) ?? [] { continuation.yield(payload) }
         links[handle] = link
         return stream
+    }
+
+    /// Hands `connection`'s ATT PDUs to `engine` from now on, in the step that reassembles each
+    /// (``GATTEngine/receiveFromHost(_:on:)``, on this host's executor, which the engine shares): the ones kept since
+    /// the link came up at once, in order. Another consumer of the channel (``openFixedChannel(_:on:)``) ends.
+    func openATT(for engine: GATTEngine, on connection: HostConnection) throws {
+        let handle = connection.handle
+        guard current(handle, is: connection.link), var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        do {
+            try link.l2cap.registerFixedChannel(.att)
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
+        }
+        link.channels.removeValue(forKey: .att)?.finish()
+        if let previous = link.attEngine.take()?.engine, previous !== engine {
+            previous.assumeIsolated { $0.attChannelEnded(connection.link) }
+        }
+        link.attEngine = ATTConsumer(engine: engine)
+        let early = link.pending.removeValue(forKey: .att) ?? []
+        links[handle] = link
+        engine.assumeIsolated { engine in
+            for payload in early { engine.receiveFromHost(payload, on: connection.link) }
+        }
     }
 
     /// Sends one L2CAP payload on a channel of `connection`'s link (never on a newer link that got its handle), fragmented to the controller's buffers under flow control.
@@ -60,7 +87,7 @@ extension HCIHost {
     /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.
     /// Waiting there would deadlock: only that path reads the Number Of Completed Packets events that make room.
     func enqueueL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) {
-        guard links[handle] != nil else { return }
+        guard links.contains(handle) else { return }
         sendACL(acl.flow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
     }
 
@@ -124,8 +151,9 @@ extension HCIHost {
     /// A payload the link's L2CAP manager delivered on a fixed channel: to its consumer, or kept until one opens it
     /// (ATT), or handed back for the host's Security Manager (SMP).
     func deliverFixed(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) -> [UInt8]? {
-        enum Outcome { case consumer(AsyncStream<[UInt8]>.Continuation), smp, kept, overflow }
+        enum Outcome { case consumer(AsyncStream<[UInt8]>.Continuation), engine(GATTEngine?, LinkID), smp, kept, overflow }
         let outcome = links.update(handle) { link -> Outcome in
+            if channel == .att, let consumer = link.attEngine { return .engine(consumer.engine, link.connection.link) }
             if let continuation = link.channels[channel] { return .consumer(continuation) }
             if channel == .smp { return .smp }
             guard link.pending[channel, default: []].count < Self.pendingFrameLimit else { return .overflow }
@@ -134,6 +162,9 @@ extension HCIHost {
         }
         switch outcome {
         case .consumer(let continuation)?: continuation.yield(payload)
+        case .engine(let engine, let link)?:
+            // The engine shares this executor: it takes the PDU now (and never waits in doing so).
+            engine?.assumeIsolated { $0.receiveFromHost(payload, on: link) }
         case .smp?: return payload
         case .overflow?: controller.droppedFrames += 1
         case .kept?, nil: break

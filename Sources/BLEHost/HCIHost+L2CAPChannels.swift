@@ -245,7 +245,7 @@ extension HCIHost {
         }
     }
 
-    private func isCurrent(_ channel: L2CAPChannel) -> Bool { links[channel.handle]?.connection.link == channel.link }
+    private func isCurrent(_ channel: L2CAPChannel) -> Bool { links.linkID(of: channel.handle) == channel.link }
 
     func sendSDU(_ sdu: [UInt8], on channel: L2CAPChannel) async throws {
         // The controller queue first, as every sender on the link.
@@ -324,7 +324,7 @@ extension HCIHost {
     /// Performs a link's L2CAP actions. Never waits for anything but the transport: frames are queued for the
     /// controller without back-pressure, so the packet-reading path can call this.
     func performL2CAP(_ actions: [L2CAPChannelManager.Action], handle: ConnectionHandle) {
-        guard let id = links[handle]?.connection.link else { return }
+        guard let id = links.linkID(of: handle) else { return }
         var packets: [HCIACLPacket] = []
         var updates: [L2CAPConnectionParameterUpdateRequest] = []
         var smp: [[UInt8]] = []

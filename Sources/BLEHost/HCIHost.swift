@@ -128,15 +128,30 @@ public actor HCIHost {
         if reader == nil {
             outbox.onFailure { [weak self] error in await self?.transportEnded(error) }
             let transport = transport
-            reader = Task { [weak self] in
-                do {
-                    for try await packet in transport.incoming {
-                        guard let self else { return }
-                        await self.receive(packet)
+            if let inbox = (transport as? any HCIPacketInboxProviding)?.takeInbox() {
+                // In process: every packet queued since the last wake-up is handled in one step of this actor.
+                reader = Task { [weak self] in
+                    do {
+                        while let batch = try await inbox.next() {
+                            guard let self else { return }
+                            await self.receive(batch)
+                        }
+                        await self?.transportEnded(nil)
+                    } catch {
+                        await self?.transportEnded(error)
                     }
-                    await self?.transportEnded(nil)
-                } catch {
-                    await self?.transportEnded(error)
+                }
+            } else {
+                reader = Task { [weak self] in
+                    do {
+                        for try await packet in transport.incoming {
+                            guard let self else { return }
+                            await self.receive(packet)
+                        }
+                        await self?.transportEnded(nil)
+                    } catch {
+                        await self?.transportEnded(error)
+                    }
                 }
             }
         }
@@ -415,6 +430,11 @@ public actor HCIHost {
         publish(.stateChanged(new))
     }
 
+    /// Packets from the controller, in order, in one step of this actor (as far as none suspends).
+    func receive(_ packets: [HCIPacket]) async {
+        for packet in packets { await receive(packet) }
+    }
+
     func receive(_ packet: HCIPacket) async {
         switch packet {
         case .event(let raw):
@@ -505,6 +525,8 @@ public actor HCIHost {
         for delivery in link.deliveries.values { delivery.confirm(completedThrough: acl.flow.completedTotal(handle: handle)) }
         performDrain(acl.drain.linkClosed(handle: handle, flow: acl.flow))
         for continuation in link.channels.values { continuation.finish() }
+        let id = link.connection.link
+        link.attEngine?.engine?.assumeIsolated { $0.attChannelEnded(id) }
         for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         for waiter in link.updateWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         closeL2CAP(link)

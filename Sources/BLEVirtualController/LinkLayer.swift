@@ -228,8 +228,18 @@ extension World {
     /// Moves one host packet across the link, re-fragmenting it to the receiver's buffer size, and returns the
     /// sender's buffer with Number Of Completed Packets. Out of reach, the packet waits in the sender's buffer.
     mutating func transmitACL(link id: Int, from sender: Int, _ packet: HCIACLPacket) {
+        // The usual case, read in place (a copy of the link retains its queues): no faults on the air, nothing of this
+        // sender's in transit, the peer in reach: the packet gets across now.
+        if faults.isEmpty, let receiver = links.withValue(forKey: id, { link -> Int? in
+            guard link.side(of: sender) != nil, let receiver = link.peer(of: sender), receiver.active, !link.supervisionArmed,
+                  !link.inTransit.contains(where: { $0.0 == sender }) else { return nil }
+            return receiver.controller
+        }) ?? nil, canHearInPlace(sender, receiver) {
+            deliverACL(link: id, from: sender, packet)
+            return
+        }
         guard var link = links[id], link.side(of: sender) != nil, let receiver = link.peer(of: sender) else { return }
-        guard receiver.active, !link.supervisionArmed, canHear(sender, receiver.controller) else {
+        guard receiver.active, !link.supervisionArmed, canHearInPlace(sender, receiver.controller) else {
             link.stalled.append((sender, packet))
             links[id] = link
             return
@@ -273,10 +283,14 @@ extension World {
     /// Hands a packet that got across the link to the receiver's host, re-fragmented to its buffer size, and returns
     /// the sender's buffer with Number Of Completed Packets (the packet was acknowledged).
     mutating func deliverACL(link id: Int, from sender: Int, _ packet: HCIACLPacket) {
-        guard var link = links[id], let senderSide = link.side(of: sender), let receiver = link.peer(of: sender) else { return }
-        guard receiver.active, !link.supervisionArmed, canHear(sender, receiver.controller) else {
-            link.stalled.append((sender, packet))
-            links[id] = link
+        // Read in place: a copy of the link would retain its queues.
+        guard let found = links.withValue(forKey: id, { link -> (Link.Side, Link.Side, Bool)? in
+            guard let senderSide = link.side(of: sender), let receiver = link.peer(of: sender) else { return nil }
+            return (senderSide, receiver, link.supervisionArmed)
+        }) ?? nil else { return }
+        let (senderSide, receiver, supervisionArmed) = found
+        guard receiver.active, !supervisionArmed, canHearInPlace(sender, receiver.controller) else {
+            links[id]?.stalled.append((sender, packet))
             return
         }
         let size = max(1, controllers.withValue(forKey: receiver.controller) { $0.configuration.aclBufferSize } ?? 27)
@@ -284,8 +298,9 @@ extension World {
         repeat {
             let end = min(offset + size, packet.data.count)
             let boundary: HCIACLPacket.Boundary = offset == 0 && packet.boundary.isStart ? .firstFlushable : .continuing
-            emitACL(receiver.controller, HCIACLPacket(handle: receiver.handle, boundary: boundary,
-                                                      data: Array(packet.data[offset..<end])))
+            // A packet that fits the receiver's buffer crosses as it is (no copy of its data).
+            let data = offset == 0 && end == packet.data.count ? packet.data : Array(packet.data[offset..<end])
+            emitACL(receiver.controller, HCIACLPacket(handle: receiver.handle, boundary: boundary, data: data))
             offset = end
         } while offset < packet.data.count
         controllers[sender]?.aclInFlight -= 1

@@ -221,21 +221,23 @@ extension VirtualController {
 }
 
 /// The in-process host side of a virtual controller.
-final class VirtualHostTransport: HCITransport {
+final class VirtualHostTransport: HCIPacketInboxProviding {
     let controller: VirtualController
     let closed = Atomic<Bool>(false)
     let incoming: AsyncThrowingStream<HCIPacket, any Error>
+    private let incomingContinuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     private let pump: Task<Void, Never>?
 
     init(controller: VirtualController) {
         self.controller = controller
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
         incoming = stream
+        incomingContinuation = continuation
         if controller.sink.mode == .stream {
             // Packets for the host go straight into this transport's stream (no relay task). A controller sends
             // nothing before its host's first command, so nothing waits in its own stream yet.
             controller.sink.direct.withLock { direct in
-                direct = continuation
+                direct = .stream(continuation)
             }
             pump = nil
         } else {
@@ -246,6 +248,22 @@ final class VirtualHostTransport: HCITransport {
                 continuation.finish()
             }
         }
+    }
+
+    /// Packets for the host go straight into an inbox the host drains in batches (no stream); `incoming` finishes.
+    /// Only for a controller that streams to its host and has sent nothing yet.
+    func takeInbox() -> HCIPacketInbox? {
+        guard pump == nil else { return nil }
+        let inbox = HCIPacketInbox()
+        let taken = controller.sink.direct.withLock { direct -> Bool in
+            guard case .stream = direct else { return false }
+            direct = .inbox(inbox)
+            return true
+        }
+        guard taken else { return nil }
+        incomingContinuation.finish()
+        if closed.load(ordering: .acquiring) { inbox.finish() }
+        return inbox
     }
 
     func send(_ packet: HCIPacket) async throws {

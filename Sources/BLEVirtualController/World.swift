@@ -1,3 +1,4 @@
+import BLETransport
 import BLEWire
 import Synchronization
 
@@ -15,7 +16,13 @@ final class HostSink: Sendable {
     let continuation: AsyncStream<HCIPacket>.Continuation
     /// The in-process host transport's own stream, when one took the packets over: they go straight to it rather
     /// than through ``stream`` and a relay task (one task hop less per packet).
-    let direct = Locked<AsyncThrowingStream<HCIPacket, any Error>.Continuation?>(nil)
+    let direct = Locked<DirectTarget>(.none)
+    /// Where packets go straight to, in process: the host transport's stream, or the inbox its host drains in batches.
+    enum DirectTarget {
+        case none
+        case stream(AsyncThrowingStream<HCIPacket, any Error>.Continuation)
+        case inbox(HCIPacketInbox)
+    }
     /// A transport attached with ``VirtualController/attach(_:)``: packets gather here and its writer, woken once per
     /// batch, takes them all at once (one write for many packets on a byte stream).
     /// `byReaders`: the host is attached on its reader thread, so a reader thread handling packets writes what
@@ -39,9 +46,15 @@ final class HostSink: Sendable {
     func deliver(_ packet: HCIPacket) {
         switch mode {
         case .stream:
-            if let direct = direct.withLock({ $0 }) {
+            switch direct.withLock({ $0 }) {
+            case .inbox(let inbox):
+                inbox.yield(packet)
+                return
+            case .stream(let direct):
                 direct.yield(packet)
                 return
+            case .none:
+                break
             }
             let wake = batched.withLock { state -> AsyncStream<Void>.Continuation?? in
                 guard state != nil else { return .none }
@@ -134,7 +147,11 @@ final class HostSink: Sendable {
     /// The controller is gone: every stream finishes.
     func finish() {
         continuation.finish()
-        direct.withLock { $0 }?.finish()
+        switch direct.withLock({ $0 }) {
+        case .inbox(let inbox): inbox.finish()
+        case .stream(let direct): direct.finish()
+        case .none: break
+        }
         batched.withLock { $0 }?.wake.finish()
     }
 }
@@ -443,6 +460,17 @@ struct World {
         let value = radio.noiseSigma > 0 ? mean + radio.noiseSigma * rng.nextGaussian() : mean
         guard value >= radio.sensitivity else { return nil }
         return Int8(clamping: Int(value.rounded()))
+    }
+
+    /// ``canHear(_:_:)`` with the controllers read in place: `controllers[id]` copies a controller's whole state,
+    /// and the data path asks twice a packet.
+    mutating func canHearInPlace(_ a: Int, _ b: Int) -> Bool {
+        func radioState(_ id: Int) -> (txPower: Int8, position: Position)? {
+            controllers.withValue(forKey: id) { $0.removed ? nil : ($0.txPower, $0.position) } ?? nil
+        }
+        guard let x = radioState(a), let y = radioState(b) else { return false }
+        return radio.meanRSSI(txPower: Double(x.txPower), distance: x.position.distance(to: y.position)) >= radio.sensitivity
+            && radio.meanRSSI(txPower: Double(y.txPower), distance: y.position.distance(to: x.position)) >= radio.sensitivity
     }
 
     /// Whether two controllers can hear each other (noise-free).

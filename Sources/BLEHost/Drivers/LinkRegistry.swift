@@ -11,6 +11,8 @@ struct Link {
     /// Per fixed channel: the consumer, or frames waiting for one.
     var channels: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
     var pending: [L2CAPChannelID: [[UInt8]]] = [:]
+    /// The GATT engine taking this link's ATT channel directly (``HCIHost/openATT(for:on:)``), instead of a stream.
+    var attEngine: ATTConsumer?
     /// Per open credit based channel (local CID): the stream of incoming SDUs.
     var sduStreams: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
     /// Per credit based channel (local CID) opened on this link: the octets sent on it and confirmed by the controller.
@@ -30,6 +32,12 @@ struct Link {
     /// ``HCIHost/requestConnectionParameters(_:interval:latency:supervisionTimeout:)`` waiting for LE Connection Update
     /// Complete.
     var updateWaiters: [Int: CheckedContinuation<HostConnection, any Error>] = [:]
+}
+
+/// A GATT engine consuming a link's ATT channel: it shares the host's executor, and the host calls it in the step
+/// that reassembled each PDU. Held weakly (the engine holds its host).
+struct ATTConsumer {
+    weak var engine: GATTEngine?
 }
 
 /// The links up now, by connection handle, and the identities given to them: one ``LinkID`` per link, never reused
@@ -68,10 +76,18 @@ struct LinkRegistry: Sequence {
 
     /// Whether the link with `handle` is up and is `link` (not a newer link that got the same handle); any link with
     /// `handle` when `link` is `nil`.
-    func isCurrent(_ handle: ConnectionHandle, is link: LinkID?) -> Bool {
-        guard let up = links[handle] else { return false }
-        return link == nil || up.connection.link == link
+    /// (Read in place: `self[handle]` copies the whole link, and the data path asks on every send.)
+    mutating func isCurrent(_ handle: ConnectionHandle, is link: LinkID?) -> Bool {
+        links.withValue(forKey: handle) { up in link == nil || up.connection.link == link } ?? false
     }
+
+    /// The identity of the link with `handle`, read in place; `nil` without one.
+    mutating func linkID(of handle: ConnectionHandle) -> LinkID? {
+        links.withValue(forKey: handle) { $0.connection.link }
+    }
+
+    /// Whether a link with `handle` is up (no copy of it).
+    func contains(_ handle: ConnectionHandle) -> Bool { links.index(forKey: handle) != nil }
 
     /// The links up, by handle.
     var connections: [HostConnection] { links.values.map(\.connection).sorted { $0.handle < $1.handle } }
