@@ -75,13 +75,17 @@ extension HCIHost {
         guard current(handle, is: link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         let packets = acl.flow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded)
         guard !packets.isEmpty else { return }
-        // Nothing waits for a reply here: the caller drains the outbox itself when nobody does, off the actor, so the
-        // host goes on meanwhile and what it queues joins the batch.
+        // Handed over in this step, in the order the flow released them (after any fragments of an earlier PDU that
+        // Number Of Completed Packets let go). Nothing waits for a reply here: the caller drains the outbox itself when
+        // nobody does, off the actor, so the host goes on meanwhile and what it queues joins the batch.
+        let mustDrain: Bool
         do {
-            try await outbox.send(packets.map { .acl($0) })
+            mustDrain = try outbox.handOver(packets.map { .acl($0) })
         } catch {
             transportEnded(error)
+            return
         }
+        if mustDrain { await outbox.drain() }
     }
 
     /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.

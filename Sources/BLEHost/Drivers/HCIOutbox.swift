@@ -4,11 +4,12 @@ import Synchronization
 
 /// Where the host's packets leave for the controller: one queue, in order, drained by one sender at a time.
 ///
-/// Handing packets over never suspends (``write(_:)``), so a driver registers the continuation that receives a reply
-/// before the request leaves, in one step, and no reply can overtake it. Whoever hands packets over while nobody is
-/// draining becomes the drainer: an async caller with nothing to register (``send(_:)``, the ACL data path) drains
-/// itself, off the host's executor, so the host goes on while the transport works and what it queues meanwhile
-/// leaves in the same batch; a synchronous caller starts a task that drains.
+/// Handing packets over never suspends (``write(_:)``, ``handOver(_:)``), so a driver registers the continuation that
+/// receives a reply before the request leaves, in one step, and no reply can overtake it; and packets keep the order
+/// in which the host's steps handed them over. Whoever hands packets over while nobody is draining becomes the
+/// drainer: an async caller with nothing to register (the ACL data path: ``handOver(_:)`` in its step, then
+/// ``drain()``) drains itself, off the host's executor, so the host goes on while the transport works and what it
+/// queues meanwhile leaves in the same batch; a synchronous caller starts a task that drains.
 final class HCIOutbox: Sendable {
     private let transport: any HCITransport
     private let state = Mutex(Pending())
@@ -36,10 +37,14 @@ final class HCIOutbox: Sendable {
         if try enqueue(packets) { Task { await self.drain() } }
     }
 
-    /// Hands `packets` over and, when nobody is draining, sends everything queued before returning. Throws when the
-    /// transport has ended.
-    func send(_ packets: [HCIPacket]) async throws {
-        if try enqueue(packets) { await drain() }
+    /// Hands `packets` over without suspending, in order after everything handed over before, and returns whether
+    /// the caller must now ``drain()`` (nobody is draining). Throws when the transport has ended.
+    ///
+    /// Not an async "send": a nonisolated async function starts on another executor, so two of the host's steps
+    /// could hand their packets over in the opposite order, and the fragments of two L2CAP PDUs (or a PDU's first
+    /// fragments and the ones Number Of Completed Packets released meanwhile) would leave interleaved.
+    func handOver(_ packets: [HCIPacket]) throws -> Bool {
+        try enqueue(packets)
     }
 
     /// Drops what is waiting and refuses what comes (the transport ended): writes throw from now on.
@@ -64,8 +69,9 @@ final class HCIOutbox: Sendable {
         return mustDrain
     }
 
-    /// Sends what is queued, batch after batch, until the queue is empty.
-    private func drain() async {
+    /// Sends what is queued, batch after batch, until the queue is empty: for the caller ``handOver(_:)`` made the
+    /// drainer.
+    func drain() async {
         while true {
             let batch = state.withLock { pending -> [HCIPacket] in
                 let batch = pending.packets
