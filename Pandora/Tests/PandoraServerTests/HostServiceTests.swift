@@ -178,13 +178,33 @@ import Testing
             let gone = try await hostA.getConnectionParameters(parametersRequest)
             #expect(gone.connectionNotFound == Google_Protobuf_Empty())
 
-            // BR/EDR calls are refused with a reason.
-            do {
+            // BR/EDR calls are refused with a reason: each of the four, through the client.
+            func expectRefused(_ call: String, _ body: () async throws -> Void) async {
+                do {
+                    try await body()
+                    Issue.record("\(call) succeeded")
+                } catch let error as RPCError {
+                    #expect(error.code == .unimplemented, "\(call)")
+                    #expect(error.message.contains("BR/EDR") && error.message.contains(call), "\(call): \(error.message)")
+                } catch {
+                    Issue.record("\(call): \(error)")
+                }
+            }
+            await expectRefused("SetDiscoverabilityMode") {
                 _ = try await hostA.setDiscoverabilityMode(Pandora_SetDiscoverabilityModeRequest())
-                Issue.record("SetDiscoverabilityMode succeeded")
-            } catch let error as RPCError {
-                #expect(error.code == .unimplemented)
-                #expect(error.message.contains("BR/EDR"))
+            }
+            await expectRefused("SetConnectabilityMode") {
+                _ = try await hostA.setConnectabilityMode(Pandora_SetConnectabilityModeRequest())
+            }
+            await expectRefused("Connect") {
+                var classic = Pandora_ConnectRequest()
+                classic.address = addressB
+                _ = try await hostA.connect(classic)
+            }
+            await expectRefused("Inquiry") {
+                try await hostA.inquiry(Google_Protobuf_Empty()) { response in
+                    for try await _ in response.messages {}
+                }
             }
 
             // FactoryReset: the adapter closed and opened again (here on a new controller, as RootCanal gives one per
