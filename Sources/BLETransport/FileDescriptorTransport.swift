@@ -180,13 +180,25 @@ public final class FileDescriptorTransport: HCITransport {
         guard !wasClosed else { return }
         guard wasReading else {
             // Never read: no reader thread to wake; close here.
-            Glibc.close(fd)
+            releaseDescriptor()
             Glibc.close(wakeRead)
             continuation.finish()
             return
         }
         var byte: UInt8 = 1
         _ = Glibc.write(wakeWrite, &byte, 1)
+    }
+
+    /// Marks the transport closed and closes the descriptor, never while a write is under way. The number is free
+    /// for the process to reuse from then on (a server's next accepted client gets it at once), so a writer that
+    /// checked `closed` before must not go on sending to it: the bytes would land in another connection's stream.
+    /// `shutdown` first, so that a writer blocked in `send` returns (with an error) and lets go of the write lock.
+    private func releaseDescriptor() {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        writeLock.withLock { _ in
+            state.withLock { $0.closed = true }
+            Glibc.close(fd)
+        }
     }
 
     private func readLoop(handler: (@Sendable (Inbound) -> Void)?) {
@@ -224,8 +236,7 @@ public final class FileDescriptorTransport: HCITransport {
                 batch.removeAll(keepingCapacity: true)
             }
         }
-        state.withLock { $0.closed = true }
-        Glibc.close(fd)
+        releaseDescriptor()
         Glibc.close(wakeRead)
         if let failure { continuation.finish(throwing: failure) } else { continuation.finish() }
         handler?(.finished(failure))
