@@ -7,7 +7,7 @@ import Testing
 /// there finds it by its name and services, discovers them, reads a value and receives a notification or an
 /// indication, and the device logs what the central did; `ble subscribe` against it prints the values decoded, as
 /// text and as JSON. Then the embedded world: `ble scan` lists all twelve devices.
-@Suite(.timeLimit(.minutes(3))) struct ServeDevicesTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ServeDevicesTests {
     /// What a device must show a central (written out here, not taken from the device table under test).
     struct Expected: Sendable, CustomTestStringConvertible {
         let device: String
