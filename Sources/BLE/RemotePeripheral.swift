@@ -1,3 +1,4 @@
+import Synchronization
 import BLEHost
 import BLEProtocols
 import BLEWire
@@ -159,7 +160,7 @@ public final class RemotePeripheral: Sendable, Identifiable {
     /// A stream keeps at most `bufferingLimit` values its consumer has not taken yet: a consumer that falls further
     /// behind loses the oldest ones (notifications have no flow control, so the alternative would be memory without
     /// bound); ``droppedNotificationCount`` counts them.
-    public func notifications(for characteristic: GATTCharacteristic, bufferingLimit: Int = 4096) async throws -> AsyncStream<[UInt8]> {
+    public func notifications(for characteristic: GATTCharacteristic, bufferingLimit: Int = 4096) async throws -> NotificationStream {
         let descriptors = try await discoverDescriptors(for: characteristic)
         guard let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {
             throw GATTError(.att(.requestNotSupported, handle: characteristic.valueHandle), "\(characteristic.uuid) cannot notify")
@@ -171,7 +172,7 @@ public final class RemotePeripheral: Sendable, Identifiable {
 
     /// Values dropped because a stream's consumer fell more than its buffering limit behind
     /// (``notifications(for:bufferingLimit:)``).
-    public var droppedNotificationCount: Int { get async { await link.droppedNotifications } }
+    public var droppedNotificationCount: Int { get async { link.droppedNotifications } }
 
     /// Stops notifications of a characteristic: every stream of it finishes.
     public func stopNotifications(for characteristic: GATTCharacteristic) async throws {
@@ -253,8 +254,8 @@ actor PeripheralLink {
     struct Subscription {
         var cccd: AttributeHandle
         var indications: Bool
-        var consumers: [Int: AsyncStream<[UInt8]>.Continuation] = [:]
-        var forwarder: Task<Void, Never>?
+        /// The streams the app iterates: the engine hands them each value itself, without a hop through this actor.
+        let fanOut: NotificationFanOut
     }
 
     var connection: HostConnection
@@ -262,7 +263,8 @@ actor PeripheralLink {
     private(set) var state: PeripheralConnectionState = .connected
     var subscriptions: [AttributeHandle: Subscription] = [:]
     /// Values dropped for consumers that fell behind their buffering limit.
-    var droppedNotifications = 0
+    nonisolated var droppedNotifications: Int { dropped.count.load(ordering: .relaxed) }
+    nonisolated let dropped = DropCounter()
     var linkSubscribers: [Int: AsyncStream<PeripheralLinkEvent>.Continuation] = [:]
     var stateSubscribers: [Int: AsyncStream<PeripheralConnectionState>.Continuation] = [:]
     var nextSubscriber = 0
@@ -311,55 +313,46 @@ actor PeripheralLink {
     }
 
     func subscribe(valueHandle: AttributeHandle, cccd: AttributeHandle, indications: Bool, engine: GATTEngine,
-                   bufferingLimit: Int) async throws -> AsyncStream<[UInt8]> {
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(bufferingLimit))
+                   bufferingLimit: Int) async throws -> NotificationStream {
+        let (stream, source) = NotificationStream.makeStream(bufferingLimit: bufferingLimit)
         let id = makeID()
-        continuation.onTermination = { [weak self] _ in Task { await self?.dropConsumer(id, valueHandle: valueHandle) } }
-        if subscriptions[valueHandle] != nil {
-            subscriptions[valueHandle]?.consumers[id] = continuation
+        if let s = subscriptions[valueHandle] {
+            s.fanOut.add(source, id: id)
             return stream
         }
-        subscriptions[valueHandle] = Subscription(cccd: cccd, indications: indications, consumers: [id: continuation])
+        let fanOut = NotificationFanOut(dropped: dropped)
+        fanOut.add(source, id: id)
+        subscriptions[valueHandle] = Subscription(cccd: cccd, indications: indications, fanOut: fanOut)
         do {
             try await bind(valueHandle, engine: engine)
         } catch {
             subscriptions[valueHandle] = nil
-            continuation.finish()
+            source.finish()
             throw error
         }
         return stream
     }
 
-    private func dropConsumer(_ id: Int, valueHandle: AttributeHandle) {
-        subscriptions[valueHandle]?.consumers[id] = nil
-    }
-
-    /// Subscribes on the current link and forwards its values to every consumer of the subscription.
+    /// Subscribes on the current link: the engine hands each value to every stream of the subscription.
     private func bind(_ valueHandle: AttributeHandle, engine: GATTEngine) async throws {
         guard let s = subscriptions[valueHandle] else { return }
-        let values = try await engine.subscribe(connection, valueHandle: valueHandle, cccdHandle: s.cccd, indications: s.indications)
-        subscriptions[valueHandle]?.forwarder = Task { [weak self] in
-            for await value in values { await self?.deliver(value, valueHandle: valueHandle) }
-            // The link's stream ended: unless a reconnection will restore it, so does the subscription.
-            await self?.linkStreamEnded(valueHandle)
-        }
+        let fanOut = s.fanOut
+        let sink = NotificationSink(deliver: { fanOut.deliver($0) }, end: { [weak self] in
+            // The link's subscription ended: unless a reconnection will restore it, so does this one.
+            Task { await self?.linkSubscriptionEnded(valueHandle, fanOut: fanOut) }
+        })
+        _ = try await engine.subscribe(connection, valueHandle: valueHandle, cccdHandle: s.cccd, indications: s.indications, sink: sink)
     }
 
-    private func deliver(_ value: [UInt8], valueHandle: AttributeHandle) {
-        for c in subscriptions[valueHandle]?.consumers.values ?? [:].values {
-            if case .dropped = c.yield(value) { droppedNotifications += 1 }
-        }
-    }
-
-    private func linkStreamEnded(_ valueHandle: AttributeHandle) {
-        guard !keepsSubscriptionsAlive, let s = subscriptions.removeValue(forKey: valueHandle) else { return }
-        for c in s.consumers.values { c.finish() }
+    private func linkSubscriptionEnded(_ valueHandle: AttributeHandle, fanOut: NotificationFanOut) {
+        guard !keepsSubscriptionsAlive, subscriptions[valueHandle]?.fanOut === fanOut,
+              let s = subscriptions.removeValue(forKey: valueHandle) else { return }
+        s.fanOut.finishAll()
     }
 
     func unsubscribe(valueHandle: AttributeHandle, engine: GATTEngine) async throws {
         guard let s = subscriptions.removeValue(forKey: valueHandle) else { return }
-        s.forwarder?.cancel()
-        for c in s.consumers.values { c.finish() }
+        s.fanOut.finishAll()
         try await engine.unsubscribe(connection, valueHandle: valueHandle, cccdHandle: s.cccd)
     }
 
@@ -430,12 +423,50 @@ actor PeripheralLink {
     private func finishAll() {
         watcher?.cancel()
         watcher = nil
-        for s in subscriptions.values {
-            s.forwarder?.cancel()
-            for c in s.consumers.values { c.finish() }
-        }
+        for s in subscriptions.values { s.fanOut.finishAll() }
         subscriptions = [:]
         for c in stateSubscribers.values { c.finish() }
         stateSubscribers = [:]
+    }
+}
+
+/// Values dropped, over every subscription of a peripheral, because a stream's consumer fell behind.
+final class DropCounter: Sendable {
+    let count = Atomic<Int>(0)
+}
+
+/// The streams of one subscription: each value goes to every one of them, handed over on the engine's executor.
+final class NotificationFanOut: Sendable {
+    private let sources = Mutex<[(id: Int, source: NotificationStream.Source)]>([])
+    private let dropped: DropCounter
+
+    init(dropped: DropCounter) { self.dropped = dropped }
+
+    func add(_ source: NotificationStream.Source, id: Int) {
+        sources.withLock { $0.append((id, source)) }
+        source.onTermination = { [weak self] termination in
+            if termination == .cancelled { self?.sources.withLock { $0.removeAll { $0.id == id } } }
+        }
+    }
+
+    /// Hands `value` to every stream; `true` when one of them dropped an older value for it.
+    func deliver(_ value: [UInt8]) -> Bool {
+        // Yielded outside the lock: a stream's end may call back into this fan-out.
+        let sources = sources.withLock { $0 }
+        var droppedAny = false
+        for s in sources where s.source.yield(value) == .dropped {
+            dropped.count.add(1, ordering: .relaxed)
+            droppedAny = true
+        }
+        return droppedAny
+    }
+
+    /// Finishes every stream (each delivers what it holds, then ends).
+    func finishAll() {
+        let sources = sources.withLock { s in
+            defer { s = [] }
+            return s
+        }
+        for s in sources { s.source.finish() }
     }
 }

@@ -57,6 +57,8 @@ public typealias HostConnection = BLEHost.HostConnection
 public typealias HostEvent = BLEHost.HostEvent
 /// A link's identity, never reused by an adapter (unlike connection handles).
 public typealias LinkID = BLEHost.LinkID
+/// The values of a characteristic's notifications or indications (``RemotePeripheral/notifications(for:bufferingLimit:)``).
+public typealias NotificationStream = BLEHost.NotificationStream
 /// A connection handle, as the controller numbers a link (a controller may reuse it for the next link).
 public typealias ConnectionHandle = BLEWire.ConnectionHandle
 /// This side's role on a link: central or peripheral.

@@ -20,7 +20,7 @@ enum AirTimeBenchmarks {
         let link: HostConnection
         let notifyHandle: AttributeHandle
         let writeHandle: AttributeHandle
-        let values: AsyncStream<[UInt8]>
+        let values: NotificationStream
     }
 
     /// Two hosts linked at `interval` (1.25 ms units) on LE 2M with 251-octet packets both ways and MTU 247, the

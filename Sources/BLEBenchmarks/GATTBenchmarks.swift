@@ -183,7 +183,7 @@ enum GATTBenchmarks {
 
     /// The central application: reads `total` values from its notification stream. (Named, as ``produce``, so
     /// scripts/bench-instructions can tell the application's share of a profile from the stack's.)
-    @inline(never) static func consume(_ values: AsyncStream<[UInt8]>, total: Int) async -> Int {
+    @inline(never) static func consume(_ values: NotificationStream, total: Int) async -> Int {
         var n = 0
         for await _ in values {
             n += 1

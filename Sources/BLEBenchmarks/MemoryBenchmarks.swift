@@ -32,11 +32,11 @@ enum MemoryBenchmarks {
         let valueHandle = await server.database.valueHandle(of: notify) ?? 0
         var hosts: [HCIHost] = []
         var clients: [GATTEngine] = []   // A host holds its engine weakly: these keep them.
-        var streams: [AsyncStream<[UInt8]>] = []
+        var streams: [NotificationStream] = []
         /// Connects `n` more subscribed centrals and waits until each has had one notification.
         func add(_ n: Int) async throws {
             let first = hosts.count
-            var added: [AsyncStream<[UInt8]>] = []
+            var added: [NotificationStream] = []
             for i in first..<(first + n) {
                 try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "memory")))
                 let central = HCIHost(transport: air.addController(.init(position: Position(x: 1 + Double(i) * 0.1), aclBufferSize: 251,

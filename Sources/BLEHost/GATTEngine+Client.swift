@@ -175,31 +175,48 @@ extension GATTEngine {
     /// the values and finishes when the link goes down. Several subscribers of one characteristic each get every
     /// value. A subscriber more than ``notificationBufferingLimit`` values behind loses the oldest
     /// (``droppedNotificationCount``): notifications have no flow control, and memory stays bounded.
-    public func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
-        let link = try await link(connection)
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(notificationBufferingLimit))
-        let id = nextSubscriber
-        nextSubscriber += 1
-        links[link]?.subscribers[valueHandle, default: [:]][id] = continuation
-        continuation.onTermination = { [weak self] _ in Task { await self?.dropSubscriber(id, valueHandle: valueHandle, on: link) } }
-        do {
-            try await write(connection, attribute: cccdHandle, value: indications ? [0x02, 0x00] : [0x01, 0x00])
-        } catch {
-            links[link]?.subscribers[valueHandle]?[id] = nil
-            continuation.finish()
-            throw error
+    public func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool = false) async throws -> NotificationStream {
+        let (stream, source) = NotificationStream.makeStream(bufferingLimit: notificationBufferingLimit)
+        let id = try await subscribe(connection, valueHandle: valueHandle, cccdHandle: cccdHandle, indications: indications,
+                                     sink: NotificationSink(deliver: { source.yield($0) == .dropped }, end: { source.finish() }))
+        let link = connection.link
+        source.onTermination = { [weak self] termination in
+            guard termination == .cancelled else { return }
+            Task { await self?.dropSubscriber(id, valueHandle: valueHandle, on: link) }
         }
         return stream
     }
 
-    private func dropSubscriber(_ id: Int, valueHandle: AttributeHandle, on link: LinkID) {
-        links[link]?.subscribers[valueHandle]?[id] = nil
+    /// Subscribes `sink` to the values of `valueHandle` on a link, writing the CCCD, and returns the subscriber's id
+    /// (for ``dropSubscriber(_:valueHandle:on:)``). The sink's `deliver` runs on this engine, once per value, in
+    /// order; its `end` runs once, when the link goes down or ``unsubscribe(_:valueHandle:cccdHandle:)`` ends the
+    /// subscription (and not after ``dropSubscriber(_:valueHandle:on:)``).
+    package func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool,
+                           sink: NotificationSink) async throws -> Int {
+        let link = try await link(connection)
+        let id = nextSubscriber
+        nextSubscriber += 1
+        links[link]?.subscribers[valueHandle, default: []].append((id, sink))
+        do {
+            try await write(connection, attribute: cccdHandle, value: indications ? [0x02, 0x00] : [0x01, 0x00])
+        } catch {
+            dropSubscriber(id, valueHandle: valueHandle, on: link)
+            sink.end()
+            throw error
+        }
+        return id
+    }
+
+    /// Forgets a subscriber (its `end` does not run).
+    package func dropSubscriber(_ id: Int, valueHandle: AttributeHandle, on link: LinkID) {
+        links[link]?.subscribers[valueHandle]?.removeAll { $0.id == id }
+        if links[link]?.subscribers[valueHandle]?.isEmpty == true { links[link]?.subscribers[valueHandle] = nil }
     }
 
     /// Stops notifications: writes 0 to the CCCD and finishes the streams.
     public func unsubscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle) async throws {
         let link = try await link(connection)
-        for s in links[link]?.subscribers.removeValue(forKey: valueHandle)?.values ?? [:].values { s.finish() }
+        for s in links[link]?.subscribers.removeValue(forKey: valueHandle) ?? [] { s.sink.end() }
         try await write(connection, attribute: cccdHandle, value: [0x00, 0x00])
     }
 

@@ -13,8 +13,8 @@ public actor GATTEngine {
         let connection: HostConnection
         var bearer: ATTBearer
         var server = ATTServerConnection()
-        /// Notification subscribers per value handle.
-        var subscribers: [AttributeHandle: [Int: AsyncStream<[UInt8]>.Continuation]] = [:]
+        /// Notification subscribers per value handle, in the order they subscribed.
+        var subscribers: [AttributeHandle: [(id: Int, sink: NotificationSink)]] = [:]
         var timers = TimerSet<ATTBearer.Timer>()
         /// ATT PDUs from the host waiting for the PDU before them to be carried out (see ``GATTEngine/receiveFromHost(_:on:)``).
         var inbox: [Inbound] = []
@@ -187,7 +187,7 @@ public actor GATTEngine {
         guard let state = links.removeValue(forKey: link) else { return }
         if linkOfHandle[state.connection.handle] == link { linkOfHandle[state.connection.handle] = nil }
         commands = commands.filter { $0.value.link != link }
-        for subscribers in state.subscribers.values { for s in subscribers.values { s.finish() } }
+        for subscribers in state.subscribers.values { for s in subscribers { s.sink.end() } }
         var timers = state.timers
         timers.cancelAll()
     }
@@ -315,8 +315,8 @@ public actor GATTEngine {
                 if links.withValue(forKey: link, { handle == $0.peerServiceChanged }) == true { forgetCachedDatabase(of: link) }
                 let dropped = links.withValue(forKey: link) { state in
                     var dropped = 0
-                    for s in state.subscribers[handle]?.values ?? [:].values {
-                        if case .dropped = s.yield(value) { dropped += 1 }
+                    if let subscribers = state.subscribers[handle] {
+                        for s in subscribers where s.sink.deliver(value) { dropped += 1 }
                     }
                     return dropped
                 } ?? 0

@@ -114,7 +114,7 @@ public class CBCharacteristic: CBAttribute, @unchecked Sendable {
     func releaseSubscription() { protected.withLock { $0.subscribed = false } }
 
     /// Turns notifying on and forwards `values` to the peripheral's delegate.
-    func startNotifying(_ values: AsyncStream<[UInt8]>, peripheral: CBPeripheral) {
+    func startNotifying(_ values: NotificationStream, peripheral: CBPeripheral) {
         let forwarder = Task { [weak self, weak peripheral] in
             for await value in values {
                 guard let self, let peripheral else { return }

@@ -437,7 +437,7 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
     public func setNotifyValue(_ enabled: Bool, for characteristic: CBCharacteristic) {
         let gatt = characteristic.gatt
         if enabled {
-            run({ (remote: RemotePeripheral) async throws -> AsyncStream<[UInt8]>? in
+            run({ (remote: RemotePeripheral) async throws -> NotificationStream? in
                 // Already subscribed: the state is confirmed, values keep coming through the existing stream.
                 guard characteristic.claimSubscription() else { return nil }
                 do {

@@ -58,7 +58,7 @@ extension HostileServerTests {
     }
 
     /// Subscribes the central to value handle 0x0010 (its CCCD at 0x0011), the fake accepting the CCCD write.
-    func subscribe(_ f: Fake, indications: Bool) async throws -> AsyncStream<[UInt8]> {
+    func subscribe(_ f: Fake, indications: Bool) async throws -> NotificationStream {
         async let stream = f.client.subscribe(f.link, valueHandle: 0x0010, cccdHandle: 0x0011, indications: indications)
         let write = try await f.waitForReceived(1)
         #expect(write.last == [0x12, 0x11, 0x00, indications ? 0x02 : 0x01, 0x00])

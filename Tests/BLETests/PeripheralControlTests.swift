@@ -11,7 +11,7 @@ import Testing
         let air = VirtualAir(clock: .realTime)
         defer { air.shutdown() }
         let (manager, pc) = try await BLEAPITests().peripheral(air)
-        var streams: [AsyncStream<[UInt8]>.Iterator] = []
+        var streams: [NotificationStream.AsyncIterator] = []
         var addresses: [BluetoothAddress] = []
         var remotes: [RemotePeripheral] = []   // kept alive: a released central closes its links
         for x in [1.0, 2.0] {

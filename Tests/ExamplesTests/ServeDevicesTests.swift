@@ -170,7 +170,7 @@ import Testing
 }
 
 /// The first value of `values`, or `nil` after `timeout`.
-func firstValue(of values: AsyncStream<[UInt8]>, within timeout: Duration) async -> [UInt8]? {
+func firstValue(of values: NotificationStream, within timeout: Duration) async -> [UInt8]? {
     await withTaskGroup(of: [UInt8]?.self) { group in
         group.addTask {
             for await value in values { return value }

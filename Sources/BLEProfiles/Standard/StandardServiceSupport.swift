@@ -73,7 +73,7 @@ struct StandardDiscoveredService: Sendable {
         try await peripheral.writeValue(value, for: try characteristic(uuid), type: .withResponse)
     }
 
-    func rawUpdates(_ uuid: BluetoothUUID) async throws -> AsyncStream<[UInt8]> {
+    func rawUpdates(_ uuid: BluetoothUUID) async throws -> NotificationStream {
         try await peripheral.notifications(for: try characteristic(uuid))
     }
 
@@ -85,7 +85,7 @@ struct StandardDiscoveredService: Sendable {
 }
 
 /// `values` decoded; ends with the first decoding error.
-func standardDecodedStream<T: Sendable>(_ values: AsyncStream<[UInt8]>, _ decode: @escaping @Sendable ([UInt8]) throws -> T) -> AsyncThrowingStream<T, any Error> {
+func standardDecodedStream<T: Sendable>(_ values: NotificationStream, _ decode: @escaping @Sendable ([UInt8]) throws -> T) -> AsyncThrowingStream<T, any Error> {
     AsyncThrowingStream { continuation in
         let task = Task {
             for await value in values {

@@ -69,6 +69,12 @@ func next<T: Sendable>(_ iterator: inout AsyncStream<T>.Iterator, _ what: String
     return value
 }
 
+/// The next notified value, or a failure naming `what`.
+func next(_ iterator: inout NotificationStream.AsyncIterator, _ what: String) async -> [UInt8] {
+    guard let value = await iterator.next() else { fail("\(what): the stream ended (link lost?)") }
+    return value
+}
+
 /// Every peripheral reported by `stream` during `duration`.
 func collect(_ stream: AsyncThrowingStream<DiscoveredPeripheral, any Error>, for duration: Duration) async -> [DiscoveredPeripheral] {
     let consumer = Task {
