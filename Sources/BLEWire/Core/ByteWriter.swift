@@ -45,6 +45,9 @@ public protocol WireCodable: Sendable {
     init(from reader: inout ByteReader) throws(WireError)
     /// Appends the value's wire form to `writer`.
     func encode(into writer: inout ByteWriter)
+    /// How many bytes ``encoded`` reserves before encoding: the wire form's length where a type knows it cheaply
+    /// (one allocation instead of a small one and its growth), 32 by default. A hint only: any value is right.
+    var encodedCountHint: Int { get }
 }
 
 extension WireCodable {
@@ -55,9 +58,12 @@ extension WireCodable {
         try reader.expectEnd("\(Self.self)")
     }
 
+    /// 32 bytes: most PDUs and commands are shorter.
+    public var encodedCountHint: Int { 32 }
+
     /// The value's wire form.
     public var encoded: [UInt8] {
-        var writer = ByteWriter()
+        var writer = ByteWriter(capacity: encodedCountHint)
         encode(into: &writer)
         return writer.bytes
     }
