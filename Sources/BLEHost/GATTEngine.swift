@@ -233,11 +233,14 @@ public actor GATTEngine {
     /// request to serve), the rest goes to a task, and PDUs arriving meanwhile wait for it in order. Nothing here
     /// waits: the host's reading of packets never does (only it reads what ends a wait for queue room).
     func receiveFromHost(_ payload: [UInt8], on link: LinkID) {
-        guard let busy = links.withValue(forKey: link, { state -> Bool in
-            if state.inboxBusy { state.inbox.append(.payload(payload)) }
-            return state.inboxBusy
-        }), !busy else { return }
-        guard let actions = links.withValue(forKey: link, { $0.bearer.receive(payload) }) else { return }
+        // One look-up: the PDU waits behind a busy inbox, or the bearer takes it now.
+        guard let actions = links.withValue(forKey: link, { state -> [ATTBearer.Action]? in
+            if state.inboxBusy {
+                state.inbox.append(.payload(payload))
+                return nil
+            }
+            return state.bearer.receive(payload)
+        }) ?? nil else { return }
         var next = 0
         while next < actions.count, performNow(actions[next], on: link) { next += 1 }
         guard next < actions.count else { return }
@@ -274,12 +277,13 @@ public actor GATTEngine {
         }
     }
 
-    /// Carries out a bearer's actions, in order.
-    func perform(_ actions: [ATTBearer.Action], on link: LinkID) async {
+    /// Carries out a bearer's actions, in order. `connection`, when the caller has it, is the link's connection (it
+    /// spares a look-up per PDU sent).
+    func perform(_ actions: [ATTBearer.Action], on link: LinkID, connection known: HostConnection? = nil) async {
         for action in actions where !performNow(action, on: link) {
             switch action {
             case .send(let bytes):
-                guard let connection = links.withValue(forKey: link, { $0.connection }) else { continue }
+                guard let connection = known ?? links.withValue(forKey: link, { $0.connection }) else { continue }
                 try? await host.sendL2CAP(bytes, channel: .att, on: connection)
             case .serve(let bytes):
                 await serve(bytes, on: link)
@@ -312,15 +316,15 @@ public actor GATTEngine {
             case .notification(let handle, let value), .indication(let handle, let value):
                 // Service Changed from a peer whose database is cached: the cache no longer describes it. (The link's
                 // state is read in place: a copy of it per value would retain everything in it.)
-                if links.withValue(forKey: link, { handle == $0.peerServiceChanged }) == true { forgetCachedDatabase(of: link) }
-                let dropped = links.withValue(forKey: link) { state in
+                let (dropped, serviceChanged) = links.withValue(forKey: link) { state in
                     var dropped = 0
                     if let subscribers = state.subscribers[handle] {
                         for s in subscribers where s.sink.deliver(value) { dropped += 1 }
                     }
-                    return dropped
-                } ?? 0
+                    return (dropped, handle == state.peerServiceChanged)
+                } ?? (0, false)
                 droppedNotificationCount += dropped
+                if serviceChanged { forgetCachedDatabase(of: link) }
         }
         return true
     }
@@ -408,12 +412,13 @@ public actor GATTEngine {
     /// Sends a PDU that gets no response (a Write Command, a notification).
     func sendUnanswered(_ pdu: ATTPDU, on link: LinkID) async throws {
         // The bearer is read in place (a copy of the link's state would retain everything in it).
-        let actions = links.withValue(forKey: link) { state -> Result<[ATTBearer.Action], any Error> in
+        let actions = links.withValue(forKey: link) { state -> Result<([ATTBearer.Action], HostConnection), any Error> in
             if let reason = state.bearer.closedReason { return .failure(reason) }
-            return .success(state.bearer.unanswered(pdu))
+            return .success((state.bearer.unanswered(pdu), state.connection))
         }
         guard let actions else { throw GATTError(.disconnected, "the link went down") }
-        await perform(try actions.get(), on: link)
+        let (sent, connection) = try actions.get()
+        await perform(sent, on: link, connection: connection)
     }
 
     // MARK: Events
