@@ -411,6 +411,27 @@ public actor GATTEngine {
 
     /// Sends a PDU that gets no response (a Write Command, a notification).
     func sendUnanswered(_ pdu: ATTPDU, on link: LinkID) async throws {
+        switch try startUnanswered(pdu, on: link) {
+        case .sent: return
+        case .sentMustDrain: await host.outbox.drain()
+        case .waiting(let actions, let connection): await perform(actions, on: link, connection: connection)
+        }
+    }
+
+    /// How far ``startUnanswered(_:on:)`` got.
+    private enum Unanswered {
+        /// Handed to the host's outbox.
+        case sent
+        /// Handed to the host's outbox, which the caller must drain (nobody else is).
+        case sentMustDrain
+        /// The bearer's actions, still to be carried out with suspension (the link's queue is full, or they are more
+        /// than one PDU to send).
+        case waiting([ATTBearer.Action], HostConnection)
+    }
+
+    /// The start of ``sendUnanswered(_:on:)`` that never suspends: the bearer's PDU goes to the host's outbox in this
+    /// step when the link has room (a notification, the common case, needs nothing else).
+    private func startUnanswered(_ pdu: ATTPDU, on link: LinkID) throws -> Unanswered {
         // The bearer is read in place (a copy of the link's state would retain everything in it).
         let actions = links.withValue(forKey: link) { state -> Result<([ATTBearer.Action], HostConnection), any Error> in
             if let reason = state.bearer.closedReason { return .failure(reason) }
@@ -418,7 +439,15 @@ public actor GATTEngine {
         }
         guard let actions else { throw GATTError(.disconnected, "the link went down") }
         let (sent, connection) = try actions.get()
-        await perform(sent, on: link, connection: connection)
+        if sent.count == 1, case .send(let bytes) = sent[0] {
+            // This engine runs on its host's executor.
+            switch host.assumeIsolated({ $0.sendL2CAPNow(bytes, channel: .att, on: connection) }) {
+            case .handedOver(let mustDrain): return mustDrain ? .sentMustDrain : .sent
+            case .notConnected: throw GATTError(.disconnected, "the link went down")
+            case .noRoom: break
+            }
+        }
+        return .waiting(sent, connection)
     }
 
     // MARK: Events
