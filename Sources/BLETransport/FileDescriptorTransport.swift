@@ -11,12 +11,13 @@ import Synchronization
 /// An ``HCITransport`` over an open file descriptor: a TCP socket, a serial port, a pipe, or a Linux HCI socket.
 ///
 /// A dedicated reader thread waits with `poll(2)` on the descriptor and on a wake-up pipe, reads, and yields
-/// packets to ``incoming`` in order. Writes are serialised and loop over partial writes. ``close()`` wakes the
+/// packets to ``incoming`` in order (or, for a host that takes them so, the packets of each read together to an
+/// inbox it drains in batches). Writes are serialised and loop over partial writes. ``close()`` wakes the
 /// reader, which closes the descriptor and finishes the stream.
 ///
 /// Two framings share everything else: ``Framing/stream`` (H4 over a byte stream, deframed by ``H4Deframer``) and
 /// ``Framing/datagram`` (one H4 packet per read, as the Linux HCI user channel delivers them).
-public final class FileDescriptorTransport: HCITransport {
+public final class FileDescriptorTransport: HCITransport, HCIPacketInboxProviding {
     /// How packets are delimited on the descriptor.
     public enum Framing: Sendable {
         /// H4 over a byte stream.
@@ -60,6 +61,14 @@ public final class FileDescriptorTransport: HCITransport {
     private let state = Mutex(State())
     private let writeLock = Mutex(())
     private let framingErrors = Atomic<Int>(0)
+    /// Where the reader thread hands packets when no handler was given: ``incoming``, or the inbox a host took
+    /// (``takeInbox()``) before any packet arrived.
+    private let target = Mutex<Target>(Target())
+    private struct Target {
+        var inbox: HCIPacketInbox?
+        /// A packet or the end went to ``incoming``: too late for an inbox.
+        var delivered = false
+    }
     private let logger: Logger
     private let label: String
 
@@ -91,6 +100,27 @@ public final class FileDescriptorTransport: HCITransport {
     /// with `startReading: true`).
     public func startReading(handler: @escaping @Sendable (Inbound) -> Void) -> Bool {
         begin(handler: handler)
+    }
+
+    /// Switches the packets read to an inbox the host takes in batches (the packets of each read together, one
+    /// wake-up for them) instead of ``incoming``, which finishes. `nil` when packets already went to ``incoming``,
+    /// or a handler reads them (``startReading(handler:)``). Starts the reader thread if it has not started.
+    package func takeInbox() -> HCIPacketInbox? {
+        let inbox = HCIPacketInbox()
+        let taken = target.withLock { t -> Bool in
+            guard t.inbox == nil, !t.delivered else { return false }
+            t.inbox = inbox
+            return true
+        }
+        guard taken else { return nil }
+        let started = begin(handler: nil)
+        let closed = state.withLock { $0.closed }
+        if !started, closed {
+            // Closed before anything was read: there is no reader thread to end the inbox.
+            inbox.finish()
+        }
+        continuation.finish()
+        return inbox
     }
 
     private func begin(handler: (@Sendable (Inbound) -> Void)?) -> Bool {
@@ -182,6 +212,11 @@ public final class FileDescriptorTransport: HCITransport {
             // Never read: no reader thread to wake; close here.
             releaseDescriptor()
             Glibc.close(wakeRead)
+            let inbox = target.withLock { t -> HCIPacketInbox? in
+                t.delivered = true
+                return t.inbox
+            }
+            inbox?.finish()
             continuation.finish()
             return
         }
@@ -227,25 +262,38 @@ public final class FileDescriptorTransport: HCITransport {
             }
             switch framing {
             case .stream:
-                for result in deframer.push(buffer[0..<n]) { deliver(result, into: &batch, handler) }
+                for result in deframer.push(buffer[0..<n]) { deliver(result, into: &batch) }
             case .datagram:
-                do { deliver(.success(try HCIPacket(h4: buffer[0..<n])), into: &batch, handler) } catch { deliver(.failure(error), into: &batch, handler) }
+                do { deliver(.success(try HCIPacket(h4: buffer[0..<n])), into: &batch) } catch { deliver(.failure(error), into: &batch) }
             }
-            if let handler, !batch.isEmpty {
+            guard !batch.isEmpty else { continue }
+            if let handler {
                 handler(.packets(batch))
-                batch.removeAll(keepingCapacity: true)
+            } else if let inbox = target.withLock({ t -> HCIPacketInbox? in
+                if t.inbox == nil { t.delivered = true }
+                return t.inbox
+            }) {
+                inbox.yield(contentsOf: batch)
+            } else {
+                for packet in batch { continuation.yield(packet) }
             }
+            batch.removeAll(keepingCapacity: true)
         }
         releaseDescriptor()
         Glibc.close(wakeRead)
+        let inbox = target.withLock { t -> HCIPacketInbox? in
+            t.delivered = true
+            return t.inbox
+        }
+        inbox?.finish(throwing: failure)
         if let failure { continuation.finish(throwing: failure) } else { continuation.finish() }
         handler?(.finished(failure))
     }
 
-    private func deliver(_ result: Result<HCIPacket, WireError>, into batch: inout [HCIPacket], _ handler: (@Sendable (Inbound) -> Void)?) {
+    private func deliver(_ result: Result<HCIPacket, WireError>, into batch: inout [HCIPacket]) {
         switch result {
         case .success(let packet):
-            if handler != nil { batch.append(packet) } else { continuation.yield(packet) }
+            batch.append(packet)
         case .failure(let error):
             framingErrors.add(1, ordering: .relaxed)
             logger.warning("\(label): framing error: \(error)")

@@ -33,6 +33,21 @@ package final class HCIPacketInbox: Sendable {
         return accepted
     }
 
+    /// Appends `packets` in order, waking the consumer if it waits (one lock and at most one wake-up for all of
+    /// them). Returns `false` (nothing appended) once finished.
+    @discardableResult
+    package func yield(contentsOf packets: [HCIPacket]) -> Bool {
+        let (accepted, waiter) = state.withLock { s -> (Bool, UnsafeContinuation<Void, Never>?) in
+            guard !s.finished else { return (false, nil) }
+            s.packets.append(contentsOf: packets)
+            let waiter = s.waiter
+            s.waiter = nil
+            return (true, waiter)
+        }
+        waiter?.resume()
+        return accepted
+    }
+
     /// Ends the queue: the consumer gets what is queued, then the end (or `error`). Idempotent.
     package func finish(throwing error: (any Error)? = nil) {
         let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
@@ -87,7 +102,8 @@ package final class HCIPacketInbox: Sendable {
 }
 
 /// A transport that can hand its incoming packets over as an ``HCIPacketInbox`` instead of its `incoming` stream
-/// (the in-process virtual controller's): the host's reader then takes them in batches.
+/// (the in-process virtual controller's, and a file descriptor's: TCP, serial, the HCI user channel): the host's
+/// reader then takes them in batches.
 package protocol HCIPacketInboxProviding: HCITransport {
     /// Switches the transport's incoming packets to an inbox and returns it; `incoming` finishes at once. `nil`
     /// (nothing changed) when the transport cannot, or when its packets already flow. Call it at most once, before

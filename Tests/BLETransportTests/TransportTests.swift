@@ -50,6 +50,47 @@ import Glibc
         server.close()
     }
 
+    /// A host takes a socket's packets from an inbox, each read's packets together: they arrive whole and in order,
+    /// then the end when the peer closes; `incoming` is finished at once, and a second inbox is refused. A transport
+    /// whose packets already went to `incoming` keeps them there.
+    @Test func aSocketHandsItsPacketsToAnInboxWhenTaken() async throws {
+        let server = try H4TCPServer(host: "127.0.0.1", port: 0)
+        defer { server.close() }
+        let client = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
+        let accepted = try await withTimeout(5) { () async throws -> FileDescriptorTransport in
+            for await connection in server.connections { return connection }
+            throw TimedOut()
+        }
+        let inbox = try #require(client.takeInbox())
+        #expect(client.takeInbox() == nil)
+        var unused = 0
+        for try await _ in client.incoming { unused += 1 }
+        #expect(unused == 0)
+        try await accepted.send(samplePackets + samplePackets)
+        try await accepted.send([samplePackets[0]])
+        let got = try await withTimeout(5) { () async throws -> [HCIPacket] in
+            var got: [HCIPacket] = []
+            while got.count < 2 * samplePackets.count + 1, let batch = try await inbox.next() { got += batch }
+            return got
+        }
+        #expect(got == samplePackets + samplePackets + [samplePackets[0]])
+        await accepted.close()
+        let end = try await withTimeout(5) { () async throws -> [HCIPacket]? in try await inbox.next() }
+        #expect(end == nil)
+
+        // Packets already read into `incoming`: no inbox.
+        let second = try TCPTransport.connect(host: "127.0.0.1", port: server.port)
+        let secondAccepted = try await withTimeout(5) { () async throws -> FileDescriptorTransport in
+            for await connection in server.connections { return connection }
+            throw TimedOut()
+        }
+        try await secondAccepted.send(samplePackets[1])
+        #expect(try await collect(second, 1) == [samplePackets[1]])
+        #expect(second.takeInbox() == nil)
+        await second.close()
+        await secondAccepted.close()
+    }
+
     /// A server made with `startReading: false` hands over transports that read nothing until asked: given a handler,
     /// the reader thread passes it each read's packets (a batch written at once arrives at once) and then the end;
     /// the stream stays unused, and a second start is refused. One that starts through `incoming` reads as usual.
