@@ -432,10 +432,18 @@ public actor HCIHost {
 
     /// Packets from the controller, in order, in one step of this actor (as far as none suspends).
     func receive(_ packets: [HCIPacket]) async {
-        for packet in packets { await receive(packet) }
+        for packet in packets {
+            if let event = receiveNow(packet) { await handle(event) }
+        }
     }
 
     func receive(_ packet: HCIPacket) async {
+        if let event = receiveNow(packet) { await handle(event) }
+    }
+
+    /// What of a packet needs no suspension, done in place: ACL data, command replies, and Number Of Completed
+    /// Packets (the data path, both ways). Returns the event still to be handled, if any.
+    private func receiveNow(_ packet: HCIPacket) -> HCIEvent? {
         switch packet {
         case .event(let raw):
             let event: HCIEvent
@@ -443,25 +451,37 @@ public actor HCIHost {
                 event = try HCIEvent(packet: raw)
             } catch {
                 logger.warning("undecodable event \(raw.code): \(error)")
-                return
+                return nil
             }
             let (consumed, actions) = commands.receive(event)
             perform(actions)
-            if !consumed { await handle(event) }
+            if consumed { return nil }
+            if case .numberOfCompletedPackets = event {
+                completedPackets(event)
+                return nil
+            }
+            return event
         case .acl(let acl):
             receiveACL(acl)
+            return nil
         case .command, .other:
-            break
+            return nil
         }
+    }
+
+    /// Number Of Completed Packets: the flow releases what waited for the controller's buffers, and senders that
+    /// waited for queue room go on.
+    private func completedPackets(_ event: HCIEvent) {
+        let released = acl.flow.receive(event)
+        acl.wakeSenders()
+        sendACL(released)
+        if !acl.drain.isEmpty { performDrain(acl.drain.completed(flow: acl.flow)) }
     }
 
     private func handle(_ event: HCIEvent) async {
         switch event {
         case .numberOfCompletedPackets:
-            let released = acl.flow.receive(event)
-            acl.wakeSenders()
-            sendACL(released)
-            if !acl.drain.isEmpty { performDrain(acl.drain.completed(flow: acl.flow)) }
+            completedPackets(event)
         case .disconnectionComplete(let e):
             // The link's teardown first, while the flow still knows what the controller completed on it (the
             // delivery of its channels' data, the waits for it); then the flow forgets the link.
