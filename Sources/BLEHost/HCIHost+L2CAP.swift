@@ -69,7 +69,8 @@ extension HCIHost {
     }
 
     private func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle, link: LinkID?) async throws {
-        while current(handle, is: link), !acl.hasRoom(on: handle) {
+        // Room first: it costs nothing when nothing is queued, where finding the link looks it up.
+        while !acl.hasRoom(on: handle), current(handle, is: link) {
             await withCheckedContinuation { acl.waitForRoom($0) }
         }
         guard current(handle, is: link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }

@@ -215,7 +215,7 @@ extension World {
             emit(id, HCIDataBufferOverflowEvent(linkType: 0x01).packet)
             return
         }
-        controllers[id]?.aclInFlight += 1
+        controllers.withValue(forKey: id) { $0.aclInFlight += 1 }
         if airTime != nil, var link = links[linkID] {
             // Under the air-time model the packet waits for the connection events.
             link.air[link.central.controller == id ? 0 : 1].packets.append(packet)
@@ -303,7 +303,7 @@ extension World {
             emitACL(receiver.controller, HCIACLPacket(handle: receiver.handle, boundary: boundary, data: data))
             offset = end
         } while offset < packet.data.count
-        controllers[sender]?.aclInFlight -= 1
+        controllers.withValue(forKey: sender) { $0.aclInFlight -= 1 }
         emit(sender, HCINumberOfCompletedPacketsEvent(entries: [.init(handle: senderSide.handle, completedPackets: 1)]).packet)
     }
 }

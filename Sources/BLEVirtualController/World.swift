@@ -406,8 +406,10 @@ struct World {
     var now: UInt64 = 0
     var rng: SplitMix64
     var radio: RadioModel
-    var controllers: [Int: ControllerState] = [:]
-    var links: [Int: Link] = [:]
+    /// The controllers and the links, by id: looked up several times a packet, so `SmallMap`s (a linear search while
+    /// there are few, no hashing).
+    var controllers = SmallMap<Int, ControllerState>()
+    var links = SmallMap<Int, Link>()
     var queue = EventQueue<WorldEvent>()
     /// The air-time model, when on (``VirtualAir/airTime``).
     var airTime: AirTimeModel?

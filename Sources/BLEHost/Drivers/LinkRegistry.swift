@@ -42,8 +42,9 @@ struct ATTConsumer {
 
 /// The links up now, by connection handle, and the identities given to them: one ``LinkID`` per link, never reused
 /// (controllers give a handle to the next link at once, so nothing that outlives a link is keyed on its handle).
+/// The data path finds a link on every packet: a `SmallMap` (a linear search over the few links up, no hashing).
 struct LinkRegistry: Sequence {
-    private var links: [ConnectionHandle: Link] = [:]
+    private var links = SmallMap<ConnectionHandle, Link>()
     private var lastLinkID: UInt64 = 0
     private var lastWaiterID = 0
 
@@ -87,22 +88,22 @@ struct LinkRegistry: Sequence {
     }
 
     /// Whether a link with `handle` is up (no copy of it).
-    func contains(_ handle: ConnectionHandle) -> Bool { links.index(forKey: handle) != nil }
+    func contains(_ handle: ConnectionHandle) -> Bool { links.contains(handle) }
 
     /// The links up, by handle.
     var connections: [HostConnection] { links.values.map(\.connection).sorted { $0.handle < $1.handle } }
-    var handles: Dictionary<ConnectionHandle, Link>.Keys { links.keys }
-    var values: Dictionary<ConnectionHandle, Link>.Values { links.values }
+    var handles: [ConnectionHandle] { links.keys }
+    var values: [Link] { links.values }
 
     /// Takes the link with `handle` out of the registry.
     mutating func remove(_ handle: ConnectionHandle) -> Link? { links.removeValue(forKey: handle) }
 
     /// Takes every link out of the registry.
     mutating func removeAll() -> [Link] {
-        let all = Array(links.values)
-        links = [:]
+        let all = links.values
+        links.removeAll()
         return all
     }
 
-    func makeIterator() -> Dictionary<ConnectionHandle, Link>.Iterator { links.makeIterator() }
+    func makeIterator() -> SmallMap<ConnectionHandle, Link>.Iterator { links.makeIterator() }
 }

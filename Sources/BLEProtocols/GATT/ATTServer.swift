@@ -22,7 +22,16 @@ public struct ATTServerConnection: Sendable {
     /// Size below it).
     public var minimumKeySize = 16
     /// CCCD bits per characteristic value handle (bit 0 notify, bit 1 indicate).
-    public internal(set) var clientConfigurations: [AttributeHandle: UInt16] = [:]
+    public internal(set) var clientConfigurations: [AttributeHandle: UInt16] = [:] {
+        didSet {
+            // Rebuilt on a CCCD write (rare); read on every notification.
+            var copy = SmallMap<AttributeHandle, UInt16>()
+            for (handle, bits) in clientConfigurations { copy[handle] = bits }
+            subscriptions = copy
+        }
+    }
+    /// ``clientConfigurations`` again, for ``isSubscribed(_:indications:)``: found without hashing the handle.
+    private var subscriptions = SmallMap<AttributeHandle, UInt16>()
     /// Most prepared writes queued at once; more answer Prepare Queue Full.
     public var prepareQueueLimit = 64
     var prepareQueue: [ATTPrepareWriteRequest] = []
@@ -77,7 +86,7 @@ public struct ATTServerConnection: Sendable {
 
     /// Whether the client subscribed to notifications (or indications) of `valueHandle`.
     public func isSubscribed(_ valueHandle: AttributeHandle, indications: Bool = false) -> Bool {
-        (clientConfigurations[valueHandle] ?? 0) & (indications ? 0x0002 : 0x0001) != 0
+        (subscriptions[valueHandle] ?? 0) & (indications ? 0x0002 : 0x0001) != 0
     }
 }
 

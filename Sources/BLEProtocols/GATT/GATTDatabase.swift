@@ -531,13 +531,23 @@ public struct GATTDatabase: Sendable {
         guard let i = index(of: handle) else { return }
         attributes[i].value = value
         // Values of declarations and Extended Properties enter the hash; characteristic values do not.
-        if let type = attributes[i].type.uint16, Self.hashedWithValue.contains(type) { refreshHash() }
+        if let type = attributes[i].type.uint16, Self.hashedWithValue(type) { refreshHash() }
     }
 
     /// The attribute types whose handle, type and value enter the Database Hash, and those whose handle and type do.
-    /// Core 5.4, Vol 3, Part G, 7.3.1.
-    static let hashedWithValue: Set<UInt16> = [0x2800, 0x2801, 0x2802, 0x2803, 0x2900]
-    static let hashedWithoutValue: Set<UInt16> = [0x2901, 0x2902, 0x2903, 0x2904, 0x2905]
+    /// Core 5.4, Vol 3, Part G, 7.3.1. (`switch`es: ``setValue(_:for:)`` asks on every notification's value.)
+    static func hashedWithValue(_ type: UInt16) -> Bool {
+        switch type {
+        case 0x2800, 0x2801, 0x2802, 0x2803, 0x2900: true
+        default: false
+        }
+    }
+    static func hashedWithoutValue(_ type: UInt16) -> Bool {
+        switch type {
+        case 0x2901, 0x2902, 0x2903, 0x2904, 0x2905: true
+        default: false
+        }
+    }
 
     /// The message the Database Hash is computed over: for each attribute in handle order that is a service,
     /// include or characteristic declaration or a Characteristic Extended Properties descriptor, its handle, type and
@@ -547,8 +557,8 @@ public struct GATTDatabase: Sendable {
         var writer = ByteWriter()
         for a in attributes {
             guard let type = a.type.uint16 else { continue }
-            let withValue = hashedWithValue.contains(type)
-            guard withValue || hashedWithoutValue.contains(type) else { continue }
+            let withValue = hashedWithValue(type)
+            guard withValue || hashedWithoutValue(type) else { continue }
             writer.write(a.handle)
             writer.write(type)
             if withValue { writer.write(a.value) }

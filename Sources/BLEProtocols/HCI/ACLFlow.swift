@@ -21,11 +21,14 @@ public struct ACLFlow: Sendable {
     public let bufferCount: Int
     /// Buffers currently free.
     public private(set) var freeBuffers: Int
-    /// Per connection: packets in the controller's buffers, and the counts since it came up.
-    private var counts: [ConnectionHandle: Counts] = [:]
-    private var queues: [ConnectionHandle: FIFO<HCIACLPacket>] = [:]
+    /// Per connection: its queue, packets in the controller's buffers, and the counts since it came up. Looked up on
+    /// every packet: a `SmallMap` (a linear search over the few links up, no hashing).
+    private var links = SmallMap<ConnectionHandle, LinkFlow>()
+    /// The connections with a queue, in the order they are served.
     private var order: [ConnectionHandle] = []
     private var cursor = 0
+    /// Packets queued, over all connections (kept as a count: a drain with nothing queued looks nothing up).
+    public private(set) var queuedPacketCount = 0
 
     /// Creates a flow for a controller with `bufferCount` buffers of `bufferSize` octets (both at least 1).
     public init(bufferSize: Int, bufferCount: Int) {
@@ -34,43 +37,64 @@ public struct ACLFlow: Sendable {
         self.freeBuffers = self.bufferCount
     }
 
-    private struct Counts: Sendable {
+    private struct LinkFlow: Sendable {
+        var queue = FIFO<HCIACLPacket>()
         var inFlight = 0
         var queued: UInt64 = 0
         var completed: UInt64 = 0
     }
 
-    /// Packets queued, over all connections.
-    public var queuedPacketCount: Int { queues.values.reduce(0) { $0 + $1.count } }
     /// Packets sent on `handle` and not yet completed.
-    public func inFlightCount(handle: ConnectionHandle) -> Int { counts[handle]?.inFlight ?? 0 }
+    public func inFlightCount(handle: ConnectionHandle) -> Int { links[handle]?.inFlight ?? 0 }
     /// Packets queued for `handle`.
-    public func queuedCount(handle: ConnectionHandle) -> Int { queues[handle]?.count ?? 0 }
+    public func queuedCount(handle: ConnectionHandle) -> Int {
+        guard queuedPacketCount > 0 else { return 0 }
+        return links[handle]?.queue.count ?? 0
+    }
     /// Packets queued for `handle` since it came up (each fragment counts; sent or not): the mark that "everything
     /// queued until now" is complete when ``completedTotal(handle:)`` reaches it. 0 for a connection the flow does not
     /// know (any more).
-    public func queuedTotal(handle: ConnectionHandle) -> UInt64 { counts[handle]?.queued ?? 0 }
+    public func queuedTotal(handle: ConnectionHandle) -> UInt64 { links[handle]?.queued ?? 0 }
     /// Packets of `handle` the controller reported completed since it came up (Number Of Completed Packets).
-    public func completedTotal(handle: ConnectionHandle) -> UInt64 { counts[handle]?.completed ?? 0 }
+    public func completedTotal(handle: ConnectionHandle) -> UInt64 { links[handle]?.completed ?? 0 }
     /// Packets of `handle` queued or in flight: not yet completed by the controller.
     public func outstandingCount(handle: ConnectionHandle) -> Int { queuedCount(handle: handle) + inFlightCount(handle: handle) }
 
     /// Fragments an L2CAP PDU for `handle`, queues it, and returns the packets that may be sent now.
     public mutating func enqueue(handle: ConnectionHandle, pdu: [UInt8]) -> [HCIACLPacket] {
-        var fragments: [HCIACLPacket] = []
-        var offset = 0
-        repeat {
-            let end = min(offset + bufferSize, pdu.count)
-            fragments.append(HCIACLPacket(handle: handle, boundary: offset == 0 ? .firstNonFlushable : .continuing,
+        let bufferSize = bufferSize
+        func fragment(into queue: inout FIFO<HCIACLPacket>) -> Int {
+            // A PDU that fits one buffer is queued as it is (no copy of its octets).
+            guard pdu.count > bufferSize else {
+                queue.append(HCIACLPacket(handle: handle, boundary: .firstNonFlushable, data: pdu))
+                return 1
+            }
+            var offset = 0
+            var fragments = 0
+            repeat {
+                let end = min(offset + bufferSize, pdu.count)
+                queue.append(HCIACLPacket(handle: handle, boundary: offset == 0 ? .firstNonFlushable : .continuing,
                                           data: Array(pdu[offset..<end])))
-            offset = end
-        } while offset < pdu.count
-        if queues[handle] == nil {
-            queues[handle] = FIFO()
+                fragments += 1
+                offset = end
+            } while offset < pdu.count
+            return fragments
+        }
+        let added: Int
+        if let n = links.withValue(forKey: handle, { link -> Int in
+            let n = fragment(into: &link.queue)
+            link.queued += UInt64(n)
+            return n
+        }) {
+            added = n
+        } else {
+            var link = LinkFlow()
+            added = fragment(into: &link.queue)
+            link.queued = UInt64(added)
+            links[handle] = link
             order.append(handle)
         }
-        queues[handle, default: FIFO()].append(contentsOf: fragments)
-        counts[handle, default: Counts()].queued += UInt64(fragments.count)
+        queuedPacketCount += added
         return drain()
     }
 
@@ -80,12 +104,13 @@ public struct ACLFlow: Sendable {
         switch event {
         case .numberOfCompletedPackets(let e):
             for entry in e.entries {
-                guard var count = counts[entry.handle] else { continue }
                 // Never trust the controller to return more than we gave it.
-                let returned = min(count.inFlight, Int(entry.completedPackets))
-                count.inFlight -= returned
-                count.completed += UInt64(returned)
-                counts[entry.handle] = count
+                guard let returned = links.withValue(forKey: entry.handle, { link -> Int in
+                    let returned = min(link.inFlight, Int(entry.completedPackets))
+                    link.inFlight -= returned
+                    link.completed += UInt64(returned)
+                    return returned
+                }) else { continue }
                 freeBuffers = min(bufferCount, freeBuffers + returned)
             }
             return drain()
@@ -98,9 +123,10 @@ public struct ACLFlow: Sendable {
 
     /// Forgets `handle`: its queued packets are dropped, its buffers come back, and its counts start again at 0.
     public mutating func connectionClosed(handle: ConnectionHandle) -> [HCIACLPacket] {
-        freeBuffers = min(bufferCount, freeBuffers + (counts[handle]?.inFlight ?? 0))
-        counts[handle] = nil
-        queues[handle] = nil
+        if let link = links.removeValue(forKey: handle) {
+            freeBuffers = min(bufferCount, freeBuffers + link.inFlight)
+            queuedPacketCount -= link.queue.count
+        }
         order.removeAll { $0 == handle }
         return drain()
     }
@@ -109,16 +135,21 @@ public struct ACLFlow: Sendable {
     public func fragmentCount(forPDULength length: Int) -> Int { max(1, (length + bufferSize - 1) / bufferSize) }
 
     private mutating func drain() -> [HCIACLPacket] {
+        guard freeBuffers > 0, queuedPacketCount > 0 else { return [] }
         var out: [HCIACLPacket] = []
-        while freeBuffers > 0, !order.isEmpty {
+        while freeBuffers > 0, queuedPacketCount > 0 {
             var sentOne = false
             for _ in 0..<order.count {
                 if cursor >= order.count { cursor = 0 }
                 let handle = order[cursor]
                 cursor += 1
-                guard queues[handle]?.isEmpty == false, let packet = queues[handle]?.popFirst() else { continue }
+                guard let sent = links.withValue(forKey: handle, { link -> HCIACLPacket? in
+                    guard let packet = link.queue.popFirst() else { return nil }
+                    link.inFlight += 1
+                    return packet
+                }), let packet = sent else { continue }
                 out.append(packet)
-                counts[handle, default: Counts()].inFlight += 1
+                queuedPacketCount -= 1
                 freeBuffers -= 1
                 sentOne = true
                 break

@@ -105,7 +105,9 @@ public struct L2CAPChannelManager: Sendable {
     /// identifier 0 or without a readable header.
     public internal(set) var droppedFrames = 0
 
-    var fixedChannels: Set<L2CAPChannelID> = []
+    /// The registered fixed channels, one bit per CID (all below 0x0040): asked for every frame, and a bit test costs
+    /// what hashing a CID for a `Set` would not.
+    var fixedChannels: UInt64 = 0
     var listeners: [L2CAPSPSM: (parameters: L2CAPChannelParameters, security: L2CAPSecurityRequirement)] = [:]
     /// The link's security, which listeners' requirements are checked against (see ``setLinkSecurity(_:)``).
     public private(set) var linkSecurity = L2CAPLinkSecurity()
@@ -149,11 +151,14 @@ public struct L2CAPChannelManager: Sendable {
         guard cid != .null, cid != .leSignaling, cid.rawValue < 0x0040 else {
             throw L2CAPError(.invalidFixedChannel, "\(cid) is not a fixed channel a consumer can register")
         }
-        fixedChannels.insert(cid)
+        fixedChannels |= 1 << UInt64(cid.rawValue)
     }
 
     /// Stops delivering a fixed channel; its frames are dropped again.
-    public mutating func unregisterFixedChannel(_ cid: L2CAPChannelID) { fixedChannels.remove(cid) }
+    public mutating func unregisterFixedChannel(_ cid: L2CAPChannelID) {
+        guard cid.rawValue < 0x0040 else { return }
+        fixedChannels &= ~(1 << UInt64(cid.rawValue))
+    }
 
     /// Sends a payload on a fixed channel.
     public func sendFixed(_ payload: [UInt8], on cid: L2CAPChannelID) -> [Action] {
@@ -167,7 +172,7 @@ public struct L2CAPChannelManager: Sendable {
         let cid = frame.channelID
         if cid == .leSignaling { return receiveSignaling(frame.payload) }
         if cid.isLEDynamic { return receiveKFrame(frame.payload, on: cid.rawValue) }
-        guard fixedChannels.contains(cid) else {
+        guard cid.rawValue < 0x0040, fixedChannels & (1 << UInt64(cid.rawValue)) != 0 else {
             droppedFrames += 1
             return []
         }

@@ -82,28 +82,69 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     ]
 
     /// Whether this is a known request, or an unknown PDU that is not a command (an unknown request).
-    public var isRequest: Bool { Self.requests.contains(self) }
+    /// (A `switch` over the values of ``requests``: a `Set` look-up hashes the opcode, and the data path asks for every
+    /// PDU.)
+    public var isRequest: Bool {
+        switch rawValue {
+        case 0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20: true
+        default: false
+        }
+    }
 
     /// The response opcode for a request.
     public var responseOpcode: ATTOpcode? { isRequest ? ATTOpcode(rawValue: rawValue + 1) : nil }
 
-    /// Whether the PDU answers a request (a response or an Error Response).
-    public var isResponse: Bool { Self.responses.contains(self) }
+    /// Whether the PDU answers a request (a response or an Error Response): one of ``responses``, by a `switch`.
+    public var isResponse: Bool {
+        switch rawValue {
+        case 0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19, 0x21: true
+        default: false
+        }
+    }
 
     /// Responses: the Error Response and each request's response.
     public static let responses: Set<ATTOpcode> = Set(requests.compactMap(\.responseOpcode) + [.errorResponse])
 
     /// The smallest valid PDU length (opcode included) for each known opcode: data, as Zephyr keeps it.
-    public static let minimumLength: [ATTOpcode: Int] = [
-        .errorResponse: 5, .exchangeMTURequest: 3, .exchangeMTUResponse: 3, .findInformationRequest: 5,
-        .findInformationResponse: 6, .findByTypeValueRequest: 7, .findByTypeValueResponse: 5, .readByTypeRequest: 7,
-        .readByTypeResponse: 4, .readRequest: 3, .readResponse: 1, .readBlobRequest: 5, .readBlobResponse: 1,
-        .readMultipleRequest: 5, .readMultipleResponse: 1, .readByGroupTypeRequest: 7, .readByGroupTypeResponse: 6,
-        .writeRequest: 3, .writeResponse: 1, .prepareWriteRequest: 5, .prepareWriteResponse: 5,
-        .executeWriteRequest: 2, .executeWriteResponse: 1, .handleValueNotification: 3, .handleValueIndication: 3,
-        .handleValueConfirmation: 1, .readMultipleVariableRequest: 5, .readMultipleVariableResponse: 1,
-        .multipleHandleValueNotification: 5, .writeCommand: 3, .signedWriteCommand: 15,
-    ]
+    public static let minimumLength: [ATTOpcode: Int] = Dictionary(uniqueKeysWithValues: (UInt8.min...UInt8.max).compactMap { raw in
+        ATTOpcode(rawValue: raw).minimumPDULength.map { (ATTOpcode(rawValue: raw), $0) }
+    })
+
+    /// This opcode's entry of ``minimumLength`` (`nil` for an unknown opcode), by a `switch`: the decoder asks for
+    /// every PDU, and a `Dictionary` look-up hashes the opcode.
+    var minimumPDULength: Int? {
+        switch rawValue {
+        case 0x01: 5   // Error Response
+        case 0x02, 0x03: 3   // Exchange MTU Request, Response
+        case 0x04: 5   // Find Information Request
+        case 0x05: 6   // Find Information Response
+        case 0x06: 7   // Find By Type Value Request
+        case 0x07: 5   // Find By Type Value Response
+        case 0x08: 7   // Read By Type Request
+        case 0x09: 4   // Read By Type Response
+        case 0x0A: 3   // Read Request
+        case 0x0B: 1   // Read Response
+        case 0x0C: 5   // Read Blob Request
+        case 0x0D: 1   // Read Blob Response
+        case 0x0E: 5   // Read Multiple Request
+        case 0x0F: 1   // Read Multiple Response
+        case 0x10: 7   // Read By Group Type Request
+        case 0x11: 6   // Read By Group Type Response
+        case 0x12: 3   // Write Request
+        case 0x13: 1   // Write Response
+        case 0x16, 0x17: 5   // Prepare Write Request, Response
+        case 0x18: 2   // Execute Write Request
+        case 0x19: 1   // Execute Write Response
+        case 0x1B, 0x1D: 3   // Handle Value Notification, Indication
+        case 0x1E: 1   // Handle Value Confirmation
+        case 0x20: 5   // Read Multiple Variable Request
+        case 0x21: 1   // Read Multiple Variable Response
+        case 0x23: 5   // Multiple Handle Value Notification
+        case 0x52: 3   // Write Command
+        case 0xD2: 15   // Signed Write Command
+        default: nil
+        }
+    }
 
     public var description: String { "ATT 0x" + [rawValue].hexString() }
 }

@@ -71,7 +71,7 @@ public enum ATTPDU: Hashable, Sendable, WireCodable {
 
     public init(from r: inout ByteReader) throws(WireError) {
         let opcode = ATTOpcode(rawValue: try r.readUInt8("ATT opcode"))
-        if let minimum = ATTOpcode.minimumLength[opcode], r.remainingCount + 1 < minimum {
+        if let minimum = opcode.minimumPDULength, r.remainingCount + 1 < minimum {
             throw WireError(.truncated, "\(opcode) PDU of \(r.remainingCount + 1) byte(s); minimum \(minimum)")
         }
         switch opcode {
@@ -165,7 +165,7 @@ public enum ATTPDU: Hashable, Sendable, WireCodable {
 
     /// Whether a server must answer this PDU (known requests, and unknown non-command opcodes).
     public var needsResponse: Bool {
-        if case .unknown(let opcode, _) = self { return !opcode.isCommand && !ATTOpcode.responses.contains(opcode) }
+        if case .unknown(let opcode, _) = self { return !opcode.isCommand && !opcode.isResponse }
         return opcode.isRequest
     }
 

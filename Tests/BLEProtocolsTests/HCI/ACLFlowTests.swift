@@ -52,4 +52,33 @@ import Testing
         #expect(flow.queuedCount(handle: 1) == 0 && flow.inFlightCount(handle: 1) == 0)
         #expect(flow.freeBuffers == 1)
     }
+
+    /// A gateway's many links (past the flow's small table of 16): each keeps its own queue and counts, links served
+    /// in turn, and one going down takes only its own packets and credits.
+    @Test func manyLinksKeepTheirOwnQueuesAndCounts() {
+        var flow = ACLFlow(bufferSize: 10, bufferCount: 8)
+        let handles = (1...40).map { ConnectionHandle(rawValue: UInt16($0)) }
+        var sent: [HCIACLPacket] = []
+        for handle in handles { sent += flow.enqueue(handle: handle, pdu: Array(repeating: UInt8(handle.rawValue), count: 25)) }
+        // 40 links × 3 fragments queued, 8 sent at once (the controller has 8 buffers), the rest waiting.
+        #expect(sent.count == 8 && flow.freeBuffers == 0 && flow.queuedPacketCount == 112)
+        #expect(handles.allSatisfy { flow.queuedTotal(handle: $0) == 3 && flow.outstandingCount(handle: $0) == 3 })
+        // Complete everything sent, a round at a time, until every packet went out.
+        var rounds = 0
+        while flow.queuedPacketCount > 0, rounds < 100 {
+            let byHandle = Dictionary(grouping: sent, by: \.handle).map { ($0.key, UInt16($0.value.count)) }
+            sent = flow.receive(.numberOfCompletedPackets(.init(entries: byHandle.map { .init(handle: $0.0, completedPackets: $0.1) })))
+            rounds += 1
+        }
+        #expect(flow.queuedPacketCount == 0 && sent.count <= 8)
+        let lastRound = Dictionary(grouping: sent, by: \.handle).map { ($0.key, UInt16($0.value.count)) }
+        // Link 7 goes down with its last packets in flight (if any): only its credits come back.
+        let inFlight7 = flow.inFlightCount(handle: 7)
+        let free = flow.freeBuffers
+        _ = flow.receive(.disconnectionComplete(.init(handle: 7, reason: .connectionTimeout)))
+        #expect(flow.freeBuffers == free + inFlight7 && flow.queuedTotal(handle: 7) == 0)
+        _ = flow.receive(.numberOfCompletedPackets(.init(entries: lastRound.filter { $0.0 != 7 }.map { .init(handle: $0.0, completedPackets: $0.1) })))
+        #expect(flow.freeBuffers == 8)
+        #expect(handles.filter { $0 != 7 }.allSatisfy { flow.completedTotal(handle: $0) == 3 && flow.outstandingCount(handle: $0) == 0 })
+    }
 }

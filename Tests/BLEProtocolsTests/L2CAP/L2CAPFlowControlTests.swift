@@ -145,6 +145,12 @@ import Testing
         #expect(throws: L2CAPError(.invalidFixedChannel, "")) { try manager.registerFixedChannel(.init(rawValue: 0x40)) }
         manager.unregisterFixedChannel(.att)
         #expect(manager.receive(att).isEmpty)
+        // Each channel is on its own: SMP still delivered; the highest fixed CID (0x003F) registers and delivers.
+        #expect(manager.receive(smp) == [.deliverFixed(.smp, [0x05, 0x05])])
+        try manager.registerFixedChannel(.init(rawValue: 0x3F))
+        #expect(manager.receive(L2CAPBasicFrame(channelID: .init(rawValue: 0x3F), payload: [9])) == [.deliverFixed(.init(rawValue: 0x3F), [9])])
+        manager.unregisterFixedChannel(.init(rawValue: 0x1234))   // not a fixed channel: nothing changes
+        #expect(manager.receive(smp) == [.deliverFixed(.smp, [0x05, 0x05])])
         #expect(manager.sendFixed([0x03, 0x17, 0x00], on: .att) == [.send(L2CAPBasicFrame(channelID: .att, payload: [0x03, 0x17, 0x00]))])
     }
 

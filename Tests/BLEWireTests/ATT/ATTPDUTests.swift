@@ -132,6 +132,30 @@ import Testing
         #expect(command.encoded == [0x7F, 0x01, 0x02])
     }
 
+    /// The opcode tables the decoder reads by `switch` agree, for all 256 opcodes, with the sets they stand for, and
+    /// the minimum lengths are the table Zephyr keeps (each PDU's fixed fields, opcode included).
+    @Test func opcodeTablesBySwitch() {
+        for raw in UInt8.min...UInt8.max {
+            let opcode = ATTOpcode(rawValue: raw)
+            #expect(opcode.isRequest == ATTOpcode.requests.contains(opcode), "\(opcode)")
+            #expect(opcode.isResponse == ATTOpcode.responses.contains(opcode), "\(opcode)")
+        }
+        #expect(ATTOpcode.requests.count == 12 && ATTOpcode.responses.count == 13)
+        let expected: [ATTOpcode: Int] = [
+            .errorResponse: 5, .exchangeMTURequest: 3, .exchangeMTUResponse: 3, .findInformationRequest: 5,
+            .findInformationResponse: 6, .findByTypeValueRequest: 7, .findByTypeValueResponse: 5, .readByTypeRequest: 7,
+            .readByTypeResponse: 4, .readRequest: 3, .readResponse: 1, .readBlobRequest: 5, .readBlobResponse: 1,
+            .readMultipleRequest: 5, .readMultipleResponse: 1, .readByGroupTypeRequest: 7, .readByGroupTypeResponse: 6,
+            .writeRequest: 3, .writeResponse: 1, .prepareWriteRequest: 5, .prepareWriteResponse: 5,
+            .executeWriteRequest: 2, .executeWriteResponse: 1, .handleValueNotification: 3, .handleValueIndication: 3,
+            .handleValueConfirmation: 1, .readMultipleVariableRequest: 5, .readMultipleVariableResponse: 1,
+            .multipleHandleValueNotification: 5, .writeCommand: 3, .signedWriteCommand: 15,
+        ]
+        #expect(ATTOpcode.minimumLength == expected)
+        // An opcode outside the table decodes as unknown at any length.
+        #expect((try? ATTPDU(bytes: [0x7E])) == .unknown(opcode: ATTOpcode(rawValue: 0x7E), parameters: []))
+    }
+
     @Test func opcodeMetadata() {
         #expect(ATTOpcode.readBlobRequest.responseOpcode == .readBlobResponse)
         #expect(ATTOpcode.writeCommand.isCommand && !ATTOpcode.writeCommand.isRequest)
