@@ -88,7 +88,8 @@ public actor GATTEngine {
 
     /// The MTU this side asks for and offers.
     public let preferredMTU: Int
-    var links: [LinkID: LinkState] = [:]
+    /// Each link's state; looked up on every PDU: a `SmallMap` (no hashing for the few links up).
+    var links = SmallMap<LinkID, LinkState>()
     /// The current link of each connection handle.
     var linkOfHandle: [ConnectionHandle: LinkID] = [:]
     var waiters: [RequestKey: CheckedContinuation<ATTPDU, any Error>] = [:]
