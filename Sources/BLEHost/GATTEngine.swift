@@ -414,7 +414,7 @@ public actor GATTEngine {
     func sendUnanswered(_ pdu: ATTPDU, on link: LinkID) async throws {
         switch try startUnanswered(pdu, on: link) {
         case .sent: return
-        case .sentMustDrain: await host.outbox.drain()
+        case .sentMustDrain: await host.outbox.drainAfterHandOver()
         case .waiting(let actions, let connection): await perform(actions, on: link, connection: connection)
         }
     }

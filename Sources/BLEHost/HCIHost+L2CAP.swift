@@ -86,7 +86,7 @@ extension HCIHost {
             transportEnded(error)
             return
         }
-        if mustDrain { await outbox.drain() }
+        if mustDrain { await outbox.drainAfterHandOver() }
     }
 
     /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.

@@ -17,7 +17,7 @@ import Synchronization
 ///
 /// Two framings share everything else: ``Framing/stream`` (H4 over a byte stream, deframed by ``H4Deframer``) and
 /// ``Framing/datagram`` (one H4 packet per read, as the Linux HCI user channel delivers them).
-public final class FileDescriptorTransport: HCITransport, HCIPacketInboxProviding {
+public final class FileDescriptorTransport: HCITransport, HCIPacketInboxProviding, HCISynchronousSending {
     /// How packets are delimited on the descriptor.
     public enum Framing: Sendable {
         /// H4 over a byte stream.

@@ -101,6 +101,13 @@ package final class HCIPacketInbox: Sendable {
     }
 }
 
+/// A transport whose writes are short system calls that return once the bytes are handed to the kernel (a file
+/// descriptor's): a host may send from its own step, without a task and a thread's wake-up in between.
+package protocol HCISynchronousSending: HCITransport {
+    /// Writes `packets` in order, now.
+    func sendNow(_ packets: [HCIPacket]) throws
+}
+
 /// A transport that can hand its incoming packets over as an ``HCIPacketInbox`` instead of its `incoming` stream
 /// (the in-process virtual controller's, and a file descriptor's: TCP, serial, the HCI user channel): the host's
 /// reader then takes them in batches.

@@ -12,6 +12,8 @@ import Synchronization
 /// queues meanwhile leaves in the same batch; a synchronous caller starts a task that drains.
 final class HCIOutbox: Sendable {
     private let transport: any HCITransport
+    /// The transport, when it writes with a short system call: the drainer then sends in its own step.
+    private let inPlace: (any HCISynchronousSending)?
     private let state = Mutex(Pending())
     /// Told when a write fails.
     private let failureHandler = Mutex<(@Sendable (any Error) async -> Void)?>(nil)
@@ -24,7 +26,13 @@ final class HCIOutbox: Sendable {
 
     init(_ transport: any HCITransport) {
         self.transport = transport
+        self.inPlace = transport as? any HCISynchronousSending
     }
+
+    /// Whether the drainer sends in its own step (``drainInPlace()``) rather than off the host's executor
+    /// (``drain()``): for a file descriptor, whose write is a short system call, a task and a thread's wake-up per
+    /// batch would cost more than the write, and they sit on the round trip that flow control waits for.
+    var sendsInPlace: Bool { inPlace != nil }
 
     /// Sets what is told when a write fails (the transport has ended).
     func onFailure(_ handler: @escaping @Sendable (any Error) async -> Void) {
@@ -34,7 +42,49 @@ final class HCIOutbox: Sendable {
     /// Hands `packets` over without suspending, in order after everything handed over before; a task sends them
     /// when nobody is draining. Throws when the transport has ended.
     func write(_ packets: [HCIPacket]) throws {
-        if try enqueue(packets) { Task { await self.drain() } }
+        guard try enqueue(packets) else { return }
+        if sendsInPlace { drainInPlace() } else { Task { await self.drain() } }
+    }
+
+    /// What the drainer does after ``handOver(_:)`` made it one: sends in its own step when the transport allows
+    /// (``sendsInPlace``; `nonsending`: it runs on the caller's executor, with no hop), otherwise ``drain()``s off the
+    /// caller's executor.
+    nonisolated(nonsending) func drainAfterHandOver() async {
+        if sendsInPlace { drainInPlace() } else { await drain() }
+    }
+
+    /// Sends what is queued, batch after batch, in the caller's step (``sendsInPlace`` transports only).
+    func drainInPlace() {
+        guard let inPlace else { return }
+        while true {
+            let batch = takeBatch()
+            guard !batch.isEmpty else { return }
+            do {
+                try inPlace.sendNow(batch)
+            } catch {
+                failed(error)
+                return
+            }
+        }
+    }
+
+    private func takeBatch() -> [HCIPacket] {
+        state.withLock { pending -> [HCIPacket] in
+            let batch = pending.packets
+            pending.packets = []
+            if batch.isEmpty { pending.draining = false }
+            return batch
+        }
+    }
+
+    /// A write failed: what waits is dropped, and the host is told (in a task: its handler is async).
+    private func failed(_ error: any Error) {
+        state.withLock { pending in
+            pending.packets = []
+            pending.draining = false
+        }
+        let handler = failureHandler.withLock { $0 }
+        Task { await handler?(error) }
     }
 
     /// Hands `packets` over without suspending, in order after everything handed over before, and returns whether
@@ -73,12 +123,7 @@ final class HCIOutbox: Sendable {
     /// drainer.
     func drain() async {
         while true {
-            let batch = state.withLock { pending -> [HCIPacket] in
-                let batch = pending.packets
-                pending.packets = []
-                if batch.isEmpty { pending.draining = false }
-                return batch
-            }
+            let batch = takeBatch()
             guard !batch.isEmpty else { return }
             do {
                 try await transport.send(batch)
