@@ -129,6 +129,8 @@ public final class FileDescriptorTransport: HCITransport, HCIPacketInboxProvidin
             return !s.reading
         }
         guard start else { return false }
+        // A handler takes every read: no inbox can be taken from now on.
+        if handler != nil { target.withLock { $0.delivered = true } }
         let thread = Thread { [self] in self.readLoop(handler: handler) }
         thread.name = "ble.transport.\(label)"
         thread.start()

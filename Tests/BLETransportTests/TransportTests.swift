@@ -89,6 +89,15 @@ import Glibc
         #expect(second.takeInbox() == nil)
         await second.close()
         await secondAccepted.close()
+
+        // A transport read by a handler: no inbox either.
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let handled = try FileDescriptorTransport(fileDescriptor: fds[0], label: "handled", startReading: false)
+        #expect(handled.startReading { _ in })
+        #expect(handled.takeInbox() == nil)
+        handled.closeNow()
+        close(fds[1])
     }
 
     /// A server made with `startReading: false` hands over transports that read nothing until asked: given a handler,
