@@ -58,6 +58,9 @@ public final class FileDescriptorTransport: HCITransport, HCIPacketInboxProvidin
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let framing: Framing
+    /// The descriptor is a socket (TCP, the HCI user channel): a write copies into the kernel's socket buffer and
+    /// returns at once, where a serial port's may wait for the line (see ``writesWithoutWaiting``).
+    private let isSocket: Bool
     private let state = Mutex(State())
     private let writeLock = Mutex(())
     private let framingErrors = Atomic<Int>(0)
@@ -87,6 +90,8 @@ public final class FileDescriptorTransport: HCITransport, HCIPacketInboxProvidin
         self.wakeRead = fds[0]
         self.wakeWrite = fds[1]
         self.framing = framing
+        var status = stat()
+        self.isSocket = fstat(fd, &status) == 0 && (status.st_mode & S_IFMT) == S_IFSOCK
         self.label = label
         self.logger = Logger(label: "ble.transport")
         (stream, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
@@ -194,6 +199,10 @@ public final class FileDescriptorTransport: HCITransport, HCIPacketInboxProvidin
 
     /// Closes the transport.
     public func close() async { closeNow() }
+
+    /// Whether a write returns without waiting for the other end: true on a socket. A serial port's write can wait
+    /// for the line (a slow baud rate, a controller holding CTS), so a host drains it off its executor instead.
+    package var writesWithoutWaiting: Bool { isSocket }
 
     /// Writes without ever raising SIGPIPE when the peer has gone: `send(MSG_NOSIGNAL)` on sockets, `write` on
     /// other descriptors (a closed pipe's SIGPIPE is ignored once, process-wide, as the first transport opens).

@@ -101,11 +101,14 @@ package final class HCIPacketInbox: Sendable {
     }
 }
 
-/// A transport whose writes are short system calls that return once the bytes are handed to the kernel (a file
-/// descriptor's): a host may send from its own step, without a task and a thread's wake-up in between.
+/// A transport that can write synchronously (a file descriptor's): when its writes return without waiting for the
+/// other end (``writesWithoutWaiting``: a socket's), a host sends from its own step, without a task and a thread's
+/// wake-up in between.
 package protocol HCISynchronousSending: HCITransport {
     /// Writes `packets` in order, now.
     func sendNow(_ packets: [HCIPacket]) throws
+    /// Whether a write returns once the bytes are handed to the kernel, without waiting for the line.
+    var writesWithoutWaiting: Bool { get }
 }
 
 /// A transport that can hand its incoming packets over as an ``HCIPacketInbox`` instead of its `incoming` stream

@@ -61,6 +61,8 @@ import Glibc
             for await connection in server.connections { return connection }
             throw TimedOut()
         }
+        // A socket's write returns once the kernel has the bytes: a host sends from its own step.
+        #expect(client.writesWithoutWaiting)
         let inbox = try #require(client.takeInbox())
         #expect(client.takeInbox() == nil)
         var unused = 0
@@ -96,6 +98,7 @@ import Glibc
         let handled = try FileDescriptorTransport(fileDescriptor: fds[0], label: "handled", startReading: false)
         #expect(handled.startReading { _ in })
         #expect(handled.takeInbox() == nil)
+        #expect(!handled.writesWithoutWaiting)
         handled.closeNow()
         close(fds[1])
     }
@@ -193,6 +196,8 @@ import Glibc
         #expect(ioctl(master, 0x8004_5430, &number) == 0)
         let path = "/dev/pts/\(number)"
         let serial = try SerialTransport.open(path: path, baudRate: 1_000_000, flowControl: false)
+        // A serial port's write may wait for the line: a host drains it off its executor.
+        #expect(!serial.writesWithoutWaiting)
         let bytes = samplePackets.flatMap(\.h4Bytes)
         _ = bytes.withUnsafeBytes { Glibc.write(master, $0.baseAddress, $0.count) }
         #expect(try await collect(serial, samplePackets.count) == samplePackets)

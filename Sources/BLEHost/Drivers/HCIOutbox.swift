@@ -12,7 +12,8 @@ import Synchronization
 /// queues meanwhile leaves in the same batch; a synchronous caller starts a task that drains.
 final class HCIOutbox: Sendable {
     private let transport: any HCITransport
-    /// The transport, when it writes with a short system call: the drainer then sends in its own step.
+    /// The transport, when its write is a short system call that does not wait for the line (a socket's): the
+    /// drainer then sends in its own step.
     private let inPlace: (any HCISynchronousSending)?
     private let state = Mutex(Pending())
     /// Told when a write fails.
@@ -26,12 +27,13 @@ final class HCIOutbox: Sendable {
 
     init(_ transport: any HCITransport) {
         self.transport = transport
-        self.inPlace = transport as? any HCISynchronousSending
+        self.inPlace = (transport as? any HCISynchronousSending).flatMap { $0.writesWithoutWaiting ? $0 : nil }
     }
 
     /// Whether the drainer sends in its own step (``drainInPlace()``) rather than off the host's executor
-    /// (``drain()``): for a file descriptor, whose write is a short system call, a task and a thread's wake-up per
-    /// batch would cost more than the write, and they sit on the round trip that flow control waits for.
+    /// (``drain()``): for a socket, whose write is a short system call, a task and a thread's wake-up per batch would
+    /// cost more than the write, and they sit on the round trip that flow control waits for. (Not for a serial port,
+    /// whose write may wait for the line: the host's executor would wait with it.)
     var sendsInPlace: Bool { inPlace != nil }
 
     /// Sets what is told when a write fails (the transport has ended).
