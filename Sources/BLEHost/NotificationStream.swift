@@ -1,3 +1,4 @@
+import BLEProtocols
 import Synchronization
 
 /// The values of a characteristic's notifications (or indications), in the order they arrived: an `AsyncSequence` of
@@ -114,28 +115,11 @@ public struct NotificationStream: AsyncSequence, Sendable {
     final class Core: Sendable {
         struct State {
             let limit: Int
-            /// Waiting values: `buffer[head...]`, oldest first (the taken prefix is dropped now and then).
-            var buffer: [[UInt8]] = []
-            var head = 0
+            /// Waiting values, oldest first.
+            var buffer = FIFO<[UInt8]>()
             var waiters: [UnsafeContinuation<[UInt8]?, Never>] = []
             var ended: Termination?
             var onTermination: (@Sendable (Termination) -> Void)?
-
-            var count: Int { buffer.count - head }
-
-            mutating func popFirst() -> [UInt8]? {
-                guard head < buffer.count else { return nil }
-                let value = buffer[head]
-                head += 1
-                if head == buffer.count {
-                    buffer.removeAll(keepingCapacity: true)
-                    head = 0
-                } else if head >= 64, head * 2 >= buffer.count {
-                    buffer.removeFirst(head)
-                    head = 0
-                }
-                return value
-            }
         }
 
         enum Taken {
@@ -150,14 +134,14 @@ public struct NotificationStream: AsyncSequence, Sendable {
 
         func take() -> Taken {
             state.withLock { s in
-                if let value = s.popFirst() { return .value(value) }
+                if let value = s.buffer.popFirst() { return .value(value) }
                 return s.ended == nil ? .empty : .ended
             }
         }
 
         func wait(_ waiter: UnsafeContinuation<[UInt8]?, Never>) {
             let now: [UInt8]?? = state.withLock { s in
-                if let value = s.popFirst() { return .some(value) }
+                if let value = s.buffer.popFirst() { return .some(value) }
                 if s.ended != nil { return .some(nil) }
                 s.waiters.append(waiter)
                 return nil
@@ -170,8 +154,8 @@ public struct NotificationStream: AsyncSequence, Sendable {
                 guard s.ended == nil else { return (.terminated, nil) }
                 if !s.waiters.isEmpty { return (.enqueued, s.waiters.removeFirst()) }
                 var result = YieldResult.enqueued
-                if s.count >= s.limit {
-                    _ = s.popFirst()
+                if s.buffer.count >= s.limit {
+                    _ = s.buffer.popFirst()
                     result = .dropped
                 }
                 s.buffer.append(value)
@@ -189,11 +173,11 @@ public struct NotificationStream: AsyncSequence, Sendable {
             let (waiters, handler): ([UnsafeContinuation<[UInt8]?, Never>], (@Sendable (Termination) -> Void)?) = state.withLock { s in
                 guard s.ended == nil else {
                     // A consumer that goes away after the source finished drops what it never took.
-                    if how == .cancelled { s.buffer = []; s.head = 0 }
+                    if how == .cancelled { s.buffer.removeAll() }
                     return ([], nil)
                 }
                 s.ended = how
-                if how == .cancelled { s.buffer = []; s.head = 0 }
+                if how == .cancelled { s.buffer.removeAll() }
                 let waiters = s.waiters
                 s.waiters = []
                 let handler = s.onTermination
