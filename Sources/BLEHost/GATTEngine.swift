@@ -444,7 +444,7 @@ public actor GATTEngine {
             // This engine runs on its host's executor.
             switch host.assumeIsolated({ $0.sendL2CAPNow(bytes, channel: .att, on: connection) }) {
             case .handedOver(let mustDrain): return mustDrain ? .sentMustDrain : .sent
-            case .notConnected: throw GATTError(.disconnected, "the link went down")
+            case .notConnected, .transportEnded: throw GATTError(.disconnected, "the link went down")
             case .noRoom: break
             }
         }

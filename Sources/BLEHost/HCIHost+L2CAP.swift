@@ -69,24 +69,21 @@ extension HCIHost {
     }
 
     private func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle, link: LinkID?) async throws {
-        // Room first: it costs nothing when nothing is queued, where finding the link looks it up.
-        while !acl.hasRoom(on: handle), current(handle, is: link) {
-            await withCheckedContinuation { acl.waitForRoom($0) }
+        while true {
+            switch sendL2CAPNow(payload, channel: channel, handle: handle, link: link) {
+            case .handedOver(let mustDrain):
+                // Nothing waits for a reply here: the caller drains the outbox itself when nobody does, so what the
+                // host queues meanwhile joins the batch.
+                if mustDrain { await outbox.drainAfterHandOver() }
+                return
+            case .transportEnded:
+                return
+            case .notConnected:
+                throw HostError(.notConnected, "no connection with handle \(handle)")
+            case .noRoom:
+                await withCheckedContinuation { acl.waitForRoom($0) }
+            }
         }
-        guard current(handle, is: link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
-        let packets = acl.flow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded)
-        guard !packets.isEmpty else { return }
-        // Handed over in this step, in the order the flow released them (after any fragments of an earlier PDU that
-        // Number Of Completed Packets let go). Nothing waits for a reply here: the caller drains the outbox itself when
-        // nobody does, off the actor, so the host goes on meanwhile and what it queues joins the batch.
-        let mustDrain: Bool
-        do {
-            mustDrain = try outbox.handOver(packets.map { .acl($0) })
-        } catch {
-            transportEnded(error)
-            return
-        }
-        if mustDrain { await outbox.drainAfterHandOver() }
     }
 
     /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.
