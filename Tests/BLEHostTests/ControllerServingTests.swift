@@ -11,19 +11,26 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct ControllerServingTests {
     static let value = BluetoothUUID("5B1E5E4F-0000-4000-8000-00805F9B34FB") ?? 0
 
+    /// Serves `controller` to the first host that connects to the returned server, on the transport's reader thread
+    /// (as `ble controller` does).
+    static func serveOverTCP(_ controller: VirtualController) throws -> H4TCPServer {
+        let server = try H4TCPServer(host: "127.0.0.1", port: 0, startReading: false)
+        Task {
+            for await transport in server.connections {
+                await controller.attach(transport)
+                return
+            }
+        }
+        return server
+    }
+
     @Test func hostsServedOnReaderThreadsAndByTasksTalkBothWays() async throws {
         let air = VirtualAir(clock: .realTime)
         defer { air.shutdown() }
         // The central's controller: TCP, served on the transport's reader thread.
-        let server = try H4TCPServer(host: "127.0.0.1", port: 0, startReading: false)
-        defer { server.close() }
         let central = air.addController(.init(aclBufferSize: 251, aclBufferCount: 4))
-        Task {
-            for await transport in server.connections {
-                await central.attach(transport)
-                return
-            }
-        }
+        let server = try Self.serveOverTCP(central)
+        defer { server.close() }
         // The peripheral's controller: a pipe, served by tasks.
         let peripheralController = air.addController(.init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 4))
         let (hostEnd, controllerEnd) = HCIPipe.makePair()
@@ -57,20 +64,14 @@ import Testing
     }
 
     /// A peripheral host over TCP notifies 2,000 values through 4 controller buffers: its packets leave in its own
-    /// steps (a descriptor's write, no drain task), its Number Of Completed Packets arrive in batches from the
+    /// steps (a socket's write, no drain task), its Number Of Completed Packets arrive in batches from the
     /// socket's inbox, and the central gets every value, in order.
     @Test func aPeripheralOverTCPNotifiesThroughFlowControlInOrder() async throws {
         let air = VirtualAir(clock: .realTime)
         defer { air.shutdown() }
-        let server = try H4TCPServer(host: "127.0.0.1", port: 0, startReading: false)
-        defer { server.close() }
         let peripheralController = air.addController(.init(aclBufferSize: 251, aclBufferCount: 4))
-        Task {
-            for await transport in server.connections {
-                await peripheralController.attach(transport)
-                return
-            }
-        }
+        let server = try Self.serveOverTCP(peripheralController)
+        defer { server.close() }
         let centralController = air.addController(.init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 4))
         let peripheral = HCIHost(transport: try TCPTransport.connect(host: "127.0.0.1", port: server.port))
         let centralHost = HCIHost(transport: centralController.makeHostTransport())
