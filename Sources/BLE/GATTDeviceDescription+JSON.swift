@@ -40,7 +40,7 @@ extension GATTDeviceDescription {
     /// values as `{"text": ...}` when they are printable ASCII and as hex strings otherwise. ``init(json:)`` reads it
     /// back to an equal description.
     public func jsonText() -> String {
-        var root: [(key: String, value: JSONValue)] = [("$schema", "https://github.com/swift-ble/swift-ble/Docs/gatt-device.schema.json")]
+        var root: [(key: String, value: JSONValue)] = [("$schema", "https://github.com/swift-ble/swift-ble/docs/gatt-device.schema.json")]
         if let name { root.append(("name", .string(name))) }
         if let appearance { root.append(("appearance", .int(Int(appearance)))) }
         var ad: [(key: String, value: JSONValue)] = []

@@ -3,7 +3,7 @@ import BLEWire
 
 /// A virtual device described in a file: what it advertises and the GATT database it serves, with exact handles
 /// when it is a clone, values (and the ATT errors it answers instead of some), and values it notifies on a timer.
-/// The JSON format is documented in the `GATTDeviceFiles` article and by `Docs/gatt-device.schema.json`;
+/// The JSON format is documented in the `GATTDeviceFiles` article and by `docs/gatt-device.schema.json`;
 /// ``init(json:)`` reads it (strict RFC 8259, every mistake named by its JSON path, line and column), ``jsonText()``
 /// writes it, ``database()`` lays the database out, and ``PeripheralManager/serve(_:)`` serves it.
 ///

@@ -19,7 +19,7 @@ struct Serve: AsyncParsableCommand {
     var runFor: Double = 0
     @Option(help: "Milliseconds between the device's value changes (the lab device's heart-rate notifications; default: the device's own pace).")
     var notifyInterval: Int?
-    @Option(help: "Serve the device this JSON file describes (the format: README, Docs/gatt-device.schema.json; `ble explore --save` writes it) instead of a simulated one.")
+    @Option(help: "Serve the device this JSON file describes (the format: README, docs/gatt-device.schema.json; `ble explore --save` writes it) instead of a simulated one.")
     var gatt: String?
     @Option(help: "Serve the device a btsnoop capture shows (a session of `ble explore --btsnoop` or any host's capture): its database at its handles, the values and errors it gave, its notifications; what the capture does not show is refused.")
     var replay: String?
