@@ -1,6 +1,6 @@
 // swift-tools-version: 6.1
 // The libFuzzer targets of swift-ble: a package of its own, so that the main package's build and tests are untouched.
-// Build and run them with `scripts/fuzz` (it passes `-sanitize=fuzzer,address`); see README.md.
+// Build and run them with `scripts/fuzz` (it passes `-sanitize=fuzzer,address`); see Fuzz/README.md and docs/tests.md.
 import PackageDescription
 
 let strict: [SwiftSetting] = [

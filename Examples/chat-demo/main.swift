@@ -1,7 +1,7 @@
 // chat-demo: two peers chatting over BLE, each both a peripheral (it publishes an inbox characteristic the other
 // writes lines to) and a central (it connects to the other's inbox). By default both peers run in this process and
 // hold a short conversation; with --name and --peer, one peer runs and sends the lines typed on standard input
-// (run the other peer in a second terminal on a linked controller: see the README).
+// (run the other peer in a second terminal on a linked controller: see docs/corebluetooth.md).
 //
 //     swift run chat-demo
 //     swift run chat-demo --name Alice --peer Bob      (SWIFT_BLE_HCI=tcp:… for a shared air)

@@ -3,7 +3,7 @@ import BLE
 import BLEProfiles
 import Foundation
 
-/// The tool's exit statuses (documented in `ble --help` and the README).
+/// The tool's exit statuses (documented in `ble --help` and docs/ble-tool.md).
 enum ExitStatus {
     /// Success.
     static let success: Int32 = 0

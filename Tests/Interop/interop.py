@@ -1723,7 +1723,7 @@ SCENARIOS = [
     # PDUs made with its own Device.create_advertising_set (peers/extended_advertiser.py), one on LE 1M (SID 1) and one
     # on LE Coded (SID 2, secondary PHY LE Coded). `ble scan --phy both --json` finds both, each with its PHY and SID;
     # a scan of one PHY finds only the set on it. Bumble's controller lists no extended command and has no LE Coded on
-    # its air (README): there our host scans with the legacy commands, refuses a Coded scan, and a 1M scan hears both
+    # its air (docs/ble-tool.md): there our host scans with the legacy commands, refuses a Coded scan, and a 1M scan hears both
     # sets (as extended reports, on "1M").
     Scenario('ble-scan-finds-bumble-extended-advertising', [Part('', [
         Controllers(2),
@@ -1859,7 +1859,7 @@ SCENARIOS = [
     # transfer-demo's CBPeripheralManager (Apple's transfer sample) against Bumble's central: the file arrives whole
     # in chunks with an EOM marker, and the reply is attributed to the identifier the peripheral gave that central.
     # The name is short enough to share the advertising packet with the 128-bit service UUID: Bumble's controller
-    # sends a copy of the advertising data as scan response (see the README), so a name moved to the scan response
+    # sends a copy of the advertising data as scan response (see docs/ble-tool.md), so a name moved to the scan response
     # would never be heard.
     Scenario('cb-peripheral-to-bumble-central', [Part('', [
         Do(lambda ctx: open(ctx.path('file.bin'), 'wb').write(os.urandom(6000))),
