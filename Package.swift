@@ -23,6 +23,12 @@ let package = Package(
         .library(name: "BLEGateway", targets: ["BLEGateway"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
+    // TLS for MQTT brokers (`mqtts://`, `ble gateway --tls`) is a trait, off by default, so that the first
+    // `swift run ble demo` does not compile BoringSSL (swift-nio-ssl): `swift build --traits TLS` turns it on, and
+    // `scripts/test` builds and tests with it.
+    traits: [
+        .trait(name: "TLS", description: "MQTT over TLS (swift-nio-ssl): mqtts:// brokers and `ble gateway --tls`."),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
@@ -61,7 +67,7 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["TLS"])),
             ],
             swiftSettings: strict),
         // The Host actor: runs the state machines over a transport; owns all host-side I/O and tasks.

@@ -1,6 +1,8 @@
 import NIOCore
 import NIOPosix
+#if TLS
 import NIOSSL
+#endif
 
 /// Where the broker is: `mqtt://HOST[:PORT]` (TCP, port 1883 by default) or `mqtts://HOST[:PORT]` (TLS, 8883).
 public struct MQTTBrokerAddress: Sendable, Hashable, CustomStringConvertible {
@@ -109,6 +111,17 @@ public actor MQTTClient {
     /// Connections made (the first included).
     public private(set) var connectionCount = 0
 
+    /// Whether this build connects to brokers over TLS (`mqtts://`): the package's `TLS` trait, off by default so
+    /// that builds without a TLS broker do not compile swift-nio-ssl (`swift build --traits TLS` turns it on). A
+    /// client of a TLS broker in a build without it never connects: its ``eventStream`` says why.
+    public static var supportsTLS: Bool {
+        #if TLS
+        true
+        #else
+        false
+        #endif
+    }
+
     /// Creates a client; ``start()`` connects.
     public init(broker: MQTTBrokerAddress, configuration: MQTTSession.Configuration, tls: MQTTTLSOptions = .init(),
                 backoff: (first: Duration, maximum: Duration) = (.milliseconds(250), .seconds(30))) {
@@ -209,6 +222,13 @@ public actor MQTTClient {
     }
 
     private func run() async {
+        if broker.usesTLS && !Self.supportsTLS {
+            // Trying again would fail the same way for as long as the process runs.
+            let reason = "\(broker) needs TLS, and this build has none (build with `swift build --traits TLS`)"
+            lastProblem = reason
+            apply([.event(.connectionLost(reason))])
+            return
+        }
         var delay = backoff.first
         while !stopping {
             do {
@@ -226,6 +246,7 @@ public actor MQTTClient {
 
     private func connectOnce() async throws {
         let host = broker.host
+        #if TLS
         let sslContext: NIOSSLContext? = try broker.usesTLS ? {
             var configuration = TLSConfiguration.makeClientConfiguration()
             if let file = tls.trustRootsFile { configuration.trustRoots = .file(file) }
@@ -235,13 +256,16 @@ public actor MQTTClient {
         // subjectAltName is checked against the connected address instead.
         let name = tls.serverName ?? host
         let serverName: String? = (try? SocketAddress(ipAddress: name, port: 0)) != nil ? nil : name
+        #endif
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(10))
             .connect(host: host, port: broker.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    #if TLS
                     if let sslContext {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
                     }
+                    #endif
                     return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }

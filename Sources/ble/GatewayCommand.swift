@@ -105,6 +105,9 @@ struct GatewayCommand: AsyncParsableCommand {
         guard var broker = MQTTBrokerAddress(url: mqtt) else { throw ValidationError("--mqtt \(mqtt): not a broker address") }
         // --tls on mqtt://HOST:PORT keeps the port given (mqtts:// defaults to 8883).
         if tls { broker.usesTLS = true }
+        if broker.usesTLS && !MQTTClient.supportsTLS {
+            throw CommandFailure.failed("\(broker): this build of ble has no TLS; build it with `swift build --traits TLS` (docs/gateways.md)")
+        }
         var password: [UInt8]?
         if let passwordFile {
             do {

@@ -170,6 +170,7 @@ struct GatewayTests {
         await monitor.stop()
     }
 
+#if TLS
     /// `--tls --ca --user --password-file` against a Mosquitto with TLS (a CA of the test's own) and a password file:
     /// the gateway's status goes online; with a wrong password the broker refuses it and the gateway ends with a
     /// clear error and exit status 3, instead of retrying for ever.
@@ -221,6 +222,25 @@ struct GatewayTests {
         #expect(await inbox.first("swift-ble/intruder/status") == nil, "the refused gateway published nothing")
         await observer.stop()
     }
+#else
+    /// Built without the `TLS` trait, `ble gateway --tls` (or an `mqtts://` broker) ends at once with exit status 1
+    /// and says how to build it with TLS, instead of retrying a connection that cannot be made.
+    @Test func overTLSWithoutTheTLSTraitEndsWithTheReason() async throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-no-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let log = work.appendingPathComponent("gateway.log").path
+        let gateway = try spawnTool(["gateway", "--mqtt", "mqtts://127.0.0.1:1", "--connect", "none"], output: log)
+        defer { kill(gateway, SIGKILL); var s: Int32 = 0; waitpid(gateway, &s, WNOHANG) }
+        let status = await waitFor(15) { () -> Int32? in
+            var status: Int32 = 0
+            return waitpid(gateway, &status, WNOHANG) == gateway ? status : nil
+        }
+        let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(status.map { ($0 >> 8) & 0xFF } == 1, "exit status \(status.map { ($0 >> 8) & 0xFF } ?? -1): \(said)")
+        #expect(said.contains("this build of ble has no TLS; build it with `swift build --traits TLS`"), "\(said)")
+    }
+#endif
 
     /// Requests naming different devices are answered concurrently, those naming one device in order: a slow write on
     /// one lab device (its application answers after 500 ms) does not hold a read of another, and a read of the first

@@ -112,6 +112,7 @@ struct MQTTBrokerTests {
         await subscriber.stop()
     }
 
+#if TLS
     /// A broker behind TLS with a certificate from a CA of the test's own, and a password file: the client connects
     /// with the CA and the right password; without the CA it is refused by its own certificate check; with a wrong
     /// password the broker refuses it.
@@ -161,6 +162,23 @@ struct MQTTBrokerTests {
         #expect(reason.contains("not authorized") || reason.contains("bad user name or password"), "\(reason)")
         await wrong.stop()
     }
+#else
+    /// Built without the `TLS` trait, a client of an `mqtts://` broker never connects and says why, once, instead of
+    /// retrying for ever (Mosquitto is not needed: nothing is dialled).
+    @Test func aTLSBrokerWithoutTheTLSTraitIsRefusedWithTheReason() async throws {
+        #expect(!MQTTClient.supportsTLS)
+        let client = MQTTClient(broker: MQTTBrokerAddress(host: "127.0.0.1", port: 1, usesTLS: true),
+                                configuration: .init(clientID: "no-tls"))
+        await client.start()
+        var reason: String?
+        for await event in client.eventStream {
+            if case .connectionLost(let why) = event { reason = why; break }
+        }
+        #expect(reason?.contains("needs TLS, and this build has none") == true, "\(reason ?? "no event")")
+        #expect(await client.connectionCount == 0)
+        await client.stop()
+    }
+#endif
 
     @Test func brokerAddresses() {
         #expect(MQTTBrokerAddress(url: "mqtt://broker.local") == MQTTBrokerAddress(host: "broker.local", port: 1883))
