@@ -46,6 +46,14 @@ struct GATTDemo: AsyncParsableCommand {
                 switch event {
                 case .pairingCompleted(_, let outcome):
                     say("central   ", "paired (the read was refused for security): \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")")
+                case .pairingFailed(_, let failure) where failure.reason == .authenticationRequirements:
+                    // Not a bug: Core 5.4, Vol 3, Part H, 2.3.5.1 gives an authenticated key only to a method with a
+                    // display or a keyboard on a side, and this central has neither.
+                    say("central   ", "pairing refused, as expected: the characteristic needs an authenticated (MITM-protected) key, "
+                        + "and only a method with a display or a keyboard on one side gives one; this central has neither "
+                        + "(IO capability NoInputNoOutput), so Just Works was all it could offer, and the pairing ends with "
+                        + "\(failure.reason.map { "\($0)" } ?? "\(failure)") (Core 5.4, Vol 3, Part H, 2.3.5.1). "
+                        + "A passkey pairing meets it: `ble pair --io keyboard --mitm`, docs/pairing.md")
                 case .pairingFailed(_, let failure):
                     say("central   ", "pairing failed: \(failure)")
                 default:
