@@ -23,8 +23,8 @@
 #   --skip-once    skip the scenarios that run once per run rather than on each controller kind (for the second of
 #                  two runs side by side, as scripts/test does).
 #
-# Installs Bumble and RootCanal into $REPO/.venv-bumble when missing (bootstrap.sh), then runs interop.py (the scenario table and
-# the engine) with the venv's python: it picks free loopback ports from the OS, starts every process in its own
+# Installs Bumble and RootCanal into $REPO/.venv-bumble when missing (bootstrap.sh), then runs interop.py (the suite/ package: the
+# scenario table and the engine) with the venv's python: it picks free loopback ports from the OS, starts every process in its own
 # process group and stops every one of them on exit, prints the logs of a failed scenario, and ends with the line
 # 'N passed, M failed' (exit status 1 when anything failed or nothing ran). Logs: $REPO/interop-logs/.
 set -uo pipefail

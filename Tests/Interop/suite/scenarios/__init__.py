@@ -1,0 +1,33 @@
+"""Every scenario, in the order a run takes them (each area's scenarios are in its module)."""
+from suite.scenarios import cli, gateway, gatt, advertising, l2cap, pairing, corebluetooth
+
+SCENARIOS = [
+    cli.BTSNOOP_CAPTURE_DECODES_IN_TSHARK,
+    cli.cli_errors(),
+    cli.cli_json_types(),
+    gateway.gateway_presence_walk(),
+    gateway.gateway_devices(),
+    gateway.gateway_fleet(),
+    gateway.gateway_commands(),
+    gateway.gateway_broker_restart(),
+    *[gatt.lab_session(c, p) for c in ('bumble', 'ble') for p in ('bumble', 'ble')],
+    gatt.two_centrals(),
+    gatt.simulated_devices(),
+    gatt.APPLICATION_ANSWERS_BUMBLE_CENTRAL_TO_BLE_PERIPHERAL,
+    gatt.BLE_CENTRAL_TO_BLE_PERIPHERAL,
+    gatt.BLE_CENTRAL_TO_BUMBLE_PERIPHERAL,
+    gatt.CLONE_AND_REPLAY_BUMBLE_PERIPHERAL,
+    advertising.BUMBLE_SCANNER_DECODES_BLE_IBEACON,
+    advertising.BLE_SCAN_FINDS_BUMBLE_EXTENDED_ADVERTISING,
+    advertising.BUMBLE_CENTRAL_CONNECTS_TO_BLE_SERVE_EXTENDED,
+    advertising.BLE_RANGES_BUMBLE_BEACONS,
+    l2cap.L2CAP_CHANNELS_BLE_HOST_AND_BUMBLE_HOST,
+    l2cap.L2CAP_CLI_AND_BUMBLE,
+    l2cap.L2CAP_CLI_SEND_FILE_TO_BUMBLE,
+    pairing.pairing_bumble_to_bumble(),
+    pairing.pairing_bumble_central_to_ble_peripheral(),
+    pairing.pairing_ble_central_to_bumble_peripheral(),
+    pairing.ancs_consumer_to_bumble_provider(),
+    corebluetooth.CB_CENTRAL_TO_BUMBLE_PERIPHERAL,
+    corebluetooth.CB_PERIPHERAL_TO_BUMBLE_CENTRAL,
+]
