@@ -4,7 +4,7 @@ import BLEWire
 extension World {
     mutating func leSetAdvertisingParameters(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetAdvertisingParameters.self, id, packet), let state = controllers[id] else { return }
-        guard !state.isAdvertising else {
+        guard !state.advertising.isEnabled else {
             complete(id, HCILESetAdvertisingParameters.self, .init(status: .commandDisallowed))
             return
         }
@@ -12,32 +12,32 @@ extension World {
             complete(id, HCILESetAdvertisingParameters.self, .init(status: .invalidCommandParameters))
             return
         }
-        controllers[id]?.advertisingParameters = c
+        controllers[id]?.advertising.parameters = c
         complete(id, HCILESetAdvertisingParameters.self, .init())
     }
 
     mutating func leSetAdvertisingData(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetAdvertisingData.self, id, packet) else { return }
-        controllers[id]?.advertisingData = c.data
+        controllers[id]?.advertising.data = c.data
         complete(id, HCILESetAdvertisingData.self, .init())
     }
 
     mutating func leSetScanResponseData(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetScanResponseData.self, id, packet) else { return }
-        controllers[id]?.scanResponseData = c.data
+        controllers[id]?.advertising.scanResponseData = c.data
         complete(id, HCILESetScanResponseData.self, .init())
     }
 
     mutating func leSetAdvertisingEnable(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetAdvertisingEnable.self, id, packet), let state = controllers[id] else { return }
         if c.isEnabled {
-            guard state.ownAddress(state.advertisingParameters.ownAddressType) != nil else {
+            guard state.ownAddress(state.advertising.parameters.ownAddressType) != nil else {
                 // Random own address requested but none set. Core 5.4, Vol 4, Part E, 7.8.9.
                 complete(id, HCILESetAdvertisingEnable.self, .init(status: .invalidCommandParameters))
                 return
             }
             complete(id, HCILESetAdvertisingEnable.self, .init())
-            if !state.isAdvertising { startAdvertising(id) }
+            if !state.advertising.isEnabled { startAdvertising(id) }
         } else {
             stopAdvertising(id)
             complete(id, HCILESetAdvertisingEnable.self, .init())
@@ -46,7 +46,7 @@ extension World {
 
     mutating func leSetScanParameters(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetScanParameters.self, id, packet), let state = controllers[id] else { return }
-        guard !state.isScanning else {
+        guard !state.scanning.isEnabled else {
             complete(id, HCILESetScanParameters.self, .init(status: .commandDisallowed))
             return
         }
@@ -54,21 +54,21 @@ extension World {
             complete(id, HCILESetScanParameters.self, .init(status: .invalidCommandParameters))
             return
         }
-        controllers[id]?.scanParameters = c
+        controllers[id]?.scanning.parameters = c
         complete(id, HCILESetScanParameters.self, .init())
     }
 
     mutating func leSetScanEnable(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetScanEnable.self, id, packet), let state = controllers[id] else { return }
-        if c.isEnabled, state.ownAddress(state.scanParameters.ownAddressType) == nil {
+        if c.isEnabled, state.ownAddress(state.scanning.parameters.ownAddressType) == nil {
             complete(id, HCILESetScanEnable.self, .init(status: .invalidCommandParameters))
             return
         }
-        if c.isEnabled, !state.isScanning { controllers[id]?.reported = [] }
-        controllers[id]?.isScanning = c.isEnabled
-        controllers[id]?.scanIsExtended = false
+        if c.isEnabled, !state.scanning.isEnabled { controllers[id]?.scanning.reported = [] }
+        controllers[id]?.scanning.isEnabled = c.isEnabled
+        controllers[id]?.scanning.isExtended = false
         listenerCache = nil
-        controllers[id]?.filterDuplicates = c.filterDuplicates
+        controllers[id]?.scanning.filterDuplicates = c.filterDuplicates
         complete(id, HCILESetScanEnable.self, .init())
     }
 }

@@ -258,14 +258,14 @@ extension World {
         guard link.air[direction].unacknowledged > 0 else { return }
         link.air[direction].unacknowledged -= 1
         links[id] = link
-        controllers.withValue(forKey: sender) { $0.aclInFlight -= 1 }
+        controllers.withValue(forKey: sender) { $0.hci.aclInFlight -= 1 }
         emit(sender, HCINumberOfCompletedPacketsEvent(entries: [.init(handle: side.handle, completedPackets: 1)]).packet)
     }
 
     /// The model was turned off with a packet sent but not acknowledged yet: its buffer goes back now.
     mutating func airAcknowledgeFlushed(link id: Int, sender: Int) {
         guard let link = links[id], let side = link.side(of: sender), side.active else { return }
-        controllers.withValue(forKey: sender) { $0.aclInFlight -= 1 }
+        controllers.withValue(forKey: sender) { $0.hci.aclInFlight -= 1 }
         emit(sender, HCINumberOfCompletedPacketsEvent(entries: [.init(handle: side.handle, completedPackets: 1)]).packet)
     }
 

@@ -119,13 +119,13 @@ extension World {
 
     mutating func setEventMask(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCISetEventMask.self, id, packet) else { return }
-        controllers[id]?.eventMask = c.mask
+        controllers[id]?.hci.eventMask = c.mask
         complete(id, HCISetEventMask.self, .init())
     }
 
     mutating func setEventMaskPage2(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCISetEventMaskPage2.self, id, packet) else { return }
-        controllers[id]?.eventMaskPage2 = c.mask
+        controllers[id]?.hci.eventMaskPage2 = c.mask
         complete(id, HCISetEventMaskPage2.self, .init())
     }
 
@@ -172,7 +172,7 @@ extension World {
 
     mutating func leSetEventMask(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetEventMask.self, id, packet) else { return }
-        controllers[id]?.leEventMask = c.mask
+        controllers[id]?.hci.leEventMask = c.mask
         complete(id, HCILESetEventMask.self, .init())
     }
 
@@ -205,11 +205,11 @@ extension World {
         guard let c = decode(HCILESetRandomAddress.self, id, packet), let state = controllers[id] else { return }
         // Not while legacy advertising, scanning or initiating is enabled, whatever own address type they use.
         // Core 5.4, Vol 4, Part E, 7.8.4.
-        if state.isAdvertising || state.isScanning || state.pendingConnection != nil {
+        if state.advertising.isEnabled || state.scanning.isEnabled || state.initiating.connection != nil {
             complete(id, HCILESetRandomAddress.self, .init(status: .commandDisallowed))
             return
         }
-        controllers[id]?.randomAddress = c.address
+        controllers[id]?.hci.randomAddress = c.address
         complete(id, HCILESetRandomAddress.self, .init())
     }
 

@@ -5,7 +5,7 @@ import BLEWire
 extension World {
     mutating func leCreateConnection(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILECreateConnection.self, id, packet), let state = controllers[id] else { return }
-        guard state.pendingConnection == nil else { return status(id, HCILECreateConnection.opcode, .commandDisallowed) }
+        guard state.initiating.connection == nil else { return status(id, HCILECreateConnection.opcode, .commandDisallowed) }
         guard c.isValid, c.initiatorFilterPolicy == 0 else {
             return status(id, HCILECreateConnection.opcode,
                           c.isValid ? .unsupportedFeatureOrParameterValue : .invalidCommandParameters)
@@ -13,19 +13,19 @@ extension World {
         guard state.ownAddress(c.ownAddressType) != nil else {
             return status(id, HCILECreateConnection.opcode, .invalidCommandParameters)
         }
-        controllers[id]?.pendingConnection = c
+        controllers[id]?.initiating.connection = c
         listenerCache = nil
         status(id, HCILECreateConnection.opcode, .success)
     }
 
     mutating func leCreateConnectionCancel(_ id: Int, _ packet: HCICommandPacket) {
         guard decode(HCILECreateConnectionCancel.self, id, packet) != nil, let state = controllers[id] else { return }
-        guard let pending = state.pendingConnection else {
+        guard let pending = state.initiating.connection else {
             complete(id, HCILECreateConnectionCancel.self, .init(status: .commandDisallowed))
             return
         }
-        controllers[id]?.pendingConnection = nil
-        controllers[id]?.pendingExtendedConnection = nil
+        controllers[id]?.initiating.connection = nil
+        controllers[id]?.initiating.extendedConnection = nil
         listenerCache = nil
         complete(id, HCILECreateConnectionCancel.self, .init())
         // Core 5.4, Vol 4, Part E, 7.8.13: LE Connection Complete with Unknown Connection Identifier.
@@ -135,8 +135,8 @@ extension World {
         let status = Self.phyPreferenceStatus(allPHYs: c.allPHYs, tx: c.txPHYs, rx: c.rxPHYs, supported: phys(of: id))
         if status == .success {
             let phys = phys(of: id)
-            controllers[id]?.defaultTxPHYs = c.allPHYs & 0x01 != 0 ? phys : LEPHYs(rawValue: c.txPHYs)
-            controllers[id]?.defaultRxPHYs = c.allPHYs & 0x02 != 0 ? phys : LEPHYs(rawValue: c.rxPHYs)
+            controllers[id]?.hci.defaultTxPHYs = c.allPHYs & 0x01 != 0 ? phys : LEPHYs(rawValue: c.txPHYs)
+            controllers[id]?.hci.defaultRxPHYs = c.allPHYs & 0x02 != 0 ? phys : LEPHYs(rawValue: c.rxPHYs)
         }
         emit(id, HCICommandCompleteEvent(opcode: HCILESetDefaultPHY.opcode, returnParameters: [status.rawValue]).packet)
     }
@@ -169,8 +169,8 @@ extension World {
             [LEPHY.le2M, .le1M, .leCoded].first { accepted.contains(LEPHYs($0)) } ?? current
         }
         let requesterIsCentral = link.central.controller == requester
-        let requesterTx = pick(transmit.intersection(peer.defaultRxPHYs), current: requesterIsCentral ? link.centralPHY : link.peripheralPHY)
-        let requesterRx = pick(receive.intersection(peer.defaultTxPHYs), current: requesterIsCentral ? link.peripheralPHY : link.centralPHY)
+        let requesterTx = pick(transmit.intersection(peer.hci.defaultRxPHYs), current: requesterIsCentral ? link.centralPHY : link.peripheralPHY)
+        let requesterRx = pick(receive.intersection(peer.hci.defaultTxPHYs), current: requesterIsCentral ? link.peripheralPHY : link.centralPHY)
         let before = (link.centralPHY, link.peripheralPHY)
         if requesterIsCentral {
             (link.centralPHY, link.peripheralPHY) = (requesterTx, requesterRx)
@@ -204,7 +204,7 @@ extension World {
     mutating func leReadSuggestedDataLength(_ id: Int, _ packet: HCICommandPacket) {
         guard decode(HCILEReadSuggestedDefaultDataLength.self, id, packet) != nil, let c = controllers[id] else { return }
         complete(id, HCILEReadSuggestedDefaultDataLength.self,
-                 .init(suggestedMaxTxOctets: c.suggestedTxOctets, suggestedMaxTxTime: c.suggestedTxTime))
+                 .init(suggestedMaxTxOctets: c.hci.suggestedTxOctets, suggestedMaxTxTime: c.hci.suggestedTxTime))
     }
 
     mutating func leWriteSuggestedDataLength(_ id: Int, _ packet: HCICommandPacket) {
@@ -213,8 +213,8 @@ extension World {
             complete(id, HCILEWriteSuggestedDefaultDataLength.self, .init(status: .invalidCommandParameters))
             return
         }
-        controllers[id]?.suggestedTxOctets = c.suggestedMaxTxOctets
-        controllers[id]?.suggestedTxTime = c.suggestedMaxTxTime
+        controllers[id]?.hci.suggestedTxOctets = c.suggestedMaxTxOctets
+        controllers[id]?.hci.suggestedTxTime = c.suggestedMaxTxTime
         complete(id, HCILEWriteSuggestedDefaultDataLength.self, .init())
     }
 

@@ -14,7 +14,7 @@ extension World {
         links[linkID] = link
         status(id, HCILEEnableEncryption.opcode, .success)
         let requestBit = HCILESetEventMask.bit(for: .longTermKeyRequest) ?? 0
-        if let p = controllers[link.peripheral.controller], p.eventMask & (1 << 61) != 0, p.leEventMask & requestBit != 0 {
+        if let p = controllers[link.peripheral.controller], p.hci.eventMask & (1 << 61) != 0, p.hci.leEventMask & requestBit != 0 {
             emit(link.peripheral.controller, HCILELongTermKeyRequestEvent(handle: link.peripheral.handle, randomNumber: c.randomNumber,
                                                                           encryptedDiversifier: c.encryptedDiversifier).packet)
         } else {

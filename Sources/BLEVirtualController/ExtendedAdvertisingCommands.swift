@@ -70,9 +70,9 @@ extension World {
         if Self.legacyAdvertisingCommands.contains(opcode) { kind = .legacy }
         else if Self.extendedAdvertisingCommands.contains(opcode) { kind = .extended }
         else { return true }
-        guard let current = controllers[id]?.advertisingCommandKind else { return true }
+        guard let current = controllers[id]?.advertising.commandKind else { return true }
         if current == .undecided {
-            controllers[id]?.advertisingCommandKind = kind
+            controllers[id]?.advertising.commandKind = kind
             return true
         }
         return current == kind
@@ -82,21 +82,21 @@ extension World {
 
     mutating func leSetAdvertisingSetRandomAddress(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILESetAdvertisingSetRandomAddress.self, id, packet), let state = controllers[id] else { return }
-        guard let set = state.advertisingSets[c.handle] else {
+        guard let set = state.advertising.sets[c.handle] else {
             return complete(id, HCILESetAdvertisingSetRandomAddress.self, .init(status: .unknownAdvertisingIdentifier))
         }
         // Not while a connectable set is enabled (its address is what centrals connect to). Core 5.4, Vol 4, Part E, 7.8.52.
         guard !(set.isEnabled && set.isConnectable) else {
             return complete(id, HCILESetAdvertisingSetRandomAddress.self, .init(status: .commandDisallowed))
         }
-        controllers[id]?.advertisingSets[c.handle]?.randomAddress = c.address
+        controllers[id]?.advertising.sets[c.handle]?.randomAddress = c.address
         complete(id, HCILESetAdvertisingSetRandomAddress.self, .init())
     }
 
     mutating func leSetExtendedAdvertisingParameters(_ id: Int, _ packet: HCICommandPacket) {
         typealias C = HCILESetExtendedAdvertisingParameters
         guard let c = decode(C.self, id, packet), let state = controllers[id] else { return }
-        let existing = state.advertisingSets[c.handle]
+        let existing = state.advertising.sets[c.handle]
         if existing?.isEnabled == true { return complete(id, C.self, .init(status: .commandDisallowed)) }
         guard c.isValid else { return complete(id, C.self, .init(status: .invalidCommandParameters)) }
         // A PHY the link layer lacks. Core 5.4, Vol 4, Part E, 7.8.53.
@@ -104,7 +104,7 @@ extension World {
         guard phys.contains(LEPHYs(c.primaryPHY)), phys.contains(LEPHYs(c.secondaryPHY)) else {
             return complete(id, C.self, .init(status: .unsupportedFeatureOrParameterValue))
         }
-        if existing == nil, state.advertisingSets.count >= Int(Self.supportedAdvertisingSets) {
+        if existing == nil, state.advertising.sets.count >= Int(Self.supportedAdvertisingSets) {
             return complete(id, C.self, .init(status: .memoryCapacityExceeded))
         }
         // Legacy PDUs carry at most 31 octets: data already set longer refuses the change.
@@ -113,7 +113,7 @@ extension World {
         }
         var set = existing ?? AdvertisingSet(parameters: c)
         set.parameters = c
-        controllers[id]?.advertisingSets[c.handle] = set
+        controllers[id]?.advertising.sets[c.handle] = set
         let power = c.txPower == 127 ? state.txPower : min(c.txPower, state.txPower)
         complete(id, C.self, .init(selectedTxPower: power))
     }
@@ -176,23 +176,23 @@ extension World {
 
     private mutating func setData<C: HCICommand>(_ id: Int, _ f: HCILEExtendedDataFragment, scanResponse: Bool, _ type: C.Type)
         where C.ReturnParameters == HCIStatusReturnParameters {
-        guard let set = controllers[id]?.advertisingSets[f.handle] else {
+        guard let set = controllers[id]?.advertising.sets[f.handle] else {
             return complete(id, C.self, .init(status: .unknownAdvertisingIdentifier))
         }
         var (done, pending, status) = applyFragment(f, to: set, scanResponse: scanResponse)
         if let data = done, tooLong(data, for: set, scanResponse: scanResponse) { (done, pending, status) = (nil, nil, .packetTooLong) }
         guard status == .success else {
             // A refused fragment abandons the data being assembled.
-            if scanResponse { controllers[id]?.advertisingSets[f.handle]?.pendingScanResponse = nil }
-            else { controllers[id]?.advertisingSets[f.handle]?.pendingData = nil }
+            if scanResponse { controllers[id]?.advertising.sets[f.handle]?.pendingScanResponse = nil }
+            else { controllers[id]?.advertising.sets[f.handle]?.pendingData = nil }
             return complete(id, C.self, .init(status: status))
         }
         if scanResponse {
-            controllers[id]?.advertisingSets[f.handle]?.pendingScanResponse = pending
-            if let done { controllers[id]?.advertisingSets[f.handle]?.scanResponse = done }
+            controllers[id]?.advertising.sets[f.handle]?.pendingScanResponse = pending
+            if let done { controllers[id]?.advertising.sets[f.handle]?.scanResponse = done }
         } else {
-            controllers[id]?.advertisingSets[f.handle]?.pendingData = pending
-            if let done { controllers[id]?.advertisingSets[f.handle]?.data = done }
+            controllers[id]?.advertising.sets[f.handle]?.pendingData = pending
+            if let done { controllers[id]?.advertising.sets[f.handle]?.data = done }
         }
         complete(id, C.self, .init())
     }
@@ -202,8 +202,8 @@ extension World {
         guard let c = decode(C.self, id, packet), let state = controllers[id] else { return }
         guard c.isEnabled else {
             // Disable the sets named, or every set when none is.
-            let handles = c.sets.isEmpty ? Array(state.advertisingSets.keys) : c.sets.map(\.handle)
-            guard handles.allSatisfy({ state.advertisingSets[$0] != nil }) else {
+            let handles = c.sets.isEmpty ? Array(state.advertising.sets.keys) : c.sets.map(\.handle)
+            guard handles.allSatisfy({ state.advertising.sets[$0] != nil }) else {
                 return complete(id, C.self, .init(status: .unknownAdvertisingIdentifier))
             }
             for handle in handles { stopAdvertisingSet(id, handle) }
@@ -213,7 +213,7 @@ extension World {
             return complete(id, C.self, .init(status: .invalidCommandParameters))
         }
         for entry in c.sets {
-            guard let set = state.advertisingSets[entry.handle] else {
+            guard let set = state.advertising.sets[entry.handle] else {
                 return complete(id, C.self, .init(status: .unknownAdvertisingIdentifier))
             }
             // A random own address needs the set's random address; scannable extended advertising needs scan
@@ -231,7 +231,7 @@ extension World {
         }
         complete(id, C.self, .init())
         for entry in c.sets {
-            guard var set = controllers[id]?.advertisingSets[entry.handle] else { continue }
+            guard var set = controllers[id]?.advertising.sets[entry.handle] else { continue }
             set.durationNanos = UInt64(entry.duration) * 10_000_000
             set.maxEvents = Int(entry.maxEvents)
             if !set.isEnabled {
@@ -242,15 +242,15 @@ extension World {
                 set.events = 0
                 queue.schedule(.advertiseSet(controller: id, handle: entry.handle, generation: set.generation), at: now)
             }
-            controllers[id]?.advertisingSets[entry.handle] = set
+            controllers[id]?.advertising.sets[entry.handle] = set
         }
     }
 
     mutating func stopAdvertisingSet(_ id: Int, _ handle: UInt8) {
-        guard controllers[id]?.advertisingSets[handle] != nil else { return }
+        guard controllers[id]?.advertising.sets[handle] != nil else { return }
         let stale = token()
-        controllers[id]?.advertisingSets[handle]?.isEnabled = false
-        controllers[id]?.advertisingSets[handle]?.generation = stale
+        controllers[id]?.advertising.sets[handle]?.isEnabled = false
+        controllers[id]?.advertising.sets[handle]?.generation = stale
     }
 
     mutating func leReadMaximumAdvertisingDataLength(_ id: Int, _ packet: HCICommandPacket) {
@@ -265,20 +265,20 @@ extension World {
 
     mutating func leRemoveAdvertisingSet(_ id: Int, _ packet: HCICommandPacket) {
         guard let c = decode(HCILERemoveAdvertisingSet.self, id, packet), let state = controllers[id] else { return }
-        guard let set = state.advertisingSets[c.handle] else {
+        guard let set = state.advertising.sets[c.handle] else {
             return complete(id, HCILERemoveAdvertisingSet.self, .init(status: .unknownAdvertisingIdentifier))
         }
         guard !set.isEnabled else { return complete(id, HCILERemoveAdvertisingSet.self, .init(status: .commandDisallowed)) }
-        controllers[id]?.advertisingSets[c.handle] = nil
+        controllers[id]?.advertising.sets[c.handle] = nil
         complete(id, HCILERemoveAdvertisingSet.self, .init())
     }
 
     mutating func leClearAdvertisingSets(_ id: Int, _ packet: HCICommandPacket) {
         guard decode(HCILEClearAdvertisingSets.self, id, packet) != nil, let state = controllers[id] else { return }
-        guard !state.advertisingSets.values.contains(where: \.isEnabled) else {
+        guard !state.advertising.sets.values.contains(where: \.isEnabled) else {
             return complete(id, HCILEClearAdvertisingSets.self, .init(status: .commandDisallowed))
         }
-        controllers[id]?.advertisingSets = [:]
+        controllers[id]?.advertising.sets = [:]
         complete(id, HCILEClearAdvertisingSets.self, .init())
     }
 
@@ -287,12 +287,12 @@ extension World {
     mutating func leSetExtendedScanParameters(_ id: Int, _ packet: HCICommandPacket) {
         typealias C = HCILESetExtendedScanParameters
         guard let c = decode(C.self, id, packet), let state = controllers[id] else { return }
-        guard !state.isScanning else { return complete(id, C.self, .init(status: .commandDisallowed)) }
+        guard !state.scanning.isEnabled else { return complete(id, C.self, .init(status: .commandDisallowed)) }
         guard c.isValid else { return complete(id, C.self, .init(status: .invalidCommandParameters)) }
         guard phys(of: id).isSuperset(of: c.phys) else {
             return complete(id, C.self, .init(status: .unsupportedFeatureOrParameterValue))
         }
-        controllers[id]?.extendedScan = c
+        controllers[id]?.scanning.extended = c
         complete(id, C.self, .init())
     }
 
@@ -301,25 +301,25 @@ extension World {
         guard let c = decode(C.self, id, packet), let state = controllers[id] else { return }
         guard c.isEnabled else {
             let stale = token()
-            controllers[id]?.isScanning = false
-            controllers[id]?.scanGeneration = stale
+            controllers[id]?.scanning.isEnabled = false
+            controllers[id]?.scanning.generation = stale
             listenerCache = nil
             return complete(id, C.self, .init())
         }
         guard c.filterDuplicates <= 2 else { return complete(id, C.self, .init(status: .invalidCommandParameters)) }
         // Periodic scanning (a non-zero Period) is not modelled.
         guard c.period == 0 else { return complete(id, C.self, .init(status: .unsupportedFeatureOrParameterValue)) }
-        let parameters = state.extendedScan ?? HCILESetExtendedScanParameters()
+        let parameters = state.scanning.extended ?? HCILESetExtendedScanParameters()
         guard state.ownAddress(parameters.ownAddressType) != nil else {
             return complete(id, C.self, .init(status: .invalidCommandParameters))
         }
-        if !state.isScanning { controllers[id]?.reported = [] }
-        controllers[id]?.extendedScan = parameters
-        controllers[id]?.isScanning = true
-        controllers[id]?.scanIsExtended = true
-        controllers[id]?.filterDuplicates = c.filterDuplicates != 0
+        if !state.scanning.isEnabled { controllers[id]?.scanning.reported = [] }
+        controllers[id]?.scanning.extended = parameters
+        controllers[id]?.scanning.isEnabled = true
+        controllers[id]?.scanning.isExtended = true
+        controllers[id]?.scanning.filterDuplicates = c.filterDuplicates != 0
         let generation = token()
-        controllers[id]?.scanGeneration = generation
+        controllers[id]?.scanning.generation = generation
         listenerCache = nil
         complete(id, C.self, .init())
         if c.duration > 0 {
@@ -329,8 +329,8 @@ extension World {
 
     /// The scan's Duration ran out: it stops and its host hears LE Scan Timeout. Core 5.4, Vol 4, Part E, 7.8.65.
     mutating func scanDurationEnded(controller id: Int, generation: UInt64) {
-        guard let state = controllers[id], state.isScanning, state.scanGeneration == generation else { return }
-        controllers[id]?.isScanning = false
+        guard let state = controllers[id], state.scanning.isEnabled, state.scanning.generation == generation else { return }
+        controllers[id]?.scanning.isEnabled = false
         listenerCache = nil
         emit(id, HCILEScanTimeoutEvent().packet)
     }
@@ -340,7 +340,7 @@ extension World {
     mutating func leExtendedCreateConnection(_ id: Int, _ packet: HCICommandPacket) {
         typealias C = HCILEExtendedCreateConnection
         guard let c = decode(C.self, id, packet), let state = controllers[id] else { return }
-        guard state.pendingConnection == nil else { return status(id, C.opcode, .commandDisallowed) }
+        guard state.initiating.connection == nil else { return status(id, C.opcode, .commandDisallowed) }
         guard c.isValid else { return status(id, C.opcode, .invalidCommandParameters) }
         guard c.initiatorFilterPolicy == 0, phys(of: id).isSuperset(of: c.phys) else {
             return status(id, C.opcode, .unsupportedFeatureOrParameterValue)
@@ -349,8 +349,8 @@ extension World {
         guard let request = Self.legacyRequest(c, on: c.le1M != nil ? .le1M : .leCoded) else {
             return status(id, C.opcode, .invalidCommandParameters)
         }
-        controllers[id]?.pendingConnection = request
-        controllers[id]?.pendingExtendedConnection = c
+        controllers[id]?.initiating.connection = request
+        controllers[id]?.initiating.extendedConnection = c
         listenerCache = nil
         status(id, C.opcode, .success)
     }
@@ -379,7 +379,7 @@ extension World {
     /// several reports when it exceeds one's room); an initiator listening on that PHY for this advertiser connects
     /// to a connectable set, which then ends with LE Advertising Set Terminated.
     mutating func advertisingSetEvent(controller id: Int, handle: UInt8, generation: UInt64) {
-        guard let advertiser = controllers[id], !advertiser.removed, var set = advertiser.advertisingSets[handle],
+        guard let advertiser = controllers[id], !advertiser.removed, var set = advertiser.advertising.sets[handle],
               set.isEnabled, set.generation == generation, let (address, addressType) = advertiser.ownAddress(of: set) else { return }
         let p = set.parameters
         if set.durationNanos > 0, now - set.started >= set.durationNanos {
@@ -389,13 +389,13 @@ extension World {
             return terminateSet(id, handle, status: .limitReached, connection: 0, events: set.events)
         }
         set.events += 1
-        controllers[id]?.advertisingSets[handle] = set
+        controllers[id]?.advertising.sets[handle] = set
         let primary = LEPHYs(p.primaryPHY)
 
         var initiator: (central: Int, request: HCILECreateConnection)?
         for other in listeners() where other != id {
             guard let listener = controllers[other], !listener.removed,
-                  listener.isScanning || listener.pendingConnection != nil else { continue }
+                  listener.scanning.isEnabled || listener.initiating.connection != nil else { continue }
             if set.isDirected {
                 let targetsListener = [LEAddressType.public, .random].contains { t in
                     listener.ownAddress(t).map { $0.0 == p.peerAddress && $0.1.isRandom == p.peerAddressType.isRandom } ?? false
@@ -404,18 +404,18 @@ extension World {
             }
             guard let rssi = sampleRSSI(from: id, to: other) else { continue }
 
-            if initiator == nil, set.isConnectable, let pending = listener.pendingConnection,
-               listener.initiatingPHYs.contains(primary), pending.peerAddress == address,
+            if initiator == nil, set.isConnectable, let pending = listener.initiating.connection,
+               listener.initiating.phys.contains(primary), pending.peerAddress == address,
                pending.peerAddressType.isRandom == addressType.isRandom,
                listenerHearsInWindow(pending.scanInterval, pending.scanWindow) {
                 // Extended PDUs connect on the secondary PHY; legacy ones on LE 1M.
                 let linkPHY = set.isLegacy ? LEPHY.le1M : p.secondaryPHY
-                let request = listener.pendingExtendedConnection.flatMap { Self.legacyRequest($0, on: linkPHY) } ?? pending
+                let request = listener.initiating.extendedConnection.flatMap { Self.legacyRequest($0, on: linkPHY) } ?? pending
                 initiator = (other, request)
                 continue
             }
-            guard listener.isScanning, listener.scanPHYs.contains(primary),
-                  let duty = listener.scanDutyCycle(on: p.primaryPHY), listenerHearsInWindow(duty.interval, duty.window) else { continue }
+            guard listener.scanning.isEnabled, listener.scanning.phys.contains(primary),
+                  let duty = listener.scanning.dutyCycle(on: p.primaryPHY), listenerHearsInWindow(duty.interval, duty.window) else { continue }
             if set.isLegacy {
                 let eventType: HCILEAdvertisingReportEventType = set.isDirected ? .advDirectInd
                     : set.isConnectable ? .advInd : set.isScannable ? .advScanInd : .advNonconnInd
@@ -428,7 +428,7 @@ extension World {
                 continue
             }
             // Extended PDUs: only a scanner using the extended commands understands ADV_EXT_IND.
-            guard listener.scanIsExtended else { continue }
+            guard listener.scanning.isExtended else { continue }
             var type: HCILEExtendedAdvertisingEventType = []
             if set.isConnectable { type.insert(.connectable) }
             if set.isScannable { type.insert(.scannable) }
@@ -468,10 +468,10 @@ extension World {
     /// data status "incomplete, more to come". Duplicate filtering drops a whole advertisement, never a part.
     mutating func extendedReports(to scanner: Int, _ template: HCILEExtendedAdvertisingReportEvent.Report, data: [UInt8]) {
         guard var s = controllers[scanner] else { return }
-        if s.filterDuplicates {
+        if s.scanning.filterDuplicates {
             let key = ControllerState.DuplicateKey(address: template.address, addressType: template.addressType.rawValue,
                                                    eventType: template.eventType.rawValue, sid: template.advertisingSID)
-            guard s.reported.insert(key).inserted else { return }
+            guard s.scanning.reported.insert(key).inserted else { return }
             controllers[scanner] = s
         }
         let room = HCILEExtendedAdvertisingEventType.maximumDataPerReport
@@ -483,7 +483,7 @@ extension World {
             report.eventType = template.eventType.with(dataStatus: end < data.count ? HCILEExtendedAdvertisingEventType.dataIncompleteMore
                                                                                        : HCILEExtendedAdvertisingEventType.dataComplete)
             if emit(scanner, HCILEExtendedAdvertisingReportEvent(reports: [report]).packet) {
-                controllers[scanner]?.advertisingReportCount += 1
+                controllers[scanner]?.scanning.reportCount += 1
             }
             offset = end
         } while offset < data.count

@@ -10,30 +10,30 @@ extension World {
     /// Starts (or restarts) a controller's advertising events.
     mutating func startAdvertising(_ id: Int) {
         guard var c = controllers[id] else { return }
-        c.isAdvertising = true
-        c.advertisingGeneration = token()
-        c.advertisingStarted = now
+        c.advertising.isEnabled = true
+        c.advertising.generation = token()
+        c.advertising.started = now
         controllers[id] = c
-        queue.schedule(.advertise(controller: id, generation: c.advertisingGeneration), at: now)
+        queue.schedule(.advertise(controller: id, generation: c.advertising.generation), at: now)
     }
 
     mutating func stopAdvertising(_ id: Int) {
         guard controllers[id] != nil else { return }
         let stale = token()
-        controllers[id]?.isAdvertising = false
-        controllers[id]?.advertisingGeneration = stale
+        controllers[id]?.advertising.isEnabled = false
+        controllers[id]?.advertising.generation = stale
     }
 
     /// One advertising event of controller `id`: every controller in range that scans gets a report (and, scanning
     /// actively, a scan response); a matching initiator connects.
     mutating func advertisingEvent(controller id: Int, generation: UInt64) {
-        guard let advertiser = controllers[id], advertiser.isAdvertising, advertiser.advertisingGeneration == generation,
-              !advertiser.removed, let (address, addressType) = advertiser.ownAddress(advertiser.advertisingParameters.ownAddressType)
+        guard let advertiser = controllers[id], advertiser.advertising.isEnabled, advertiser.advertising.generation == generation,
+              !advertiser.removed, let (address, addressType) = advertiser.ownAddress(advertiser.advertising.parameters.ownAddressType)
         else { return }
-        let params = advertiser.advertisingParameters
+        let params = advertiser.advertising.parameters
         let type = params.advertisingType
 
-        if type == .connectableDirectedHighDuty, now - advertiser.advertisingStarted >= Self.highDutyDirectedTimeoutNanos {
+        if type == .connectableDirectedHighDuty, now - advertiser.advertising.started >= Self.highDutyDirectedTimeoutNanos {
             stopAdvertising(id)
             emit(id, HCILEConnectionCompleteEvent(status: .advertisingTimeout, handle: 0, role: .peripheral,
                                                   peerAddressType: params.peerAddressType, peerAddress: params.peerAddress,
@@ -46,7 +46,7 @@ extension World {
         var initiator: (central: Int, request: HCILECreateConnection)?
         for other in listeners() where other != id {
             guard let listener = controllers[other], !listener.removed,
-                  listener.isScanning || listener.pendingConnection != nil else { continue }
+                  listener.scanning.isEnabled || listener.initiating.connection != nil else { continue }
             if type.isDirected {
                 // Directed advertising is only for the peer it names.
                 let targetsListener = [LEAddressType.public, .random].contains { t in
@@ -57,13 +57,13 @@ extension World {
             guard let rssi = sampleRSSI(from: id, to: other) else { continue }
 
             // Legacy advertising is on LE 1M: an initiator or scanner must listen there.
-            if initiator == nil, let pending = listener.pendingConnection, type.isConnectable, pending.peerAddress == address,
-               pending.peerAddressType.isRandom == addressType.isRandom, listener.initiatingPHYs.contains(.le1M),
+            if initiator == nil, let pending = listener.initiating.connection, type.isConnectable, pending.peerAddress == address,
+               pending.peerAddressType.isRandom == addressType.isRandom, listener.initiating.phys.contains(.le1M),
                listenerHearsInWindow(pending.scanInterval, pending.scanWindow) {
-                initiator = (other, listener.pendingExtendedConnection.flatMap { Self.legacyRequest($0, on: .le1M) } ?? pending)
+                initiator = (other, listener.initiating.extendedConnection.flatMap { Self.legacyRequest($0, on: .le1M) } ?? pending)
                 continue
             }
-            if listener.isScanning, let duty = listener.scanDutyCycle(on: .le1M), listenerHearsInWindow(duty.interval, duty.window) {
+            if listener.scanning.isEnabled, let duty = listener.scanning.dutyCycle(on: .le1M), listenerHearsInWindow(duty.interval, duty.window) {
                 let eventType: HCILEAdvertisingReportEventType = switch type {
                 case .connectableUndirected: .advInd
                 case .scannableUndirected: .advScanInd
@@ -71,11 +71,11 @@ extension World {
                 default: .advDirectInd
                 }
                 report(to: other, eventType: eventType, address: address, addressType: addressType,
-                       data: type.isDirected ? [] : advertiser.advertisingData, rssi: rssi)
+                       data: type.isDirected ? [] : advertiser.advertising.data, rssi: rssi)
                 if duty.active, type.isScannable,
                    let responseRSSI = sampleRSSI(from: id, to: other) {
                     report(to: other, eventType: .scanResponse, address: address, addressType: addressType,
-                           data: advertiser.scanResponseData, rssi: responseRSSI)
+                           data: advertiser.advertising.scanResponseData, rssi: responseRSSI)
                 }
             }
         }
@@ -117,13 +117,13 @@ extension World {
     mutating func report(to scanner: Int, eventType: HCILEAdvertisingReportEventType, address: BluetoothAddress,
                          addressType: LEAddressType, data: [UInt8], rssi: Int8, scannedConnectable: Bool = true) {
         guard var s = controllers[scanner] else { return }
-        if s.filterDuplicates {
+        if s.scanning.filterDuplicates {
             let key = ControllerState.DuplicateKey(address: address, addressType: addressType.rawValue,
                                                    eventType: UInt16(eventType.rawValue))
-            guard s.reported.insert(key).inserted else { return }
+            guard s.scanning.reported.insert(key).inserted else { return }
             controllers[scanner] = s
         }
-        if s.scanIsExtended {
+        if s.scanning.isExtended {
             let bits: UInt16 = switch eventType {
             case .advInd: 0b0010011
             case .advDirectInd: 0b0010101
@@ -134,12 +134,12 @@ extension World {
             let report = HCILEExtendedAdvertisingReportEvent.Report(eventType: HCILEExtendedAdvertisingEventType(rawValue: bits),
                                                                     addressType: addressType, address: address, primaryPHY: 1,
                                                                     secondaryPHY: 0, rssi: rssi, data: data)
-            if emit(scanner, HCILEExtendedAdvertisingReportEvent(reports: [report]).packet) { controllers[scanner]?.advertisingReportCount += 1 }
+            if emit(scanner, HCILEExtendedAdvertisingReportEvent(reports: [report]).packet) { controllers[scanner]?.scanning.reportCount += 1 }
             return
         }
         let report = HCILEAdvertisingReportEvent.Report(eventType: eventType, addressType: addressType, address: address,
                                                         data: data, rssi: rssi)
-        if emit(scanner, HCILEAdvertisingReportEvent(reports: [report]).packet) { controllers[scanner]?.advertisingReportCount += 1 }
+        if emit(scanner, HCILEAdvertisingReportEvent(reports: [report]).packet) { controllers[scanner]?.scanning.reportCount += 1 }
     }
 
     /// Establishes a link: both hosts get LE Connection Complete; the advertiser stops advertising.
@@ -152,15 +152,15 @@ extension World {
               let centralAddress = c.ownAddress(request.ownAddressType) else { return }
         let centralHandle = c.allocateHandle(in: handlesInUse(by: central))
         let peripheralHandle = p.allocateHandle(in: handlesInUse(by: peripheral))
-        c.pendingConnection = nil
-        c.pendingExtendedConnection = nil
-        let completedEvents = advertisingSet.flatMap { p.advertisingSets[$0]?.events } ?? 0
+        c.initiating.connection = nil
+        c.initiating.extendedConnection = nil
+        let completedEvents = advertisingSet.flatMap { p.advertising.sets[$0]?.events } ?? 0
         if let advertisingSet {
-            p.advertisingSets[advertisingSet]?.isEnabled = false
-            p.advertisingSets[advertisingSet]?.generation = token()
+            p.advertising.sets[advertisingSet]?.isEnabled = false
+            p.advertising.sets[advertisingSet]?.generation = token()
         } else {
-            p.isAdvertising = false
-            p.advertisingGeneration = token()
+            p.advertising.isEnabled = false
+            p.advertising.generation = token()
         }
         controllers[central] = c
         controllers[peripheral] = p
@@ -172,8 +172,8 @@ extension World {
                         interval: request.connectionIntervalMax, latency: request.maxLatency,
                         timeout: request.supervisionTimeout)
         // Each side starts with its suggested maximum TX octets (LE Write Suggested Default Data Length).
-        link.centralTxOctets = c.suggestedTxOctets
-        link.peripheralTxOctets = p.suggestedTxOctets
+        link.centralTxOctets = c.hci.suggestedTxOctets
+        link.peripheralTxOctets = p.hci.suggestedTxOctets
         link.centralPHY = phy
         link.peripheralPHY = phy
         links[id] = link
@@ -204,7 +204,7 @@ extension World {
     /// (``VirtualAir/droppedACLPacketCount``).
     mutating func hostACL(from id: Int, _ packet: HCIACLPacket) {
         guard let found = controllers.withValue(forKey: id, { c in
-            c.removed ? nil : (size: c.configuration.aclBufferSize, free: c.aclInFlight < c.configuration.aclBufferCount)
+            c.removed ? nil : (size: c.configuration.aclBufferSize, free: c.hci.aclInFlight < c.configuration.aclBufferCount)
         }), let room = found else { return }
         guard let linkID = linkID(controller: id, handle: packet.handle) else {
             droppedACLPackets += 1
@@ -215,7 +215,7 @@ extension World {
             emit(id, HCIDataBufferOverflowEvent(linkType: 0x01).packet)
             return
         }
-        controllers.withValue(forKey: id) { $0.aclInFlight += 1 }
+        controllers.withValue(forKey: id) { $0.hci.aclInFlight += 1 }
         if airTime != nil, var link = links[linkID] {
             // Under the air-time model the packet waits for the connection events.
             link.air[link.central.controller == id ? 0 : 1].packets.append(packet)
@@ -303,7 +303,7 @@ extension World {
             emitACL(receiver.controller, HCIACLPacket(handle: receiver.handle, boundary: boundary, data: data))
             offset = end
         } while offset < packet.data.count
-        controllers.withValue(forKey: sender) { $0.aclInFlight -= 1 }
+        controllers.withValue(forKey: sender) { $0.hci.aclInFlight -= 1 }
         emit(sender, HCINumberOfCompletedPacketsEvent(entries: [.init(handle: senderSide.handle, completedPackets: 1)]).packet)
     }
 }

@@ -106,19 +106,19 @@ public final class VirtualController: Sendable {
     }
 
     /// Whether the controller is advertising (its host enabled it and no connection or timeout has ended it).
-    public var isAdvertising: Bool { air.world.withLock { $0.controllers[id]?.isAdvertisingAny ?? false } }
+    public var isAdvertising: Bool { air.world.withLock { $0.controllers[id]?.advertising.isAny ?? false } }
 
     /// The handles of the advertising sets that are enabled (extended advertising), in order.
     public var enabledAdvertisingSets: [UInt8] {
-        air.world.withLock { w in (w.controllers[id]?.advertisingSets.filter { $0.value.isEnabled }.keys).map { $0.sorted() } ?? [] }
+        air.world.withLock { w in (w.controllers[id]?.advertising.sets.filter { $0.value.isEnabled }.keys).map { $0.sorted() } ?? [] }
     }
 
     /// How many advertising reports (one per LE Advertising Report event) the controller has sent its host so far.
     /// On a manual-clock air, a test that advanced time reads exactly this many reports from its host before the
     /// next step, which keeps a scanning host in lockstep with simulated time.
-    public var advertisingReportCount: Int { air.world.withLock { $0.controllers[id]?.advertisingReportCount ?? 0 } }
+    public var advertisingReportCount: Int { air.world.withLock { $0.controllers[id]?.scanning.reportCount ?? 0 } }
     /// Whether the controller is scanning.
-    public var isScanning: Bool { air.world.withLock { $0.controllers[id]?.isScanning ?? false } }
+    public var isScanning: Bool { air.world.withLock { $0.controllers[id]?.scanning.isEnabled ?? false } }
 
     /// The host vanished: the controller leaves the air. Its advertising, scanning and connection attempt stop;
     /// its links are lost without a word, so each peer gets Disconnection Complete with Connection Timeout (0x08)
@@ -126,11 +126,11 @@ public final class VirtualController: Sendable {
     public func remove() {
         air.mutate { w in
             w.controllers[id]?.removed = true
-            w.controllers[id]?.isAdvertising = false
-            w.controllers[id]?.isScanning = false
-            w.controllers[id]?.pendingConnection = nil
-            w.controllers[id]?.pendingExtendedConnection = nil
-            w.controllers[id]?.advertisingSets = [:]
+            w.controllers[id]?.advertising.isEnabled = false
+            w.controllers[id]?.scanning.isEnabled = false
+            w.controllers[id]?.initiating.connection = nil
+            w.controllers[id]?.initiating.extendedConnection = nil
+            w.controllers[id]?.advertising.sets = [:]
             w.listenerCache = nil
             w.forgetLinks(of: id)
         }

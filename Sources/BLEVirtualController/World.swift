@@ -156,139 +156,6 @@ final class HostSink: Sendable {
     }
 }
 
-/// One controller's link-layer and HCI state.
-struct ControllerState {
-    let id: Int
-    let configuration: VirtualController.Configuration
-    let sink: HostSink
-    /// The public address.
-    let address: BluetoothAddress
-    var position: Position
-    /// Transmit power in dBm (starts at the configuration's; settable while running).
-    var txPower: Int8
-    var removed = false
-
-    // HCI
-    var eventMask = HCISetEventMask.defaultMask
-    var eventMaskPage2: UInt64 = 0
-    var leEventMask = HCILESetEventMask.defaultMask
-    var randomAddress: BluetoothAddress?
-    var aclInFlight = 0
-    var suggestedTxOctets: UInt16 = 27
-    var suggestedTxTime: UInt16 = 328
-    /// PHY preferences (LE Set Default PHY): every PHY until the host narrows them.
-    var defaultTxPHYs: LEPHYs = [.le1M, .le2M, .leCoded]
-    var defaultRxPHYs: LEPHYs = [.le1M, .le2M, .leCoded]
-
-    // Advertising
-    var advertisingParameters = HCILESetAdvertisingParameters()
-    var advertisingData: [UInt8] = []
-    var scanResponseData: [UInt8] = []
-    var isAdvertising = false
-    var advertisingGeneration: UInt64 = 0
-    var advertisingStarted: UInt64 = 0
-
-    // Scanning
-    var scanParameters = HCILESetScanParameters(scanType: .passive)
-    var isScanning = false
-    var filterDuplicates = false
-    var reported: Set<DuplicateKey> = []
-    /// Advertising reports sent to the host since the controller was added.
-    var advertisingReportCount = 0
-
-    // Initiating
-    var pendingConnection: HCILECreateConnection?
-    /// LE Extended Create Connection's request, when the attempt was made with it (``pendingConnection`` then holds
-    /// its LE 1M parameters, or its LE Coded ones without LE 1M).
-    var pendingExtendedConnection: HCILEExtendedCreateConnection?
-
-    // Extended advertising and scanning (Core 5.4, Vol 4, Part E, 7.8.52–7.8.66)
-    /// Which kind of advertising commands the host used since the last reset: the controller refuses the other kind
-    /// (Command Disallowed). Core 5.4, Vol 4, Part E, 3.1.1.
-    var advertisingCommandKind: AdvertisingCommandKind = .undecided
-    /// The advertising sets the host created, by handle.
-    var advertisingSets: [UInt8: AdvertisingSet] = [:]
-    /// The extended scan's parameters, when the host scans with LE Set Extended Scan Enable (reports are then LE
-    /// Extended Advertising Reports); `nil` for a legacy scan.
-    var extendedScan: HCILESetExtendedScanParameters?
-    /// Whether the scan that is on was enabled with LE Set Extended Scan Enable.
-    var scanIsExtended = false
-    /// Ties a scan's Duration timer to the scan that set it.
-    var scanGeneration: UInt64 = 0
-
-    var nextHandle: UInt16 = 0x0001
-
-    struct DuplicateKey: Hashable {
-        var address: BluetoothAddress
-        var addressType: UInt8
-        var eventType: UInt16
-        var sid: UInt8 = 0xFF
-    }
-
-    /// Whether any advertising is on: legacy, or an enabled advertising set.
-    var isAdvertisingAny: Bool { isAdvertising || advertisingSets.values.contains { $0.isEnabled } }
-
-    /// The PHYs the scan listens on: LE 1M for a legacy scan, the extended scan's PHYs otherwise.
-    var scanPHYs: LEPHYs { scanIsExtended ? (extendedScan?.phys ?? []) : .le1M }
-
-    /// The scan type and duty cycle of the scan on `phy` (`nil`: not scanned).
-    func scanDutyCycle(on phy: LEPHY) -> (active: Bool, interval: UInt16, window: UInt16)? {
-        guard scanIsExtended else {
-            return phy == .le1M ? (scanParameters.scanType == .active, scanParameters.interval, scanParameters.window) : nil
-        }
-        let p = phy == .leCoded ? extendedScan?.leCoded : phy == .le1M ? extendedScan?.le1M : nil
-        return p.map { ($0.scanType == .active, $0.interval, $0.window) }
-    }
-
-    /// The PHYs a pending connection attempt scans for its peer (LE 1M for LE Create Connection).
-    var initiatingPHYs: LEPHYs {
-        guard pendingConnection != nil else { return [] }
-        return pendingExtendedConnection.map { $0.phys.intersection([.le1M, .leCoded]) } ?? .le1M
-    }
-
-    init(id: Int, configuration: VirtualController.Configuration, sink: HostSink) {
-        self.id = id
-        self.configuration = configuration
-        self.sink = sink
-        self.address = configuration.address ?? .zero
-        self.position = configuration.position
-        self.txPower = configuration.txPower
-        self.defaultTxPHYs = configuration.profile.phys
-        self.defaultRxPHYs = configuration.profile.phys
-    }
-
-    /// The address an advertising set uses for `ownAddressType`: public, or the set's random address.
-    func ownAddress(of set: AdvertisingSet) -> (BluetoothAddress, LEAddressType)? {
-        if set.parameters.ownAddressType.isRandom {
-            guard let randomAddress = set.randomAddress else { return nil }
-            return (randomAddress, .random)
-        }
-        return (address, .public)
-    }
-
-    /// The address this controller uses for `ownAddressType` (public, or its random address).
-    func ownAddress(_ type: LEAddressType) -> (BluetoothAddress, LEAddressType)? {
-        if type.isRandom {
-            guard let randomAddress else { return nil }
-            return (randomAddress, .random)
-        }
-        return (address, .public)
-    }
-
-    mutating func allocateHandle(in use: Set<ConnectionHandle>) -> ConnectionHandle {
-        if configuration.reusesHandles {
-            var handle: UInt16 = 0x0001
-            while use.contains(ConnectionHandle(rawValue: handle)) && handle < 0x0EFF { handle += 1 }
-            return ConnectionHandle(rawValue: handle)
-        }
-        while use.contains(ConnectionHandle(rawValue: nextHandle)) || nextHandle > 0x0EFF || nextHandle == 0 {
-            nextHandle = nextHandle >= 0x0EFF ? 1 : nextHandle + 1
-        }
-        defer { nextHandle = nextHandle >= 0x0EFF ? 1 : nextHandle + 1 }
-        return ConnectionHandle(rawValue: nextHandle)
-    }
-}
-
 /// An LE connection between two controllers.
 struct Link {
     struct Side {
@@ -432,7 +299,7 @@ struct World {
     /// The controllers that scan or initiate, in id order.
     mutating func listeners() -> [Int] {
         if let listenerCache { return listenerCache }
-        let ids = controllers.compactMap { id, c in !c.removed && (c.isScanning || c.pendingConnection != nil) ? id : nil }.sorted()
+        let ids = controllers.compactMap { id, c in !c.removed && (c.scanning.isEnabled || c.initiating.connection != nil) ? id : nil }.sorted()
         listenerCache = ids
         return ids
     }
@@ -487,7 +354,7 @@ struct World {
     @discardableResult
     mutating func emit(_ controller: Int, _ event: HCIEventPacket) -> Bool {
         guard let found = controllers.withValue(forKey: controller, { c in
-            c.removed ? nil : (sink: c.sink, eventMask: c.eventMask, leEventMask: c.leEventMask)
+            c.removed ? nil : (sink: c.sink, eventMask: c.hci.eventMask, leEventMask: c.hci.leEventMask)
         }), let c = found else { return false }
         switch event.code {
         case .commandComplete, .commandStatus, .numberOfCompletedPackets:
@@ -559,12 +426,12 @@ struct World {
             + flushAirQueue(&link, controller: controller)
         link.stalled.removeAll { $0.0 == controller }
         link.inTransit.removeAll { $0.0 == controller }
-        controllers[controller]?.aclInFlight -= flushed
+        controllers[controller]?.hci.aclInFlight -= flushed
         if !link.central.active && !link.peripheral.active {
-            for (sender, _) in link.stalled + link.inTransit { controllers[sender]?.aclInFlight -= 1 }
+            for (sender, _) in link.stalled + link.inTransit { controllers[sender]?.hci.aclInFlight -= 1 }
             for side in [link.central, link.peripheral] {
                 let held = flushAirQueue(&link, controller: side.controller)
-                controllers[side.controller]?.aclInFlight -= held
+                controllers[side.controller]?.hci.aclInFlight -= held
             }
             links[id] = nil
         } else {
