@@ -34,7 +34,7 @@ public struct GAPProcedures: Sendable {
     }
 
     /// One command of a procedure, with what its success and failure mean.
-    private enum Step: Hashable, Sendable {
+    enum Step: Hashable, Sendable {
         case pauseAdvertising
         case pauseScan
         case makeAddress
@@ -61,7 +61,7 @@ public struct GAPProcedures: Sendable {
         case enableSets([UInt8])
     }
 
-    private struct Procedure: Sendable {
+    struct Procedure: Sendable {
         var id: ProcedureID
         var kind: Kind
         var steps: [Step] = []
@@ -80,7 +80,7 @@ public struct GAPProcedures: Sendable {
     }
 
     /// The connection attempt, from its request to its outcome.
-    private struct Initiation: Sendable {
+    struct Initiation: Sendable {
         var id: ProcedureID
         var peer: LEAddress
         /// LE Create Connection was accepted: the controller is initiating.
@@ -100,32 +100,32 @@ public struct GAPProcedures: Sendable {
     /// legacy ones; the two never mix (Core 5.4, Vol 4, Part E, 3.1.1). The host sets it once it knows the controller.
     public var usesExtendedCommands = false
     /// With the extended commands: the handles of the advertising sets that are on.
-    public private(set) var activeSets: Set<UInt8> = []
+    public internal(set) var activeSets: Set<UInt8> = []
     /// This side's identity address (public, or random static), once the controller is up.
     public var identityAddress: LEAddress?
     /// With privacy on, the resolvable private address the controller has now; `nil` before the first one is set.
     public private(set) var privateAddress: LEAddress?
     /// The own address of the advertising that is on; `nil` when advertising is off.
-    public private(set) var advertisingAddress: LEAddress?
+    public internal(set) var advertisingAddress: LEAddress?
     /// Whether legacy advertising is on (as far as the host knows).
     public var isAdvertising: Bool { advertisingAddress != nil || advertisingStarting }
     /// The scan that is on: its generation and whether it filters duplicates.
-    public private(set) var scan: (generation: Int, filterDuplicates: Bool)?
+    public internal(set) var scan: (generation: Int, filterDuplicates: Bool)?
 
     private var rotation: PrivateAddressRotation
     /// The advertising to start again after each peripheral connection and disconnection.
     private var restart: [AdvertisingParameters]?
-    private var advertisingStarting = false
+    var advertisingStarting = false
     private var queue: [Procedure] = []
-    private var running: Procedure?
-    private var initiation: Initiation?
-    private var pendingAddress: LEAddress?
+    var running: Procedure?
+    var initiation: Initiation?
+    var pendingAddress: LEAddress?
     /// Whether the controller's random address (LE Set Random Address) is ``staticAddress``.
     private var staticAddressSet = false
     /// The own address of the advertising that is on (of its first set with the extended commands).
-    private var advertisingOwnAddress: OwnAddress = .resolvableOrIdentity
+    var advertisingOwnAddress: OwnAddress = .resolvableOrIdentity
     /// With the extended commands: the own address of each advertising set that is on.
-    private var setOwnAddresses: [UInt8: OwnAddress] = [:]
+    var setOwnAddresses: [UInt8: OwnAddress] = [:]
     private var lastID: UInt64 = 0
     private var lastScanGeneration = 0
 
@@ -432,7 +432,7 @@ public struct GAPProcedures: Sendable {
     }
 
     /// Starts the next procedure when none runs.
-    private mutating func pump(now: Duration) -> [Action] {
+    mutating func pump(now: Duration) -> [Action] {
         var actions: [Action] = []
         while running == nil, !queue.isEmpty {
             var procedure = queue.removeFirst()
@@ -543,189 +543,5 @@ public struct GAPProcedures: Sendable {
         if let scan { steps.append(.resumeScan(generation: scan.generation)) }
         if isAdvertising { steps.append(.resumeAdvertising) }
         return steps
-    }
-
-    /// Sends the running procedure's next command, or ends it.
-    private mutating func advance(now: Duration) -> [Action] {
-        guard var procedure = running else { return [] }
-        while procedure.failure == nil, !procedure.steps.isEmpty {
-            let step = procedure.steps.removeFirst()
-            guard let action = begin(step) else { continue }
-            procedure.current = step
-            running = procedure
-            return [action]
-        }
-        running = procedure
-        return finishRunning(reportingTo: true, now: now)
-    }
-
-    /// The action that starts `step` (with the state it records first), or `nil` when the step has nothing to do.
-    private mutating func begin(_ step: Step) -> Action? {
-        if usesExtendedCommands { return beginExtended(step) }
-        switch step {
-        case .pauseAdvertising, .stopAdvertising:
-            return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: false)))
-        case .pauseScan, .stopScan:
-            return .send(.setScanEnable(HCILESetScanEnable(isEnabled: false)))
-        case .makeAddress, .makeStaticAddress, .setRandomAddress, .setStaticAddress:
-            return beginAddress(step)
-        case .scanParameters(let p):
-            return .send(.setScanParameters(HCILESetScanParameters(scanType: p.active ? .active : .passive, interval: p.interval,
-                                                                   window: p.window, ownAddressType: own(p.ownAddress).type)))
-        case .enableScan(let generation, let filterDuplicates):
-            // Recorded before the command: reports may come before its Command Complete is handled.
-            scan = (generation, filterDuplicates)
-            return .send(.setScanEnable(HCILESetScanEnable(isEnabled: true, filterDuplicates: filterDuplicates)))
-        case .advertisingParameters(let p):
-            return .send(.setAdvertisingParameters(HCILESetAdvertisingParameters(intervalMin: p.interval, intervalMax: p.interval,
-                                                                                 advertisingType: p.type,
-                                                                                 ownAddressType: own(p.ownAddress).type,
-                                                                                 peerAddressType: p.peer?.type ?? .public,
-                                                                                 peerAddress: p.peer?.address ?? .zero)))
-        case .advertisingData(let data):
-            return .send(.setAdvertisingData(HCILESetAdvertisingData(data: data)))
-        case .scanResponseData(let data):
-            return .send(.setScanResponseData(HCILESetScanResponseData(data: data)))
-        case .enableAdvertising:
-            // Recorded before the command: a connection may complete before its Command Complete is handled.
-            advertisingAddress = own(advertisingOwnAddress).address
-            advertisingStarting = true
-            return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: true)))
-        case .createConnection(let p):
-            let (type, address) = own(p.ownAddress)
-            initiation?.address = address
-            return .send(.createConnection(HCILECreateConnection(
-                peerAddressType: p.peer.type, peerAddress: p.peer.address, ownAddressType: type,
-                connectionIntervalMin: p.interval.lowerBound, connectionIntervalMax: p.interval.upperBound,
-                supervisionTimeout: p.supervisionTimeout)))
-        case .resumeScan(let generation):
-            // Only what is still wanted starts again: the user may have stopped the scan meanwhile.
-            guard let scan, scan.generation == generation else { return nil }
-            return .send(.setScanEnable(HCILESetScanEnable(isEnabled: true, filterDuplicates: scan.filterDuplicates)))
-        case .resumeAdvertising:
-            // A link may have ended the advertising meanwhile.
-            guard advertisingAddress != nil else { return nil }
-            advertisingAddress = own(advertisingOwnAddress).address
-            return .send(.setAdvertisingEnable(HCILESetAdvertisingEnable(isEnabled: true)))
-        case .clearSets, .setParameters, .setAddress, .setData, .setScanResponse, .enableSets:
-            return nil  // extended commands only
-        }
-    }
-
-    /// The action that starts `step` when the controller is driven with the extended commands, or `nil` when the step
-    /// has nothing to do.
-    private mutating func beginExtended(_ step: Step) -> Action? {
-        func scanPHY(_ p: ScanParameters) -> HCILESetExtendedScanParameters.PHYParameters {
-            .init(scanType: p.active ? .active : .passive, interval: p.interval, window: p.window)
-        }
-        switch step {
-        case .pauseAdvertising, .stopAdvertising:
-            // Every set at once (Num_Sets 0). Core 5.4, Vol 4, Part E, 7.8.56.
-            return .send(.setExtendedAdvertisingEnable(HCILESetExtendedAdvertisingEnable(isEnabled: false, sets: [])))
-        case .pauseScan, .stopScan:
-            return .send(.setExtendedScanEnable(HCILESetExtendedScanEnable(isEnabled: false)))
-        case .scanParameters(let p):
-            return .send(.setExtendedScanParameters(HCILESetExtendedScanParameters(
-                ownAddressType: own(p.ownAddress).type, le1M: p.phys.contains(.le1M) || p.phys.isEmpty ? scanPHY(p) : nil,
-                leCoded: p.phys.contains(.leCoded) ? scanPHY(p) : nil)))
-        case .enableScan(let generation, let filterDuplicates):
-            scan = (generation, filterDuplicates)
-            return .send(.setExtendedScanEnable(HCILESetExtendedScanEnable(isEnabled: true, filterDuplicates: filterDuplicates ? 1 : 0)))
-        case .resumeScan(let generation):
-            guard let scan, scan.generation == generation else { return nil }
-            return .send(.setExtendedScanEnable(HCILESetExtendedScanEnable(isEnabled: true, filterDuplicates: scan.filterDuplicates ? 1 : 0)))
-        case .clearSets:
-            return .send(.clearAdvertisingSets)
-        case .setParameters(let handle, let p):
-            return .send(.setExtendedAdvertisingParameters(HCILESetExtendedAdvertisingParameters(
-                handle: handle, properties: p.eventProperties, intervalMin: UInt32(p.interval), intervalMax: UInt32(p.interval),
-                ownAddressType: own(p.ownAddress, perSet: true).type, peerAddressType: p.peer?.type ?? .public,
-                peerAddress: p.peer?.address ?? .zero,
-                primaryPHY: p.legacy ? .le1M : p.primaryPHY,
-                secondaryPHY: p.legacy ? .le1M : p.secondaryPHY, sid: min(p.sid ?? handle, 0x0F))))
-        case .setAddress(let handle):
-            // A set advertising from a random address needs it given to the set. Core 5.4, Vol 4, Part E, 7.8.52.
-            let (type, address) = own(setOwnAddresses[handle] ?? .resolvableOrIdentity, perSet: true)
-            guard type.isRandom, let address else { return .none }
-            return .send(.setAdvertisingSetRandomAddress(HCILESetAdvertisingSetRandomAddress(handle: handle, address: address.address)))
-        case .setData(let handle, let operation, let data):
-            return .send(.setExtendedAdvertisingData(HCILESetExtendedAdvertisingData(handle: handle, operation: operation, data: data)))
-        case .setScanResponse(let handle, let operation, let data):
-            return .send(.setExtendedScanResponseData(HCILESetExtendedScanResponseData(handle: handle, operation: operation, data: data)))
-        case .enableSets(let handles):
-            advertisingAddress = own(advertisingOwnAddress, perSet: true).address
-            advertisingStarting = true
-            activeSets = Set(handles)
-            return .send(.setExtendedAdvertisingEnable(HCILESetExtendedAdvertisingEnable(isEnabled: true, sets: handles.map { .init(handle: $0) })))
-        case .resumeAdvertising:
-            guard advertisingAddress != nil, !activeSets.isEmpty else { return .none }
-            advertisingAddress = own(advertisingOwnAddress, perSet: true).address
-            return .send(.setExtendedAdvertisingEnable(HCILESetExtendedAdvertisingEnable(
-                isEnabled: true, sets: activeSets.sorted().map { .init(handle: $0) })))
-        case .createConnection(let p):
-            let (type, address) = own(p.ownAddress)
-            initiation?.address = address
-            let phy = HCILEExtendedCreateConnection.PHYParameters(
-                connectionIntervalMin: p.interval.lowerBound, connectionIntervalMax: p.interval.upperBound,
-                supervisionTimeout: p.supervisionTimeout)
-            return .send(.extendedCreateConnection(HCILEExtendedCreateConnection(
-                ownAddressType: type, peerAddressType: p.peer.type, peerAddress: p.peer.address,
-                le1M: p.phys.contains(.le1M) || p.phys.isEmpty ? phy : nil, leCoded: p.phys.contains(.leCoded) ? phy : nil)))
-        case .makeAddress, .makeStaticAddress, .setRandomAddress, .setStaticAddress:
-            // Scanning and initiating use the controller's random address in both command sets.
-            return beginAddress(step)
-        case .advertisingParameters, .advertisingData, .scanResponseData, .enableAdvertising:
-            return nil  // legacy commands only
-        }
-    }
-
-    /// The action of a step that makes or sets the controller's random address.
-    private func beginAddress(_ step: Step) -> Action? {
-        switch step {
-        case .makeAddress: return .makePrivateAddress
-        case .makeStaticAddress: return .makeStaticAddress
-        case .setRandomAddress:
-            guard let pendingAddress else { return nil }
-            return .send(.setRandomAddress(HCILESetRandomAddress(address: pendingAddress.address)))
-        case .setStaticAddress:
-            guard let staticAddress else { return nil }
-            return .send(.setRandomAddress(HCILESetRandomAddress(address: staticAddress.address)))
-        default: return nil
-        }
-    }
-
-    /// Ends the running procedure (its caller told when `reportingTo`), then starts the next.
-    private mutating func finishRunning(reportingTo report: Bool, now: Duration) -> [Action] {
-        guard let procedure = running else { return [] }
-        running = nil
-        if case .connect = procedure.kind, procedure.failure != nil { initiation = nil }
-        var actions: [Action] = []
-        if report { actions.append(.finished(procedure.id, procedure.failure)) }
-        return actions + pump(now: now)
-    }
-
-    /// Sends LE Create Connection Cancel for the attempt, once, when the controller is initiating.
-    private mutating func cancelAttempt() -> [Action] {
-        guard var attempt = initiation, attempt.initiating, !attempt.cancelling else { return [] }
-        attempt.cancelling = true
-        initiation = attempt
-        return [.send(.createConnectionCancel)]
-    }
-
-    /// LE Create Connection Cancel's outcome: accepted, the attempt ends with LE Connection Complete (Unknown Connection
-    /// Identifier); refused or unanswered, the attempt ends here with that outcome.
-    private mutating func cancelFinished(_ outcome: HCICommandFlow.Outcome) -> [Action] {
-        guard var attempt = initiation else { return [] }
-        attempt.cancelling = false
-        initiation = attempt
-        switch outcome {
-        case .complete, .pending:
-            return []
-        case .failed, .timedOut, .cancelled:
-            // Too late (the link came up meanwhile, and its completion was handled) or no answer: the attempt ends.
-            initiation = nil
-            return [.cancelTimer(.connectionAttempt),
-                    .finished(attempt.id, .command(.createConnectionCancel, outcome))]
-        }
     }
 }
