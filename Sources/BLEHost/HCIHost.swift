@@ -544,9 +544,14 @@ public actor HCIHost {
         let handle = link.connection.handle
         for delivery in link.deliveries.values { delivery.confirm(completedThrough: acl.flow.completedTotal(handle: handle)) }
         performDrain(acl.drain.linkClosed(handle: handle, flow: acl.flow))
-        for continuation in link.channels.values { continuation.finish() }
         let id = link.connection.link
-        link.attEngine?.engine?.assumeIsolated { $0.attChannelEnded(id) }
+        for handler in link.fixed.allHandlers {
+            switch handler {
+            case .stream(let continuation): continuation.finish()
+            case .engine(let consumer): consumer.engine?.assumeIsolated { $0.attChannelEnded(id) }
+            case .signaling, .securityManager, .held: break
+            }
+        }
         for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         for waiter in link.updateWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         closeL2CAP(link)
