@@ -629,8 +629,8 @@ extension HCIHost {
             link.security.current.isBonded = true
             link.security.current.peerIdentity = bond.peer
         }
+        link.syncL2CAPSecurity()
         links[handle] = link
-        syncL2CAPSecurity(handle)
         performGAP(actions)
         publish(.connected(connection))
     }

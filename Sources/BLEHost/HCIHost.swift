@@ -8,7 +8,7 @@ import Logging
 /// Security Manager and GAP.
 ///
 /// One actor per controller, composing one driver per concern: commands (`CommandDriver`), ACL data (`ACLDriver`),
-/// the links (`LinkRegistry`), L2CAP (`L2CAPDriver`), the Security Manager (`SecurityDriver`) and GAP (`GAPDriver`,
+/// the links (`LinkRegistry`), L2CAP (`L2CAPDriver`), the Security Manager (`SecurityManager`) and GAP (`GAPDriver`,
 /// running the `GAPProcedures` machine). A single reader task consumes the transport and routes each event to the
 /// driver that owns it; every packet for the controller leaves through one outbox (`HCIOutbox`), and handing it
 /// over never suspends, so whoever waits for a reply is registered before the request leaves. Every machine the
@@ -54,8 +54,8 @@ public actor HCIHost {
     var links = LinkRegistry()
     /// L2CAP's host-wide state: listeners and RTX timers.
     var l2cap = L2CAPDriver()
-    /// The Security Manager's host-wide state: the agent, attempts, timers.
-    var securityManager = SecurityDriver()
+    /// The Security Manager: pairing, encryption and bonds, over each link's security state.
+    var securityManager: SecurityManager
     /// Subscribers of ``events()``.
     var hub = EventHub()
     /// What the host knows of its controller.
@@ -101,6 +101,7 @@ public actor HCIHost {
         self.configuration = configuration
         self.outbox = HCIOutbox(transport)
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
+        self.securityManager = SecurityManager(settings: configuration.security, logger: Logger(label: "ble.host"))
         self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
                                                   privateAddressInterval: configuration.security.privateAddressInterval))
     }
@@ -113,6 +114,7 @@ public actor HCIHost {
         self.configuration = Configuration()
         self.outbox = HCIOutbox(closed)
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
+        self.securityManager = SecurityManager(settings: configuration.security, logger: Logger(label: "ble.host"))
         self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
                                                   privateAddressInterval: configuration.security.privateAddressInterval))
         self.controller.state = error.code == .permissionDenied ? .unauthorized : .unsupported
