@@ -124,7 +124,7 @@ struct SecurityManager {
     /// The link's security when it already is what a caller of ``HCIHost/pair(_:mitm:force:)`` asks for (`nil`: the
     /// caller waits for a pairing or an encryption). Throws when the Security Manager timed out on the link.
     func secured(_ link: Link, mitm: Bool, force: Bool) throws(SecurityError) -> LinkSecurity? {
-        guard !link.security.timedOut else {
+        if case .timedOut = link.security.phase {
             throw SecurityError(.timedOut, "the Security Manager timed out on this link: pairing needs a new link")
         }
         let wantsMITM = mitm || settings.mitm
@@ -143,16 +143,14 @@ struct SecurityManager {
         let wantsMITM = mitm || settings.mitm
         if connection.role == .central, !force, let bond = bond(with: connection.peer, local: port.localIdentity),
            let key = bond.peerKey, !wantsMITM || bond.security.authenticated {
-            link.security.encrypting = true
-            link.security.pending = bond.security
-            link.security.pendingFromBond = true
+            link.security.encryption = EncryptionUnderWay(level: bond.security, fromBond: true)
             port.submit(.encryptWithBond(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand,
                                                                encryptedDiversifier: key.ediv,
                                                                longTermKey: SMPCrypto.wire(key.longTermKey))),
                         on: connection)
         } else {
             startPairing(on: &link, mitm: wantsMITM, local: port.localIdentity)
-            let actions = link.security.pairing?.start() ?? []
+            let actions = link.security.phase.withPairing { $0.machine.start() } ?? []
             perform(actions, on: &link, port: &port)
         }
     }
@@ -160,8 +158,7 @@ struct SecurityManager {
     /// The controller refused LE Enable Encryption with a bond's key: no Encryption Change will come; the callers are
     /// told.
     mutating func bondEncryptionRefused(_ status: HCIStatus, on link: inout Link, port: inout some SecurityPort) {
-        link.security.encrypting = false
-        link.security.pending = nil
+        link.security.encryption = nil
         notifyWaiters(on: &link, .failure(SecurityError(.encryptionFailed(status),
                                                         "encrypting the link with \(link.connection.peer) failed: LE Enable Encryption: \(status)")),
                       port: &port)
@@ -180,13 +177,18 @@ struct SecurityManager {
             logger.debug("ignoring an SMP PDU with the reserved code 0x\([first].hexString()) on \(connection.link)")
             return
         }
-        // After the timeout nothing more is accepted on this link. Core 5.4, Vol 3, Part H, 3.4.
-        guard !link.security.timedOut else { return }
-        if link.security.backlog != nil {
-            if link.security.backlog?.count ?? 0 < 8 { link.security.backlog?.append(payload) }
+        switch link.security.phase {
+        case .timedOut:
+            // After the timeout nothing more is accepted on this link. Core 5.4, Vol 3, Part H, 3.4.
             return
-        }
-        if link.security.pairing?.isFinished != false {
+        case .awaitingConsent(var consent):
+            link.security.phase = .idle  // the backlog leaves the enum, so the append does not copy it
+            if consent.backlog.count < 8 { consent.backlog.append(payload) }
+            link.security.phase = .awaitingConsent(consent)
+            return
+        case .pairing:
+            break
+        case .idle:
             switch (connection.role, code) {
             case (_, SMPCode.pairingFailed):
                 return  // nothing under way to fail
@@ -198,7 +200,7 @@ struct SecurityManager {
                 // A new pairing from the central: the agent consents first (the reader does not wait for it). A
                 // request the machine refuses at once (malformed, reserved values, a key too short, requirements
                 // this side cannot meet), or one within the repeated-attempts delay, is answered by the machine now.
-                link.security.backlog = [payload]
+                link.security.phase = .awaitingConsent(AwaitingConsent(backlog: [payload]))
                 // The Security Manager timer runs from the reception of the Pairing Request, the agent's time
                 // included. Core 5.4, Vol 3, Part H, 3.4.
                 startTimer(settings.timeout, on: connection, port: port)
@@ -228,7 +230,7 @@ struct SecurityManager {
 
     /// Feeds a PDU to the link's pairing machine.
     private mutating func feed(_ payload: [UInt8], on link: inout Link, port: inout some SecurityPort) {
-        guard let actions = link.security.pairing?.receive(payload) else { return }
+        guard let actions = link.security.phase.withPairing({ $0.machine.receive(payload) }) else { return }
         perform(actions, on: &link, port: &port)
     }
 
@@ -246,12 +248,10 @@ struct SecurityManager {
         }
         let mitm = auth.contains(.mitm)
         if let level = link.security.current.level, !mitm || level.authenticated { return }
-        guard !link.security.encrypting else { return }
+        guard link.security.encryption == nil else { return }
         if let bond = bond(with: connection.peer, local: port.localIdentity), let key = bond.peerKey,
            !mitm || bond.security.authenticated {
-            link.security.encrypting = true
-            link.security.pending = bond.security
-            link.security.pendingFromBond = true
+            link.security.encryption = EncryptionUnderWay(level: bond.security, fromBond: true)
             port.submit(.enableEncryption(HCILEEnableEncryption(handle: connection.handle, randomNumber: key.rand,
                                                                 encryptedDiversifier: key.ediv,
                                                                 longTermKey: SMPCrypto.wire(key.longTermKey))),
@@ -269,19 +269,19 @@ struct SecurityManager {
         case .consent(let accepted):
             consent(accepted, on: &link, port: &port)
             return
-        case .passkey(let passkey): actions = link.security.pairing?.passkeyEntered(passkey)
-        case .number(let confirmed): actions = link.security.pairing?.numericComparisonConfirmed(confirmed)
-        case .justWorks(let confirmed): actions = link.security.pairing?.justWorksConfirmed(confirmed)
+        case .passkey(let passkey): actions = link.security.phase.withPairing { $0.machine.passkeyEntered(passkey) }
+        case .number(let confirmed): actions = link.security.phase.withPairing { $0.machine.numericComparisonConfirmed(confirmed) }
+        case .justWorks(let confirmed): actions = link.security.phase.withPairing { $0.machine.justWorksConfirmed(confirmed) }
         }
         perform(actions ?? [], on: &link, port: &port)
     }
 
     /// The agent answered whether to accept the central's Pairing Request.
     private mutating func consent(_ accepted: Bool, on link: inout Link, port: inout some SecurityPort) {
-        guard link.security.backlog != nil else { return }
+        guard case .awaitingConsent(let consent) = link.security.phase else { return }
         let connection = link.connection
         guard accepted, startPairing(on: &link, local: port.localIdentity) else {
-            link.security.backlog = nil
+            link.security.phase = .idle
             timers.cancel(connection.link)
             let reason: SMPPairingFailedReason = accepted ? .unspecifiedReason : .pairingNotSupported
             port.send(.pairingFailed(reason), on: connection)
@@ -292,13 +292,9 @@ struct SecurityManager {
             return
         }
         timers.cancel(connection.link)
-        // The held PDUs go to the machine in order; the backlog stays in place until it is empty, so nothing
-        // overtakes them.
-        while let payload = link.security.backlog?.first {
-            link.security.backlog?.removeFirst()
-            feed(payload, on: &link, port: &port)
-        }
-        link.security.backlog = nil
+        // The held PDUs go to the new pairing in order (nothing can overtake them: nothing arrives meanwhile); once it
+        // ended, the rest find no pairing to take them.
+        for payload in consent.backlog { feed(payload, on: &link, port: &port) }
     }
 
     // MARK: The Security Manager timer
@@ -308,13 +304,12 @@ struct SecurityManager {
 
     /// The link's Security Manager timer ran out (``expire(_:)`` said it was still set).
     mutating func timerFired(on link: inout Link, port: inout some SecurityPort) {
-        if link.security.backlog != nil {
+        if case .awaitingConsent = link.security.phase {
             // The agent did not answer in time: the pairing failed, and a late answer finds no request to start.
-            link.security.backlog = nil
             pairingFailed(.timeout, on: &link, port: &port)
             return
         }
-        guard let actions = link.security.pairing?.timerFired() else { return }
+        guard let actions = link.security.phase.withPairing({ $0.machine.timerFired() }) else { return }
         perform(actions, on: &link, port: &port)
     }
 
@@ -346,28 +341,26 @@ struct SecurityManager {
             case .confirmJustWorks:
                 port.ask(agent, .justWorks, on: connection)
             case .startEncryption(let key, let ediv, let rand):
-                link.security.encrypting = true
-                link.security.pending = link.security.pairing?.securityLevel
-                link.security.pendingFromBond = false
+                link.security.encryption = EncryptionUnderWay(level: link.security.phase.pairing?.machine.securityLevel, fromBond: false)
                 port.submit(.enableEncryption(HCILEEnableEncryption(handle: connection.handle, randomNumber: rand, encryptedDiversifier: ediv,
                                                                     longTermKey: SMPCrypto.wire(key))),
                             on: connection)
             case .provideLongTermKey(let key):
-                link.security.responderKey = key
-                if link.security.keyRequested {
-                    link.security.keyRequested = false
-                    replyLongTermKey(key, level: link.security.pairing?.securityLevel, fromBond: false, on: &link, port: &port)
+                let requested = link.security.phase.withPairing { pairing -> Bool in
+                    defer { pairing.key = .produced(key) }
+                    return pairing.key == .requested
+                }
+                if requested == true {
+                    replyLongTermKey(key, level: link.security.phase.pairing?.machine.securityLevel, fromBond: false, on: &link, port: &port)
                 }
             case .complete(let result):
                 pairingSucceeded(result, on: &link, port: &port)
             case .fail(let failure):
+                let requested = link.security.phase.pairing?.key == .requested
                 pairingFailed(failure, on: &link, port: &port)
                 // An LTK request held for this pairing's key will not get one: refuse it now, or the controller's
                 // encryption procedure stays open until the link drops. Core 5.4, Vol 3, Part H, 2.4.4.
-                if link.security.keyRequested {
-                    link.security.keyRequested = false
-                    port.submit(.longTermKeyNegativeReply, on: connection)
-                }
+                if requested { port.submit(.longTermKeyNegativeReply, on: connection) }
             }
         }
     }
@@ -406,6 +399,7 @@ struct SecurityManager {
                 logger.warning("bond store: could not store the bond with \(identity): \(error)")
             }
         }
+        link.security.phase = .idle
         link.security.current.isBonded = bonded || link.security.current.isBonded
         link.security.current.peerIdentity = identity
         link.syncL2CAPSecurity()
@@ -419,8 +413,7 @@ struct SecurityManager {
     private mutating func pairingFailed(_ failure: SMPPairingFailure, on link: inout Link, port: inout some SecurityPort) {
         let connection = link.connection
         attempts.recordFailure(limiterKey(link), now: now)
-        if failure == .timeout { link.security.timedOut = true }
-        link.security.responderKey = nil
+        link.security.phase = failure == .timeout ? .timedOut : .idle
         port.publish(.pairingFailed(connection, failure), about: connection)
         notifyWaiters(on: &link, .failure(SecurityError(.pairingFailed(failure), "pairing with \(connection.peer) failed: \(failure.reasonText)")),
                       port: &port)
@@ -442,11 +435,11 @@ struct SecurityManager {
         let connection = link.connection
         // A pairing past phase 1 gives its key (now, or when it has produced it). Before that (only a Security
         // Request sent) the central may answer with a bond's key.
-        if let pairing = link.security.pairing, !pairing.isFinished, pairing.method != nil {
-            if let key = link.security.responderKey {
-                replyLongTermKey(key, level: pairing.securityLevel, fromBond: false, on: &link, port: &port)
+        if let pairing = link.security.phase.pairing, pairing.machine.method != nil {
+            if case .produced(let key) = pairing.key {
+                replyLongTermKey(key, level: pairing.machine.securityLevel, fromBond: false, on: &link, port: &port)
             } else {
-                link.security.keyRequested = true
+                link.security.phase.withPairing { $0.key = .requested }
             }
             return
         }
@@ -463,9 +456,7 @@ struct SecurityManager {
             port.submit(.longTermKeyNegativeReply, on: link.connection)
             return
         }
-        link.security.encrypting = true
-        link.security.pending = level
-        link.security.pendingFromBond = fromBond
+        link.security.encryption = EncryptionUnderWay(level: level, fromBond: fromBond)
         port.submit(.longTermKeyReply(HCILELongTermKeyRequestReply(handle: link.connection.handle, longTermKey: SMPCrypto.wire(key))),
                     on: link.connection)
     }
@@ -474,7 +465,7 @@ struct SecurityManager {
     /// encryption under way ends here as failed (its pairing fails, its callers are told), or the link would stay
     /// busy for good.
     mutating func encryptionRefused(_ status: HCIStatus, on link: inout Link, port: inout some SecurityPort) {
-        guard link.security.encrypting else { return }
+        guard link.security.encryption != nil else { return }
         let status = status == .success ? .unspecifiedError : status
         port.publish(.encryptionChanged(handle: link.connection.handle, status: status, enabled: false), about: link.connection)
         encryptionChanged(status: status, enabled: false, on: &link, port: &port)
@@ -484,30 +475,28 @@ struct SecurityManager {
     mutating func encryptionChanged(status: HCIStatus, enabled: Bool, on link: inout Link, port: inout some SecurityPort) {
         let connection = link.connection
         let success = status == .success && enabled
-        let fromBond = link.security.pendingFromBond
+        let encryption = link.security.encryption
+        let fromBond = encryption?.fromBond ?? false
         let before = link.security.current
         if success {
             // Encryption nobody here started (a test driving HCI itself) is counted as unauthenticated.
-            link.security.current.level = link.security.pending ?? link.security.current.level
+            link.security.current.level = encryption?.level ?? link.security.current.level
                 ?? SMPSecurityLevel(secureConnections: false, authenticated: false, keySize: 16)
         } else if status == .success {
             link.security.current.level = nil
         }
-        link.security.encrypting = false
-        link.security.pending = nil
-        link.security.pendingFromBond = false
-        var actions: [SMPPairing.Action] = []
-        if fromBond, success, let pairing = link.security.pairing, !pairing.isFinished, pairing.method == nil {
+        link.security.encryption = nil
+        if fromBond, success, let pairing = link.security.phase.pairing, pairing.machine.method == nil {
             // A Security Request (or Pairing Request) this side sent was answered with the bond's key: no pairing.
-            link.security.pairing = nil
+            link.security.phase = .idle
             timers.cancel(connection.link)
         }
-        if let pairing = link.security.pairing, !pairing.isFinished {
-            let keySize = pairing.keySize ?? 16
-            actions = link.security.pairing?.encryptionChanged(success: success, keySize: keySize) ?? []
-        }
-        // Encryption with a bond (or nobody's pairing) ends the callers' waits here; a pairing's ends at its last key.
-        let resolves = fromBond || link.security.pairing?.isFinished != false
+        let actions = link.security.phase.withPairing { pairing in
+            pairing.machine.encryptionChanged(success: success, keySize: pairing.machine.keySize ?? 16)
+        } ?? []
+        // Encryption with a bond (or nobody's pairing) ends the callers' waits here; a pairing's ends at its last key
+        // (or here, when this ended it).
+        let resolves = fromBond || link.security.phase.pairing?.machine.isFinished != false
         link.syncL2CAPSecurity()
         if success { port.publish(.encrypted(connection, link.security.current, usingBond: fromBond), about: connection) }
         // Every change is published, encryption switched off included: the GATT server's view of the link follows
@@ -578,9 +567,7 @@ struct SecurityManager {
     @discardableResult
     private func startPairing(on link: inout Link, mitm: Bool = false, local: LEAddress?) -> Bool {
         guard let pairing = makePairing(on: link, mitm: mitm, local: local) else { return false }
-        link.security.pairing = pairing
-        link.security.responderKey = nil
-        link.security.keyRequested = false
+        link.security.phase = .pairing(PairingUnderWay(machine: pairing))
         return true
     }
 
@@ -652,29 +639,88 @@ extension SMPPairingFailure {
     }
 }
 
-/// Pairing and encryption state of one link.
+/// Pairing and encryption state of one link: where its Security Manager is, the encryption under way, its security
+/// now and the callers waiting.
 struct LinkSecurityState {
-    /// The pairing under way (or the last one, finished).
-    var pairing: SMPPairing?
-    /// The Security Manager timed out on this link: nothing more is sent or accepted on SMP. Core 5.4, Vol 3, Part H, 3.4.
-    var timedOut = false
-    /// SMP PDUs held while the pairing agent decides whether to accept the peer's Pairing Request.
-    var backlog: [[UInt8]]?
-    /// Responder: the key the pairing produced, for the controller's LE Long Term Key Request.
-    var responderKey: [UInt8]?
-    /// Responder: the controller asked for the key before the pairing produced it.
-    var keyRequested = false
-    /// What the link's security becomes when the encryption under way succeeds.
-    var pending: SMPSecurityLevel?
-    /// Whether the encryption under way uses a bond's key (no pairing).
-    var pendingFromBond = false
-    /// An encryption (LE Enable Encryption as central, or an answered LTK request as peripheral) is under way.
-    var encrypting = false
+    /// Where the link's Security Manager is; nothing but its phase says so.
+    var phase = SecurityPhase.idle
+    /// The encryption under way (LE Enable Encryption as central, or an answered LTK request as peripheral), if any.
+    /// It may run beside any phase (a bond's key needs no pairing), so it is not one.
+    var encryption: EncryptionUnderWay?
     /// The link's security now.
     var current = LinkSecurity()
     /// Callers of ``HCIHost/pair(_:mitm:force:)`` waiting for the outcome.
-    var waiters: [CheckedContinuation<LinkSecurity, any Error>] = []
+    var waiters: [SecurityWaiter] = []
 
-    /// Whether a pairing or an encryption is under way.
-    var isBusy: Bool { encrypting || backlog != nil || pairing.map { !$0.isFinished } == true }
+    /// Whether a pairing or an encryption is under way (or the agent is deciding whether one starts).
+    var isBusy: Bool { encryption != nil || phase.isBusy }
+}
+
+/// Where a link's Security Manager is (swift-nio-ssh's connection states are the model: one case per phase, each with
+/// only what that phase has).
+enum SecurityPhase {
+    /// Nothing under way. A finished pairing leaves nothing behind: its machine answers nothing more.
+    case idle
+    /// Peripheral: the pairing agent decides whether to accept the central's Pairing Request.
+    case awaitingConsent(AwaitingConsent)
+    /// A pairing under way (its machine not finished, or finishing in the step that carries out its last actions).
+    case pairing(PairingUnderWay)
+    /// The Security Manager timed out on this link: nothing more is sent or accepted on SMP until a new link.
+    /// Core 5.4, Vol 3, Part H, 3.4.
+    case timedOut
+
+    /// Whether the phase keeps the link busy (a caller of pair waits for it rather than starting anything).
+    var isBusy: Bool {
+        switch self {
+        case .awaitingConsent, .pairing: true
+        case .idle, .timedOut: false
+        }
+    }
+
+    /// The pairing under way, if any.
+    var pairing: PairingUnderWay? {
+        if case .pairing(let pairing) = self { pairing } else { nil }
+    }
+
+    /// Runs `body` on the pairing under way and returns its result; `nil` without one. The pairing leaves the enum
+    /// while `body` runs, so changing its machine does not copy it.
+    @discardableResult
+    mutating func withPairing<R>(_ body: (inout PairingUnderWay) -> R) -> R? {
+        guard case .pairing(var pairing) = self else { return nil }
+        self = .idle
+        defer { self = .pairing(pairing) }
+        return body(&pairing)
+    }
+}
+
+/// The agent decides whether to accept the central's Pairing Request.
+struct AwaitingConsent {
+    /// The SMP PDUs held meanwhile, the Pairing Request first (at most 8).
+    var backlog: [[UInt8]]
+}
+
+/// A pairing under way on a link.
+struct PairingUnderWay {
+    /// The pairing machine.
+    var machine: SMPPairing
+    /// Responder: where the key for the controller's LE Long Term Key Request is.
+    var key = ResponderKey.notYet
+}
+
+/// Responder: the key a pairing produces for the controller's LE Long Term Key Request.
+enum ResponderKey: Equatable {
+    /// Not produced, and not asked for yet.
+    case notYet
+    /// The controller asked before the pairing produced it: the reply goes when it does.
+    case requested
+    /// Produced: a request is answered with it at once.
+    case produced([UInt8])
+}
+
+/// An encryption under way on a link.
+struct EncryptionUnderWay {
+    /// What the link's security becomes when it succeeds (`nil`: counted as unauthenticated).
+    var level: SMPSecurityLevel?
+    /// Whether it uses a bond's key (no pairing).
+    var fromBond: Bool
 }
