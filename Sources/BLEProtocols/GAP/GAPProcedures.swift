@@ -79,18 +79,79 @@ public struct GAPProcedures: Sendable {
         }
     }
 
-    /// The connection attempt, from its request to its outcome.
-    private struct Initiation: Sendable {
-        var id: ProcedureID
-        var peer: LEAddress
-        /// LE Create Connection was accepted: the controller is initiating.
-        var initiating = false
+    /// The connection attempt, from its request to its outcome: one case per phase, each with only what that phase
+    /// has (swift-nio-ssh's connection states are the model).
+    private enum Initiation: Sendable {
+        /// LE Create Connection is queued or on its way.
+        case requested(Requested)
+        /// The controller accepted LE Create Connection: it is initiating.
+        case initiating(Initiating)
+
+        /// Before the controller initiates.
+        struct Requested: Sendable {
+            var id: ProcedureID
+            var peer: LEAddress
+            /// The own address it initiates with, once LE Create Connection is on its way.
+            var address: LEAddress?
+            /// The application abandoned the attempt: it is cancelled as soon as the controller initiates.
+            var abandoned = false
+        }
+
+        /// While the controller initiates.
+        struct Initiating: Sendable {
+            var id: ProcedureID
+            var peer: LEAddress
+            /// The own address it initiates with.
+            var address: LEAddress?
+            /// Why the attempt is being cancelled, once it is.
+            var cancel: Cancel?
+        }
+
+        /// An attempt being cancelled: why, and whether LE Create Connection Cancel is on its way.
+        struct Cancel: Sendable {
+            /// Abandoned by the application (which wins over a timeout: the caller is told it cancelled), or timed out.
+            var abandoned: Bool
+            var commandSent = false
+        }
+
+        var id: ProcedureID {
+            switch self {
+            case .requested(let attempt): attempt.id
+            case .initiating(let attempt): attempt.id
+            }
+        }
+
+        var peer: LEAddress {
+            switch self {
+            case .requested(let attempt): attempt.peer
+            case .initiating(let attempt): attempt.peer
+            }
+        }
+
+        /// Whether the controller is initiating.
+        var isInitiating: Bool {
+            if case .initiating = self { true } else { false }
+        }
+
         /// The own address it initiates with.
-        var address: LEAddress?
-        var timedOut = false
-        var abandoned = false
-        /// LE Create Connection Cancel is on its way.
-        var cancelling = false
+        var address: LEAddress? {
+            get {
+                switch self {
+                case .requested(let attempt): attempt.address
+                case .initiating(let attempt): attempt.address
+                }
+            }
+            set {
+                switch self {
+                case .requested(var attempt):
+                    attempt.address = newValue
+                    self = .requested(attempt)
+                case .initiating(var attempt):
+                    attempt.address = newValue
+                    self = .initiating(attempt)
+                }
+            }
+        }
     }
 
     /// The settings.
@@ -223,17 +284,24 @@ public struct GAPProcedures: Sendable {
             return (id, [.finished(id, .connectionInProgress)])
         }
         let (id, actions) = enqueue(.connect(parameters), now: now, start: false)
-        initiation = Initiation(id: id, peer: parameters.peer)
+        initiation = .requested(Initiation.Requested(id: id, peer: parameters.peer))
         return (id, actions + pump(now: now))
     }
 
     /// Abandons the connection attempt to `peer`: it ends with ``Failure/cancelled`` unless the link comes up first.
     /// Returns whether an attempt to `peer` was under way (an attempt to another device is left alone).
     public mutating func cancelConnection(to peer: LEAddress) -> (Bool, [Action]) {
-        guard var attempt = initiation, attempt.peer == peer else { return (false, []) }
-        attempt.abandoned = true
-        initiation = attempt
-        return (true, cancelAttempt())
+        guard let attempt = initiation, attempt.peer == peer else { return (false, []) }
+        switch attempt {
+        case .requested(var requested):
+            requested.abandoned = true
+            initiation = .requested(requested)
+            return (true, [])
+        case .initiating(var initiating):
+            initiating.cancel = Initiation.Cancel(abandoned: true, commandSent: initiating.cancel?.commandSent ?? false)
+            initiation = .initiating(initiating)
+            return (true, cancelAttempt())
+        }
     }
 
     // MARK: Inputs
@@ -274,12 +342,19 @@ public struct GAPProcedures: Sendable {
             advertisingAddress = nil
             activeSets = []
         case .createConnection(let parameters):
-            if succeeded, var attempt = initiation {
-                attempt.initiating = true
-                initiation = attempt
+            if succeeded, let attempt = initiation {
+                let abandoned: Bool
+                switch attempt {
+                case .requested(let requested):
+                    abandoned = requested.abandoned
+                    initiation = .initiating(Initiation.Initiating(id: requested.id, peer: requested.peer, address: requested.address,
+                                                                   cancel: abandoned ? Initiation.Cancel(abandoned: true) : nil))
+                case .initiating(let initiating):
+                    abandoned = initiating.cancel?.abandoned == true
+                }
                 actions.append(.startTimer(.connectionAttempt, parameters.timeout))
                 // Abandoned while LE Create Connection was on its way: cancel as soon as the controller initiates.
-                if attempt.abandoned { actions += cancelAttempt() }
+                if abandoned { actions += cancelAttempt() }
                 // The caller's outcome comes with the connection's completion, not here.
                 procedure.failure = nil
                 running = procedure
@@ -322,9 +397,9 @@ public struct GAPProcedures: Sendable {
     public mutating func timerFired(_ timer: Timer, now: Duration) -> [Action] {
         switch timer {
         case .connectionAttempt:
-            guard var attempt = initiation, attempt.initiating else { return [] }
-            attempt.timedOut = true
-            initiation = attempt
+            guard case .initiating(var attempt) = initiation else { return [] }
+            attempt.cancel = Initiation.Cancel(abandoned: attempt.cancel?.abandoned == true, commandSent: attempt.cancel?.commandSent ?? false)
+            initiation = .initiating(attempt)
             return cancelAttempt()
         case .addressRotation:
             guard configuration.privacy else { return [] }
@@ -334,7 +409,7 @@ public struct GAPProcedures: Sendable {
             // Replaced now only where peers see it: when neither advertising nor scanning is on, the next start does.
             guard isAdvertising || scan != nil else { return [] }
             // LE Set Random Address is refused while initiating: again shortly.
-            guard initiation?.initiating != true else {
+            guard initiation?.isInitiating != true else {
                 return [.startTimer(.addressRotation, min(configuration.privateAddressInterval, .seconds(1)))]
             }
             return enqueue(.rotateAddress, now: now).1
@@ -354,16 +429,16 @@ public struct GAPProcedures: Sendable {
             advertisingAddress = nil
             return (local, status == .success ? restartAdvertising(now: now) : [])
         }
-        guard let attempt = initiation, attempt.initiating else {
+        guard case .initiating(let attempt) = initiation else {
             return (onAirAddress ?? identityAddress, [])
         }
         initiation = nil
         var actions: [Action] = [.cancelTimer(.connectionAttempt)]
         if status == .success {
             actions.append(.connected(attempt.id, handle))
-        } else if attempt.abandoned && status == .unknownConnectionIdentifier {
+        } else if let cancel = attempt.cancel, cancel.abandoned && status == .unknownConnectionIdentifier {
             actions.append(.finished(attempt.id, .cancelled))
-        } else if attempt.timedOut && status == .unknownConnectionIdentifier {
+        } else if attempt.cancel != nil && status == .unknownConnectionIdentifier {
             actions.append(.finished(attempt.id, .connectionTimedOut))
         } else {
             actions.append(.finished(attempt.id, .connectionFailed(status)))
@@ -493,7 +568,7 @@ public struct GAPProcedures: Sendable {
             return (addressSteps(for: [parameters.ownAddress], now: now) + [.createConnection(parameters)], [])
         case .rotateAddress:
             // Due only if nothing replaced it meanwhile, and still shown.
-            guard rotation.isDue(at: now), isAdvertising || scan != nil, initiation?.initiating != true else { return ([], []) }
+            guard rotation.isDue(at: now), isAdvertising || scan != nil, initiation?.isInitiating != true else { return ([], []) }
             return (replacementSteps(), [])
         }
     }
@@ -513,7 +588,7 @@ public struct GAPProcedures: Sendable {
     private func addressSteps(for choices: [OwnAddress], perSet: Bool = false, now: Duration) -> [Step] {
         if configuration.privacy {
             guard choices.contains(where: { usesPrivateAddress($0, perSet: perSet) }) else { return [] }
-            guard privateAddress == nil || (rotation.isDue(at: now) && initiation?.initiating != true) else { return [] }
+            guard privateAddress == nil || (rotation.isDue(at: now) && initiation?.isInitiating != true) else { return [] }
             return replacementSteps()
         }
         guard identityAddress?.type.isRandom != true, choices.contains(.random) else { return [] }
@@ -706,18 +781,21 @@ public struct GAPProcedures: Sendable {
 
     /// Sends LE Create Connection Cancel for the attempt, once, when the controller is initiating.
     private mutating func cancelAttempt() -> [Action] {
-        guard var attempt = initiation, attempt.initiating, !attempt.cancelling else { return [] }
-        attempt.cancelling = true
-        initiation = attempt
+        guard case .initiating(var attempt) = initiation, var cancel = attempt.cancel, !cancel.commandSent else { return [] }
+        cancel.commandSent = true
+        attempt.cancel = cancel
+        initiation = .initiating(attempt)
         return [.send(.createConnectionCancel)]
     }
 
     /// LE Create Connection Cancel's outcome: accepted, the attempt ends with LE Connection Complete (Unknown Connection
     /// Identifier); refused or unanswered, the attempt ends here with that outcome.
     private mutating func cancelFinished(_ outcome: HCICommandFlow.Outcome) -> [Action] {
-        guard var attempt = initiation else { return [] }
-        attempt.cancelling = false
-        initiation = attempt
+        guard let attempt = initiation else { return [] }
+        if case .initiating(var initiating) = attempt, initiating.cancel != nil {
+            initiating.cancel?.commandSent = false
+            initiation = .initiating(initiating)
+        }
         switch outcome {
         case .complete, .pending:
             return []
