@@ -281,17 +281,21 @@ extension HCIHost {
         }
     }
 
-    /// Carries out the GAP machine's actions.
+    /// Carries out the GAP machine's actions: the driver runs them, then the host sends what it asked for.
     func performGAP(_ actions: [GAPProcedures.Action]) {
-        for action in actions {
-            switch action {
+        guard !actions.isEmpty else { return }
+        var port = HostGAPPort(now: now, host: self, privateAddress: { [unowned self] in makePrivateAddress() })
+        gap.perform(actions, port: &port)
+        carryOut(port.requests)
+    }
+
+    /// Sends what the GAP driver asked of its port, in order.
+    private func carryOut(_ requests: [HostGAPPort.Request]) {
+        for request in requests {
+            switch request {
             case .send(let command):
                 sendGAP(command)
-            case .makePrivateAddress:
-                performGAP(gap.machine.privateAddressMade(makePrivateAddress(), now: now))
             case .makeStaticAddress:
-                // From the controller's random numbers, as the random static identity of a controller without a
-                // public address (Core 5.4, Vol 6, Part B, 1.3.2.1).
                 let made: CommandDriver.Completion = { [self] outcome in
                     let random = try? returnParameters(of: HCILERand.self, outcome).randomNumber
                     let address = random.flatMap { random in
@@ -300,27 +304,6 @@ extension HCIHost {
                     performGAP(gap.machine.staticAddressMade(address, now: now))
                 }
                 submit(HCILERand(), then: made)
-            case .startTimer(let timer, let duration):
-                gap.timers.start(timer, after: duration) { [weak self] firing in await self?.gapTimerFired(firing) }
-            case .cancelTimer(let timer):
-                gap.timers.cancel(timer)
-            case .finished(let id, let failure):
-                if let waiter = gap.waiters.removeValue(forKey: id) {
-                    waiter(failure.map { .failed($0) } ?? .done)
-                } else if let failure {
-                    // A procedure nobody waits for (a scan's stop, an address rotation, an advertising restart). When
-                    // the controller is gone that is reported already, and its procedures ending with it is expected.
-                    switch failure {
-                    case .controllerLost, .command(_, .cancelled):
-                        logger.debug("GAP: \(id) ended with the controller")
-                    default:
-                        logger.warning("GAP: \(id) failed: \(GAPDriver.error(failure))")
-                    }
-                }
-            case .connected(let id, let handle):
-                gap.waiters.removeValue(forKey: id)?(.connected(handle))
-            case .scanEnded(let generation):
-                gap.scanStreams.removeValue(forKey: generation)?.finish()
             }
         }
     }
@@ -352,9 +335,15 @@ extension HCIHost {
         }
     }
 
-    private func gapTimerFired(_ firing: TimerSet<GAPProcedures.Timer>.Firing) {
-        guard gap.timers.expire(firing), state == .poweredOn else { return }
-        performGAP(gap.machine.timerFired(firing.key, now: now))
+    /// One of the GAP machine's timers fired.
+    func gapTimerFired(_ firing: TimerSet<GAPProcedures.Timer>.Firing) {
+        guard state == .poweredOn else {
+            _ = gap.timers.expire(firing)
+            return
+        }
+        var port = HostGAPPort(now: now, host: self, privateAddress: { [unowned self] in makePrivateAddress() })
+        gap.timerFired(firing, port: &port)
+        carryOut(port.requests)
     }
 
     /// Disconnects `connection`'s link, if it is still up (never a newer link that got its handle); the reason is 0x13,

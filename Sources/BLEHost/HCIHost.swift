@@ -103,7 +103,8 @@ public actor HCIHost {
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
         self.securityManager = SecurityManager(settings: configuration.security, logger: Logger(label: "ble.host"))
         self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
-                                                  privateAddressInterval: configuration.security.privateAddressInterval))
+                                                  privateAddressInterval: configuration.security.privateAddressInterval),
+                             logger: Logger(label: "ble.host"))
     }
 
     /// A host whose transport could not be opened: its state says why (`unauthorized` when the operating system
@@ -116,7 +117,8 @@ public actor HCIHost {
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
         self.securityManager = SecurityManager(settings: configuration.security, logger: Logger(label: "ble.host"))
         self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
-                                                  privateAddressInterval: configuration.security.privateAddressInterval))
+                                                  privateAddressInterval: configuration.security.privateAddressInterval),
+                             logger: Logger(label: "ble.host"))
         self.controller.state = error.code == .permissionDenied ? .unauthorized : .unsupported
         self.controller.unavailableReason = error
     }
