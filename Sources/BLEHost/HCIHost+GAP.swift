@@ -415,15 +415,18 @@ extension HCIHost {
     public func requestConnectionParameters(_ connection: HostConnection, interval: ClosedRange<UInt16>, latency: UInt16,
                                             supervisionTimeout: UInt16) async throws -> HostConnection {
         let handle = connection.handle
-        guard current(handle, is: connection.link), var link = links[handle] else { throw HostError(.notConnected, "\(connection.link) is down") }
-        let actions: [L2CAPChannelManager.Action]
-        do {
-            actions = try link.l2cap.requestConnectionParameterUpdate(.init(intervalMin: interval.lowerBound, intervalMax: interval.upperBound,
-                                                                            latency: latency, timeout: supervisionTimeout))
-        } catch {
-            throw HostError(.l2cap(error.code), error.reason)
+        guard current(handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        let request = L2CAPConnectionParameterUpdateRequest(intervalMin: interval.lowerBound, intervalMax: interval.upperBound,
+                                                            latency: latency, timeout: supervisionTimeout)
+        let requested = links.update(handle) { link -> Result<[L2CAPChannelManager.Action], L2CAPError> in
+            Result { () throws(L2CAPError) in try link.l2cap.requestConnectionParameterUpdate(request) }
         }
-        links[handle] = link
+        let actions: [L2CAPChannelManager.Action]
+        switch requested {
+        case .success(let requestActions)?: actions = requestActions
+        case .failure(let error)?: throw HostError(.l2cap(error.code), error.reason)
+        case nil: throw HostError(.notConnected, "\(connection.link) is down")
+        }
         let id = links.newWaiterID()
         return try await withCheckedThrowingContinuation { continuation in
             links[handle]?.updateWaiters[id] = continuation
@@ -545,39 +548,43 @@ extension HCIHost {
             connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: LEAddress(e.peerAddress, type: e.peerAddressType),
                                 interval: e.connectionInterval, latency: e.peripheralLatency, timeout: e.supervisionTimeout)
         case .connectionUpdateComplete(let e):
-            guard var link = links[e.handle] else { return }
+            guard links.contains(e.handle) else { return }
             guard e.status == .success else {
                 finishUpdateWaiters(on: e.handle, .failure(HostError(.commandFailed(HCILEConnectionUpdate.opcode, e.status),
                                                                      "the connection update failed: \(e.status)")))
                 return
             }
-            link.connection.interval = e.connectionInterval
-            link.connection.latency = e.peripheralLatency
-            link.connection.supervisionTimeout = e.supervisionTimeout
-            links[e.handle] = link
-            publish(.connectionUpdated(link.connection))
-            finishUpdateWaiters(on: e.handle, .success(link.connection))
+            guard let connection = links.update(e.handle, { link -> HostConnection in
+                link.connection.interval = e.connectionInterval
+                link.connection.latency = e.peripheralLatency
+                link.connection.supervisionTimeout = e.supervisionTimeout
+                return link.connection
+            }) else { return }
+            publish(.connectionUpdated(connection))
+            finishUpdateWaiters(on: e.handle, .success(connection))
         case .longTermKeyRequest(let e):
             longTermKeyRequested(handle: e.handle, ediv: e.encryptedDiversifier, rand: e.randomNumber)
         case .dataLengthChange(let e):
-            guard var link = links[e.handle] else { return }
-            link.connection.maxTxOctets = e.maxTxOctets
-            link.connection.maxRxOctets = e.maxRxOctets
-            links[e.handle] = link
-            publish(.connectionUpdated(link.connection))
+            guard let connection = links.update(e.handle, { link -> HostConnection in
+                link.connection.maxTxOctets = e.maxTxOctets
+                link.connection.maxRxOctets = e.maxRxOctets
+                return link.connection
+            }) else { return }
+            publish(.connectionUpdated(connection))
         case .phyUpdateComplete(let e):
-            guard var link = links[e.handle] else { return }
-            let waiters = link.phyWaiters.values
-            link.phyWaiters = [:]
-            if e.status == .success {
-                link.connection.txPHY = e.txPHY
-                link.connection.rxPHY = e.rxPHY
-            }
-            links[e.handle] = link
-            if e.status == .success { publish(.connectionUpdated(link.connection)) }
+            guard let (connection, waiters) = links.update(e.handle, { link in
+                let waiters = link.phyWaiters.values
+                link.phyWaiters = [:]
+                if e.status == .success {
+                    link.connection.txPHY = e.txPHY
+                    link.connection.rxPHY = e.rxPHY
+                }
+                return (link.connection, waiters)
+            }) else { return }
+            if e.status == .success { publish(.connectionUpdated(connection)) }
             for waiter in waiters {
                 if e.status == .success {
-                    waiter.resume(returning: link.connection)
+                    waiter.resume(returning: connection)
                 } else {
                     waiter.resume(throwing: HostError(.commandFailed(HCILESetPHY.opcode, e.status), "PHY update failed: \(e.status)"))
                 }
