@@ -281,17 +281,21 @@ extension HCIHost {
         }
     }
 
-    /// Carries out the GAP machine's actions.
+    /// Carries out the GAP machine's actions: the driver runs them, then the host sends what it asked for.
     func performGAP(_ actions: [GAPProcedures.Action]) {
-        for action in actions {
-            switch action {
+        guard !actions.isEmpty else { return }
+        var port = HostGAPPort(now: now, host: self, privateAddress: { [unowned self] in makePrivateAddress() })
+        gap.perform(actions, port: &port)
+        carryOut(port.requests)
+    }
+
+    /// Sends what the GAP driver asked of its port, in order.
+    private func carryOut(_ requests: [HostGAPPort.Request]) {
+        for request in requests {
+            switch request {
             case .send(let command):
                 sendGAP(command)
-            case .makePrivateAddress:
-                performGAP(gap.machine.privateAddressMade(makePrivateAddress(), now: now))
             case .makeStaticAddress:
-                // From the controller's random numbers, as the random static identity of a controller without a
-                // public address (Core 5.4, Vol 6, Part B, 1.3.2.1).
                 let made: CommandDriver.Completion = { [self] outcome in
                     let random = try? returnParameters(of: HCILERand.self, outcome).randomNumber
                     let address = random.flatMap { random in
@@ -300,27 +304,6 @@ extension HCIHost {
                     performGAP(gap.machine.staticAddressMade(address, now: now))
                 }
                 submit(HCILERand(), then: made)
-            case .startTimer(let timer, let duration):
-                gap.timers.start(timer, after: duration) { [weak self] firing in await self?.gapTimerFired(firing) }
-            case .cancelTimer(let timer):
-                gap.timers.cancel(timer)
-            case .finished(let id, let failure):
-                if let waiter = gap.waiters.removeValue(forKey: id) {
-                    waiter(failure.map { .failed($0) } ?? .done)
-                } else if let failure {
-                    // A procedure nobody waits for (a scan's stop, an address rotation, an advertising restart). When
-                    // the controller is gone that is reported already, and its procedures ending with it is expected.
-                    switch failure {
-                    case .controllerLost, .command(_, .cancelled):
-                        logger.debug("GAP: \(id) ended with the controller")
-                    default:
-                        logger.warning("GAP: \(id) failed: \(GAPDriver.error(failure))")
-                    }
-                }
-            case .connected(let id, let handle):
-                gap.waiters.removeValue(forKey: id)?(.connected(handle))
-            case .scanEnded(let generation):
-                gap.scanStreams.removeValue(forKey: generation)?.finish()
             }
         }
     }
@@ -352,9 +335,15 @@ extension HCIHost {
         }
     }
 
-    private func gapTimerFired(_ firing: TimerSet<GAPProcedures.Timer>.Firing) {
-        guard gap.timers.expire(firing), state == .poweredOn else { return }
-        performGAP(gap.machine.timerFired(firing.key, now: now))
+    /// One of the GAP machine's timers fired.
+    func gapTimerFired(_ firing: TimerSet<GAPProcedures.Timer>.Firing) {
+        guard state == .poweredOn else {
+            _ = gap.timers.expire(firing)
+            return
+        }
+        var port = HostGAPPort(now: now, host: self, privateAddress: { [unowned self] in makePrivateAddress() })
+        gap.timerFired(firing, port: &port)
+        carryOut(port.requests)
     }
 
     /// Disconnects `connection`'s link, if it is still up (never a newer link that got its handle); the reason is 0x13,
@@ -426,15 +415,18 @@ extension HCIHost {
     public func requestConnectionParameters(_ connection: HostConnection, interval: ClosedRange<UInt16>, latency: UInt16,
                                             supervisionTimeout: UInt16) async throws -> HostConnection {
         let handle = connection.handle
-        guard current(handle, is: connection.link), var link = links[handle] else { throw HostError(.notConnected, "\(connection.link) is down") }
-        let actions: [L2CAPChannelManager.Action]
-        do {
-            actions = try link.l2cap.requestConnectionParameterUpdate(.init(intervalMin: interval.lowerBound, intervalMax: interval.upperBound,
-                                                                            latency: latency, timeout: supervisionTimeout))
-        } catch {
-            throw HostError(.l2cap(error.code), error.reason)
+        guard current(handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }
+        let request = L2CAPConnectionParameterUpdateRequest(intervalMin: interval.lowerBound, intervalMax: interval.upperBound,
+                                                            latency: latency, timeout: supervisionTimeout)
+        let requested = links.update(handle) { link -> Result<[L2CAPChannelManager.Action], L2CAPError> in
+            Result { () throws(L2CAPError) in try link.l2cap.requestConnectionParameterUpdate(request) }
         }
-        links[handle] = link
+        let actions: [L2CAPChannelManager.Action]
+        switch requested {
+        case .success(let requestActions)?: actions = requestActions
+        case .failure(let error)?: throw HostError(.l2cap(error.code), error.reason)
+        case nil: throw HostError(.notConnected, "\(connection.link) is down")
+        }
         let id = links.newWaiterID()
         return try await withCheckedThrowingContinuation { continuation in
             links[handle]?.updateWaiters[id] = continuation
@@ -556,39 +548,43 @@ extension HCIHost {
             connectionCompleted(status: e.status, handle: e.handle, role: e.role, peer: LEAddress(e.peerAddress, type: e.peerAddressType),
                                 interval: e.connectionInterval, latency: e.peripheralLatency, timeout: e.supervisionTimeout)
         case .connectionUpdateComplete(let e):
-            guard var link = links[e.handle] else { return }
+            guard links.contains(e.handle) else { return }
             guard e.status == .success else {
                 finishUpdateWaiters(on: e.handle, .failure(HostError(.commandFailed(HCILEConnectionUpdate.opcode, e.status),
                                                                      "the connection update failed: \(e.status)")))
                 return
             }
-            link.connection.interval = e.connectionInterval
-            link.connection.latency = e.peripheralLatency
-            link.connection.supervisionTimeout = e.supervisionTimeout
-            links[e.handle] = link
-            publish(.connectionUpdated(link.connection))
-            finishUpdateWaiters(on: e.handle, .success(link.connection))
+            guard let connection = links.update(e.handle, { link -> HostConnection in
+                link.connection.interval = e.connectionInterval
+                link.connection.latency = e.peripheralLatency
+                link.connection.supervisionTimeout = e.supervisionTimeout
+                return link.connection
+            }) else { return }
+            publish(.connectionUpdated(connection))
+            finishUpdateWaiters(on: e.handle, .success(connection))
         case .longTermKeyRequest(let e):
             longTermKeyRequested(handle: e.handle, ediv: e.encryptedDiversifier, rand: e.randomNumber)
         case .dataLengthChange(let e):
-            guard var link = links[e.handle] else { return }
-            link.connection.maxTxOctets = e.maxTxOctets
-            link.connection.maxRxOctets = e.maxRxOctets
-            links[e.handle] = link
-            publish(.connectionUpdated(link.connection))
+            guard let connection = links.update(e.handle, { link -> HostConnection in
+                link.connection.maxTxOctets = e.maxTxOctets
+                link.connection.maxRxOctets = e.maxRxOctets
+                return link.connection
+            }) else { return }
+            publish(.connectionUpdated(connection))
         case .phyUpdateComplete(let e):
-            guard var link = links[e.handle] else { return }
-            let waiters = link.phyWaiters.values
-            link.phyWaiters = [:]
-            if e.status == .success {
-                link.connection.txPHY = e.txPHY
-                link.connection.rxPHY = e.rxPHY
-            }
-            links[e.handle] = link
-            if e.status == .success { publish(.connectionUpdated(link.connection)) }
+            guard let (connection, waiters) = links.update(e.handle, { link in
+                let waiters = link.phyWaiters.values
+                link.phyWaiters = [:]
+                if e.status == .success {
+                    link.connection.txPHY = e.txPHY
+                    link.connection.rxPHY = e.rxPHY
+                }
+                return (link.connection, waiters)
+            }) else { return }
+            if e.status == .success { publish(.connectionUpdated(connection)) }
             for waiter in waiters {
                 if e.status == .success {
-                    waiter.resume(returning: link.connection)
+                    waiter.resume(returning: connection)
                 } else {
                     waiter.resume(throwing: HostError(.commandFailed(HCILESetPHY.opcode, e.status), "PHY update failed: \(e.status)"))
                 }
@@ -629,8 +625,8 @@ extension HCIHost {
             link.security.current.isBonded = true
             link.security.current.peerIdentity = bond.peer
         }
+        link.syncL2CAPSecurity()
         links[handle] = link
-        syncL2CAPSecurity(handle)
         performGAP(actions)
         publish(.connected(connection))
     }

@@ -1,39 +1,31 @@
 import BLEProtocols
 import BLEWire
 
-/// ACL data and L2CAP on LE: each link's ``L2CAPChannelManager`` gets the reassembled frames; fixed channels ATT
-/// (0x0004) and SMP (0x0006) go to their consumers, the LE signaling channel (0x0005) is answered by the manager.
+/// ACL data and L2CAP on LE: each reassembled frame of a fixed channel goes through the link's
+/// ``FixedChannelTable`` (ATT to its consumer, SMP to the Security Manager, LE signaling to the link's
+/// ``L2CAPChannelManager``, which answers it), the frames of credit based channels to the manager.
 /// Core 5.4, Vol 3, Part A.
 extension HCIHost {
-    /// Frames kept for a fixed channel nobody has opened yet (so nothing sent right after connecting is lost).
-    static let pendingFrameLimit = 64
-
     /// The payloads arriving on fixed channel `channel` of `connection`'s link, in order. The stream finishes when
     /// the link goes down. Frames that arrived before the channel was opened are delivered first. Opening a channel
     /// the host answers itself (LE signaling, SMP) takes it over: the host stops answering on it.
     /// Throws when that link is down (even if a newer link got its handle).
     public func openFixedChannel(_ channel: L2CAPChannelID, on connection: HostConnection) throws -> AsyncStream<[UInt8]> {
-        try openFixedChannel(channel, handle: connection.handle, link: connection.link)
-    }
-
-    private func openFixedChannel(_ channel: L2CAPChannelID, handle: ConnectionHandle, link id: LinkID?) throws -> AsyncStream<[UInt8]> {
-        guard current(handle, is: id), var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
-        if channel != .leSignaling {
-            do {
-                try link.l2cap.registerFixedChannel(channel)
-            } catch {
-                throw HostError(.l2cap(error.code), error.reason)
-            }
+        let handle = connection.handle
+        guard current(handle, is: connection.link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        do {
+            try FixedChannelTable.validate(channel)
+        } catch {
+            throw HostError(.l2cap(error.code), error.reason)
         }
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        link.channels[channel]?.finish()
-        link.channels[channel] = continuation
-        if channel == .att, let engine = link.attEngine.take()?.engine {
-            let id = link.connection.link
-            engine.assumeIsolated { $0.attChannelEnded(id) }
+        let previous = links.update(handle) { $0.fixed.register(.stream(continuation), on: channel) } ?? nil
+        switch previous {
+        case .stream(let replaced)?: replaced.finish()
+        case .engine(let consumer)?: consumer.engine?.assumeIsolated { $0.attChannelEnded(connection.link) }
+        case .held(let early)?: for payload in early { continuation.yield(payload) }
+        case .signaling?, .securityManager?, nil: break
         }
-        for payload in link.pending.removeValue(forKey: channel) ?? [] { continuation.yield(payload) }
-        links[handle] = link
         return stream
     }
 
@@ -42,21 +34,17 @@ extension HCIHost {
     /// the link came up at once, in order. Another consumer of the channel (``openFixedChannel(_:on:)``) ends.
     func openATT(for engine: GATTEngine, on connection: HostConnection) throws {
         let handle = connection.handle
-        guard current(handle, is: connection.link), var link = links[handle] else { throw HostError(.notConnected, "no connection with handle \(handle)") }
-        do {
-            try link.l2cap.registerFixedChannel(.att)
-        } catch {
-            throw HostError(.l2cap(error.code), error.reason)
-        }
-        link.channels.removeValue(forKey: .att)?.finish()
-        if let previous = link.attEngine.take()?.engine, previous !== engine {
-            previous.assumeIsolated { $0.attChannelEnded(connection.link) }
-        }
-        link.attEngine = ATTConsumer(engine: engine)
-        let early = link.pending.removeValue(forKey: .att) ?? []
-        links[handle] = link
-        engine.assumeIsolated { engine in
-            for payload in early { engine.receiveFromHost(payload, on: connection.link) }
+        guard current(handle, is: connection.link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        let previous = links.update(handle) { $0.fixed.register(.engine(ATTConsumer(engine: engine)), on: .att) } ?? nil
+        switch previous {
+        case .stream(let replaced)?: replaced.finish()
+        case .engine(let consumer)?:
+            if let replaced = consumer.engine, replaced !== engine { replaced.assumeIsolated { $0.attChannelEnded(connection.link) } }
+        case .held(let early)?:
+            engine.assumeIsolated { engine in
+                for payload in early { engine.receiveFromHost(payload, on: connection.link) }
+            }
+        case .signaling?, .securityManager?, nil: break
         }
     }
 
@@ -115,7 +103,7 @@ extension HCIHost {
         enum Outcome {
             case incomplete
             case badFragment(any Error)
-            case rawSignaling(AsyncStream<[UInt8]>.Continuation, [UInt8])
+            case fixed(FixedChannelTable.Route, [UInt8], LinkID)
             case l2cap([L2CAPChannelManager.Action], dropped: Int)
         }
         let outcome = links.update(packet.handle) { link -> Outcome in
@@ -126,10 +114,11 @@ extension HCIHost {
                 return .badFragment(error)
             }
             guard let frame else { return .incomplete }
-            if frame.channelID == .leSignaling, let raw = link.channels[.leSignaling] {
-                // A consumer took the signaling channel over (tests speaking raw signaling): the manager stays out.
-                return .rawSignaling(raw, frame.payload)
+            if FixedChannelTable.isFixed(frame.channelID) {
+                let route = link.fixed.route(frame.payload, on: frame.channelID)
+                guard case .signaling = route else { return .fixed(route, frame.payload, link.connection.link) }
             }
+            // LE signaling, answered by the manager, and the credit based channels.
             let before = link.l2cap.droppedFrames
             let actions = link.l2cap.receive(frame)
             return .l2cap(actions, dropped: link.l2cap.droppedFrames - before)
@@ -142,45 +131,45 @@ extension HCIHost {
         case .badFragment(let error)?:
             logger.warning("handle \(packet.handle): bad L2CAP fragment: \(error)")
             controller.droppedFrames += 1
-        case .rawSignaling(let raw, let payload)?:
-            raw.yield(payload)
+        case .fixed(let route, let payload, let link)?:
+            deliverFixed(payload, by: route, handle: packet.handle, link: link)
         case .l2cap(let actions, let dropped)?:
             controller.droppedFrames += dropped
             performL2CAP(actions, handle: packet.handle)
         }
     }
 
-    /// A payload the link's L2CAP manager delivered on a fixed channel: to its consumer, or kept until one opens it
-    /// (ATT), or handed back for the host's Security Manager (SMP).
-    func deliverFixed(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) -> [UInt8]? {
-        enum Outcome { case consumer(AsyncStream<[UInt8]>.Continuation), engine(GATTEngine?, LinkID), smp, kept, overflow }
-        let outcome = links.update(handle) { link -> Outcome in
-            if channel == .att, let consumer = link.attEngine { return .engine(consumer.engine, link.connection.link) }
-            if let continuation = link.channels[channel] { return .consumer(continuation) }
-            if channel == .smp { return .smp }
-            guard link.pending[channel, default: []].count < Self.pendingFrameLimit else { return .overflow }
-            link.pending[channel, default: []].append(payload)
-            return .kept
-        }
-        switch outcome {
-        case .consumer(let continuation)?: continuation.yield(payload)
-        case .engine(let engine, let link)?:
+    /// Hands a fixed channel's payload to the handler its link's table routed it to.
+    @inline(__always)
+    private func deliverFixed(_ payload: [UInt8], by route: FixedChannelTable.Route, handle: ConnectionHandle, link: LinkID) {
+        switch route {
+        case .engine(let engine):
             // The engine shares this executor: it takes the PDU now (and never waits in doing so).
             engine?.assumeIsolated { $0.receiveFromHost(payload, on: link) }
-        case .smp?: return payload
-        case .overflow?: controller.droppedFrames += 1
-        case .kept?, nil: break
+        case .stream(let continuation):
+            continuation.yield(payload)
+        case .securityManager:
+            receiveSMP(payload, handle: handle)
+        case .dropped:
+            controller.droppedFrames += 1
+        case .held, .signaling:
+            // Kept in the table; signaling frames never reach here (the manager took them).
+            break
         }
-        return nil
     }
 
-    /// The L2CAP manager of a new link: ATT and SMP registered on behalf of their consumers (whose early frames the
-    /// host keeps), and every SPSM this host listens on.
+    /// A payload a link's L2CAP manager delivered on a fixed channel (it delivers none while the host routes fixed
+    /// channels through the table, but its action is handled the same way).
+    func deliverFixed(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) {
+        guard let (route, link) = links.update(handle, { ($0.fixed.route(payload, on: channel), $0.connection.link) }) else { return }
+        deliverFixed(payload, by: route, handle: handle, link: link)
+    }
+
+    /// The L2CAP manager of a new link: LE signaling and every SPSM this host listens on (the fixed channels go
+    /// through the link's ``FixedChannelTable``, not through the manager).
     func makeL2CAPManager(role: HCIRole) -> L2CAPChannelManager {
         var manager = L2CAPChannelManager(role: role, configuration: .init(signalingTimeout: configuration.l2capSignalingTimeout,
                                                                           creditReturn: .onConsumption))
-        try? manager.registerFixedChannel(.att)
-        try? manager.registerFixedChannel(.smp)
         for (spsm, listener) in l2cap.listeners { try? manager.listen(spsm: spsm, parameters: listener.parameters, security: listener.security) }
         return manager
     }

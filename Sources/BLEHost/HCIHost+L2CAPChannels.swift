@@ -327,14 +327,13 @@ extension HCIHost {
         guard let id = links.linkID(of: handle) else { return }
         var packets: [HCIACLPacket] = []
         var updates: [L2CAPConnectionParameterUpdateRequest] = []
-        var smp: [[UInt8]] = []
         for action in actions {
             switch action {
             case .send(let frame):
                 // Queued here, in order, before any suspension: K-frames of one channel never overtake each other.
                 packets += acl.flow.enqueue(handle: handle, pdu: frame.encoded)
             case .deliverFixed(let cid, let payload):
-                if let unanswered = deliverFixed(payload, channel: cid, handle: handle) { smp.append(unanswered) }
+                deliverFixed(payload, channel: cid, handle: handle)
             case .deliverSDU(let cid, let sdu):
                 links[handle]?.sduStreams[cid]?.yield(sdu)
             case .channelOpened(let info):
@@ -377,7 +376,6 @@ extension HCIHost {
                                                        intervalMax: request.intervalMax, maxLatency: request.latency,
                                                        supervisionTimeout: request.timeout))
         }
-        for payload in smp { receiveSMP(payload, handle: handle) }
     }
 
     private func channelOpened(_ info: L2CAPChannelInfo, handle: ConnectionHandle, link: LinkID) {

@@ -20,7 +20,7 @@ extension HCIHost {
     func makePrivateAddress() -> LEAddress? {
         guard let irk = localIdentityResolvingKey() else { return nil }
         do {
-            return try ResolvablePrivateAddress.make(irk: irk, random: Self.secureRandom(3))
+            return try ResolvablePrivateAddress.make(irk: irk, random: SecurityManager.secureRandom(3))
         } catch {
             logger.warning("privacy: \(error)")
             return nil

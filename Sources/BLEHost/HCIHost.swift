@@ -8,7 +8,7 @@ import Logging
 /// Security Manager and GAP.
 ///
 /// One actor per controller, composing one driver per concern: commands (`CommandDriver`), ACL data (`ACLDriver`),
-/// the links (`LinkRegistry`), L2CAP (`L2CAPDriver`), the Security Manager (`SecurityDriver`) and GAP (`GAPDriver`,
+/// the links (`LinkRegistry`), L2CAP (`L2CAPDriver`), the Security Manager (`SecurityManager`) and GAP (`GAPDriver`,
 /// running the `GAPProcedures` machine). A single reader task consumes the transport and routes each event to the
 /// driver that owns it; every packet for the controller leaves through one outbox (`HCIOutbox`), and handing it
 /// over never suspends, so whoever waits for a reply is registered before the request leaves. Every machine the
@@ -54,8 +54,8 @@ public actor HCIHost {
     var links = LinkRegistry()
     /// L2CAP's host-wide state: listeners and RTX timers.
     var l2cap = L2CAPDriver()
-    /// The Security Manager's host-wide state: the agent, attempts, timers.
-    var securityManager = SecurityDriver()
+    /// The Security Manager: pairing, encryption and bonds, over each link's security state.
+    var securityManager: SecurityManager
     /// Subscribers of ``events()``.
     var hub = EventHub()
     /// What the host knows of its controller.
@@ -101,8 +101,10 @@ public actor HCIHost {
         self.configuration = configuration
         self.outbox = HCIOutbox(transport)
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
+        self.securityManager = SecurityManager(settings: configuration.security, logger: Logger(label: "ble.host"))
         self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
-                                                  privateAddressInterval: configuration.security.privateAddressInterval))
+                                                  privateAddressInterval: configuration.security.privateAddressInterval),
+                             logger: Logger(label: "ble.host"))
     }
 
     /// A host whose transport could not be opened: its state says why (`unauthorized` when the operating system
@@ -113,8 +115,10 @@ public actor HCIHost {
         self.configuration = Configuration()
         self.outbox = HCIOutbox(closed)
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
+        self.securityManager = SecurityManager(settings: configuration.security, logger: Logger(label: "ble.host"))
         self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
-                                                  privateAddressInterval: configuration.security.privateAddressInterval))
+                                                  privateAddressInterval: configuration.security.privateAddressInterval),
+                             logger: Logger(label: "ble.host"))
         self.controller.state = error.code == .permissionDenied ? .unauthorized : .unsupported
         self.controller.unavailableReason = error
     }
@@ -544,9 +548,14 @@ public actor HCIHost {
         let handle = link.connection.handle
         for delivery in link.deliveries.values { delivery.confirm(completedThrough: acl.flow.completedTotal(handle: handle)) }
         performDrain(acl.drain.linkClosed(handle: handle, flow: acl.flow))
-        for continuation in link.channels.values { continuation.finish() }
         let id = link.connection.link
-        link.attEngine?.engine?.assumeIsolated { $0.attChannelEnded(id) }
+        for handler in link.fixed.allHandlers {
+            switch handler {
+            case .stream(let continuation): continuation.finish()
+            case .engine(let consumer): consumer.engine?.assumeIsolated { $0.attChannelEnded(id) }
+            case .signaling, .securityManager, .held: break
+            }
+        }
         for waiter in link.phyWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         for waiter in link.updateWaiters.values { waiter.resume(throwing: HostError(.notConnected, why)) }
         closeL2CAP(link)

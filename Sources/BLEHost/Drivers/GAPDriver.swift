@@ -1,8 +1,29 @@
 import BLEProtocols
 import BLEWire
+import Logging
 
-/// The GAP driver: runs the ``GAPProcedures`` machine (scanning, advertising, connection attempts, the own address)
-/// and holds what its callers wait on — each procedure's caller, the scan streams, the machine's timers.
+/// The narrow port through which the ``GAPDriver`` talks back to its host: send the machine's commands, make the
+/// addresses it asks for, and call back when its timers fire.
+///
+/// The driver works in place (``HCIHost/gap``); the host sends what it was asked, in order, once the driver's step is
+/// over (a send can end the transport, which ends the machine's procedures).
+protocol GAPPort {
+    /// A reading of the host's monotonic clock, for the machine.
+    var now: Duration { get }
+    /// Sends one of the machine's commands; its outcome goes back to the machine (``GAPProcedures/commandFinished(_:for:now:)``).
+    mutating func send(_ command: GAPProcedures.Command)
+    /// Sends LE Rand; a random static address made from it goes back to the machine
+    /// (``GAPProcedures/staticAddressMade(_:now:)``).
+    mutating func makeStaticAddress()
+    /// A new resolvable private address from this side's IRK; `nil` without one.
+    func makePrivateAddress() -> LEAddress?
+    /// What the machine's timers call when they fire.
+    func timerHandler() -> @Sendable (TimerSet<GAPProcedures.Timer>.Firing) async -> Void
+}
+
+/// The GAP driver: runs the ``GAPProcedures`` machine (scanning, advertising, connection attempts, the own address),
+/// carries out its actions through a ``GAPPort``, and holds what its callers wait on — each procedure's caller, the
+/// scan streams, the machine's timers.
 struct GAPDriver {
     /// How a procedure ended, for its caller.
     enum Outcome {
@@ -21,8 +42,55 @@ struct GAPDriver {
     /// Extended advertising reports split over several events, put back together.
     var assembler = ExtendedReportAssembler()
 
-    init(configuration: GAPProcedures.Configuration) {
+    let logger: Logger
+
+    init(configuration: GAPProcedures.Configuration, logger: Logger) {
         machine = GAPProcedures(configuration: configuration)
+        self.logger = logger
+    }
+
+    /// Carries out the machine's actions, in order: its callers told, its timers set, its commands and addresses asked
+    /// of `port`.
+    mutating func perform(_ actions: [GAPProcedures.Action], port: inout some GAPPort) {
+        for action in actions {
+            switch action {
+            case .send(let command):
+                port.send(command)
+            case .makePrivateAddress:
+                perform(machine.privateAddressMade(port.makePrivateAddress(), now: port.now), port: &port)
+            case .makeStaticAddress:
+                // From the controller's random numbers, as the random static identity of a controller without a
+                // public address (Core 5.4, Vol 6, Part B, 1.3.2.1).
+                port.makeStaticAddress()
+            case .startTimer(let timer, let duration):
+                timers.start(timer, after: duration, handler: port.timerHandler())
+            case .cancelTimer(let timer):
+                timers.cancel(timer)
+            case .finished(let id, let failure):
+                if let waiter = waiters.removeValue(forKey: id) {
+                    waiter(failure.map { .failed($0) } ?? .done)
+                } else if let failure {
+                    // A procedure nobody waits for (a scan's stop, an address rotation, an advertising restart). When
+                    // the controller is gone that is reported already, and its procedures ending with it is expected.
+                    switch failure {
+                    case .controllerLost, .command(_, .cancelled):
+                        logger.debug("GAP: \(id) ended with the controller")
+                    default:
+                        logger.warning("GAP: \(id) failed: \(Self.error(failure))")
+                    }
+                }
+            case .connected(let id, let handle):
+                waiters.removeValue(forKey: id)?(.connected(handle))
+            case .scanEnded(let generation):
+                scanStreams.removeValue(forKey: generation)?.finish()
+            }
+        }
+    }
+
+    /// One of the machine's timers fired: the machine's actions, when it was still set.
+    mutating func timerFired(_ firing: TimerSet<GAPProcedures.Timer>.Firing, port: inout some GAPPort) {
+        guard timers.expire(firing) else { return }
+        perform(machine.timerFired(firing.key, now: port.now), port: &port)
     }
 
     /// The stream of the scan that is on.

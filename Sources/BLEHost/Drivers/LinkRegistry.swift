@@ -8,11 +8,8 @@ struct Link {
     var reassembler: L2CAPReassembler
     /// L2CAP on this link: fixed channels, signaling, credit based channels.
     var l2cap: L2CAPChannelManager
-    /// Per fixed channel: the consumer, or frames waiting for one.
-    var channels: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
-    var pending: [L2CAPChannelID: [[UInt8]]] = [:]
-    /// The GATT engine taking this link's ATT channel directly (``HCIHost/openATT(for:on:)``), instead of a stream.
-    var attEngine: ATTConsumer?
+    /// Per fixed channel (ATT, LE signaling, SMP, and any a consumer opened): who takes its payloads.
+    var fixed = FixedChannelTable.standard
     /// Per open credit based channel (local CID): the stream of incoming SDUs.
     var sduStreams: [L2CAPChannelID: AsyncStream<[UInt8]>.Continuation] = [:]
     /// Per credit based channel (local CID) opened on this link: the octets sent on it and confirmed by the controller.

@@ -4,6 +4,52 @@ import BLEWire
 /// it (the legacy commands, or the extended ones on a controller that has them), and the procedure ends when its steps
 /// are done or one fails; a connection attempt's cancellation as well.
 extension GAPProcedures {
+    /// One command of a procedure, with what its success and failure mean.
+    enum Step: Hashable, Sendable {
+        case pauseAdvertising
+        case pauseScan
+        case makeAddress
+        case setRandomAddress
+        case makeStaticAddress
+        case setStaticAddress
+        case scanParameters(ScanParameters)
+        case enableScan(generation: Int, filterDuplicates: Bool)
+        case stopScan
+        case advertisingParameters(AdvertisingParameters)
+        case advertisingData([UInt8])
+        case scanResponseData([UInt8])
+        case enableAdvertising
+        case stopAdvertising
+        case createConnection(ConnectionParameters)
+        case resumeScan(generation: Int)
+        case resumeAdvertising
+        // Extended advertising (one set per entry of the advertising, handle = its index).
+        case clearSets
+        case setParameters(handle: UInt8, AdvertisingParameters)
+        case setAddress(handle: UInt8)
+        case setData(handle: UInt8, HCILEAdvertisingDataOperation, [UInt8])
+        case setScanResponse(handle: UInt8, HCILEAdvertisingDataOperation, [UInt8])
+        case enableSets([UInt8])
+    }
+
+    struct Procedure: Sendable {
+        var id: ProcedureID
+        var kind: Kind
+        var steps: [Step] = []
+        /// The step whose command or address is awaited.
+        var current: Step?
+        var failure: Failure?
+
+        enum Kind: Sendable, Hashable {
+            case startScan(ScanParameters, generation: Int)
+            case stopScan(generation: Int)
+            case startAdvertising([AdvertisingParameters])
+            case stopAdvertising
+            case connect(ConnectionParameters)
+            case rotateAddress
+        }
+    }
+
     /// Sends the running procedure's next command, or ends it.
     mutating func advance(now: Duration) -> [Action] {
         guard var procedure = running else { return [] }
@@ -165,18 +211,21 @@ extension GAPProcedures {
 
     /// Sends LE Create Connection Cancel for the attempt, once, when the controller is initiating.
     mutating func cancelAttempt() -> [Action] {
-        guard var attempt = initiation, attempt.initiating, !attempt.cancelling else { return [] }
-        attempt.cancelling = true
-        initiation = attempt
+        guard case .initiating(var attempt) = initiation, var cancel = attempt.cancel, !cancel.commandSent else { return [] }
+        cancel.commandSent = true
+        attempt.cancel = cancel
+        initiation = .initiating(attempt)
         return [.send(.createConnectionCancel)]
     }
 
     /// LE Create Connection Cancel's outcome: accepted, the attempt ends with LE Connection Complete (Unknown Connection
     /// Identifier); refused or unanswered, the attempt ends here with that outcome.
     mutating func cancelFinished(_ outcome: HCICommandFlow.Outcome) -> [Action] {
-        guard var attempt = initiation else { return [] }
-        attempt.cancelling = false
-        initiation = attempt
+        guard let attempt = initiation else { return [] }
+        if case .initiating(var initiating) = attempt, initiating.cancel != nil {
+            initiating.cancel?.commandSent = false
+            initiation = .initiating(initiating)
+        }
         switch outcome {
         case .complete, .pending:
             return []

@@ -33,66 +33,6 @@ public struct GAPProcedures: Sendable {
         public var description: String { "gap#\(value)" }
     }
 
-    /// One command of a procedure, with what its success and failure mean.
-    enum Step: Hashable, Sendable {
-        case pauseAdvertising
-        case pauseScan
-        case makeAddress
-        case setRandomAddress
-        case makeStaticAddress
-        case setStaticAddress
-        case scanParameters(ScanParameters)
-        case enableScan(generation: Int, filterDuplicates: Bool)
-        case stopScan
-        case advertisingParameters(AdvertisingParameters)
-        case advertisingData([UInt8])
-        case scanResponseData([UInt8])
-        case enableAdvertising
-        case stopAdvertising
-        case createConnection(ConnectionParameters)
-        case resumeScan(generation: Int)
-        case resumeAdvertising
-        // Extended advertising (one set per entry of the advertising, handle = its index).
-        case clearSets
-        case setParameters(handle: UInt8, AdvertisingParameters)
-        case setAddress(handle: UInt8)
-        case setData(handle: UInt8, HCILEAdvertisingDataOperation, [UInt8])
-        case setScanResponse(handle: UInt8, HCILEAdvertisingDataOperation, [UInt8])
-        case enableSets([UInt8])
-    }
-
-    struct Procedure: Sendable {
-        var id: ProcedureID
-        var kind: Kind
-        var steps: [Step] = []
-        /// The step whose command or address is awaited.
-        var current: Step?
-        var failure: Failure?
-
-        enum Kind: Sendable, Hashable {
-            case startScan(ScanParameters, generation: Int)
-            case stopScan(generation: Int)
-            case startAdvertising([AdvertisingParameters])
-            case stopAdvertising
-            case connect(ConnectionParameters)
-            case rotateAddress
-        }
-    }
-
-    /// The connection attempt, from its request to its outcome.
-    struct Initiation: Sendable {
-        var id: ProcedureID
-        var peer: LEAddress
-        /// LE Create Connection was accepted: the controller is initiating.
-        var initiating = false
-        /// The own address it initiates with.
-        var address: LEAddress?
-        var timedOut = false
-        var abandoned = false
-        /// LE Create Connection Cancel is on its way.
-        var cancelling = false
-    }
-
     /// The settings.
     public let configuration: Configuration
     /// Whether the controller is driven with the extended advertising commands (LE Set Extended Advertising
@@ -223,17 +163,24 @@ public struct GAPProcedures: Sendable {
             return (id, [.finished(id, .connectionInProgress)])
         }
         let (id, actions) = enqueue(.connect(parameters), now: now, start: false)
-        initiation = Initiation(id: id, peer: parameters.peer)
+        initiation = .requested(Initiation.Requested(id: id, peer: parameters.peer))
         return (id, actions + pump(now: now))
     }
 
     /// Abandons the connection attempt to `peer`: it ends with ``Failure/cancelled`` unless the link comes up first.
     /// Returns whether an attempt to `peer` was under way (an attempt to another device is left alone).
     public mutating func cancelConnection(to peer: LEAddress) -> (Bool, [Action]) {
-        guard var attempt = initiation, attempt.peer == peer else { return (false, []) }
-        attempt.abandoned = true
-        initiation = attempt
-        return (true, cancelAttempt())
+        guard let attempt = initiation, attempt.peer == peer else { return (false, []) }
+        switch attempt {
+        case .requested(var requested):
+            requested.abandoned = true
+            initiation = .requested(requested)
+            return (true, [])
+        case .initiating(var initiating):
+            initiating.cancel = Initiation.Cancel(abandoned: true, commandSent: initiating.cancel?.commandSent ?? false)
+            initiation = .initiating(initiating)
+            return (true, cancelAttempt())
+        }
     }
 
     // MARK: Inputs
@@ -274,12 +221,19 @@ public struct GAPProcedures: Sendable {
             advertisingAddress = nil
             activeSets = []
         case .createConnection(let parameters):
-            if succeeded, var attempt = initiation {
-                attempt.initiating = true
-                initiation = attempt
+            if succeeded, let attempt = initiation {
+                let abandoned: Bool
+                switch attempt {
+                case .requested(let requested):
+                    abandoned = requested.abandoned
+                    initiation = .initiating(Initiation.Initiating(id: requested.id, peer: requested.peer, address: requested.address,
+                                                                   cancel: abandoned ? Initiation.Cancel(abandoned: true) : nil))
+                case .initiating(let initiating):
+                    abandoned = initiating.cancel?.abandoned == true
+                }
                 actions.append(.startTimer(.connectionAttempt, parameters.timeout))
                 // Abandoned while LE Create Connection was on its way: cancel as soon as the controller initiates.
-                if attempt.abandoned { actions += cancelAttempt() }
+                if abandoned { actions += cancelAttempt() }
                 // The caller's outcome comes with the connection's completion, not here.
                 procedure.failure = nil
                 running = procedure
@@ -322,9 +276,9 @@ public struct GAPProcedures: Sendable {
     public mutating func timerFired(_ timer: Timer, now: Duration) -> [Action] {
         switch timer {
         case .connectionAttempt:
-            guard var attempt = initiation, attempt.initiating else { return [] }
-            attempt.timedOut = true
-            initiation = attempt
+            guard case .initiating(var attempt) = initiation else { return [] }
+            attempt.cancel = Initiation.Cancel(abandoned: attempt.cancel?.abandoned == true, commandSent: attempt.cancel?.commandSent ?? false)
+            initiation = .initiating(attempt)
             return cancelAttempt()
         case .addressRotation:
             guard configuration.privacy else { return [] }
@@ -334,7 +288,7 @@ public struct GAPProcedures: Sendable {
             // Replaced now only where peers see it: when neither advertising nor scanning is on, the next start does.
             guard isAdvertising || scan != nil else { return [] }
             // LE Set Random Address is refused while initiating: again shortly.
-            guard initiation?.initiating != true else {
+            guard initiation?.isInitiating != true else {
                 return [.startTimer(.addressRotation, min(configuration.privateAddressInterval, .seconds(1)))]
             }
             return enqueue(.rotateAddress, now: now).1
@@ -354,16 +308,16 @@ public struct GAPProcedures: Sendable {
             advertisingAddress = nil
             return (local, status == .success ? restartAdvertising(now: now) : [])
         }
-        guard let attempt = initiation, attempt.initiating else {
+        guard case .initiating(let attempt) = initiation else {
             return (onAirAddress ?? identityAddress, [])
         }
         initiation = nil
         var actions: [Action] = [.cancelTimer(.connectionAttempt)]
         if status == .success {
             actions.append(.connected(attempt.id, handle))
-        } else if attempt.abandoned && status == .unknownConnectionIdentifier {
+        } else if let cancel = attempt.cancel, cancel.abandoned && status == .unknownConnectionIdentifier {
             actions.append(.finished(attempt.id, .cancelled))
-        } else if attempt.timedOut && status == .unknownConnectionIdentifier {
+        } else if attempt.cancel != nil && status == .unknownConnectionIdentifier {
             actions.append(.finished(attempt.id, .connectionTimedOut))
         } else {
             actions.append(.finished(attempt.id, .connectionFailed(status)))
@@ -493,7 +447,7 @@ public struct GAPProcedures: Sendable {
             return (addressSteps(for: [parameters.ownAddress], now: now) + [.createConnection(parameters)], [])
         case .rotateAddress:
             // Due only if nothing replaced it meanwhile, and still shown.
-            guard rotation.isDue(at: now), isAdvertising || scan != nil, initiation?.initiating != true else { return ([], []) }
+            guard rotation.isDue(at: now), isAdvertising || scan != nil, initiation?.isInitiating != true else { return ([], []) }
             return (replacementSteps(), [])
         }
     }
@@ -513,7 +467,7 @@ public struct GAPProcedures: Sendable {
     private func addressSteps(for choices: [OwnAddress], perSet: Bool = false, now: Duration) -> [Step] {
         if configuration.privacy {
             guard choices.contains(where: { usesPrivateAddress($0, perSet: perSet) }) else { return [] }
-            guard privateAddress == nil || (rotation.isDue(at: now) && initiation?.initiating != true) else { return [] }
+            guard privateAddress == nil || (rotation.isDue(at: now) && initiation?.isInitiating != true) else { return [] }
             return replacementSteps()
         }
         guard identityAddress?.type.isRandom != true, choices.contains(.random) else { return [] }

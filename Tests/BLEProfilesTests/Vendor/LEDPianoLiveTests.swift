@@ -43,6 +43,8 @@ import Testing
             }
             return messages
         }
+        // The piano records a note once its update returned, which may be after the central got the notification.
+        try await eventually(5) { await piano.played.count >= 6 }
         let played = await piano.played
         #expect(Array(played.prefix(6)) == messages)
         // Presses and releases alternate, each release the key just pressed.
