@@ -1,0 +1,324 @@
+"""`ble proxy` judged by Home Assistant's own ESPHome API client, aioesphomeapi (pinned by bootstrap.sh).
+
+Starts `ble proxy` on loopback (the embedded world's simulated devices around it) with an encryption key, then, as
+Home Assistant would: a wrong key and a plaintext client are refused; the right key connects and reads the device
+info; raw advertisements of the lab device arrive; a connection slot is taken and given back; the lab device's
+services come with handles; reads, writes, a descriptor read and write, notifications, and ATT errors with their
+codes go through. Every check compares values. Prints one line per check and 'N passed, M failed'.
+
+    proxy_test.py --ble PATH/TO/ble [--log FILE]
+"""
+import argparse
+import asyncio
+import base64
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from aioesphomeapi import APIClient
+from aioesphomeapi.core import (BluetoothGATTAPIError, InvalidEncryptionKeyAPIError, RequiresEncryptionAPIError,
+                                APIConnectionError)
+from aioesphomeapi.model import BluetoothProxyFeature, BluetoothScannerMode
+
+LAB_SERVICE = "12345678-1234-5678-1234-56789abcdef0"
+WRITABLE = "12345678-1234-5678-1234-56789abcdef1"
+CONTROL = "12345678-1234-5678-1234-56789abcdef7"      # write only: a read is refused (Read Not Permitted, 0x02)
+SECRET = "12345678-1234-5678-1234-56789abcdef3"       # readable over an encrypted link only
+GUARDED = "12345678-1234-5678-1234-56789abcdef9"      # a write of b"refuse" is refused with application error 0x80
+MANUFACTURER_NAME = "00002a29-0000-1000-8000-00805f9b34fb"
+HEART_RATE_MEASUREMENT = "00002a37-0000-1000-8000-00805f9b34fb"
+USER_DESCRIPTION = "00002901-0000-1000-8000-00805f9b34fb"
+CCCD = "00002902-0000-1000-8000-00805f9b34fb"
+
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append((name, bool(ok)))
+    print(f"{'ok  ' if ok else 'FAIL'} {name}{'' if ok else ': ' + str(detail)}", flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def lab_advertisement(data: bytes) -> bool:
+    """Whether AD bytes carry the lab device's manufacturer data (company 0xFFFF, 'lab')."""
+    i = 0
+    while i + 1 < len(data):
+        length = data[i]
+        if length == 0 or i + 1 + length > len(data):
+            return False
+        if data[i + 1] == 0xFF and data[i + 2:i + 1 + length] == b"\xff\xfflab":
+            return True
+        i += 1 + length
+    return False
+
+
+def find(services, uuid):
+    for service in services:
+        for characteristic in service.characteristics:
+            if characteristic.uuid == uuid:
+                return service, characteristic
+    return None, None
+
+
+async def refused(port, psk, expected):
+    client = APIClient("127.0.0.1", port, None, noise_psk=psk, client_info="proxy_test refused")
+    try:
+        await asyncio.wait_for(client.connect(login=False), 10)
+    except expected as error:
+        return True, error
+    except Exception as error:  # noqa: BLE001 - the wrong kind of failure is a failed check
+        return False, f"{type(error).__name__}: {error}"
+    finally:
+        await client.disconnect(force=True)
+    return False, "connected"
+
+
+async def scenario(port, key, log_path):
+    wrong = base64.b64encode(bytes(32)).decode()
+    ok, why = await refused(port, wrong, InvalidEncryptionKeyAPIError)
+    check("a wrong key is refused (InvalidEncryptionKeyAPIError)", ok, why)
+    ok, why = await refused(port, None, RequiresEncryptionAPIError)
+    check("a plaintext client is refused (RequiresEncryptionAPIError)", ok, why)
+    await asyncio.sleep(0.3)
+    with open(log_path) as f:
+        log = f.read()
+    check("the proxy logged the wrong key", "different key" in log, log[-500:])
+
+    client = APIClient("127.0.0.1", port, None, noise_psk=key, client_info="proxy_test")
+    await asyncio.wait_for(client.connect(login=False), 10)
+    try:
+        info = await client.device_info()
+        flags = info.bluetooth_proxy_feature_flags
+        check("device info: name", info.name == "test-proxy", info.name)
+        wanted = (BluetoothProxyFeature.PASSIVE_SCAN | BluetoothProxyFeature.ACTIVE_CONNECTIONS | BluetoothProxyFeature.REMOTE_CACHING
+                  | BluetoothProxyFeature.PAIRING | BluetoothProxyFeature.CACHE_CLEARING | BluetoothProxyFeature.RAW_ADVERTISEMENTS
+                  | BluetoothProxyFeature.FEATURE_STATE_AND_MODE)
+        check("device info: proxy feature flags", flags == wanted, hex(flags))
+        check("device info: Bluetooth MAC", re.fullmatch(r"([0-9A-F]{2}:){5}[0-9A-F]{2}", info.bluetooth_mac_address or ""),
+              info.bluetooth_mac_address)
+
+        # Raw advertisements: the lab device's, with its address type.
+        found = asyncio.get_running_loop().create_future()
+        counts = {"messages": 0, "ads": 0}
+
+        def on_raw(message):
+            counts["messages"] += 1
+            for ad in message.advertisements:
+                counts["ads"] += 1
+                if lab_advertisement(ad.data) and not found.done():
+                    found.set_result(ad)
+
+        unsubscribe = client.subscribe_bluetooth_le_raw_advertisements(on_raw)
+        ad = await asyncio.wait_for(found, 10)
+        check("raw advertisement of the lab device", ad.address != 0 and ad.rssi < 0, ad)
+        address, address_type = ad.address, ad.address_type
+        await asyncio.sleep(0.5)
+        check("advertisements come in batches", counts["ads"] > counts["messages"] >= 1, counts)
+        unsubscribe()
+
+        # Connection slots.
+        slots = []
+        slot_changed = asyncio.Event()
+
+        def on_free(free, limit, allocated):
+            slots.append((free, limit, list(allocated)))
+            slot_changed.set()
+
+        client.subscribe_bluetooth_connections_free(on_free)
+        await asyncio.wait_for(slot_changed.wait(), 5)
+        check("free slots at first: 8 of 8", slots[-1][:2] == (8, 8), slots)
+
+        states = []
+        connected = asyncio.Event()
+
+        def on_state(is_connected, mtu, error):
+            states.append((is_connected, mtu, error))
+            if is_connected:
+                connected.set()
+
+        slot_changed.clear()
+        await client.bluetooth_device_connect(address, on_state, timeout=20, feature_flags=flags, has_cache=False,
+                                              address_type=address_type)
+        await asyncio.wait_for(connected.wait(), 20)
+        check("connected, MTU exchanged", states and states[-1][0] and states[-1][1] > 23, states)
+        await asyncio.sleep(0.3)
+        check("a slot is taken: 7 free, the device allocated", slots[-1][0] == 7 and address in slots[-1][2], slots)
+
+        services = (await client.bluetooth_gatt_get_services(address)).services
+        lab = next((s for s in services if s.uuid == LAB_SERVICE), None)
+        check("services: the lab service with handles", lab is not None and lab.handle > 0 and len(lab.characteristics) >= 10,
+              [s.uuid for s in services])
+
+        _, manufacturer = find(services, MANUFACTURER_NAME)
+        value = await client.bluetooth_gatt_read(address, manufacturer.handle)
+        check("read: manufacturer name", bytes(value) == b"swift-ble Lab Inc.", value)
+
+        _, writable = find(services, WRITABLE)
+        await client.bluetooth_gatt_write(address, writable.handle, b"through the proxy", True)
+        value = await client.bluetooth_gatt_read(address, writable.handle)
+        check("write with response, read back", bytes(value) == b"through the proxy", value)
+        await client.bluetooth_gatt_write(address, writable.handle, b"no response", False)
+        await asyncio.sleep(0.3)
+        value = await client.bluetooth_gatt_read(address, writable.handle)
+        check("write without response, read back", bytes(value) == b"no response", value)
+
+        description = next((d for d in writable.descriptors if d.uuid == USER_DESCRIPTION), None)
+        value = await client.bluetooth_gatt_read_descriptor(address, description.handle) if description else b""
+        check("descriptor read: user description", bytes(value) == b"Writable", value)
+
+        _, control = find(services, CONTROL)
+        try:
+            await client.bluetooth_gatt_read(address, control.handle)
+            check("read of a write-only characteristic: ATT error 0x02", False, "no error")
+        except BluetoothGATTAPIError as error:
+            check("read of a write-only characteristic: ATT error 0x02", error.error.error == 0x02, error)
+
+        _, guarded = find(services, GUARDED)
+        try:
+            await client.bluetooth_gatt_write(address, guarded.handle, b"refuse", True)
+            check("a refused write: application error 0x80", False, "no error")
+        except BluetoothGATTAPIError as error:
+            check("a refused write: application error 0x80", error.error.error == 0x80, error)
+
+        # Notifications as bleak-esphome does them on a v3 connection: the notify request, then the client writes the
+        # CCCD itself (a descriptor write).
+        _, measurement = find(services, HEART_RATE_MEASUREMENT)
+        cccd = next((d for d in measurement.descriptors if d.uuid == CCCD), None)
+        values = []
+        got = asyncio.Event()
+
+        def on_notify(handle, data):
+            values.append((handle, bytes(data)))
+            got.set()
+
+        stop_notify, _ = await client.bluetooth_gatt_start_notify(address, measurement.handle, on_notify)
+        await client.bluetooth_gatt_write_descriptor(address, cccd.handle, b"\x01\x00")
+        value = await client.bluetooth_gatt_read_descriptor(address, cccd.handle)
+        check("descriptor write: the CCCD reads back 01 00", bytes(value) == b"\x01\x00", value)
+        await asyncio.wait_for(got.wait(), 10)
+        check("notifications: heart rate measurements", values[0][0] == measurement.handle and len(values[0][1]) >= 2, values[:3])
+        await stop_notify()
+
+        # Pairing: the encrypted value is refused with its ATT code until the client asks the proxy to pair.
+        _, secret = find(services, SECRET)
+        try:
+            await client.bluetooth_gatt_read(address, secret.handle)
+            check("an encrypted value before pairing: ATT error 0x0F or 0x05", False, "no error")
+        except BluetoothGATTAPIError as error:
+            check("an encrypted value before pairing: ATT error 0x0F or 0x05", error.error.error in (0x05, 0x0F), error)
+        pairing = await client.bluetooth_device_pair(address)
+        check("pair: paired", pairing.paired and pairing.error == 0, pairing)
+        value = await client.bluetooth_gatt_read(address, secret.handle)
+        check("the encrypted value after pairing", bytes(value) == b"top-secret", value)
+        cleared = await client.bluetooth_device_clear_cache(address)
+        check("clear cache: success", cleared.success, cleared)
+        unpaired = await client.bluetooth_device_unpair(address)
+        check("unpair: the bond is removed", unpaired.success and unpaired.error == 0, unpaired)
+
+        await client.bluetooth_device_disconnect(address)
+        deadline = time.monotonic() + 5
+        while slots[-1][0] != 8 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        check("disconnected: the slot comes back (8 free)", slots[-1][0] == 8 and slots[-1][2] == [], slots[-3:])
+        check("the client was told of the disconnection", states[-1][0] is False, states)
+
+        # A device that goes away mid-connection (the lab device drops the link when its control point is written
+        # 'disconnect'): the client is told, the slot comes back.
+        connected.clear()
+        await client.bluetooth_device_connect(address, on_state, timeout=20, feature_flags=flags, has_cache=True,
+                                              address_type=address_type)
+        await asyncio.wait_for(connected.wait(), 20)
+        check("connected again with the client's cache (no services asked)", states[-1][0], states)
+        deadline = time.monotonic() + 5
+        while slots[-1][0] != 7 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        value = await client.bluetooth_gatt_read(address, manufacturer.handle)
+        check("a read by cached handle", bytes(value) == b"swift-ble Lab Inc.", value)
+        await client.bluetooth_gatt_write(address, control.handle, b"disconnect", False)
+        deadline = time.monotonic() + 10
+        while (states[-1][0] or slots[-1][0] != 8) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        check("the device dropped the link: the client is told with the reason", states[-1][0] is False and states[-1][2] != 0, states[-2:])
+        check("the device dropped the link: the slot comes back", slots[-1][0] == 8, slots[-2:])
+
+        # Scanner state and mode.
+        scanner = []
+        client.subscribe_bluetooth_scanner_state(lambda state: scanner.append(state))
+        client.bluetooth_scanner_set_mode(BluetoothScannerMode.PASSIVE)
+        deadline = time.monotonic() + 5
+        while not (scanner and scanner[-1].mode == BluetoothScannerMode.PASSIVE) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        check("scanner mode set to passive", scanner and scanner[-1].mode == BluetoothScannerMode.PASSIVE, scanner)
+        client.bluetooth_scanner_set_mode(BluetoothScannerMode.ACTIVE)
+        deadline = time.monotonic() + 5
+        while not (scanner and scanner[-1].mode == BluetoothScannerMode.ACTIVE) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        check("scanner mode set back to active", scanner and scanner[-1].mode == BluetoothScannerMode.ACTIVE, scanner)
+    finally:
+        await client.disconnect()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ble", required=True)
+    parser.add_argument("--log", default=None)
+    args = parser.parse_args()
+    workdir = tempfile.mkdtemp(prefix="ble-proxy-")
+    key = base64.b64encode(os.urandom(32)).decode()
+    key_file = os.path.join(workdir, "key")
+    with open(key_file, "w") as f:
+        f.write(key + "\n")
+    log_path = args.log or os.path.join(workdir, "proxy.log")
+
+    # Without a key the proxy refuses to start.
+    refusal = subprocess.run([args.ble, "proxy", "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60)
+    check("without --key the proxy refuses to start", refusal.returncode == 64 and "--key" in refusal.stderr,
+          (refusal.returncode, refusal.stderr[-300:]))
+
+    port = free_port()
+    with open(log_path, "w") as log:
+        proxy = subprocess.Popen([args.ble, "proxy", "--listen", f"127.0.0.1:{port}", "--key", key_file, "--name", "test-proxy"],
+                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with open(log_path) as f:
+                if "listening on" in f.read():
+                    break
+            if proxy.poll() is not None:
+                break
+            time.sleep(0.1)
+        with open(log_path) as f:
+            started = "listening on" in f.read()
+        check("the proxy started", started, open(log_path).read()[-500:])
+        if started:
+            try:
+                asyncio.run(asyncio.wait_for(scenario(port, key, log_path), 120))
+            except (APIConnectionError, asyncio.TimeoutError, AttributeError, TypeError) as error:
+                check("the scenario ran to its end", False, f"{type(error).__name__}: {error}")
+    finally:
+        proxy.terminate()
+        try:
+            proxy.wait(10)
+        except subprocess.TimeoutExpired:
+            proxy.kill()
+    passed = sum(1 for _, ok in results if ok)
+    failed = len(results) - passed
+    if failed:
+        print("--- proxy log (end) ---")
+        print(open(log_path).read()[-3000:])
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed or not results else 0)
+
+
+if __name__ == "__main__":
+    main()
