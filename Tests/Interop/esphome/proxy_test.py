@@ -4,7 +4,8 @@ Starts `ble proxy` on loopback (the embedded world's simulated devices around it
 Home Assistant would: a wrong key and a plaintext client are refused; the right key connects and reads the device
 info; raw advertisements of the lab device arrive; a connection slot is taken and given back; the lab device's
 services come with handles; reads, writes, a descriptor read and write, notifications, and ATT errors with their
-codes go through. Every check compares values. Prints one line per check and 'N passed, M failed'.
+codes go through; then eight devices (`ble serve` on linked `ble controller` controllers) connected through one proxy
+at once, each read and notifying. Every check compares values. Prints one line per check and 'N passed, M failed'.
 
     proxy_test.py --ble PATH/TO/ble [--log FILE]
 """
@@ -13,6 +14,7 @@ import asyncio
 import base64
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -267,6 +269,128 @@ async def scenario(port, key, log_path):
         await client.disconnect()
 
 
+def wait_for_text(path, text, seconds, proc):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with open(path) as f:
+            content = f.read()
+        if text in content:
+            return content
+        if proc.poll() is not None:
+            return None
+        time.sleep(0.1)
+    return None
+
+
+async def eight(port, key):
+    """Eight devices connected through one proxy at once, each read and notifying."""
+    client = APIClient("127.0.0.1", port, None, noise_psk=key, client_info="proxy_test eight")
+    await asyncio.wait_for(client.connect(login=False), 10)
+    try:
+        info = await client.device_info()
+        heard = {}
+        all_heard = asyncio.Event()
+
+        def on_raw(message):
+            for ad in message.advertisements:
+                if lab_advertisement(ad.data):
+                    heard[ad.address] = ad.address_type
+                    if len(heard) == 8:
+                        all_heard.set()
+
+        unsubscribe = client.subscribe_bluetooth_le_raw_advertisements(on_raw)
+        await asyncio.wait_for(all_heard.wait(), 20)
+        unsubscribe()
+        check("eight: the eight devices' advertisements", len(heard) == 8, sorted(heard))
+        slots = []
+        client.subscribe_bluetooth_connections_free(lambda free, limit, allocated: slots.append((free, limit, list(allocated))))
+
+        async def one(address, address_type):
+            connected = asyncio.Event()
+            states = []
+
+            def on_state(is_connected, mtu, error):
+                states.append((is_connected, mtu, error))
+                if is_connected:
+                    connected.set()
+
+            await client.bluetooth_device_connect(address, on_state, timeout=30, feature_flags=info.bluetooth_proxy_feature_flags,
+                                                  has_cache=False, address_type=address_type)
+            await asyncio.wait_for(connected.wait(), 30)
+            services = (await client.bluetooth_gatt_get_services(address)).services
+            _, manufacturer = find(services, MANUFACTURER_NAME)
+            name = bytes(await client.bluetooth_gatt_read(address, manufacturer.handle))
+            _, measurement = find(services, HEART_RATE_MEASUREMENT)
+            cccd = next(d for d in measurement.descriptors if d.uuid == CCCD)
+            got = asyncio.Event()
+            stop, _ = await client.bluetooth_gatt_start_notify(address, measurement.handle, lambda handle, data: got.set())
+            await client.bluetooth_gatt_write_descriptor(address, cccd.handle, b"\x01\x00")
+            await asyncio.wait_for(got.wait(), 15)
+            return name, stop
+
+        outcomes = await asyncio.gather(*(one(a, t) for a, t in heard.items()), return_exceptions=True)
+        good = [o for o in outcomes if not isinstance(o, BaseException) and o[0] == b"swift-ble Lab Inc."]
+        check("eight: eight connections at once, each read and notifying", len(good) == 8,
+              [o if isinstance(o, BaseException) else o[0] for o in outcomes])
+        await asyncio.sleep(0.3)
+        check("eight: no slot left (0 free of 8, eight allocated)", slots and slots[-1][0] == 0 and len(slots[-1][2]) == 8, slots[-1:])
+        for o in good:
+            await o[1]()
+        await asyncio.gather(*(client.bluetooth_device_disconnect(a) for a in heard), return_exceptions=True)
+        deadline = time.monotonic() + 10
+        while slots[-1][0] != 8 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        check("eight: every slot back (8 free)", slots[-1][0] == 8, slots[-1:])
+    finally:
+        await client.disconnect()
+
+
+def run_eight(ble, key_file, key, workdir):
+    """Nine linked virtual controllers (`ble controller`): eight `ble serve` lab devices and the proxy."""
+    processes = []
+    try:
+        controller_log = os.path.join(workdir, "controllers.log")
+        with open(controller_log, "w") as log:
+            controllers = subprocess.Popen([ble, "controller"] + sum((["--tcp", "127.0.0.1:0"] for _ in range(9)), []),
+                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        processes.append(controllers)
+        ready = wait_for_text(controller_log, "READY", 30, controllers)
+        ports = re.search(r"READY ([0-9 ]+)", ready or "")
+        if not ports:
+            check("eight: controllers started", False, ready)
+            return
+        ports = ports.group(1).split()
+        for i, p in enumerate(ports[1:]):
+            log_path = os.path.join(workdir, f"serve-{i + 1}.log")
+            with open(log_path, "w") as log:
+                processes.append(subprocess.Popen([ble, "serve", "--hci", f"tcp:127.0.0.1:{p}", "--device", "lab", "--name", f"Lab-{i + 1}",
+                                                   "--notify-interval", "200"],
+                                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        proxy_port = free_port()
+        proxy_log = os.path.join(workdir, "proxy-eight.log")
+        with open(proxy_log, "w") as log:
+            proxy = subprocess.Popen([ble, "proxy", "--hci", f"tcp:127.0.0.1:{ports[0]}", "--listen", f"127.0.0.1:{proxy_port}",
+                                      "--key", key_file, "--max-connections", "8"], stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        processes.append(proxy)
+        if wait_for_text(proxy_log, "listening on", 60, proxy) is None:
+            check("eight: the proxy started on a TCP controller", False, open(proxy_log).read()[-500:])
+            return
+        try:
+            asyncio.run(asyncio.wait_for(eight(proxy_port, key), 120))
+        except (APIConnectionError, asyncio.TimeoutError, AttributeError, TypeError, StopIteration) as error:
+            check("eight: the scenario ran to its end", False, f"{type(error).__name__}: {error}")
+            print(open(proxy_log).read()[-2000:])
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ble", required=True)
@@ -311,12 +435,17 @@ def main():
             proxy.wait(10)
         except subprocess.TimeoutExpired:
             proxy.kill()
+    run_eight(args.ble, key_file, key, workdir)
     passed = sum(1 for _, ok in results if ok)
     failed = len(results) - passed
     if failed:
         print("--- proxy log (end) ---")
         print(open(log_path).read()[-3000:])
     print(f"{passed} passed, {failed} failed")
+    if not failed:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        print(f"logs: {workdir}")
     sys.exit(1 if failed or not results else 0)
 
 
