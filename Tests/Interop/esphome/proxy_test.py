@@ -4,7 +4,7 @@ Starts `ble proxy` on loopback (the embedded world's simulated devices around it
 Home Assistant would: a wrong key and a plaintext client are refused; the right key connects and reads the device
 info; raw advertisements of the lab device arrive; a connection slot is taken and given back; the lab device's
 services come with handles; reads, writes, a descriptor read and write, notifications, and ATT errors with their
-codes go through; then eight devices (`ble serve` on linked `ble controller` controllers) connected through one proxy
+codes go through; a bleak program through habluetooth and bleak-esphome (bleak_test.py); then eight devices (`ble serve` on linked `ble controller` controllers) connected through one proxy
 at once, each read and notifying. Every check compares values. Prints one line per check and 'N passed, M failed'.
 
     proxy_test.py --ble PATH/TO/ble [--log FILE]
@@ -429,6 +429,13 @@ def main():
                 asyncio.run(asyncio.wait_for(scenario(port, key, log_path), 120))
             except (APIConnectionError, asyncio.TimeoutError, AttributeError, TypeError) as error:
                 check("the scenario ran to its end", False, f"{type(error).__name__}: {error}")
+            # bleak through habluetooth and bleak-esphome (a process of its own: habluetooth's manager is global).
+            bleak = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bleak_test.py"),
+                                    str(port), key], capture_output=True, text=True, timeout=120)
+            lines = [line for line in bleak.stdout.splitlines() if line.startswith(("ok  ", "FAIL"))]
+            for line in lines:
+                check(line[5:], line.startswith("ok  "))
+            check("bleak: the program ran to its end", bleak.returncode == 0 and len(lines) == 6, (bleak.returncode, bleak.stderr[-1500:]))
     finally:
         proxy.terminate()
         try:
