@@ -140,7 +140,7 @@ let package = Package(
         // The fuzz targets of Fuzz/ (whose own package runs them under libFuzzer), compiled here for FuzzReplayTests.
         .target(
             name: "BLEFuzzHarness",
-            dependencies: ["BLEWire", "BLETransport", "BLEProtocols", "BLEHost", "MQTT"],
+            dependencies: ["BLEWire", "BLETransport", "BLEProtocols", "BLEHost", "MQTT", "ESPHomeAPI"],
             path: "Fuzz/Targets",
             swiftSettings: strict),
         // Helpers shared by the test targets (vectors, time limits), at the wire level so that no test target links

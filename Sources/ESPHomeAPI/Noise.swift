@@ -82,6 +82,17 @@ public struct NoiseNNpsk0Handshake: Sendable {
         mixHash(prologue)
     }
 
+    /// Starts a handshake with the ephemeral private key given as its 32 raw bytes (for fixed keys: test vectors,
+    /// fuzzing); throws when `psk` is not 32 bytes or the key is not 32 bytes.
+    public init(role: Role, psk: [UInt8], prologue: [UInt8] = NoiseNNpsk0Handshake.esphomePrologue,
+                ephemeralKey: [UInt8]) throws(ESPHomeAPIError) {
+        let key: Curve25519.KeyAgreement.PrivateKey
+        do { key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: ephemeralKey) } catch {
+            throw ESPHomeAPIError("an ephemeral key of \(ephemeralKey.count) bytes, not 32")
+        }
+        try self.init(role: role, psk: psk, prologue: prologue, ephemeral: key)
+    }
+
     /// The ephemeral public key this side sends.
     public var ephemeralPublicKey: [UInt8] { Array(ephemeral.publicKey.rawRepresentation) }
 

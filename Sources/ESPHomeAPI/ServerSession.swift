@@ -152,6 +152,15 @@ public struct ESPHomeAPIServerSession: Sendable {
         }
     }
 
+    /// Starts a connection with the ephemeral key given as its 32 raw bytes (fixed keys: tests, fuzzing).
+    public init(_ configuration: Configuration, ephemeralKey: [UInt8], now: Duration) throws(ESPHomeAPIError) {
+        let key: Curve25519.KeyAgreement.PrivateKey
+        do { key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: ephemeralKey) } catch {
+            throw ESPHomeAPIError("an ephemeral key of \(ephemeralKey.count) bytes, not 32")
+        }
+        try self.init(configuration, ephemeral: key, now: now)
+    }
+
     /// Whether the client completed hello and has not gone.
     public var isConnected: Bool {
         if case .connected = phase { return true }
