@@ -797,6 +797,76 @@ public struct BluetoothScannerSetModeRequest: ESPHomeAPIMessage {
     public func encode(into w: inout ProtoWriter) { w.uint(1, UInt64(mode)) }
 }
 
+/// Sets a connected device's connection parameters (intervals in 1.25 ms units, the supervision timeout in 10 ms
+/// units, as HCI has them).
+public struct BluetoothSetConnectionParamsRequest: ESPHomeAPIMessage {
+    public static let typeID: UInt32 = 145
+    /// The device's address.
+    public var address: UInt64 = 0
+    /// The shortest connection interval acceptable.
+    public var minInterval: UInt32 = 0
+    /// The longest connection interval acceptable.
+    public var maxInterval: UInt32 = 0
+    /// Connection events the peripheral may skip.
+    public var latency: UInt32 = 0
+    /// The supervision timeout.
+    public var timeout: UInt32 = 0
+    /// Creates the request.
+    public init(address: UInt64, minInterval: UInt32, maxInterval: UInt32, latency: UInt32, timeout: UInt32) {
+        self.address = address
+        self.minInterval = minInterval
+        self.maxInterval = maxInterval
+        self.latency = latency
+        self.timeout = timeout
+    }
+    public init(decoding payload: [UInt8]) throws(ESPHomeAPIError) {
+        try forEachField(payload) { f throws(ESPHomeAPIError) in
+            switch f.number {
+            case 1: address = try f.uint()
+            case 2: minInterval = try f.uint32()
+            case 3: maxInterval = try f.uint32()
+            case 4: latency = try f.uint32()
+            case 5: timeout = try f.uint32()
+            default: break
+            }
+        }
+    }
+    public func encode(into w: inout ProtoWriter) {
+        w.uint(1, address)
+        w.uint(2, UInt64(minInterval))
+        w.uint(3, UInt64(maxInterval))
+        w.uint(4, UInt64(latency))
+        w.uint(5, UInt64(timeout))
+    }
+}
+
+/// The outcome of ``BluetoothSetConnectionParamsRequest`` (`error` 0: applied; otherwise an HCI status).
+public struct BluetoothSetConnectionParamsResponse: ESPHomeAPIMessage {
+    public static let typeID: UInt32 = 146
+    /// The device's address.
+    public var address: UInt64 = 0
+    /// 0, or why the parameters were not applied.
+    public var error: Int32 = 0
+    /// Creates the message.
+    public init(address: UInt64, error: Int32) {
+        self.address = address
+        self.error = error
+    }
+    public init(decoding payload: [UInt8]) throws(ESPHomeAPIError) {
+        try forEachField(payload) { f throws(ESPHomeAPIError) in
+            switch f.number {
+            case 1: address = try f.uint()
+            case 2: error = try f.int32()
+            default: break
+            }
+        }
+    }
+    public func encode(into w: inout ProtoWriter) {
+        w.uint(1, address)
+        w.int32(2, error)
+    }
+}
+
 /// Every message type a client may send that this module decodes, by type number.
 public enum ESPHomeAPIMessages {
     /// The client-to-server messages this module decodes (others are skipped, as ESPHome does).
@@ -808,7 +878,7 @@ public enum ESPHomeAPIMessages {
             SubscribeBluetoothLEAdvertisementsRequest.self, UnsubscribeBluetoothLEAdvertisementsRequest.self, BluetoothDeviceRequest.self,
             BluetoothGATTGetServicesRequest.self, BluetoothGATTReadRequest.self, BluetoothGATTWriteRequest.self,
             BluetoothGATTReadDescriptorRequest.self, BluetoothGATTWriteDescriptorRequest.self, BluetoothGATTNotifyRequest.self,
-            SubscribeBluetoothConnectionsFreeRequest.self, BluetoothScannerSetModeRequest.self,
+            SubscribeBluetoothConnectionsFreeRequest.self, BluetoothScannerSetModeRequest.self, BluetoothSetConnectionParamsRequest.self,
         ]
         return Dictionary(uniqueKeysWithValues: types.map { ($0.typeID, $0) })
     }()
@@ -822,7 +892,7 @@ public enum ESPHomeAPIMessages {
             BluetoothGATTGetServicesDoneResponse.self, BluetoothGATTReadResponse.self, BluetoothGATTNotifyDataResponse.self,
             BluetoothConnectionsFreeResponse.self, BluetoothGATTErrorResponse.self, BluetoothGATTWriteResponse.self,
             BluetoothGATTNotifyResponse.self, BluetoothDevicePairingResponse.self, BluetoothDeviceUnpairingResponse.self,
-            BluetoothDeviceClearCacheResponse.self, BluetoothScannerStateResponse.self,
+            BluetoothDeviceClearCacheResponse.self, BluetoothScannerStateResponse.self, BluetoothSetConnectionParamsResponse.self,
         ]
         return Dictionary(uniqueKeysWithValues: types.map { ($0.typeID, $0) })
     }()

@@ -25,6 +25,8 @@ public enum ESPHomeAPIRequest: Sendable, Hashable {
     case subscribeConnectionsFree
     /// Scan passively (0) or actively (1).
     case setScannerMode(UInt32)
+    /// Set a connection's parameters.
+    case setConnectionParameters(BluetoothSetConnectionParamsRequest)
 }
 
 /// The server side of one ESPHome native API connection as a machine without I/O, clocks or randomness: the driver
@@ -390,6 +392,7 @@ public struct ESPHomeAPIServerSession: Sendable {
         case let m as BluetoothGATTNotifyRequest: return [.event(.request(.notify(m)))]
         case is SubscribeBluetoothConnectionsFreeRequest: return [.event(.request(.subscribeConnectionsFree))]
         case let m as BluetoothScannerSetModeRequest: return [.event(.request(.setScannerMode(m.mode)))]
+        case let m as BluetoothSetConnectionParamsRequest: return [.event(.request(.setConnectionParameters(m)))]
         default: return []
         }
     }

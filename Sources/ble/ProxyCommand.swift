@@ -81,7 +81,7 @@ struct ProxyCommand: AsyncParsableCommand {
             await central.setPairsOnDemand(false)
             let mac = await central.address?.address.description ?? "00:00:00:00:00:00"
             let features: ESPHomeBluetoothProxyFeatures = [.passiveScan, .activeConnections, .remoteCaching, .pairing, .cacheClearing,
-                                                          .rawAdvertisements, .stateAndMode]
+                                                          .rawAdvertisements, .stateAndMode, .connectionParameters]
             let info = DeviceInfoResponse(name: name, macAddress: mac, esphomeVersion: "2025.12.0", model: "swift-ble",
                                           manufacturer: "swift-ble", friendlyName: name, bluetoothProxyFeatureFlags: features.rawValue,
                                           bluetoothMACAddress: mac, apiEncryptionSupported: psk != nil)
@@ -258,6 +258,8 @@ actor BluetoothProxy {
             }
         case .notify(let r):
             await notify(r, client: client)
+        case .setConnectionParameters(let r):
+            await setConnectionParameters(r, client: client)
         }
     }
 
@@ -472,6 +474,28 @@ actor BluetoothProxy {
             await client.send(BluetoothGATTNotifyResponse(address: number, handle: request.handle))
         } catch {
             await client.send(BluetoothGATTErrorResponse(address: number, handle: request.handle, error: Self.code(of: error)))
+        }
+    }
+
+    private func setConnectionParameters(_ r: BluetoothSetConnectionParamsRequest, client: ESPHomeAPIConnection) async {
+        guard let p = connected(r.address, for: client) else {
+            return await client.send(BluetoothSetConnectionParamsResponse(address: r.address, error: Int32(HCIStatus.unknownConnectionIdentifier.rawValue)))
+        }
+        // HCI's ranges (Core 5.4, Vol 4, Part E, 7.8.18); what lies outside is refused before the controller sees it.
+        guard (0x0006...0x0C80).contains(r.minInterval), (r.minInterval...0x0C80).contains(r.maxInterval), r.latency <= 499,
+              (0x000A...0x0C80).contains(r.timeout) else {
+            return await client.send(BluetoothSetConnectionParamsResponse(address: r.address, error: Int32(HCIStatus.invalidCommandParameters.rawValue)))
+        }
+        Task {
+            do {
+                try await p.updateConnectionParameters(interval: UInt16(r.minInterval)...UInt16(r.maxInterval), latency: UInt16(r.latency),
+                                                       supervisionTimeout: UInt16(r.timeout))
+                await client.send(BluetoothSetConnectionParamsResponse(address: r.address, error: 0))
+            } catch {
+                var status = HCIStatus.unspecifiedError
+                if let host = error as? HostError, case .commandFailed(_, let s) = host.code { status = s }
+                await client.send(BluetoothSetConnectionParamsResponse(address: r.address, error: Int32(status.rawValue)))
+            }
         }
     }
 

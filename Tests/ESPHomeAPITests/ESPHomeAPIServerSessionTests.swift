@@ -116,10 +116,13 @@ func events(_ actions: [ESPHomeAPIServerSession.Action]) -> [ESPHomeAPIServerSes
         bytes += try client.encode(BluetoothGATTReadRequest(address: 0x1234, handle: 3))
         bytes += try client.encode(SubscribeBluetoothConnectionsFreeRequest())
         bytes += try client.encode(BluetoothScannerSetModeRequest(mode: 1))
+        let params = BluetoothSetConnectionParamsRequest(address: 0x1234, minInterval: 24, maxInterval: 40, latency: 0, timeout: 400)
+        bytes += try client.encode(params)
         let e = events(session.received(bytes, now: .seconds(1)))
         #expect(e == [.request(.subscribeAdvertisements(flags: 1)),
                       .request(.device(.init(address: 0x1234, requestType: .connectV3WithCache, addressType: 0))),
-                      .request(.read(.init(address: 0x1234, handle: 3))), .request(.subscribeConnectionsFree), .request(.setScannerMode(1))])
+                      .request(.read(.init(address: 0x1234, handle: 3))), .request(.subscribeConnectionsFree), .request(.setScannerMode(1)),
+                      .request(.setConnectionParameters(params))])
         #expect(session.wantsAdvertisements)
     }
 

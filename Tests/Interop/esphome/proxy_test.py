@@ -103,7 +103,7 @@ async def scenario(port, key, log_path):
         check("device info: name", info.name == "test-proxy", info.name)
         wanted = (BluetoothProxyFeature.PASSIVE_SCAN | BluetoothProxyFeature.ACTIVE_CONNECTIONS | BluetoothProxyFeature.REMOTE_CACHING
                   | BluetoothProxyFeature.PAIRING | BluetoothProxyFeature.CACHE_CLEARING | BluetoothProxyFeature.RAW_ADVERTISEMENTS
-                  | BluetoothProxyFeature.FEATURE_STATE_AND_MODE)
+                  | BluetoothProxyFeature.FEATURE_STATE_AND_MODE | BluetoothProxyFeature.CONNECTION_PARAMS_SETTING)
         check("device info: proxy feature flags", flags == wanted, hex(flags))
         check("device info: Bluetooth MAC", re.fullmatch(r"([0-9A-F]{2}:){5}[0-9A-F]{2}", info.bluetooth_mac_address or ""),
               info.bluetooth_mac_address)
@@ -154,6 +154,12 @@ async def scenario(port, key, log_path):
         check("connected, MTU exchanged", states and states[-1][0] and states[-1][1] > 23, states)
         await asyncio.sleep(0.3)
         check("a slot is taken: 7 free, the device allocated", slots[-1][0] == 7 and address in slots[-1][2], slots)
+
+        try:
+            await client.bluetooth_device_set_connection_params(address, 12, 24, 0, 200)
+            check("connection parameters set (7.5-15 ms interval, 2 s timeout)", True)
+        except APIConnectionError as error:
+            check("connection parameters set (7.5-15 ms interval, 2 s timeout)", False, error)
 
         services = (await client.bluetooth_gatt_get_services(address)).services
         lab = next((s for s in services if s.uuid == LAB_SERVICE), None)
