@@ -39,6 +39,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "The most API clients at once.")
     var maxClients: Int = 8
 
+    @Option(help: "Primary advertising PHYs to scan and forward: 1m (default), coded (long range: advertisements Home Assistant cannot hear otherwise) or both. Coded needs a controller with extended advertising and LE Coded.")
+    var phy: ScanPHY = .oneM
+
     func validate() throws {
         guard Self.parseListen(listen) != nil else { throw ValidationError("--listen \(listen): expected HOST:PORT") }
         guard key != nil || insecurePlaintext else {
@@ -86,7 +89,7 @@ struct ProxyCommand: AsyncParsableCommand {
                                           manufacturer: "swift-ble", friendlyName: name, bluetoothProxyFeatureFlags: features.rawValue,
                                           bluetoothMACAddress: mac, apiEncryptionSupported: psk != nil)
             let session = ESPHomeAPIServerSession.Configuration(name: name, macAddress: mac, deviceInfo: info, encryptionKey: psk)
-            let proxy = BluetoothProxy(central: central, limit: limit, json: json)
+            let proxy = BluetoothProxy(central: central, limit: limit, phys: phy.phys, json: json)
             try await proxy.startScanning()
             let server: ESPHomeAPIServer
             do {
@@ -98,7 +101,7 @@ struct ProxyCommand: AsyncParsableCommand {
                 throw CommandFailure.failed("cannot listen on \(listen): \(error)")
             }
             emit(json, "proxy \(name) listening on \(host):\(server.port) (\(psk == nil ? "PLAINTEXT: no encryption" : "encrypted")), "
-                 + "\(limit) connection slots, on \(options.hci) (\(mac))",
+                 + "\(limit) connection slots, scanning \(phy.rawValue), on \(options.hci) (\(mac))",
                  ["event": "listening", "host": .string(host), "port": .int(server.port), "encrypted": .bool(psk != nil),
                   "slots": .int(limit), "mac": .string(mac)])
             // Until interrupted (SIGINT or SIGTERM cancels this task).
@@ -125,6 +128,7 @@ actor BluetoothProxy {
 
     let central: Central
     let limit: Int
+    let phys: LEPHYs
     let json: Bool
     private var clients: [ObjectIdentifier: ESPHomeAPIConnection] = [:]
     private var slotWatchers: Set<ObjectIdentifier> = []
@@ -135,9 +139,10 @@ actor BluetoothProxy {
     /// Connection attempts one after another (the host makes one at a time).
     private var connectChain: Task<Void, Never>?
 
-    init(central: Central, limit: Int, json: Bool) {
+    init(central: Central, limit: Int, phys: LEPHYs, json: Bool) {
         self.central = central
         self.limit = limit
+        self.phys = phys
         self.json = json
     }
 
@@ -151,7 +156,7 @@ actor BluetoothProxy {
         scanner?.cancel()
         await central.stopScan()
         scanState = 1
-        let reports = try await central.advertisementReports(active: active)
+        let reports = try await central.advertisementReports(active: active, phys: phys)
         scanState = 2
         broadcastScannerState()
         scanner = Task { [weak self] in

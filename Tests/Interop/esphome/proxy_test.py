@@ -5,7 +5,7 @@ Home Assistant would: a wrong key and a plaintext client are refused; the right 
 info; raw advertisements of the lab device arrive; a connection slot is taken and given back; the lab device's
 services come with handles; reads, writes, a descriptor read and write, notifications, and ATT errors with their
 codes go through; a bleak program through habluetooth and bleak-esphome (bleak_test.py); then eight devices (`ble serve` on linked `ble controller` controllers) connected through one proxy
-at once, each read and notifying. Every check compares values. Prints one line per check and 'N passed, M failed'.
+at once, each read and notifying, and a device advertising on LE Coded forwarded (--phy both). Every check compares values. Prints one line per check and 'N passed, M failed'.
 
     proxy_test.py --ble PATH/TO/ble [--log FILE]
 """
@@ -61,6 +61,19 @@ def lab_advertisement(data: bytes) -> bool:
             return True
         i += 1 + length
     return False
+
+
+def local_name(data: bytes):
+    """The complete or shortened local name in AD bytes, if any."""
+    i = 0
+    while i + 1 < len(data):
+        length = data[i]
+        if length == 0 or i + 1 + length > len(data):
+            return None
+        if data[i + 1] in (0x08, 0x09):
+            return data[i + 2:i + 1 + length].decode(errors="replace")
+        i += 1 + length
+    return None
 
 
 def find(services, uuid):
@@ -296,9 +309,12 @@ async def eight(port, key):
         info = await client.device_info()
         heard = {}
         all_heard = asyncio.Event()
+        long_range = []
 
         def on_raw(message):
             for ad in message.advertisements:
+                if local_name(ad.data) == "LongRange":
+                    long_range.append(ad)
                 if lab_advertisement(ad.data):
                     heard[ad.address] = ad.address_type
                     if len(heard) == 8:
@@ -306,8 +322,14 @@ async def eight(port, key):
 
         unsubscribe = client.subscribe_bluetooth_le_raw_advertisements(on_raw)
         await asyncio.wait_for(all_heard.wait(), 20)
+        for _ in range(50):
+            if long_range:
+                break
+            await asyncio.sleep(0.1)
         unsubscribe()
         check("eight: the eight devices' advertisements", len(heard) == 8, sorted(heard))
+        check("long range: an extended advertisement on LE Coded forwarded (--phy both)", long_range and long_range[0].address != 0,
+              long_range[:1])
         slots = []
         client.subscribe_bluetooth_connections_free(lambda free, limit, allocated: slots.append((free, limit, list(allocated))))
 
@@ -352,12 +374,12 @@ async def eight(port, key):
 
 
 def run_eight(ble, key_file, key, workdir):
-    """Nine linked virtual controllers (`ble controller`): eight `ble serve` lab devices and the proxy."""
+    """Ten linked virtual controllers (`ble controller`): the proxy, eight `ble serve` lab devices and a long range one."""
     processes = []
     try:
         controller_log = os.path.join(workdir, "controllers.log")
         with open(controller_log, "w") as log:
-            controllers = subprocess.Popen([ble, "controller"] + sum((["--tcp", "127.0.0.1:0"] for _ in range(9)), []),
+            controllers = subprocess.Popen([ble, "controller"] + sum((["--tcp", "127.0.0.1:0"] for _ in range(10)), []),
                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         processes.append(controllers)
         ready = wait_for_text(controller_log, "READY", 30, controllers)
@@ -366,7 +388,12 @@ def run_eight(ble, key_file, key, workdir):
             check("eight: controllers started", False, ready)
             return
         ports = ports.group(1).split()
-        for i, p in enumerate(ports[1:]):
+        # The tenth: a device advertising on LE Coded only (extended advertising), heard only by a scan of LE Coded.
+        with open(os.path.join(workdir, "serve-coded.log"), "w") as log:
+            processes.append(subprocess.Popen([ble, "serve", "--hci", f"tcp:127.0.0.1:{ports[9]}", "--device", "heart-rate", "--name",
+                                               "LongRange", "--extended", "--coded"], stdout=log, stderr=subprocess.STDOUT,
+                                              start_new_session=True))
+        for i, p in enumerate(ports[1:9]):
             log_path = os.path.join(workdir, f"serve-{i + 1}.log")
             with open(log_path, "w") as log:
                 processes.append(subprocess.Popen([ble, "serve", "--hci", f"tcp:127.0.0.1:{p}", "--device", "lab", "--name", f"Lab-{i + 1}",
@@ -376,7 +403,7 @@ def run_eight(ble, key_file, key, workdir):
         proxy_log = os.path.join(workdir, "proxy-eight.log")
         with open(proxy_log, "w") as log:
             proxy = subprocess.Popen([ble, "proxy", "--hci", f"tcp:127.0.0.1:{ports[0]}", "--listen", f"127.0.0.1:{proxy_port}",
-                                      "--key", key_file, "--max-connections", "8"], stdout=log, stderr=subprocess.STDOUT,
+                                      "--key", key_file, "--max-connections", "8", "--phy", "both"], stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         processes.append(proxy)
         if wait_for_text(proxy_log, "listening on", 60, proxy) is None:
