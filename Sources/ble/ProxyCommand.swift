@@ -16,7 +16,8 @@ struct ProxyCommand: AsyncParsableCommand {
             is given: a proxy gives GATT access to every device in a home. A client with a wrong key is refused and
             logged. Raw advertisements go out in batches; connections (with or without the client's cache), GATT
             services, reads, writes, descriptors, notifications, pairing, unpairing and cache clearing are forwarded,
-            ATT errors with their codes.
+            ATT errors with their codes. Unless --no-mdns, the proxy is announced over mDNS as ESPHome nodes are
+            (NAME._esphomelib._tcp.local), except when it listens on loopback.
             """)
 
     @OptionGroup var options: HostOptions
@@ -39,6 +40,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "The most API clients at once.")
     var maxClients: Int = 8
 
+    @Flag(help: "Do not announce the proxy over mDNS (_esphomelib._tcp; never announced when listening on loopback).")
+    var noMdns = false
+
     @Option(help: "Primary advertising PHYs to scan and forward: 1m (default), coded (long range: advertisements Home Assistant cannot hear otherwise) or both. Coded needs a controller with extended advertising and LE Coded.")
     var phy: ScanPHY = .oneM
 
@@ -48,6 +52,9 @@ struct ProxyCommand: AsyncParsableCommand {
             throw ValidationError("ble proxy needs --key FILE (the API encryption key, base64 of 32 bytes); --insecure-plaintext serves without encryption")
         }
         guard !(key != nil && insecurePlaintext) else { throw ValidationError("--key and --insecure-plaintext exclude each other") }
+        guard (1...63).contains(name.utf8.count), !name.contains(".") else {
+            throw ValidationError("--name '\(name)' must be one DNS label (1 to 63 bytes, no dot): mDNS announces NAME._esphomelib._tcp.local")
+        }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxClients >= 1 else { throw ValidationError("--max-clients must be at least 1") }
     }
@@ -104,11 +111,42 @@ struct ProxyCommand: AsyncParsableCommand {
                  + "\(limit) connection slots, scanning \(phy.rawValue), on \(options.hci) (\(mac))",
                  ["event": "listening", "host": .string(host), "port": .int(server.port), "encrypted": .bool(psk != nil),
                   "slots": .int(limit), "mac": .string(mac)])
+            let mdns = noMdns ? nil : await Self.announce(name: name, host: host, port: server.port, mac: mac, encrypted: psk != nil, json: json)
             // Until interrupted (SIGINT or SIGTERM cancels this task).
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            if let mdns { await cleanUp { await mdns.stop() } }
             await cleanUp { await server.stop() }
             await cleanUp { await proxy.shutdown() }
             emit(json, "proxy stopped", ["event": "stopped"])
+        }
+    }
+}
+
+extension ProxyCommand {
+    /// Announces the proxy over mDNS as ESPHome nodes are announced (`NAME._esphomelib._tcp.local`), on the address
+    /// it listens on or, for 0.0.0.0, on every IPv4 interface that can multicast; not when it listens on loopback.
+    static func announce(name: String, host: String, port: Int, mac: String, encrypted: Bool, json: Bool) async -> ESPHomeMDNSAdvertiser? {
+        let loopback = host == "localhost" || host.hasPrefix("127.") || host == "::1"
+        guard !loopback else {
+            emit(json, "mDNS: not announced (listening on loopback)", ["event": "mdns", "announced": .bool(false), "reason": .string("loopback")])
+            return nil
+        }
+        do {
+            let interfaces = try ESPHomeMDNSAdvertiser.multicastInterfaces().map(\.address)
+            let specific = host.split(separator: ".").compactMap { UInt8($0) }
+            let addresses = host == "0.0.0.0" || host == "::" ? interfaces : (specific.count == 4 ? [specific] : interfaces)
+            var txt = ["friendly_name=\(name)", "version=2025.12.0", "mac=\(mac.replacingOccurrences(of: ":", with: "").lowercased())",
+                       "platform=swift-ble", "network=ethernet"]
+            if encrypted { txt.append("api_encryption=\(NoiseNNpsk0Handshake.protocolName)") }
+            let responder = try ESPHomeMDNSResponder(name: name, port: UInt16(port), addresses: addresses, txt: txt)
+            let advertiser = try await ESPHomeMDNSAdvertiser.start(responder)
+            let list = addresses.map { $0.map(String.init).joined(separator: ".") }
+            emit(json, "mDNS: \(responder.instance) on \(list.joined(separator: ", "))",
+                 ["event": "mdns", "announced": .bool(true), "instance": .string(responder.instance), "addresses": .array(list.map { .string($0) })])
+            return advertiser
+        } catch {
+            emit(json, "mDNS: not announced: \(error)", ["event": "mdns", "announced": .bool(false), "reason": .string("\(error)")])
+            return nil
         }
     }
 }

@@ -5,7 +5,8 @@ Home Assistant would: a wrong key and a plaintext client are refused; the right 
 info; raw advertisements of the lab device arrive; a connection slot is taken and given back; the lab device's
 services come with handles; reads, writes, a descriptor read and write, notifications, and ATT errors with their
 codes go through; a bleak program through habluetooth and bleak-esphome (bleak_test.py); then eight devices (`ble serve` on linked `ble controller` controllers) connected through one proxy
-at once, each read and notifying, and a device advertising on LE Coded forwarded (--phy both). Every check compares values. Prints one line per check and 'N passed, M failed'.
+at once, each read and notifying, and a device advertising on LE Coded forwarded (--phy both); then the proxy found over mDNS in a network namespace
+(mdns_test.py). Every check compares values. Prints one line per check and 'N passed, M failed'.
 
     proxy_test.py --ble PATH/TO/ble [--log FILE]
 """
@@ -424,6 +425,23 @@ def run_eight(ble, key_file, key, workdir):
                 process.kill()
 
 
+def run_mdns(ble, key_file, key):
+    """mdns_test.py in a network namespace of its own (root and unshare needed; skipped, and said so, otherwise)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
+        print("skip mdns: needs root, unshare and ip (a network namespace for multicast)")
+        return
+    setup = ("set -e; ip link set lo up; ip link add mdns0 type veth peer name mdns1; "
+             "ip addr add 10.253.0.1/24 dev mdns0; ip addr add 10.253.0.2/24 dev mdns1; "
+             "ip link set mdns0 up; ip link set mdns1 up; ip route add 224.0.0.0/4 dev mdns0; ")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mdns_test.py")
+    run = subprocess.run(["unshare", "-n", "bash", "-c", setup + f'exec "{sys.executable}" "{script}" "{ble}" "{key_file}" "{key}"'],
+                         capture_output=True, text=True, timeout=120)
+    lines = [line for line in run.stdout.splitlines() if line.startswith(("ok  ", "FAIL"))]
+    for line in lines:
+        check(line[5:], line.startswith("ok  "))
+    check("mdns: the test ran to its end", run.returncode == 0 and len(lines) == 6, (run.returncode, run.stderr[-1500:]))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ble", required=True)
@@ -476,6 +494,7 @@ def main():
         except subprocess.TimeoutExpired:
             proxy.kill()
     run_eight(args.ble, key_file, key, workdir)
+    run_mdns(args.ble, key_file, key)
     passed = sum(1 for _, ok in results if ok)
     failed = len(results) - passed
     if failed:
