@@ -4,6 +4,8 @@ program written for Home Assistant (HaBleakClientWrapper, a BleakClient) that co
 writes, and subscribes. Run by proxy_test.py against a proxy it started; prints one line per check.
 
     bleak_test.py PORT KEY
+    bleak_test.py PORT KEY --bthome    the BTHome v2 sensor's advertisements, heard through the proxy by Home
+                                       Assistant's manager, decoded by bthome-ble into the values it advertises
 """
 import asyncio
 import sys
@@ -51,7 +53,30 @@ class Manager(BluetoothManager):
         return None
 
 
-async def main(port, key):
+BTHOME = "0000fcd2-0000-1000-8000-00805f9b34fb"
+
+
+async def bthome(manager):
+    """Decodes the simulated BTHome sensor's service data as Home Assistant's BTHome integration does."""
+    from bthome_ble import BTHomeBluetoothDeviceData  # noqa: PLC0415
+
+    found = None
+    for _ in range(100):
+        found = next((s for s in manager.async_discovered_service_info(False) if BTHOME in s.service_data), None)
+        if found:
+            break
+        await asyncio.sleep(0.1)
+    check("the BTHome sensor's advertisement through the proxy", found is not None,
+          [s.name for s in manager.async_discovered_service_info(False)])
+    if found is None:
+        return
+    update = BTHomeBluetoothDeviceData().update(found)
+    values = {key.key: value.native_value for key, value in update.entity_values.items()}
+    check("bthome-ble decodes 23.45 °C, 51.5 % and battery 93 %",
+          values.get("temperature") == 23.45 and values.get("humidity") == 51.5 and values.get("battery") == 93, values)
+
+
+async def main(port, key, mode):
     manager = Manager(NoLocalAdapters(), BleakSlotManager())
     set_manager(manager)
     await manager.async_setup()
@@ -62,6 +87,9 @@ async def main(port, key):
         data = connect_scanner(api, info, available=True)
         data.scanner.async_setup()
         manager.async_register_scanner(data.scanner)
+        if mode == "--bthome":
+            await bthome(manager)
+            return
         # The lab device, found through the proxy's advertisements.
         device = None
         for _ in range(100):
@@ -99,5 +127,5 @@ async def main(port, key):
 
 
 if __name__ == "__main__":
-    asyncio.run(asyncio.wait_for(main(int(sys.argv[1]), sys.argv[2]), 90))
+    asyncio.run(asyncio.wait_for(main(int(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else ""), 90))
     sys.exit(1 if failures else 0)

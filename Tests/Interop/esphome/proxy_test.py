@@ -5,7 +5,8 @@ Home Assistant would: a wrong key and a plaintext client are refused; the right 
 info; raw advertisements of the lab device arrive; a connection slot is taken and given back; the lab device's
 services come with handles; reads, writes, a descriptor read and write, notifications, and ATT errors with their
 codes go through; a bleak program through habluetooth and bleak-esphome (bleak_test.py); then eight devices (`ble serve` on linked `ble controller` controllers) connected through one proxy
-at once, each read and notifying, and a device advertising on LE Coded forwarded (--phy both); then the proxy found over mDNS in a network namespace
+at once, each read and notifying, a device advertising on LE Coded forwarded (--phy both), and a BTHome sensor decoded by bthome-ble through
+Home Assistant's Bluetooth manager; then the proxy found over mDNS in a network namespace
 (mdns_test.py). Every check compares values. Prints one line per check and 'N passed, M failed'.
 
     proxy_test.py --ble PATH/TO/ble [--log FILE]
@@ -375,12 +376,13 @@ async def eight(port, key):
 
 
 def run_eight(ble, key_file, key, workdir):
-    """Ten linked virtual controllers (`ble controller`): the proxy, eight `ble serve` lab devices and a long range one."""
+    """Eleven linked virtual controllers (`ble controller`): the proxy, eight `ble serve` lab devices, a long range one and
+    a BTHome sensor."""
     processes = []
     try:
         controller_log = os.path.join(workdir, "controllers.log")
         with open(controller_log, "w") as log:
-            controllers = subprocess.Popen([ble, "controller"] + sum((["--tcp", "127.0.0.1:0"] for _ in range(10)), []),
+            controllers = subprocess.Popen([ble, "controller"] + sum((["--tcp", "127.0.0.1:0"] for _ in range(11)), []),
                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         processes.append(controllers)
         ready = wait_for_text(controller_log, "READY", 30, controllers)
@@ -393,6 +395,13 @@ def run_eight(ble, key_file, key, workdir):
         with open(os.path.join(workdir, "serve-coded.log"), "w") as log:
             processes.append(subprocess.Popen([ble, "serve", "--hci", f"tcp:127.0.0.1:{ports[9]}", "--device", "heart-rate", "--name",
                                                "LongRange", "--extended", "--coded"], stdout=log, stderr=subprocess.STDOUT,
+                                              start_new_session=True))
+        # The eleventh: a BTHome v2 sensor (service data 0xFCD2: battery 93 %, 23.45 °C, 51.50 %) in a non-connectable
+        # extended advertisement beside a battery device's.
+        bthome_ad = "020106" + "0C16D2FC" + "40015D022909031E14" + "0B09" + b"BTHome-Sim".hex()
+        with open(os.path.join(workdir, "serve-bthome.log"), "w") as log:
+            processes.append(subprocess.Popen([ble, "serve", "--hci", f"tcp:127.0.0.1:{ports[10]}", "--device", "battery", "--name",
+                                               "BTHome", "--extended", "--adv-data", bthome_ad], stdout=log, stderr=subprocess.STDOUT,
                                               start_new_session=True))
         for i, p in enumerate(ports[1:9]):
             log_path = os.path.join(workdir, f"serve-{i + 1}.log")
@@ -415,6 +424,13 @@ def run_eight(ble, key_file, key, workdir):
         except (APIConnectionError, asyncio.TimeoutError, AttributeError, TypeError, StopIteration) as error:
             check("eight: the scenario ran to its end", False, f"{type(error).__name__}: {error}")
             print(open(proxy_log).read()[-2000:])
+        # Home Assistant's stack hears the BTHome sensor through this proxy and bthome-ble decodes it.
+        bleak = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bleak_test.py"),
+                                str(proxy_port), key, "--bthome"], capture_output=True, text=True, timeout=120)
+        lines = [line for line in bleak.stdout.splitlines() if line.startswith(("ok  ", "FAIL"))]
+        for line in lines:
+            check(line[5:], line.startswith("ok  "))
+        check("bthome: the program ran to its end", bleak.returncode == 0 and len(lines) == 2, (bleak.returncode, bleak.stderr[-1500:]))
     finally:
         for process in reversed(processes):
             process.terminate()
