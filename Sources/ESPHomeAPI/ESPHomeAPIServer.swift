@@ -5,7 +5,15 @@ import Synchronization
 
 /// One client of an ``ESPHomeAPIServer``: its ``ESPHomeAPIServerSession`` driven over a TCP connection. The
 /// application reads ``events`` and answers with ``send(_:)`` and ``advertise(_:)``.
+///
+/// A client that reads slowly does not make the server hold its bytes without bound: beyond
+/// ``advertisementBacklogLimit`` bytes written and not yet taken by the socket, advertisements for it are dropped
+/// (and counted); beyond ``backlogLimit``, the connection is closed.
 public actor ESPHomeAPIConnection {
+    /// Bytes waiting for the socket beyond which advertisements are dropped.
+    public static let advertisementBacklogLimit = 256 * 1024
+    /// Bytes waiting for the socket beyond which the connection is closed.
+    public static let backlogLimit = 4 * 1024 * 1024
     /// The client's address (`127.0.0.1:53122`).
     public nonisolated let peer: String
     /// What the session reports: the client being ready, its requests, and the end of the connection (the stream
@@ -17,6 +25,10 @@ public actor ESPHomeAPIConnection {
     private let closeChannel: @Sendable () -> Void
     private let clock = ContinuousClock()
     private let origin: ContinuousClock.Instant
+    /// Bytes handed to the writer and not written to the socket yet.
+    public private(set) var backlog = 0
+    /// Advertisements dropped because the client read too slowly.
+    public private(set) var droppedAdvertisements = 0
 
     init(peer: String, session: ESPHomeAPIServerSession, origin: ContinuousClock.Instant, outbox: AsyncStream<[UInt8]>.Continuation,
          close: @escaping @Sendable () -> Void) {
@@ -39,8 +51,18 @@ public actor ESPHomeAPIConnection {
     /// Sends a message (dropped when the client is not connected).
     public func send(_ message: some ESPHomeAPIMessage) { apply(session.send(message)) }
 
-    /// Queues raw advertisements, sent in batches (only if the client subscribed).
-    public func advertise(_ advertisements: [BluetoothLERawAdvertisement]) { apply(session.advertise(advertisements, now: now)) }
+    /// Queues raw advertisements, sent in batches (only if the client subscribed; dropped while the client is more
+    /// than ``advertisementBacklogLimit`` bytes behind: a call made below the limit is queued whole).
+    public func advertise(_ advertisements: [BluetoothLERawAdvertisement]) {
+        guard backlog <= Self.advertisementBacklogLimit else {
+            if session.wantsAdvertisements { droppedAdvertisements += advertisements.count }
+            return
+        }
+        apply(session.advertise(advertisements, now: now))
+    }
+
+    /// The writer wrote `count` bytes to the socket.
+    func wrote(_ count: Int) { backlog -= count }
 
     /// Closes the connection (telling the client first).
     public func close(reason: String) { apply(session.disconnect(reason: reason)) }
@@ -62,7 +84,15 @@ public actor ESPHomeAPIConnection {
     private func apply(_ actions: [ESPHomeAPIServerSession.Action]) {
         for action in actions {
             switch action {
-            case .send(let bytes): outbox.yield(bytes)
+            case .send(let bytes):
+                backlog += bytes.count
+                outbox.yield(bytes)
+                if backlog > Self.backlogLimit {
+                    apply(session.connectionClosed(reason: "the client reads too slowly (\(backlog) bytes waiting)"))
+                    outbox.finish()
+                    closeChannel()
+                    return
+                }
             case .close:
                 // The writer sends what is queued, then closes; a client that reads nothing is cut off after a second.
                 outbox.finish()
@@ -172,7 +202,10 @@ public final class ESPHomeAPIServer: Sendable {
                     try await child.executeThenClose { inbound, outbound in
                         try await withThrowingTaskGroup(of: Void.self) { io in
                             io.addTask {
-                                for await bytes in stream { try await outbound.write(ByteBuffer(bytes: bytes)) }
+                                for await bytes in stream {
+                                    try await outbound.write(ByteBuffer(bytes: bytes))
+                                    await connection.wrote(bytes.count)
+                                }
                                 outbound.finish()
                                 nioChannel.close(promise: nil)
                             }

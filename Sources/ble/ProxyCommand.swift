@@ -176,6 +176,10 @@ actor BluetoothProxy {
     private var scanState: UInt32 = 0
     /// Connection attempts one after another (the host makes one at a time).
     private var connectChain: Task<Void, Never>?
+    /// GATT requests under way per client; beyond ``maximumInFlight`` a request is refused at once, so that a client
+    /// cannot pile up tasks without bound.
+    private var inFlight: [ObjectIdentifier: Int] = [:]
+    static let maximumInFlight = 64
 
     init(central: Central, limit: Int, phys: LEPHYs, json: Bool) {
         self.central = central
@@ -445,9 +449,11 @@ actor BluetoothProxy {
 
     private func gatt<Answer: ESPHomeAPIMessage>(_ client: ESPHomeAPIConnection, _ number: UInt64, _ handle: UInt32,
                                                  _ body: @escaping @Sendable (RemotePeripheral) async throws -> Answer) async {
-        guard let p = connected(number, for: client), handle <= 0xFFFF else {
+        let id = ObjectIdentifier(client)
+        guard let p = connected(number, for: client), handle <= 0xFFFF, inFlight[id, default: 0] < Self.maximumInFlight else {
             return await client.send(BluetoothGATTErrorResponse(address: number, handle: handle, error: 0x85))
         }
+        inFlight[id, default: 0] += 1
         // The request runs beside the actor, so that a slow device does not hold up the others.
         Task {
             do {
@@ -455,7 +461,13 @@ actor BluetoothProxy {
             } catch {
                 await client.send(BluetoothGATTErrorResponse(address: number, handle: handle, error: Self.code(of: error)))
             }
+            finished(id)
         }
+    }
+
+    private func finished(_ id: ObjectIdentifier) {
+        inFlight[id, default: 1] -= 1
+        if inFlight[id] == 0 { inFlight[id] = nil }
     }
 
     private func discovered(_ number: UInt64, _ p: RemotePeripheral) async throws -> [GATTDiscoveredService] {

@@ -73,4 +73,38 @@ import Testing
         }
         await server.stop()
     }
+
+    @Test func aClientThatDoesNotReadGetsItsAdvertisementsDroppedNotHeld() async throws {
+        let session = ESPHomeAPIServerSession.Configuration(name: "slow", macAddress: "AA:BB:CC:DD:EE:02", deviceInfo: DeviceInfoResponse(),
+                                                            encryptionKey: nil, advertisementBatchSize: 64)
+        let (connections, sink) = AsyncStream.makeStream(of: ESPHomeAPIConnection.self)
+        let server = try await ESPHomeAPIServer.start(.init(port: 0, session: session)) { connection in
+            sink.yield(connection)
+            for await _ in connection.events {}
+        }
+        let peer = try await Peer(port: server.port)
+        try await peer.channel.executeThenClose { _, outbound in
+            var client = try TestClient(psk: nil)
+            try await outbound.write(ByteBuffer(bytes: try client.encode(HelloRequest(clientInfo: "never reads"))
+                                                + client.encode(SubscribeBluetoothLEAdvertisementsRequest(flags: 1))))
+            var iterator = connections.makeAsyncIterator()
+            let connection = try #require(await iterator.next())
+            while await !connection.wantsAdvertisements { try await Task.sleep(for: .milliseconds(10)) }
+            // Batches of about 25 KB on the wire with a pause after each, so that the writer keeps up while the socket
+            // takes bytes: advertisements are dropped only once the kernel's buffers are full (the client reads nothing).
+            let batch = (0..<500).map { BluetoothLERawAdvertisement(address: UInt64($0), rssi: -50, addressType: 0, data: Array(repeating: 0xAB, count: 31)) }
+            var sent = 0
+            while await connection.droppedAdvertisements == 0 && sent < 2_000_000 {
+                await connection.advertise(batch)
+                sent += batch.count
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            #expect(await connection.droppedAdvertisements > 0)
+            #expect(sent > 5_000, "advertisements were dropped before the socket's buffers could have filled")
+            // Held: at most the limit and the last call's advertisements (about 31 KB), not what was sent after.
+            #expect(await connection.backlog <= ESPHomeAPIConnection.advertisementBacklogLimit + 40 * 1024)
+            #expect(await connection.isConnected)
+        }
+        await server.stop()
+    }
 }
