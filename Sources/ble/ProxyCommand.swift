@@ -22,6 +22,8 @@ struct ProxyCommand: AsyncParsableCommand {
 
     @OptionGroup var options: HostOptions
 
+    @OptionGroup var security: SecurityOptions
+
     @Option(help: "Where to listen: HOST:PORT (default 127.0.0.1:6053; [::1]:6053 for IPv6).")
     var listen: String = "127.0.0.1:6053"
 
@@ -85,7 +87,10 @@ struct ProxyCommand: AsyncParsableCommand {
         let limit = maxConnections
         let name = name
         let maxClients = maxClients
-        try await options.withCentral { central in
+        let securityConfiguration = security.configuration(for: try options.spec())
+        let agent = security.agent(json: json)
+        try await options.withCentral(security: securityConfiguration) { central in
+            await central.setPairingAgent(agent)
             // As on an ESPHome proxy, a read refused for security goes back to the client with its ATT code; the client
             // asks for pairing (BluetoothDeviceRequest PAIR) when it wants it.
             await central.setPairsOnDemand(false)

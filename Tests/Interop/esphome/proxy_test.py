@@ -99,7 +99,17 @@ async def refused(port, psk, expected):
     return False, "connected"
 
 
-async def scenario(port, key, log_path):
+def bonded(bonds_file, address):
+    """Whether the bond store file holds a bond with `address` (its text form, 00:5B:...)."""
+    text = to_mac(address)
+    return os.path.exists(bonds_file) and text in open(bonds_file).read().upper()
+
+
+def to_mac(address):
+    return ":".join(f"{(address >> (8 * i)) & 0xFF:02X}" for i in range(5, -1, -1))
+
+
+async def scenario(port, key, log_path, bonds_file):
     wrong = base64.b64encode(bytes(32)).decode()
     ok, why = await refused(port, wrong, InvalidEncryptionKeyAPIError)
     check("a wrong key is refused (InvalidEncryptionKeyAPIError)", ok, why)
@@ -240,12 +250,14 @@ async def scenario(port, key, log_path):
             check("an encrypted value before pairing: ATT error 0x0F or 0x05", error.error.error in (0x05, 0x0F), error)
         pairing = await client.bluetooth_device_pair(address)
         check("pair: paired", pairing.paired and pairing.error == 0, pairing)
+        check("pair: the bond is in the --bonds file", bonded(bonds_file, address), open(bonds_file).read()[:300] if os.path.exists(bonds_file) else "no file")
         value = await client.bluetooth_gatt_read(address, secret.handle)
         check("the encrypted value after pairing", bytes(value) == b"top-secret", value)
         cleared = await client.bluetooth_device_clear_cache(address)
         check("clear cache: success", cleared.success, cleared)
         unpaired = await client.bluetooth_device_unpair(address)
         check("unpair: the bond is removed", unpaired.success and unpaired.error == 0, unpaired)
+        check("unpair: the bond is gone from the --bonds file", not bonded(bonds_file, address), open(bonds_file).read()[:300])
 
         await client.bluetooth_device_disconnect(address)
         deadline = time.monotonic() + 5
@@ -469,6 +481,7 @@ def main():
     with open(key_file, "w") as f:
         f.write(key + "\n")
     log_path = args.log or os.path.join(workdir, "proxy.log")
+    bonds_file = os.path.join(workdir, "bonds.json")
 
     # Without a key the proxy refuses to start.
     refusal = subprocess.run([args.ble, "proxy", "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60)
@@ -477,7 +490,8 @@ def main():
 
     port = free_port()
     with open(log_path, "w") as log:
-        proxy = subprocess.Popen([args.ble, "proxy", "--listen", f"127.0.0.1:{port}", "--key", key_file, "--name", "test-proxy"],
+        proxy = subprocess.Popen([args.ble, "proxy", "--listen", f"127.0.0.1:{port}", "--key", key_file, "--name", "test-proxy",
+                                  "--bonds", bonds_file],
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -493,7 +507,7 @@ def main():
         check("the proxy started", started, open(log_path).read()[-500:])
         if started:
             try:
-                asyncio.run(asyncio.wait_for(scenario(port, key, log_path), 120))
+                asyncio.run(asyncio.wait_for(scenario(port, key, log_path, bonds_file), 120))
             except (APIConnectionError, asyncio.TimeoutError, AttributeError, TypeError) as error:
                 check("the scenario ran to its end", False, f"{type(error).__name__}: {error}")
             # bleak through habluetooth and bleak-esphome (a process of its own: habluetooth's manager is global).
