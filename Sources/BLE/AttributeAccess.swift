@@ -14,10 +14,16 @@ extension Central {
     /// - Parameters:
     ///   - active: send scan requests (scan responses are heard only then).
     ///   - phys: the primary PHYs to scan (LE Coded needs a controller with extended advertising and LE Coded).
+    ///   - continuous: listen all the time (the scan window as long as the scan interval), as a proxy or a gateway
+    ///     wants; otherwise the default duty cycle (30 ms in every 60 ms), which hears about half of what is sent.
+    ///     A controller still leaves the window for its connections' events.
     ///   - bufferingLimit: the most reports held for a slow consumer.
-    public func advertisementReports(active: Bool = true, phys: LEPHYs = .le1M,
+    public func advertisementReports(active: Bool = true, phys: LEPHYs = .le1M, continuous: Bool = false,
                                      bufferingLimit: Int = 4096) async throws -> AsyncThrowingStream<AdvertisementReport, any Error> {
-        let reports = try await host.scan(.init(active: active, filterDuplicates: false, phys: phys))
+        var options = HCIHost.ScanOptions(active: active, filterDuplicates: false, phys: phys)
+        if continuous { options.window = options.interval }
+        options.bufferingLimit = max(1, bufferingLimit)
+        let reports = try await host.scan(options)
         return AsyncThrowingStream(bufferingPolicy: .bufferingNewest(max(1, bufferingLimit))) { continuation in
             let task = Task {
                 do {

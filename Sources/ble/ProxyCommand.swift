@@ -42,6 +42,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "The most API clients at once.")
     var maxClients: Int = 8
 
+    @Option(help: "How much of the time the radio listens for advertisements: full (the scan window fills the interval, as ESPHome proxies are configured) or half (30 ms in every 60 ms).")
+    var scanDuty: ScanDuty = .full
+
     @Flag(help: "Do not announce the proxy over mDNS (_esphomelib._tcp; never announced when listening on loopback).")
     var noMdns = false
 
@@ -101,7 +104,7 @@ struct ProxyCommand: AsyncParsableCommand {
                                           manufacturer: "swift-ble", friendlyName: name, bluetoothProxyFeatureFlags: features.rawValue,
                                           bluetoothMACAddress: mac, apiEncryptionSupported: psk != nil)
             let session = ESPHomeAPIServerSession.Configuration(name: name, macAddress: mac, deviceInfo: info, encryptionKey: psk)
-            let proxy = BluetoothProxy(central: central, limit: limit, phys: phy.phys, json: json)
+            let proxy = BluetoothProxy(central: central, limit: limit, phys: phy.phys, continuous: scanDuty == .full, json: json)
             try await proxy.startScanning()
             let server: ESPHomeAPIServer
             do {
@@ -125,6 +128,12 @@ struct ProxyCommand: AsyncParsableCommand {
             emit(json, "proxy stopped", ["event": "stopped"])
         }
     }
+}
+
+/// `ble proxy --scan-duty`: how much of the time the scan listens.
+enum ScanDuty: String, ExpressibleByArgument, CaseIterable {
+    case full
+    case half
 }
 
 extension ProxyCommand {
@@ -172,6 +181,7 @@ actor BluetoothProxy {
     let central: Central
     let limit: Int
     let phys: LEPHYs
+    let continuous: Bool
     let json: Bool
     private var clients: [ObjectIdentifier: ESPHomeAPIConnection] = [:]
     private var slotWatchers: Set<ObjectIdentifier> = []
@@ -186,10 +196,11 @@ actor BluetoothProxy {
     private var inFlight: [ObjectIdentifier: Int] = [:]
     static let maximumInFlight = 64
 
-    init(central: Central, limit: Int, phys: LEPHYs, json: Bool) {
+    init(central: Central, limit: Int, phys: LEPHYs, continuous: Bool, json: Bool) {
         self.central = central
         self.limit = limit
         self.phys = phys
+        self.continuous = continuous
         self.json = json
     }
 
@@ -203,7 +214,7 @@ actor BluetoothProxy {
         scanner?.cancel()
         await central.stopScan()
         scanState = 1
-        let reports = try await central.advertisementReports(active: active, phys: phys)
+        let reports = try await central.advertisementReports(active: active, phys: phys, continuous: continuous)
         scanState = 2
         broadcastScannerState()
         scanner = Task { [weak self] in
