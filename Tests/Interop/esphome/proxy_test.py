@@ -298,6 +298,31 @@ async def scenario(port, key, log_path, bonds_file):
         while not (scanner and scanner[-1].mode == BluetoothScannerMode.ACTIVE) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         check("scanner mode set back to active", scanner and scanner[-1].mode == BluetoothScannerMode.ACTIVE, scanner)
+
+        # A client that goes away with a device connected: the proxy disconnects the device and the slot comes back for
+        # the next client.
+        connected.clear()
+        await client.bluetooth_device_connect(address, on_state, timeout=20, feature_flags=flags, has_cache=True,
+                                              address_type=address_type)
+        await asyncio.wait_for(connected.wait(), 20)
+        await client.disconnect(force=True)
+        await asyncio.sleep(0.5)
+        other = APIClient("127.0.0.1", port, None, noise_psk=key, client_info="proxy_test second")
+        await asyncio.wait_for(other.connect(login=False), 10)
+        try:
+            later = []
+            got = asyncio.Event()
+
+            def on_free_later(free, limit, allocated):
+                later.append((free, limit, list(allocated)))
+                got.set()
+
+            other.subscribe_bluetooth_connections_free(on_free_later)
+            await asyncio.wait_for(got.wait(), 5)
+            check("a client gone with a device connected: the next client finds every slot free", later[-1][0] == 8 and later[-1][2] == [],
+                  later)
+        finally:
+            await other.disconnect()
     finally:
         await client.disconnect()
 
