@@ -4,6 +4,7 @@ program written for Home Assistant (HaBleakClientWrapper, a BleakClient) that co
 writes, and subscribes. Run by proxy_test.py against a proxy it started; prints one line per check.
 
     bleak_test.py PORT KEY
+    bleak_test.py PORT KEY --bumble    the same with Bumble's lab peripheral (Tests/Interop/peers/peripheral.py)
     bleak_test.py PORT KEY --bthome    the BTHome v2 sensor's advertisements, heard through the proxy by Home
                                        Assistant's manager, decoded by bthome-ble into the values it advertises
 """
@@ -90,17 +91,19 @@ async def main(port, key, mode):
         if mode == "--bthome":
             await bthome(manager)
             return
-        # The lab device, found through the proxy's advertisements.
+        # The lab device (ours, or Bumble's lab peripheral with --bumble), found through the proxy's advertisements.
+        bumble = mode == "--bumble"
+        wanted_name, manufacturer_name = ("BumbleLabPeripheral", b"Bumble Lab Inc.") if bumble else ("SwiftBLELab", b"swift-ble Lab Inc.")
         device = None
-        for _ in range(100):
+        for _ in range(200):
             for service_info in manager.async_discovered_service_info(True):
-                # Its manufacturer data (company 0xFFFF) is 'lab' in the advertisement and 'scanrsp' in the scan response.
-                if service_info.name == "SwiftBLELab" and service_info.manufacturer_data.get(LAB_COMPANY) in (b"lab", b"scanrsp"):
+                # Ours: manufacturer data (company 0xFFFF) 'lab' in the advertisement, 'scanrsp' in the scan response.
+                if service_info.name == wanted_name and (bumble or service_info.manufacturer_data.get(LAB_COMPANY) in (b"lab", b"scanrsp")):
                     device = service_info.device
             if device:
                 break
             await asyncio.sleep(0.1)
-        check("the lab device discovered through the proxy", device is not None, [s.name for s in manager.async_discovered_service_info(True)])
+        check(f"{wanted_name} discovered through the proxy", device is not None, [s.name for s in manager.async_discovered_service_info(True)])
         if device is None:
             return
         # As a Home Assistant integration connects: bleak-retry-connector's establish_connection with the wrapper
@@ -109,7 +112,7 @@ async def main(port, key, mode):
         try:
             check("connected", client.is_connected)
             name = await client.read_gatt_char(MANUFACTURER_NAME)
-            check("read", bytes(name) == b"swift-ble Lab Inc.", name)
+            check("read", bytes(name) == manufacturer_name, name)
             await client.write_gatt_char(WRITABLE, b"from bleak", response=True)
             value = await client.read_gatt_char(WRITABLE)
             check("write and read back", bytes(value) == b"from bleak", value)

@@ -6,7 +6,8 @@ info; raw advertisements of the lab device arrive; a connection slot is taken an
 services come with handles; reads, writes, a descriptor read and write, notifications, and ATT errors with their
 codes go through; a bleak program through habluetooth and bleak-esphome (bleak_test.py); then eight devices (`ble serve` on linked `ble controller` controllers) connected through one proxy
 at once, each read and notifying, a device advertising on LE Coded forwarded (--phy both), and a BTHome sensor decoded by bthome-ble through
-Home Assistant's Bluetooth manager; then the proxy found over mDNS in a network namespace
+Home Assistant's Bluetooth manager; then the bleak program to Bumble's lab peripheral (.venv-bumble) on our
+controllers and on RootCanal; then the proxy found over mDNS in a network namespace
 (mdns_test.py). Every check compares values. Prints one line per check and 'N passed, M failed'.
 
     proxy_test.py --ble PATH/TO/ble [--log FILE]
@@ -478,6 +479,67 @@ def run_eight(ble, key_file, key, workdir):
                 process.kill()
 
 
+def run_bumble(ble, key_file, key, workdir, kind):
+    """A bleak program through Home Assistant's stack and the proxy to Bumble's lab peripheral (.venv-bumble), on two
+    linked controllers: ours (`ble controller`) or Android's RootCanal."""
+    repo = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+    bumble_python = os.path.join(repo, ".venv-bumble", "bin", "python")
+    peers = os.path.join(repo, "Tests", "Interop", "peers")
+    if not os.path.exists(bumble_python):
+        check(f"bumble/{kind}: .venv-bumble is there (Tests/Interop/bootstrap.sh)", False, bumble_python)
+        return
+    processes = []
+
+    def start(name, argv):
+        path = os.path.join(workdir, f"{kind}-{name}.log")
+        with open(path, "w") as log:
+            processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        return processes[-1], path
+
+    try:
+        if kind == "ble":
+            controllers, clog = start("controllers", [ble, "controller", "--tcp", "127.0.0.1:0", "--tcp", "127.0.0.1:0"])
+        else:
+            controllers, clog = start("controllers", [bumble_python, os.path.join(peers, "rootcanal_controllers.py"),
+                                                      str(free_port()), str(free_port())])
+        ready = wait_for_text(clog, "READY", 60, controllers)
+        ports = re.search(r"READY (\d+) (\d+)", ready or "")
+        if not ports:
+            check(f"bumble/{kind}: the controllers started", False, ready)
+            return
+        p1, p2 = ports.groups()
+        peripheral, plog = start("peripheral", [bumble_python, os.path.join(peers, "peripheral.py"), "--transport",
+                                                f"tcp-client:127.0.0.1:{p2}", "--run-for", "120"])
+        if wait_for_text(plog, "RESULT advertising=1", 60, peripheral) is None:
+            check(f"bumble/{kind}: Bumble's peripheral advertises", False, open(plog).read()[-800:])
+            return
+        port = free_port()
+        proxy, xlog = start("proxy", [ble, "proxy", "--hci", f"tcp:127.0.0.1:{p1}", "--listen", f"127.0.0.1:{port}", "--key", key_file,
+                                      "--no-mdns"])
+        if wait_for_text(xlog, "listening on", 60, proxy) is None:
+            check(f"bumble/{kind}: the proxy started", False, open(xlog).read()[-800:])
+            return
+        bleak = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bleak_test.py"),
+                                str(port), key, "--bumble"], capture_output=True, text=True, timeout=120)
+        lines = [line for line in bleak.stdout.splitlines() if line.startswith(("ok  ", "FAIL"))]
+        for line in lines:
+            check(f"bumble/{kind}: " + line[5:].replace("bleak: ", ""), line.startswith("ok  "))
+        check(f"bumble/{kind}: the program ran to its end", bleak.returncode == 0 and len(lines) == 6,
+              (bleak.returncode, bleak.stderr[-1500:], open(xlog).read()[-1500:]))
+        time.sleep(0.3)
+        check(f"bumble/{kind}: Bumble's peripheral received the write", "RESULT write=from bleak" in open(plog).read(),
+              open(plog).read()[-800:])
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
 def run_mdns(ble, key_file, key):
     """mdns_test.py in a network namespace of its own (root and unshare needed; skipped, and said so, otherwise)."""
     if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
@@ -549,6 +611,8 @@ def main():
         except subprocess.TimeoutExpired:
             proxy.kill()
     run_eight(args.ble, key_file, key, workdir)
+    run_bumble(args.ble, key_file, key, workdir, "ble")
+    run_bumble(args.ble, key_file, key, workdir, "rootcanal")
     run_mdns(args.ble, key_file, key)
     passed = sum(1 for _, ok in results if ok)
     failed = len(results) - passed

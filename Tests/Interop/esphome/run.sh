@@ -8,4 +8,6 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(git -C "$here" rev-parse --show-toplevel 2>/dev/null || (cd "$here/../../.." && pwd))"
 "$here/bootstrap.sh" || exit 1
+# Bumble's lab peripheral and RootCanal, for the scenarios with a Bumble device (.venv-bumble).
+"$here/../bootstrap.sh" || exit 1
 exec "$repo/.venv-esphome/bin/python" "$here/proxy_test.py" "$@"
