@@ -191,6 +191,10 @@ actor BluetoothProxy {
     private var scanState: UInt32 = 0
     /// Connection attempts one after another (the host makes one at a time).
     private var connectChain: Task<Void, Never>?
+    /// The address type each address was last heard with, for connection requests that do not say it (clients before
+    /// aioesphomeapi required it); bounded: forgotten whole when it grows past ``addressTypeLimit``.
+    private var addressTypes: [UInt64: LEAddressType] = [:]
+    static let addressTypeLimit = 8192
     /// GATT requests under way per client; beyond ``maximumInFlight`` a request is refused at once, so that a client
     /// cannot pile up tasks without bound.
     private var inFlight: [ObjectIdentifier: Int] = [:]
@@ -236,8 +240,14 @@ actor BluetoothProxy {
     }
 
     private func forward(_ report: AdvertisementReport) async {
-        let ad = BluetoothLERawAdvertisement(address: Self.number(report.address), rssi: Int32(report.rssi),
-                                            addressType: report.address.type.isRandom ? 1 : 0, data: report.rawData)
+        let number = Self.number(report.address)
+        let type: LEAddressType = report.address.type.isRandom ? .random : .public
+        if addressTypes[number] != type {
+            if addressTypes.count >= Self.addressTypeLimit { addressTypes.removeAll(keepingCapacity: true) }
+            addressTypes[number] = type
+        }
+        let ad = BluetoothLERawAdvertisement(address: number, rssi: Int32(report.rssi), addressType: type == .random ? 1 : 0,
+                                            data: report.rawData)
         for client in clients.values { await client.advertise([ad]) }
     }
 
@@ -351,7 +361,9 @@ actor BluetoothProxy {
                 // ESPHome answers a connection beyond its slots with a failed connection.
                 return await client.send(BluetoothDeviceConnectionResponse(address: address, connected: false, error: 0x0D))
             }
-            let type: LEAddressType = request.hasAddressType && request.addressType == 1 ? .random : .public
+            // The type the client gives, else the one the address was heard with (public when never heard).
+            let type: LEAddressType = request.hasAddressType ? (request.addressType == 1 ? .random : .public)
+                : addressTypes[address] ?? .public
             let target = LEAddress(BluetoothAddress(address), type: type)
             let previous = connectChain
             let attempt = Task { [weak self] in

@@ -479,6 +479,37 @@ def run_eight(ble, key_file, key, workdir):
                 process.kill()
 
 
+async def connect_without_address_type(port, key, address):
+    """A connection request without the address type (as clients sent before aioesphomeapi required it), sent with
+    the client's own message layer once the proxy has heard the address: (connected, error) of the answer."""
+    from aioesphomeapi.api_pb2 import BluetoothDeviceConnectionResponse, BluetoothDeviceRequest  # noqa: PLC0415
+
+    client = APIClient("127.0.0.1", port, None, noise_psk=key, client_info="proxy_test legacy")
+    await asyncio.wait_for(client.connect(login=False), 10)
+    try:
+        heard = asyncio.Event()
+        unsubscribe = client.subscribe_bluetooth_le_raw_advertisements(
+            lambda message: any(ad.address == address for ad in message.advertisements) and heard.set())
+        await asyncio.wait_for(heard.wait(), 20)
+        unsubscribe()
+        answer = asyncio.get_running_loop().create_future()
+
+        def on_message(message):
+            if message.address == address and not answer.done():
+                answer.set_result((message.connected, message.error))
+
+        connection = client._get_connection()  # noqa: SLF001 - the public call requires the address type
+        remove = connection.add_message_callback(on_message, (BluetoothDeviceConnectionResponse,))
+        connection.send_message(BluetoothDeviceRequest(address=address, request_type=5))   # CONNECT_V3_WITHOUT_CACHE
+        result = await asyncio.wait_for(answer, 25)
+        remove()
+        if result[0]:
+            await client.bluetooth_device_disconnect(address)
+        return result
+    finally:
+        await client.disconnect()
+
+
 def run_bumble(ble, key_file, key, workdir, kind):
     """A bleak program through Home Assistant's stack and the proxy to Bumble's lab peripheral (.venv-bumble), on two
     linked controllers: ours (`ble controller`) or Android's RootCanal."""
@@ -519,6 +550,15 @@ def run_bumble(ble, key_file, key, workdir, kind):
         if wait_for_text(xlog, "listening on", 60, proxy) is None:
             check(f"bumble/{kind}: the proxy started", False, open(xlog).read()[-800:])
             return
+        if kind == "ble":
+            # Bumble's peripheral has a static random address: a request that does not say so is connected with the type
+            # the address was heard with.
+            try:
+                result = asyncio.run(connect_without_address_type(port, key, 0xD1D2D3D4D5D6))
+            except (APIConnectionError, asyncio.TimeoutError) as error:
+                result = error
+            check("bumble/ble: a connection request without the address type uses the type heard (random)", result == (True, 0), result)
+            time.sleep(0.5)
         bleak = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bleak_test.py"),
                                 str(port), key, "--bumble"], capture_output=True, text=True, timeout=120)
         lines = [line for line in bleak.stdout.splitlines() if line.startswith(("ok  ", "FAIL"))]
