@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "CoreBluetoothCompat", targets: ["CoreBluetoothCompat"]),
         .library(name: "MQTT", targets: ["MQTT"]),
         .library(name: "BLEGateway", targets: ["BLEGateway"]),
+        .library(name: "ESPHomeAPI", targets: ["ESPHomeAPI"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
     // TLS for MQTT brokers (`mqtts://`, `ble gateway --tls`) is a trait, off by default, so that the first
@@ -70,6 +71,16 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["TLS"])),
             ],
             swiftSettings: strict),
+        // The ESPHome native API, server side (Home Assistant's Bluetooth proxies): protobuf messages, plaintext and
+        // Noise framing, the connection as a machine without I/O, and a SwiftNIO server. Knows nothing of Bluetooth.
+        .target(
+            name: "ESPHomeAPI",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
         // The Host actor: runs the state machines over a transport; owns all host-side I/O and tasks.
         .target(
             name: "BLEHost",
@@ -99,7 +110,7 @@ let package = Package(
             name: "ble",
             dependencies: [
                 "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE", "BLEBeacons", "BLEProfiles",
-                "BLEGateway", "MQTT",
+                "BLEGateway", "MQTT", "ESPHomeAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -135,7 +146,7 @@ let package = Package(
         // The fuzz targets of Fuzz/ (whose own package runs them under libFuzzer), compiled here for FuzzReplayTests.
         .target(
             name: "BLEFuzzHarness",
-            dependencies: ["BLEWire", "BLETransport", "BLEProtocols", "BLEHost", "MQTT"],
+            dependencies: ["BLEWire", "BLETransport", "BLEProtocols", "BLEHost", "MQTT", "ESPHomeAPI"],
             path: "Fuzz/Targets",
             swiftSettings: strict),
         // Helpers shared by the test targets (vectors, time limits), at the wire level so that no test target links
@@ -149,6 +160,10 @@ let package = Package(
         .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
         // A Mosquitto of a test's own (the MQTT client's tests and the gateway's).
         .target(name: "MQTTTestSupport", path: "Tests/MQTTTestSupport", swiftSettings: strict),
+        .testTarget(
+            name: "ESPHomeAPITests",
+            dependencies: ["ESPHomeAPI", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strict),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport"], swiftSettings: strict),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLE", "BLEBeacons", "BLEProfiles", "MQTT"], swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire", "BLETestSupport"], swiftSettings: strict),

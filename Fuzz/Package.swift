@@ -12,7 +12,8 @@ let entry: [SwiftSetting] = strict + [.unsafeFlags(["-parse-as-library"])]
 
 /// One libFuzzer executable per fuzz target, all in Sources/<name>/<name>.swift; the targets' code is in Targets/.
 let targets = ["FuzzH4Deframer", "FuzzHCIEvent", "FuzzACLReassembly", "FuzzL2CAPSignaling", "FuzzATTPDU", "FuzzATTServer",
-               "FuzzGATTClient", "FuzzSMPPDU", "FuzzSMPPairing", "FuzzAdvertisingData", "FuzzMQTTPacket"]
+               "FuzzGATTClient", "FuzzSMPPDU", "FuzzSMPPairing", "FuzzAdvertisingData", "FuzzMQTTPacket",
+               "FuzzESPHomeAPI"]
 
 let package = Package(
     name: "swift-ble-fuzz",
@@ -26,7 +27,7 @@ let package = Package(
             dependencies: [
                 .product(name: "BLEWire", package: "swift-ble"), .product(name: "BLETransport", package: "swift-ble"),
                 .product(name: "BLEProtocols", package: "swift-ble"), .product(name: "BLEHost", package: "swift-ble"),
-                .product(name: "MQTT", package: "swift-ble"),
+                .product(name: "MQTT", package: "swift-ble"), .product(name: "ESPHomeAPI", package: "swift-ble"),
             ],
             path: "Targets",
             swiftSettings: strict),

@@ -27,10 +27,11 @@ public enum FuzzTargets {
     public static let smpPairing = FuzzTarget(name: "FuzzSMPPairing", seeds: SMPPairingFuzz.seeds, run: SMPPairingFuzz.run)
     public static let advertisingData = FuzzTarget(name: "FuzzAdvertisingData", seeds: AdvertisingDataFuzz.seeds, run: AdvertisingDataFuzz.run)
     public static let mqttPacket = FuzzTarget(name: "FuzzMQTTPacket", seeds: MQTTPacketFuzz.seeds, run: MQTTPacketFuzz.run)
+    public static let esphomeAPI = FuzzTarget(name: "FuzzESPHomeAPI", seeds: ESPHomeAPIFuzz.seeds, run: ESPHomeAPIFuzz.run)
 
     /// All of them, in the order above.
     public static let all = [h4Deframer, hciEvent, aclReassembly, l2capSignaling, attPDU, attServer, gattClient, smpPDU,
-                             smpPairing, advertisingData, mqttPacket]
+                             smpPairing, advertisingData, mqttPacket, esphomeAPI]
 }
 
 /// An input read as a sequence of events: a tag byte, then a chunk (a length byte and up to that many bytes).
