@@ -19,9 +19,9 @@ extension HCIHost {
             throw HostError(.l2cap(error.code), error.reason)
         }
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        let previous = links.update(handle) { $0.fixed.register(.stream(continuation), on: channel) } ?? nil
+        let previous = links.update(handle) { $0.fixed.register(.stream(FixedChannelStream(continuation)), on: channel) } ?? nil
         switch previous {
-        case .stream(let replaced)?: replaced.finish()
+        case .stream(let replaced)?: replaced.continuation.finish()
         case .engine(let consumer)?: consumer.engine?.assumeIsolated { $0.attChannelEnded(connection.link) }
         case .held(let early)?: for payload in early { continuation.yield(payload) }
         case .signaling?, .securityManager?, nil: break
@@ -37,7 +37,7 @@ extension HCIHost {
         guard current(handle, is: connection.link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
         let previous = links.update(handle) { $0.fixed.register(.engine(ATTConsumer(engine: engine)), on: .att) } ?? nil
         switch previous {
-        case .stream(let replaced)?: replaced.finish()
+        case .stream(let replaced)?: replaced.continuation.finish()
         case .engine(let consumer)?:
             if let replaced = consumer.engine, replaced !== engine { replaced.assumeIsolated { $0.attChannelEnded(connection.link) } }
         case .held(let early)?:
@@ -146,8 +146,8 @@ extension HCIHost {
         case .engine(let engine):
             // The engine shares this executor: it takes the PDU now (and never waits in doing so).
             engine?.assumeIsolated { $0.receiveFromHost(payload, on: link) }
-        case .stream(let continuation):
-            continuation.yield(payload)
+        case .stream(let stream):
+            stream.continuation.yield(payload)
         case .securityManager:
             receiveSMP(payload, handle: handle)
         case .dropped:

@@ -551,7 +551,7 @@ public actor HCIHost {
         let id = link.connection.link
         for handler in link.fixed.allHandlers {
             switch handler {
-            case .stream(let continuation): continuation.finish()
+            case .stream(let stream): stream.continuation.finish()
             case .engine(let consumer): consumer.engine?.assumeIsolated { $0.attChannelEnded(id) }
             case .signaling, .securityManager, .held: break
             }

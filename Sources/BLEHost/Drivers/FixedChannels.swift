@@ -11,9 +11,18 @@ enum FixedChannelHandler {
     /// ``HCIHost/openATT(for:on:)``).
     case engine(ATTConsumer)
     /// A stream consumer (``HCIHost/openFixedChannel(_:on:)``): it took the channel over.
-    case stream(AsyncStream<[UInt8]>.Continuation)
+    case stream(FixedChannelStream)
     /// Nobody yet: payloads kept, in order, for the consumer to come (so nothing sent right after connecting is lost).
     case held([[UInt8]])
+}
+
+/// A stream consumer of a fixed channel. A class, so that the handler and route enums holding it have a layout known
+/// when compiling (`AsyncStream.Continuation`'s is not: an enum holding one goes through the runtime on every
+/// packet).
+final class FixedChannelStream {
+    let continuation: AsyncStream<[UInt8]>.Continuation
+
+    init(_ continuation: AsyncStream<[UInt8]>.Continuation) { self.continuation = continuation }
 }
 
 /// The fixed channels of one link, one handler per CID: the one table every fixed-channel payload is routed through
@@ -50,7 +59,7 @@ struct FixedChannelTable {
         /// The engine is to take it (`nil`: it is gone, the payload is dropped).
         case engine(GATTEngine?)
         /// The stream consumer is to take it.
-        case stream(AsyncStream<[UInt8]>.Continuation)
+        case stream(FixedChannelStream)
         /// Kept for the consumer to come.
         case held
         /// Dropped: no handler for that CID, or too many kept already.
@@ -64,7 +73,7 @@ struct FixedChannelTable {
             case .signaling: return .signaling
             case .securityManager: return .securityManager
             case .engine(let consumer): return .engine(consumer.engine)
-            case .stream(let continuation): return .stream(continuation)
+            case .stream(let stream): return .stream(stream)
             case .held(var payloads):
                 guard payloads.count < Self.heldLimit else { return .dropped }
                 handler = .signaling  // the array leaves the enum, so the append does not copy it
