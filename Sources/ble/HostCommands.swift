@@ -96,7 +96,7 @@ struct Serve: AsyncParsableCommand {
             let address = await manager.address?.address.description ?? "?"
             emitTable(await manager.database, json: json)
             let services = device.services.map(\.description)
-            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), \(advertised) services \(services.joined(separator: ", "))",
+            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), \(advertised) \(services.isEmpty ? "no services (a broadcaster, not connectable)" : "services " + services.joined(separator: ", "))",
                  ["event": "serving", "name": .string(name), "address": .string(address), "device": .string(device.rawValue),
                   "services": .array(services.map(JSONValue.string)), "extended": .bool(extended),
                   "phy": .string(coded ? "Coded" : "1M")])
