@@ -32,6 +32,12 @@ enum Bench {
 
     enum Mode: String, CaseIterable, ExpressibleByArgument, Sendable {
         case notify, write, request, l2cap
+        /// Reads of the stats characteristic (16 octets, answered by the server's application), one at a time: the
+        /// round trip of a read (not run unless asked).
+        case read
+
+        /// The modes run when none is named.
+        static let standard: [Mode] = [.notify, .write, .request, .l2cap]
     }
 
     /// What the server counts of the writes it receives.
@@ -152,6 +158,13 @@ enum Bench {
         }
     }
 
+    /// The median (the upper one of an even count) and the 90th percentile of `latencies`; 0 when there are none.
+    static func percentiles(_ latencies: [Double]) -> (median: Double, p90: Double) {
+        let sorted = latencies.sorted()
+        guard !sorted.isEmpty else { return (0, 0) }
+        return (sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 9 / 10)])
+    }
+
     static func seconds(_ d: Duration) -> Double {
         let (s, a) = d.components
         return Double(s) + Double(a) / 1e18
@@ -228,6 +241,21 @@ enum Bench {
                   "milliseconds": .number(Double(micros) / 1000, decimals: 2)])
         case .l2cap:
             break
+        case .read:
+            var latencies: [Double] = []
+            var size = 0
+            let start = ContinuousClock.now
+            for _ in 0..<count {
+                let t = ContinuousClock.now
+                size = try await peripheral.readValue(for: statsCharacteristic).count
+                latencies.append(seconds(ContinuousClock.now - t) * 1000)
+            }
+            let total = seconds(ContinuousClock.now - start)
+            let (median, p90) = percentiles(latencies)
+            emit(json, String(format: "read: %d reads of %d octets, %.0f/s, round trip median %.2f ms, p90 %.2f ms; %@",
+                              count, size, Double(count) / max(total, 1e-9), median, p90, link),
+                 ["mode": "read", "count": .int(count), "size": .int(size), "perSecond": .number(Double(count) / max(total, 1e-9), decimals: 2),
+                  "medianMilliseconds": .number(median, decimals: 2), "p90Milliseconds": .number(p90, decimals: 2)])
         case .request:
             let size = min(size, await peripheral.maximumWriteValueLength(for: .withResponse))
             let payload = [UInt8](repeating: 0x3C, count: size)
@@ -239,9 +267,7 @@ enum Bench {
                 latencies.append(seconds(ContinuousClock.now - t) * 1000)
             }
             let total = seconds(ContinuousClock.now - start)
-            latencies.sort()
-            let median = latencies.isEmpty ? 0 : latencies[latencies.count / 2]
-            let p90 = latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, latencies.count * 9 / 10)]
+            let (median, p90) = percentiles(latencies)
             emit(json, String(format: "request: %d writes with response of %d octets, %.0f/s, round trip median %.2f ms, p90 %.2f ms; %@",
                               count, size, Double(count) / max(total, 1e-9), median, p90, link),
                  ["mode": "request", "count": .int(count), "size": .int(size), "perSecond": .number(Double(count) / max(total, 1e-9), decimals: 2),
@@ -302,8 +328,8 @@ enum Bench {
 
 /// Options of the measuring side.
 struct BenchRunOptions: ParsableArguments {
-    @Option(help: "What to measure: notify, write (without response), request (writes with response), l2cap (an LE credit based channel); all four by default.")
-    var mode: [Bench.Mode] = Bench.Mode.allCases
+    @Option(help: "What to measure: notify, write (without response), request (writes with response), l2cap (an LE credit based channel), read (reads of a 16-octet value); all but read by default.")
+    var mode: [Bench.Mode] = Bench.Mode.standard
     @Option(help: "Values per measurement.") var count: Int = 1000
     @Option(help: "Octets per value (at most what the MTU allows).") var size: Int = 244
     @Option(help: "Ask for this PHY both ways first: 1m, 2m or coded.") var phy: String?

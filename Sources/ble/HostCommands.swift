@@ -7,7 +7,7 @@ import Foundation
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a simulated device (GATT server) until interrupted.",
-        discussion: "Devices (--device NAME; each advertises its name and services and serves changing values):\n"
+        discussion: "Devices (--device NAME; each GATT device advertises its name and services and serves changing values; bthome broadcasts its readings, not connectable):\n"
             + SimulatedDevice.allCases.map { "  \($0.rawValue.padding(toLength: 17, withPad: " ", startingAt: 0))\($0.defaultName): \($0.summary)" }
                 .joined(separator: "\n"))
     @OptionGroup var options: HostOptions
@@ -39,6 +39,9 @@ struct Serve: AsyncParsableCommand {
         if gatt != nil && replay != nil { throw ValidationError("--gatt and --replay are two different devices: give one") }
         if replay == nil && (peer != nil || save != nil) { throw ValidationError("--peer and --save go with --replay") }
         if coded || advertisingData != nil, !extended { throw ValidationError("--coded and --adv-data need --extended") }
+        if extended, device == .bthome {
+            throw ValidationError("--extended goes with a GATT device: the BTHome sensor advertises as BTHome sensors do (legacy, non-connectable)")
+        }
         if extended, gatt != nil || replay != nil {
             throw ValidationError("--extended goes with --device: a described or replayed device advertises as its file or capture says")
         }
@@ -93,7 +96,7 @@ struct Serve: AsyncParsableCommand {
             let address = await manager.address?.address.description ?? "?"
             emitTable(await manager.database, json: json)
             let services = device.services.map(\.description)
-            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), \(advertised) services \(services.joined(separator: ", "))",
+            emit(json, "serving '\(name)' (\(device.rawValue)) from \(address) on \(options.hci), \(advertised) \(services.isEmpty ? "no services (a broadcaster, not connectable)" : "services " + services.joined(separator: ", "))",
                  ["event": "serving", "name": .string(name), "address": .string(address), "device": .string(device.rawValue),
                   "services": .array(services.map(JSONValue.string)), "extended": .bool(extended),
                   "phy": .string(coded ? "Coded" : "1M")])

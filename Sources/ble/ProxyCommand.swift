@@ -48,7 +48,7 @@ struct ProxyCommand: AsyncParsableCommand {
     @Flag(help: "Do not announce the proxy over mDNS (_esphomelib._tcp; never announced when listening on loopback).")
     var noMdns = false
 
-    @Option(help: "Primary advertising PHYs to scan and forward: 1m (default), coded (long range: advertisements Home Assistant cannot hear otherwise) or both. Coded needs a controller with extended advertising and LE Coded.")
+    @Option(help: "Primary advertising PHYs to scan and forward: 1m (default), coded (long range: advertisements Home Assistant cannot hear otherwise) or both (also written 1m,coded). Coded needs a controller with extended advertising and LE Coded.")
     var phy: ScanPHY = .oneM
 
     func validate() throws {

@@ -134,6 +134,19 @@ enum ScanPHY: String, ExpressibleByArgument, CaseIterable {
     case coded
     case both
 
+    /// `1m`, `coded`, `both`, or the PHYs as a comma-separated list (`1m,coded` or `coded,1m` is `both`, as the
+    /// issue and ESPHome users write it); `nil` for anything else.
+    init?(argument: String) {
+        let text = argument.lowercased()
+        if let value = ScanPHY(rawValue: text) {
+            self = value
+            return
+        }
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.count > 1, parts.allSatisfy({ $0 == "1m" || $0 == "coded" }) else { return nil }
+        self = Set(parts).count == 2 ? .both : parts[0] == "1m" ? .oneM : .coded
+    }
+
     var phys: LEPHYs {
         switch self {
         case .oneM: .le1M

@@ -50,9 +50,12 @@ import Testing
         let server = try DemoProcess("ble", arguments: ["bench", "serve", "--hci", air.specification(0)], hci: nil)
         #expect(await server.waitFor { $0.contains("bench service up") } != nil)
         let byMode = try await results(["bench", "run", "SwiftBLEBench", "--hci", air.specification(1), "--count", "100",
-                                        "--mode", "notify", "--mode", "request", "--mode", "l2cap"])
+                                        "--mode", "notify", "--mode", "request", "--mode", "l2cap", "--mode", "read"])
         #expect(byMode["notify"]?["count"] as? Int == 100)
         #expect(byMode["request"]?["count"] as? Int == 100)
+        // Reads of the stats characteristic: its 16 octets, each a round trip.
+        #expect(byMode["read"]?["count"] as? Int == 100 && byMode["read"]?["size"] as? Int == 16)
+        #expect((byMode["read"]?["medianMilliseconds"] as? Double ?? 0) > 0)
         #expect(byMode["l2cap"]?["count"] as? Int == 100)
         _ = await server.finish(timeout: .milliseconds(100))   // stopped: it serves until interrupted
     }

@@ -49,6 +49,8 @@ import Testing
         #expect(bigAir["phy"] as? String == "1M" && bigAir["extended"] as? Bool == true && bigAir["sid"] as? Int == 1)
         #expect((bigAir["dataLength"] as? Int ?? 0) > 750 && bigAir["truncated"] as? Bool == false)
         #expect((bigFound["manufacturer"] as? [Any])?.count == 3 && bigFound["connectable"] as? Bool == false)
+        // `1m,coded` (the PHYs listed) is `both`.
+        #expect(Set(try await Self.scan(air, 2, ["--phy", "coded,1m"]).keys) == ["Far Lab", "Big Lab", "Big Lab Data"])
         // A scan of one PHY hears only the server on it; a text line names the PHY and the PDU kind.
         #expect(Set(try await Self.scan(air, 2, ["--phy", "coded"]).keys) == ["Far Lab"])
         #expect(Set(try await Self.scan(air, 2, ["--phy", "1m"]).keys) == ["Big Lab", "Big Lab Data"])
@@ -86,6 +88,23 @@ import Testing
         let data = errors.fileHandleForReading.readDataToEndOfFile()
         while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// `ble proxy --phy 1m,coded` (the issue's spelling) scans both PHYs, as `--phy both` does; a PHY it does not know
+    /// in the list is refused before anything starts.
+    @Test func proxyTakesThePHYsAsAList() async throws {
+        let air = try DemoAir(ports: 1)
+        defer { air.shutdown() }
+        let proxy = try DemoProcess("ble", arguments: ["proxy", "--hci", air.specification(0), "--listen", "127.0.0.1:0", "--insecure-plaintext",
+                                                       "--no-mdns", "--phy", "1m,coded"], hci: nil)
+        let listening = await proxy.waitFor { $0.contains("listening on") }
+        #expect(listening?.contains("scanning both,") == true, "\(listening ?? "-")")
+        _ = await proxy.finish(timeout: .milliseconds(100))
+        for wrong in ["1m,2m", "1m,", "coded,both"] {
+            let refused = try await Self.run(["proxy", "--hci", air.specification(0), "--listen", "127.0.0.1:0", "--insecure-plaintext",
+                                              "--phy", wrong])
+            #expect(refused.status != 0 && refused.errors.contains("--phy"), "\(wrong): \(refused.errors)")
+        }
     }
 
     @Test func aCore41ControllerRefusesExtendedServingAndCodedScanning() async throws {

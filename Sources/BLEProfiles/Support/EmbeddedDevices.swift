@@ -1,4 +1,5 @@
-/// The embedded simulated world with every simulated device on it: ``SimulatedDevice/allCases``, each a resident of
+/// The embedded simulated world with every simulated GATT device on it: ``SimulatedDevice/allCases`` but the BTHome
+/// broadcaster (``SimulatedDevice/bthome``, which nothing can connect to), each a resident of
 /// the process's `EmbeddedWorld` on a controller of its own, advertising its ``SimulatedDevice/defaultName``
 /// (`SwiftBLELab`, `SwiftBLE HRM`, `SwiftBLE Battery`, `SwiftBLE BPM`, `SwiftBLE Thermometer`, `SwiftBLE Weight`,
 /// `SwiftBLE Body`, `SwiftBLE Glucose`, `SwiftBLE Clock`, `SwiftBLE Band`, `SwiftBLE Piano`, `SwiftBLE Scale`, `SwiftBLE Phone`).
@@ -7,8 +8,9 @@
 /// call ``start()`` before they open `.virtual`, and an application that imports `BLEProfiles` calls it to see the
 /// same world. (A program that imports only `BLE` sees the world's lab device.)
 public enum EmbeddedDevices {
-    /// Every device the embedded world holds, in order.
-    public static let devices: [SimulatedDevice] = SimulatedDevice.allCases
+    /// Every device the embedded world holds, in order: the connectable ones (``SimulatedDevice/bthome`` is left out:
+    /// the world's residents are GATT devices that commands and tests connect to).
+    public static let devices: [SimulatedDevice] = SimulatedDevice.allCases.filter { $0 != .bthome }
 
     /// Furnishes the process's embedded world with every device, once (later calls find them running); returns the
     /// world.

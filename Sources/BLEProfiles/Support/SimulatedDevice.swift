@@ -1,10 +1,11 @@
 import BLEWire
 
 /// Every simulated device of the package, by the name `ble serve --device` takes: the lab device made for testing
-/// centrals, the SIG's standard devices and the tutorials' vendor devices. Each starts its simulator on a
+/// centrals, the SIG's standard devices, the tutorials' vendor devices and a BTHome sensor. Each GATT device starts its simulator on a
 /// ``PeripheralManager`` of its own (it advertises as the simulator does: its name and its services' UUIDs,
 /// connectable, again after each connection; the phone solicits its ANCS service instead, as a phone does), serves the simulator's database and changing values, and can log
-/// what centrals do to it. The process's embedded world holds one of each (``EmbeddedDevices``).
+/// what centrals do to it. The BTHome sensor only broadcasts its readings. The process's embedded world holds one of
+/// each GATT device (``EmbeddedDevices``).
 ///
 /// ```swift
 /// let manager = try await PeripheralManager(.tcp(host: "127.0.0.1", port: 9100), deviceName: SimulatedDevice.glucose.defaultName)
@@ -41,6 +42,10 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
     /// A phone serving the Apple Notification Center Service (``SimulatedNotificationProvider``): notifications
     /// announced, their attributes served and actions performed, on an encrypted (bonded) link only.
     case phone
+    /// A BTHome v2 temperature and humidity sensor (``SimulatedBTHomeSensor``): a broadcaster, not connectable,
+    /// whose readings change in its advertisement's service data (0xFCD2). It publishes no service and is not one of
+    /// the embedded world's residents (``EmbeddedDevices``).
+    case bthome
 
     /// The name it advertises unless told otherwise (its simulator's).
     public var defaultName: String {
@@ -58,6 +63,7 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
         case .piano: SimulatedLEDPiano.defaultName
         case .scale: SimulatedHealthScale.defaultName
         case .phone: SimulatedNotificationProvider.defaultName
+        case .bthome: SimulatedBTHomeSensor.defaultName
         }
     }
 
@@ -77,6 +83,7 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
         case .piano: "MIDI key events notified, LED frames written"
         case .scale: "framed readings cut into notifications"
         case .phone: "ANCS notifications (pairing required)"
+        case .bthome: "BTHome v2 readings advertised (0xFCD2)"
         }
     }
 
@@ -106,6 +113,7 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
         case .piano: [LEDPiano.keyService, LEDPiano.ledService]
         case .scale: [HealthScale.service]
         case .phone: [ANCS.service]
+        case .bthome: []
         }
     }
 
@@ -194,6 +202,10 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
             let phone = await SimulatedNotificationProvider(manager: manager, name: name)
             try await phone.start(tick: tick)
             return (phone, { await phone.stop() })
+        case .bthome:
+            let sensor = await SimulatedBTHomeSensor(manager: manager, name: name)
+            try await sensor.start(tick: tick, log: log)
+            return (sensor, { await sensor.stop() })
         }
     }
 

@@ -5,7 +5,7 @@ Home Assistant would: a wrong key and a plaintext client are refused; the right 
 info; raw advertisements of the lab device arrive; a connection slot is taken and given back; the lab device's
 services come with handles; reads, writes, a descriptor read and write, notifications, and ATT errors with their
 codes go through; a bleak program through habluetooth and bleak-esphome (bleak_test.py); then eight devices (`ble serve` on linked `ble controller` controllers) connected through one proxy
-at once, each read and notifying, a device advertising on LE Coded forwarded (--phy both), and a BTHome sensor decoded by bthome-ble through
+at once, each read and notifying, a device advertising on LE Coded forwarded (--phy both), and the simulated BTHome sensor (`ble serve --device bthome`) decoded by bthome-ble, into exactly the values it logged, through
 Home Assistant's Bluetooth manager; then the bleak program to Bumble's lab peripheral (.venv-bumble) on our
 controllers and on RootCanal; then the proxy found over mDNS in a network namespace
 (mdns_test.py). Every check compares values. Prints one line per check and 'N passed, M failed'.
@@ -15,6 +15,7 @@ controllers and on RootCanal; then the proxy found over mDNS in a network namesp
 import argparse
 import asyncio
 import base64
+import json
 import os
 import re
 import shutil
@@ -434,12 +435,12 @@ def run_eight(ble, key_file, key, workdir):
             processes.append(subprocess.Popen([ble, "serve", "--hci", f"tcp:127.0.0.1:{ports[9]}", "--device", "heart-rate", "--name",
                                                "LongRange", "--extended", "--coded"], stdout=log, stderr=subprocess.STDOUT,
                                               start_new_session=True))
-        # The eleventh: a BTHome v2 sensor (service data 0xFCD2: battery 93 %, 23.45 °C, 51.50 %) in a non-connectable
-        # extended advertisement beside a battery device's.
-        bthome_ad = "020106" + "0C16D2FC" + "40015D022909031E14" + "0B09" + b"BTHome-Sim".hex()
-        with open(os.path.join(workdir, "serve-bthome.log"), "w") as log:
-            processes.append(subprocess.Popen([ble, "serve", "--hci", f"tcp:127.0.0.1:{ports[10]}", "--device", "battery", "--name",
-                                               "BTHome", "--extended", "--adv-data", bthome_ad], stdout=log, stderr=subprocess.STDOUT,
+        # The eleventh: the simulated BTHome v2 sensor (non-connectable legacy advertising, service data 0xFCD2), a new
+        # reading each second, each logged (--json: "event":"bthome") as it starts being advertised.
+        bthome_log = os.path.join(workdir, "serve-bthome.log")
+        with open(bthome_log, "w") as log:
+            processes.append(subprocess.Popen([ble, "serve", "--hci", f"tcp:127.0.0.1:{ports[10]}", "--device", "bthome", "--name",
+                                               "BTHome-Sim", "--json"], stdout=log, stderr=subprocess.STDOUT,
                                               start_new_session=True))
         for i, p in enumerate(ports[1:9]):
             log_path = os.path.join(workdir, f"serve-{i + 1}.log")
@@ -469,6 +470,7 @@ def run_eight(ble, key_file, key, workdir):
         for line in lines:
             check(line[5:], line.startswith("ok  "))
         check("bthome: the program ran to its end", bleak.returncode == 0 and len(lines) == 2, (bleak.returncode, bleak.stderr[-1500:]))
+        check_bthome_values(bleak.stdout, bthome_log)
     finally:
         for process in reversed(processes):
             process.terminate()
@@ -477,6 +479,29 @@ def run_eight(ble, key_file, key, workdir):
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def check_bthome_values(output, log_path):
+    """Each packet bthome-ble decoded carries exactly the values `ble serve --device bthome` logged for that packet id
+    (the latest reading with that id: ids wrap after 256 readings)."""
+    advertised = {}
+    for line in open(log_path):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("event") == "bthome":
+            advertised[entry["packet_id"]] = entry
+    decoded = [json.loads(line[len("decoded "):]) for line in output.splitlines() if line.startswith("decoded ")]
+    check("bthome: the sensor logged the readings it advertised", len(advertised) >= 3, len(advertised))
+    mismatches = []
+    for values in decoded:
+        sent = advertised.get(int(values["packet_id"]))
+        if sent is None or (values.get("battery"), values.get("temperature"), values.get("humidity")) != \
+                (sent["battery"], round(sent["temperature"], 2), round(sent["humidity"], 2)):
+            mismatches.append((values, sent))
+    check(f"bthome: bthome-ble decoded exactly the values advertised ({len(decoded)} packets, e.g. "
+          f"{decoded[0] if decoded else None})", len(decoded) >= 3 and not mismatches, mismatches or decoded)
 
 
 async def connect_without_address_type(port, key, address):
