@@ -134,7 +134,7 @@ let package = Package(
         // Benchmarks: `swift run -c release ble-bench` (figures are never asserted in tests).
         .executableTarget(
             name: "BLEBenchmarks",
-            dependencies: ["BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost"],
+            dependencies: ["BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE"],
             path: "Sources/BLEBenchmarks",
             swiftSettings: strict),
         // The Swift central of the interop scenarios (Tests/Interop/run.sh), through the public API only.
@@ -146,7 +146,7 @@ let package = Package(
         // The fuzz targets of Fuzz/ (whose own package runs them under libFuzzer), compiled here for FuzzReplayTests.
         .target(
             name: "BLEFuzzHarness",
-            dependencies: ["BLEWire", "BLETransport", "BLEProtocols", "BLEHost", "MQTT", "ESPHomeAPI"],
+            dependencies: ["BLEWire", "BLETransport", "BLEProtocols", "BLEHost", "BLE", "MQTT", "ESPHomeAPI"],
             path: "Fuzz/Targets",
             swiftSettings: strict),
         // Helpers shared by the test targets (vectors, time limits), at the wire level so that no test target links
@@ -197,7 +197,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "BLEHostTests",
-            dependencies: ["BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire", "BLETestSupport",
+            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire", "BLETestSupport",
                            "BLEProtocolsTestSupport"],
             swiftSettings: strict),
         .testTarget(

@@ -236,5 +236,3 @@ public typealias VirtualAir = BLEVirtualController.VirtualAir
 public typealias AirTimeModel = BLEVirtualController.AirTimeModel
 /// A place on the simulated air, in metres: distance sets the RSSI and the range.
 public typealias Position = BLEVirtualController.Position
-/// The sample devices the embedded world runs and `ble serve` serves.
-public typealias SampleDevice = BLEHost.SampleDevice

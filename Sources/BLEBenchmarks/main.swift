@@ -1,4 +1,5 @@
 // Benchmarks: `swift run -c release BLEBenchmarks`. Figures are printed, never asserted.
+import enum BLE.SampleDevice
 import BLEHost
 import BLEProtocols
 import BLETransport

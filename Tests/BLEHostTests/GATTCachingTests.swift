@@ -1,3 +1,4 @@
+import enum BLE.SampleDevice
 import BLEHost
 import BLEProtocols
 import BLETestSupport

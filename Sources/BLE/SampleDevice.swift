@@ -1,9 +1,10 @@
+import BLEHost
 import BLEProtocols
 import BLEWire
 
-/// Built-in sample devices (virtual devices serving realistic values): what `ble serve` runs, what the virtual
-/// world of `--hci virtual` is populated with, and what the benchmarks discover. (They move to a profiles module
-/// when it exists.)
+/// Built-in sample devices (virtual devices serving realistic values): what `ble serve` runs, what the embedded
+/// world (``EmbeddedWorld``) is populated with, and what the benchmarks discover. ``SamplePeripheral`` runs one on
+/// the public peripheral API; `BLEProfiles` adds the standard and vendor devices beside them.
 public enum SampleDevice: String, CaseIterable, Sendable {
     /// Battery, Heart Rate, Device Information and a custom service for testing centrals: a writable value, a
     /// 300-byte value, an encrypted value, a 512-byte writable value, a notification burst, indications and a
