@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "BLETransport", targets: ["BLETransport"]),
         .library(name: "BLEHost", targets: ["BLEHost"]),
         .library(name: "BLE", targets: ["BLE"]),
+        .library(name: "BLEFiles", targets: ["BLEFiles"]),
         .library(name: "BLEBeacons", targets: ["BLEBeacons"]),
         .library(name: "BLEProfiles", targets: ["BLEProfiles"]),
         .library(name: "BLEVirtualController", targets: ["BLEVirtualController"]),
@@ -92,15 +93,22 @@ let package = Package(
             dependencies: ["BLEWire", "BLEProtocols", "BLETransport", "BLEHost", "BLEVirtualController"],
             swiftSettings: strict),
         // Beacons: iBeacon, AltBeacon and Eddystone frames, advertising them, ranging and region monitoring.
+        // Files and JSON above the Bluetooth API: the JSON value type and reader, GATT device files and the devices
+        // they describe, btsnoop captures read back into devices, and the log entries of the sample and simulated
+        // devices. The CLI, the gateway and the profiles use it; `import BLE` stays the Bluetooth API.
+        .target(
+            name: "BLEFiles",
+            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEWire"],
+            swiftSettings: strict),
         .target(name: "BLEBeacons", dependencies: ["BLEWire", "BLE"], swiftSettings: strict),
         // Device data: typed SIG services and vendor devices (client and simulated server sides), framing, byte helpers.
         .target(
             name: "BLEProfiles",
-            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLEWire"],
+            dependencies: ["BLE", "BLEFiles", "BLEHost", "BLEProtocols", "BLEWire"],
             swiftSettings: strict),
         // Gateways: what a radio hears published to an MQTT broker (device records, room presence, Home Assistant
         // discovery, GATT requests over the broker).
-        .target(name: "BLEGateway", dependencies: ["BLE", "BLEBeacons", "BLEProfiles", "MQTT"], swiftSettings: strict),
+        .target(name: "BLEGateway", dependencies: ["BLE", "BLEFiles", "BLEBeacons", "BLEProfiles", "MQTT"], swiftSettings: strict),
         // CoreBluetooth's delegate API (names, types, semantics) over the BLE module's async API.
         .target(
             name: "CoreBluetoothCompat",
@@ -109,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "ble",
             dependencies: [
-                "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE", "BLEBeacons", "BLEProfiles",
+                "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE", "BLEFiles", "BLEBeacons", "BLEProfiles",
                 "BLEGateway", "MQTT", "ESPHomeAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -165,14 +173,18 @@ let package = Package(
             dependencies: ["ESPHomeAPI", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strict),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport"], swiftSettings: strict),
-        .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLE", "BLEBeacons", "BLEProfiles", "MQTT"], swiftSettings: strict),
+        .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLE", "BLEFiles", "BLEBeacons", "BLEProfiles", "MQTT"], swiftSettings: strict),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire", "BLETestSupport"], swiftSettings: strict),
         .testTarget(name: "BLEProtocolsTests", dependencies: ["BLEProtocols", "BLEWire", "BLEProtocolsTestSupport"], swiftSettings: strict),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLEWire", "BLETestSupport"], swiftSettings: strict),
         .testTarget(
+            name: "BLEFilesTests",
+            dependencies: ["BLEFiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire", "BLETestSupport"],
+            swiftSettings: strict),
+        .testTarget(
             name: "BLETests",
             // The lower modules are listed because the tests import them by name (BLE does not re-export them).
-            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire", "BLETestSupport"],
+            dependencies: ["BLE", "BLEFiles", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire", "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEBeaconsTests",
@@ -181,14 +193,14 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "BLEProfilesTests",
-            dependencies: ["BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire",
+            dependencies: ["BLEProfiles", "BLE", "BLEFiles", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire",
                            "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "ExamplesTests",
             // The demo executables and the ble tool are dependencies so that they are built before the tests run them.
             dependencies: ["band-demo", "piano-demo", "scale-demo", "battery-demo", "transfer-demo", "chat-demo", "only-import-ble", "ble",
-                           "MQTT", "MQTTTestSupport", "BLEProfiles", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
+                           "MQTT", "MQTTTestSupport", "BLEProfiles", "BLE", "BLEFiles", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"],
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",

@@ -27,6 +27,7 @@ let package = Package(
             dependencies: [
                 .product(name: "BLEWire", package: "swift-ble"), .product(name: "BLETransport", package: "swift-ble"),
                 .product(name: "BLEProtocols", package: "swift-ble"), .product(name: "BLEHost", package: "swift-ble"),
+                .product(name: "BLE", package: "swift-ble"),
                 .product(name: "MQTT", package: "swift-ble"), .product(name: "ESPHomeAPI", package: "swift-ble"),
             ],
             path: "Targets",

@@ -257,6 +257,13 @@ public final class PeripheralManager: Sendable {
 
     /// The published attribute database, with the handles centrals see (GAP and GATT services first).
     public var database: GATTDatabase { get async { await engine.database } }
+
+    /// Replaces the whole published database with `database` (its handles as laid out, its Generic Access and
+    /// Generic Attribute services when it has them): a clone of another device's database, or a device file's.
+    /// Connected centrals subscribed to Service Changed are told the whole range changed.
+    public func replaceDatabase(with database: GATTDatabase) async {
+        await engine.replaceDatabase(database)
+    }
 }
 
 /// The advertising a peripheral manager restarts after connections.

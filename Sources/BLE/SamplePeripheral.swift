@@ -9,10 +9,30 @@ import BLEWire
 /// confirmed before the next), a control point that disconnects the central writing `disconnect`, a counter computed
 /// on each read, a guarded value that refuses `refuse` with an application error, and a value answered slowly.
 public actor SamplePeripheral {
-    /// What happened, for a log: a line of text and its fields as typed JSON values (`"event"`, a string, names what
-    /// happened; handles, counts and the MTU are numbers, flags booleans, values hex strings), for example
-    /// `["event": "mtu", "connection": 64, "mtu": 247]`.
-    public typealias Log = @Sendable (_ text: String, _ fields: [String: JSONValue]) -> Void
+    /// What the device did, for a log (`ble serve` prints each as a line of text or of JSON: see `BLEFiles`'
+    /// `SamplePeripheral.Activity.logEntry`).
+    public enum Activity: Sendable {
+        /// A central connected, disconnected, paired or encrypted (its event, as ``PeripheralManager/centralEvents()``
+        /// gives it).
+        case central(CentralEvent)
+        /// A central wrote a stored value, subscribed or exchanged MTUs (the request, as
+        /// ``PeripheralManager/requests()`` gives it; application requests are answered and reported as below).
+        case request(PeripheralRequest)
+        /// The control point was told to disconnect `central`; the link ends once its Write Response has left.
+        case disconnecting(HostConnection)
+        /// `sent` notifications of the burst went to `central` (fewer than ``SampleDevice/burstCount`` when it left).
+        case burst(HostConnection, sent: Int)
+        /// `central` confirmed `confirmed` numbered indications.
+        case indications(HostConnection, confirmed: Int)
+        /// `central` read the counter, which is now `count`.
+        case counter(HostConnection, count: UInt32)
+        /// A write of `refuse` from `central` to the guarded value (directly, or in a set of prepared writes when
+        /// `prepared`) was refused with ``SampleDevice/refusalError``.
+        case refused(HostConnection, prepared: Bool)
+    }
+
+    /// Where the device reports its ``Activity``.
+    public typealias Log = @Sendable (Activity) -> Void
 
     /// The peripheral manager underneath.
     public let manager: PeripheralManager
@@ -41,14 +61,6 @@ public actor SamplePeripheral {
         await manager.engine.setDeviceName(self.name)
     }
 
-    /// The JSON fields of a successful pairing.
-    public static func pairedFields(_ outcome: PairingOutcome, peer: LEAddress) -> [String: JSONValue] {
-        ["event": "paired", "peer": .string(peer.address.description), "method": .string(outcome.method.jsonName),
-         "secure_connections": .bool(outcome.security.secureConnections), "authenticated": .bool(outcome.security.authenticated),
-         "key_size": .integer(outcome.security.keySize), "bonded": .bool(outcome.bonded),
-         "identity": .string(outcome.peerIdentity.address.description)]
-    }
-
     /// Publishes the device's services, starts advertising and serving.
     public func start(notifyEvery interval: Duration = .seconds(1), log: Log? = nil) async throws {
         for service in device.services { try await manager.add(service) }
@@ -59,8 +71,7 @@ public actor SamplePeripheral {
                                            restartAfterConnection: true)
         tasks.append(Task {
             for await event in centrals {
-                let entry = event.logEntry
-                log?(entry.text, entry.fields)
+                log?(.central(event))
             }
         })
         tasks.append(Task { [weak self] in
@@ -84,9 +95,9 @@ public actor SamplePeripheral {
         let manager = manager
         switch request.kind {
         case .write(let characteristic, _, let value, _):
-            if let entry = request.logEntry { log?(entry.text, entry.fields) }
+            log?(.request(request))
             if characteristic == SampleDevice.customControl, value == Array("disconnect".utf8) {
-                log?("control point: disconnecting handle \(link.handle)", ["event": "disconnecting", "connection": .integer(link.handle.rawValue)])
+                log?(.disconnecting(link))
                 tasks.append(Task {
                     // After the Write Response has left (it is queued before this event is delivered).
                     try? await Task.sleep(for: .milliseconds(100))
@@ -94,7 +105,7 @@ public actor SamplePeripheral {
                 })
             }
         case .subscription(let characteristic, _, let notify, let indicate):
-            if let entry = request.logEntry { log?(entry.text, entry.fields) }
+            log?(.request(request))
             if characteristic == SampleDevice.customBurst, notify {
                 tasks.append(Task {
                     let length = await manager.maximumUpdateValueLength(for: link)
@@ -105,7 +116,7 @@ public actor SamplePeripheral {
                               !reached.isEmpty else { break }
                         sent += 1
                     }
-                    log?("burst: \(sent) notification(s) sent to handle \(link.handle)", ["event": "burst", "connection": .integer(link.handle.rawValue), "sent": .int(sent)])
+                    log?(.burst(link, sent: sent))
                 })
             }
             if characteristic == SampleDevice.customIndicate, indicate {
@@ -117,12 +128,11 @@ public actor SamplePeripheral {
                               !reached.isEmpty else { break }
                         confirmed += 1
                     }
-                    log?("indications: \(confirmed) confirmed by handle \(link.handle)",
-                         ["event": "indications", "connection": .integer(link.handle.rawValue), "confirmed": .int(confirmed)])
+                    log?(.indications(link, confirmed: confirmed))
                 })
             }
         case .mtuChanged:
-            if let entry = request.logEntry { log?(entry.text, entry.fields) }
+            log?(.request(request))
         case .application:
             break   // answered by answer(_:log:)
         }
@@ -136,14 +146,14 @@ public actor SamplePeripheral {
             reads &+= 1
             let value = [UInt8(truncatingIfNeeded: reads), UInt8(truncatingIfNeeded: reads >> 8),
                          UInt8(truncatingIfNeeded: reads >> 16), UInt8(truncatingIfNeeded: reads >> 24)]
-            log?("counter read by handle \(request.central.handle): \(reads)", ["event": "counter", "connection": .integer(request.central.handle.rawValue), "count": .integer(reads)])
+            log?(.counter(request.central, count: reads))
             await request.respond(with: Array(value.dropFirst(min(offset, value.count))))
         case (SampleDevice.customGuarded, .read(let offset)), (SampleDevice.customSlow, .read(let offset)):
             let value = request.characteristic == SampleDevice.customGuarded ? guarded : slow
             if offset > value.count { await request.refuse(.invalidOffset) } else { await request.respond(with: Array(value[offset...])) }
         case (SampleDevice.customGuarded, .write(let value, _)):
             if value == refusal {
-                log?("guarded write refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": .integer(request.central.handle.rawValue)])
+                log?(.refused(request.central, prepared: false))
                 await request.refuse(SampleDevice.refusalError)
             } else {
                 guarded = value
@@ -170,7 +180,7 @@ public actor SamplePeripheral {
                 values[part.handle] = value
             }
             if parts.contains(where: { $0.handle == guardedHandle && $0.value == refusal }) {
-                log?("prepared writes refused (0x80) from handle \(request.central.handle)", ["event": "refused", "connection": .integer(request.central.handle.rawValue)])
+                log?(.refused(request.central, prepared: true))
                 return await request.refuse(SampleDevice.refusalError)
             }
             if let guardedHandle, let value = values[guardedHandle] { guarded = value }
@@ -186,61 +196,4 @@ public actor SamplePeripheral {
         for t in tasks { t.cancel() }
         tasks = []
     }
-}
-
-extension CentralEvent {
-    /// The event for a log, as ``SamplePeripheral`` and `ble serve` print it: a line of text and its fields as typed
-    /// JSON values (`"event"` names what happened: `connected`, `disconnected`, `passkey`, `encrypted`, `paired`,
-    /// `pairing_failed`).
-    public var logEntry: (text: String, fields: [String: JSONValue]) {
-        switch self {
-        case .connected(let c):
-            ("connected: \(c.peer.address) handle \(c.handle)", ["event": "connected", "peer": .string(c.peer.address.description), "handle": .integer(c.handle.rawValue)])
-        case .disconnected(let c, let reason):
-            ("disconnected: handle \(c.handle), \(reason)", ["event": "disconnected", "handle": .integer(c.handle.rawValue), "reason": .string("\(reason)"),
-                                                           "reason_code": .integer(reason.rawValue)])
-        case .passkey(let c, let passkey):
-            ("passkey for \(c.peer.address): \(Passkey.text(passkey))", ["event": "passkey", "peer": .string(c.peer.address.description), "passkey": .integer(Int(passkey))])
-        case .encrypted(let c, let security, let usingBond):
-            ("encrypted: \(c.peer.address), \(security.level.map { "\($0)" } ?? "")\(usingBond ? " (bonded, no pairing)" : "")",
-             ["event": "encrypted", "peer": .string(c.peer.address.description), "bonded": .bool(usingBond)])
-        case .paired(let c, let outcome):
-            ("paired: \(c.peer.address)\(outcome.peerIdentity == c.peer ? "" : " (identity \(outcome.peerIdentity.address))"), \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
-             SamplePeripheral.pairedFields(outcome, peer: c.peer))
-        case .pairingFailed(let c, let failure):
-            ("pairing failed: \(c.peer.address), \(failure)", ["event": "pairing_failed", "peer": .string(c.peer.address.description),
-                                                                 "reason": failure.reason.map { .integer(Int($0.rawValue)) } ?? .null, "error": .string("\(failure)")])
-        }
-    }
-}
-
-extension PeripheralRequest {
-    /// The request for a log, as ``SamplePeripheral`` and `ble serve` print it: a line of text and its fields as typed
-    /// JSON values. Writes to stored values (`"event":"write"`, with the attribute handle and the value in hex),
-    /// subscription changes (`"subscription"`) and MTU exchanges (`"mtu"`) have one; application requests have none
-    /// (what they mean is the application's to say).
-    public var logEntry: (text: String, fields: [String: JSONValue])? {
-        let link = central
-        switch kind {
-        case .write(_, let handle, let value, let withResponse):
-            return ("write from handle \(link.handle) to \(handle) (\(withResponse ? "request" : "command")): \(displayed(value))",
-                    ["event": "write", "connection": .integer(link.handle.rawValue), "attribute": .integer(handle.rawValue), "value": .string(value.hexString()),
-                     "with_response": .bool(withResponse)])
-        case .subscription(let characteristic, _, let notify, let indicate):
-            return ("subscription from handle \(link.handle) to \(characteristic?.description ?? "?"): notify \(notify) indicate \(indicate)",
-                    ["event": "subscription", "connection": .integer(link.handle.rawValue), "characteristic": characteristic.map { .string($0.description) } ?? .null,
-                     "notify": .bool(notify), "indicate": .bool(indicate)])
-        case .mtuChanged(let mtu):
-            return ("MTU on handle \(link.handle): \(mtu)", ["event": "mtu", "connection": .integer(link.handle.rawValue), "mtu": .int(mtu)])
-        case .application:
-            return nil
-        }
-    }
-}
-
-/// A value as text when it is printable, else as hex.
-func displayed(_ value: [UInt8]) -> String {
-    let text = String(decoding: value, as: UTF8.self)
-    let printable = !value.isEmpty && text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F }
-    return printable ? "\"\(text)\" (\(value.hexString()))" : value.hexString()
 }

@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 import BLEProfiles
 
 /// Which devices a gateway connects to, to publish the values of their standard services (``ActiveSensorScheduler``).

@@ -1,5 +1,6 @@
 import BLE
 import BLEBeacons
+import BLEFiles
 import BLEProfiles
 
 /// What a gateway publishes about one device on `PREFIX/ID/devices/ADDRESS`: everything its advertisements say, with

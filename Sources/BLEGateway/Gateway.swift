@@ -1,5 +1,6 @@
 import BLE
 import BLEBeacons
+import BLEFiles
 import BLEProfiles
 import MQTT
 

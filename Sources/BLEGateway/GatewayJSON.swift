@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 import Foundation
 
 /// Reading JSON from the broker (other gateways' views, requests): strict RFC 8259 by `JSONDecoder`, into

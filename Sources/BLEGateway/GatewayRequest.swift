@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 
 /// A request to a gateway's GATT client, received as JSON on `PREFIX/ID/command`:
 ///

@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 
 /// Home Assistant MQTT discovery for what a gateway decodes: a retained config message per sensor on
 /// `homeassistant/sensor/<node_id>/<object_id>/config`, whose state is read from the device's record topic.

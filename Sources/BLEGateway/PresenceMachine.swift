@@ -1,5 +1,6 @@
 import BLE
 import BLEBeacons
+import BLEFiles
 
 /// One gateway's smoothed view of one device, as gateways share them on `PREFIX/ID/rssi/DEVICE`:
 /// `{"gateway":"kitchen","rssi":-61.3,"distance_m":1.84}`.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLE
+import BLEFiles
 import BLEProfiles
 import Foundation
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLE
 import BLEBeacons
+import BLEFiles
 import BLETransport
 import BLEVirtualController
 import Foundation

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLE
+import BLEFiles
 
 /// `ble demo`: narrated sessions on the embedded virtual controller; `ble demo` alone runs the GATT session.
 struct Demo: AsyncParsableCommand {
@@ -35,7 +36,7 @@ struct GATTDemo: AsyncParsableCommand {
 
         let manager = try await PeripheralManager(transport: air.addController(.init(txPower: 4)).makeHostTransport(), deviceName: "SwiftBLELab")
         let lab = await SamplePeripheral(manager: manager, device: .lab, name: "SwiftBLELab")
-        try await lab.start(notifyEvery: .milliseconds(200)) { text, _ in self.say("peripheral", text) }
+        try await lab.start(notifyEvery: .milliseconds(200), entries: { text, _ in self.say("peripheral", text) })
         say("peripheral", "powered on as \(await manager.address?.address.description ?? "?"), advertising 'SwiftBLELab' with Battery, Heart Rate, Device Information and a custom service")
 
         let central = try await Central(transport: air.addController(.init(position: Position(x: distance))).makeHostTransport())

@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 import Foundation
 
 /// Reads a device description file; a file that cannot be read or is not a valid description fails with

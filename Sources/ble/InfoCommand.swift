@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLE
+import BLEFiles
 import Foundation
 
 /// `ble info [--hci SPEC] [--json]`: what the controller is and can do, as the host read it at power-on.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLE
+import BLEFiles
 import Foundation
 
 /// `ble l2cap`: LE credit based channels from the terminal.

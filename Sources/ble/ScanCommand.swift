@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLE
 import BLEBeacons
+import BLEFiles
 import Foundation
 
 /// `ble scan`: list advertising devices, one line each (or every report), or watch them in a live table.

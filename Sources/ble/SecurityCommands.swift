@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLE
+import BLEFiles
 import Foundation
 
 /// What a device can show and input, as the command line names it.

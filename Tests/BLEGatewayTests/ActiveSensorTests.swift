@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 import BLEGateway
 import BLEProfiles
 import Testing

@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 import BLEHost
 import BLEProfiles
 import Foundation

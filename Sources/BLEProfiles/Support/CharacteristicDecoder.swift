@@ -1,3 +1,4 @@
+import BLEFiles
 import BLEWire
 
 /// A characteristic value decoded by what this module knows of the characteristic: the profile's own value type,

@@ -1,3 +1,4 @@
+import BLEFiles
 import BLEWire
 
 /// Every simulated device of the package, by the name `ble serve --device` takes: the lab device made for testing
@@ -125,7 +126,7 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
     /// request decoded, as `"event":"racp"`), each as a line of text and typed JSON fields (see
     /// ``CentralEvent/logEntry`` and ``PeripheralRequest/logEntry``).
     public func start(on manager: PeripheralManager, name: String? = nil, tick: Duration? = nil,
-                      log: SamplePeripheral.Log? = nil) async throws -> RunningSimulatedDevice {
+                      log: DeviceLog? = nil) async throws -> RunningSimulatedDevice {
         let name = name ?? defaultName
         let tick = tick ?? defaultTick
         // Opened before the simulator starts, so that nothing a central does is missed; they only watch. (The lab
@@ -151,12 +152,12 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
     }
 
     /// Starts the simulator itself; returns it and how to stop it.
-    private func startSimulator(on manager: PeripheralManager, name: String, tick: Duration, log: SamplePeripheral.Log?) async throws
+    private func startSimulator(on manager: PeripheralManager, name: String, tick: Duration, log: DeviceLog?) async throws
         -> (any Sendable, @Sendable () async -> Void) {
         switch self {
         case .lab:
             let lab = await SamplePeripheral(manager: manager, device: .lab, name: name)
-            try await lab.start(notifyEvery: tick, log: log)
+            try await lab.start(notifyEvery: tick, entries: log)
             return (lab, { await lab.stop() })
         case .heartRate:
             let monitor = await SimulatedHeartRateMonitor(manager: manager, name: name, energyExpended: 120)
@@ -212,7 +213,7 @@ public enum SimulatedDevice: String, CaseIterable, Sendable {
     /// Logs every request: stored writes, subscriptions and MTUs as ``PeripheralRequest/logEntry`` says, the
     /// application's reads and writes (a Record Access Control Point request decoded) here. It only watches: the
     /// simulator answers.
-    private static func watchRequests(_ requests: AsyncStream<PeripheralRequest>, log: @escaping SamplePeripheral.Log) -> Task<Void, Never> {
+    private static func watchRequests(_ requests: AsyncStream<PeripheralRequest>, log: @escaping DeviceLog) -> Task<Void, Never> {
         Task {
             for await request in requests {
                 if let entry = request.logEntry {

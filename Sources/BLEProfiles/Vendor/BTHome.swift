@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 import BLEWire
 
 /// BTHome v2 (bthome.io): sensor readings broadcast as service data of the 16-bit UUID 0xFCD2, read by Home
@@ -108,7 +109,7 @@ public actor SimulatedBTHomeSensor {
     public static let sentLimit = 256
     var generator: SeededGenerator
     var ticker: Task<Void, Never>?
-    var log: SamplePeripheral.Log?
+    var log: DeviceLog?
 
     /// A sensor on `manager` starting at 21.00 °C, 45.00 % and 100 % battery; `seed` fixes how its values wander. Call
     /// ``start(tick:log:)``.
@@ -132,7 +133,7 @@ public actor SimulatedBTHomeSensor {
 
     /// Advertises the first reading, then the next one every `tick`; with `log`, each reading advertised is logged
     /// (`"event":"bthome"` with `packet_id`, `temperature`, `humidity`, `battery` and the `service_data` in hex).
-    public func start(tick: Duration = .seconds(1), log: SamplePeripheral.Log? = nil) async throws {
+    public func start(tick: Duration = .seconds(1), log: DeviceLog? = nil) async throws {
         guard ticker == nil else { return }
         self.log = log
         try await advertise()

@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 import BLEProfiles
 import BLEWire
 import Testing

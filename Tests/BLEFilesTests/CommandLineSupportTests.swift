@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 import BLEHost
 import BLETestSupport
 import BLEVirtualController
@@ -14,7 +15,7 @@ import Testing
         let manager = try await PeripheralManager(transport: air.addController(.init()).makeHostTransport())
         let lab = await SamplePeripheral(manager: manager, device: .lab, name: "Typed")
         let (logged, log) = AsyncStream.makeStream(of: [String: JSONValue].self)
-        try await lab.start(notifyEvery: .seconds(60)) { _, fields in log.yield(fields) }
+        try await lab.start(notifyEvery: .seconds(60)) { activity in if let entry = activity.logEntry { log.yield(entry.fields) } }
         let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
         let found = try await withTimeout {
             for try await d in try await central.scan(timeout: .seconds(5)) where d.name == "Typed" { return d }

@@ -1,4 +1,5 @@
 import BLE
+import BLEFiles
 import BLEProtocols
 import BLEVirtualController
 import Foundation

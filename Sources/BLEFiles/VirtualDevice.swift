@@ -1,3 +1,4 @@
+import BLE
 import BLEHost
 import BLEProtocols
 import BLEWire
@@ -9,7 +10,7 @@ extension PeripheralManager {
     /// Advertises nothing and runs no timer: ``serve(_:)`` does both.
     public func publish(_ description: GATTDeviceDescription) async throws(GATTDeviceDescriptionError) {
         let database = try description.database()
-        await engine.replaceDatabase(database)
+        await replaceDatabase(with: database)
     }
 
     /// Serves a described device: publishes its database (``publish(_:)``), advertises it (connectable, again after
@@ -20,7 +21,7 @@ extension PeripheralManager {
         let advertisement = try description.advertisement()
         try await publish(description)
         // The value handles of the description's characteristics, in order (the database lays them out in order).
-        let database = await engine.database
+        let database = await self.database
         let valueHandles = database.attributes.compactMap { a -> AttributeHandle? in
             if case .characteristicValue = a.role { return a.handle } else { return nil }
         }

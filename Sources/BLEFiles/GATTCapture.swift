@@ -1,3 +1,5 @@
+import BLE
+import BLEProtocols
 import BLETransport
 import BLEWire
 

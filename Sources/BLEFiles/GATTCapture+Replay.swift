@@ -1,3 +1,5 @@
+import BLE
+import BLEProtocols
 import BLEWire
 
 extension GATTCapture.Server {
