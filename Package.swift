@@ -165,6 +165,12 @@ let package = Package(
         .target(
             name: "BLEProtocolsTestSupport", dependencies: ["BLEProtocols", "BLEWire"], path: "Tests/BLEProtocolsTestSupport",
             swiftSettings: strict),
+        // The shared fixtures of the end-to-end tests: two devices on the public API (TwoDevices), hosts on one air
+        // (World).
+        .target(
+            name: "BLEFixtures",
+            dependencies: ["BLE", "BLEHost", "BLETestSupport", "BLETransport", "BLEVirtualController", "BLEWire"],
+            path: "Tests/BLEFixtures", swiftSettings: strict),
         .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
         // A Mosquitto of a test's own (the MQTT client's tests and the gateway's).
         .target(name: "MQTTTestSupport", path: "Tests/MQTTTestSupport", swiftSettings: strict),
@@ -184,7 +190,8 @@ let package = Package(
         .testTarget(
             name: "BLETests",
             // The lower modules are listed because the tests import them by name (BLE does not re-export them).
-            dependencies: ["BLE", "BLEFiles", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire", "BLETestSupport"],
+            dependencies: ["BLE", "BLEFiles", "BLEFixtures", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire",
+                           "BLETestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "BLEBeaconsTests",
@@ -209,7 +216,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "BLEHostTests",
-            dependencies: ["BLE", "BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire", "BLETestSupport",
+            dependencies: ["BLE", "BLEFixtures", "BLEHost", "BLEProtocols", "BLEVirtualController", "BLETransport", "BLEWire", "BLETestSupport",
                            "BLEProtocolsTestSupport"],
             swiftSettings: strict),
         .testTarget(

@@ -1,3 +1,4 @@
+import BLEFixtures
 import BLEHost
 import BLEProtocols
 import BLEVirtualController

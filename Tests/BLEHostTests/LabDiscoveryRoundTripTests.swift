@@ -1,4 +1,5 @@
 import enum BLE.SampleDevice
+import BLEFixtures
 import BLEHost
 import BLEProtocols
 import BLEProtocolsTestSupport

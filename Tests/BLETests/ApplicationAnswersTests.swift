@@ -1,4 +1,5 @@
 import BLE
+import BLEFixtures
 import BLEHost
 import BLEProtocols
 import BLETestSupport
@@ -13,10 +14,10 @@ import Testing
     static let guarded = BluetoothUUID("0000CC02-0000-1000-8000-00805F9B34FB") ?? 0
 
     @Test func theApplicationComputesRefusesAndAnswersLater() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let pc = air.addController(.init())
-        let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Answers")
+        let devices = try await TwoDevices(peripheralName: "Answers")
+        defer { devices.shutdown() }
+        let pc = devices.peripheralController
+        let manager = devices.peripheral
         try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.counter, properties: .read, source: .application),
             GATTCharacteristicDefinition(uuid: Self.guarded, properties: [.read, .write], permissions: [.readable, .writeable], source: .application),
@@ -50,7 +51,7 @@ import Testing
             return log
         }
         try await manager.startAdvertising(name: "Answers")
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let central = devices.central
         let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
         let service = try #require(try await remote.discoverServices([Self.service]).first)
         let characteristics = try await remote.discoverCharacteristics(for: service)

@@ -1,4 +1,5 @@
 import BLE
+import BLEFixtures
 import BLEHost
 import BLETestSupport
 import BLEVirtualController
@@ -12,12 +13,12 @@ import Testing
     static let writeOnly = BluetoothUUID("0000EE02-0000-1000-8000-00805F9B34FB") ?? 0
 
     @Test func reportsComeAsHeardWithScanResponsesApart() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let pc = air.addController(.init())
-        let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Raw")
+        let devices = try await TwoDevices(peripheralName: "Raw")
+        defer { devices.shutdown() }
+        let pc = devices.peripheralController
+        let manager = devices.peripheral
         try await manager.startAdvertising(name: "A name long enough for the scan response", serviceUUIDs: [Self.service])
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let central = devices.central
         let reports = try await central.advertisementReports(active: true)
         let (advertisement, response) = try await withTimeout { () async throws -> (AdvertisementReport, AdvertisementReport) in
             var advertisement: AdvertisementReport?
@@ -37,17 +38,17 @@ import Testing
     }
 
     @Test func readAndWriteByHandleWithoutDiscovery() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let pc = air.addController(.init())
-        let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Handles")
+        let devices = try await TwoDevices(peripheralName: "Handles")
+        defer { devices.shutdown() }
+        let pc = devices.peripheralController
+        let manager = devices.peripheral
         try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.value, properties: [.read, .write, .writeWithoutResponse],
                                          permissions: [.readable, .writeable], value: Array("first".utf8)),
             GATTCharacteristicDefinition(uuid: Self.writeOnly, properties: .write, permissions: .writeable, value: []),
         ]))
         try await manager.startAdvertising(name: "Handles")
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let central = devices.central
         // The handles, learned once (as a proxy's client keeps them in its cache).
         let learn = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
         let characteristics = try await learn.discoverAll().flatMap(\.characteristics).map(\.characteristic)
@@ -75,12 +76,12 @@ import Testing
     }
 
     @Test func aContinuousScanHearsEveryAdvertisementTheDefaultHalf() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let pc = air.addController(.init())
-        let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Often")
+        let devices = try await TwoDevices(peripheralName: "Often")
+        defer { devices.shutdown() }
+        let pc = devices.peripheralController
+        let manager = devices.peripheral
         try await manager.startAdvertising(Advertisement(data: AdvertisingData(localName: "Often"), interval: .milliseconds(20), kind: .nonConnectable))
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let central = devices.central
         /// Reports of the advertiser in `seconds` (passive: advertisements only, no scan responses).
         func count(continuous: Bool, seconds: Double) async throws -> Int {
             let reports = try await central.advertisementReports(active: false, continuous: continuous)

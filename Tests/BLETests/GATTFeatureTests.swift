@@ -1,4 +1,5 @@
 import BLE
+import BLEFixtures
 import BLEHost
 import BLEProtocols
 import BLETestSupport
@@ -11,9 +12,11 @@ import Testing
     static let outer = BluetoothUUID("0000BBB0-0000-1000-8000-00805F9B34FB") ?? 0
     static let reliable = BluetoothUUID("0000BBB1-0000-1000-8000-00805F9B34FB") ?? 0
 
-    func setUp(_ air: VirtualAir) async throws -> (PeripheralManager, Central, RemotePeripheral) {
-        let pc = air.addController(.init())
-        let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Features")
+    /// The two devices, the peripheral publishing an included service and one with a reliable-write characteristic,
+    /// and the central connected to it.
+    func setUp() async throws -> (TwoDevices, RemotePeripheral) {
+        let devices = try await TwoDevices(peripheralName: "Features")
+        let manager = devices.peripheral
         // Service indices count from the first added service: the outer service (index 1) includes index 0.
         try await manager.add(GATTServiceDefinition(uuid: Self.included, isPrimary: false, characteristics: [
             GATTCharacteristicDefinition(uuid: 0x2A19, properties: .read, value: [42]),
@@ -24,15 +27,12 @@ import Testing
             GATTCharacteristicDefinition(uuid: 0x2A29, properties: .read, value: Array("ACME".utf8)),
         ], includedServices: [0]))
         try await manager.startAdvertising(name: "Features", txPowerLevel: -4, restartAfterConnection: true)
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
-        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
-        return (manager, central, remote)
+        return (devices, try await devices.connect())
     }
 
     @Test func includesReadByTypeReadMultipleAndExtendedProperties() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let (manager, _, remote) = try await setUp(air)
+        let (devices, remote) = try await setUp()
+        defer { devices.shutdown() }
         let outer = try #require(try await remote.discoverServices([Self.outer]).first)
         let includes = try await remote.discoverIncludedServices(for: outer)
         #expect(includes.map(\.uuid) == [Self.included])
@@ -44,13 +44,12 @@ import Testing
         #expect(try await remote.readValue(for: extended) == [0x01, 0x00])
         #expect(try await remote.readValues(for: characteristics) == [[1, 2, 3], Array("ACME".utf8)])
         #expect(try await remote.readValues(ofType: 0x2A29) == [Array("ACME".utf8)])
-        withExtendedLifetime(manager) {}
     }
 
     @Test func serviceChangedIsIndicatedForTheAddedRangeOnly() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let (manager, _, remote) = try await setUp(air)
+        let (devices, remote) = try await setUp()
+        defer { devices.shutdown() }
+        let manager = devices.peripheral
         let changes = try await remote.servicesChanged()
         var iterator = changes.makeAsyncIterator()
         let before = await manager.database.attributes.map(\.handle)
@@ -66,10 +65,8 @@ import Testing
     /// `discoverAll` finds what per-service discovery finds (the secondary service's characteristic, inside the
     /// whole walk's range, is left out), with its extended properties descriptor, and in fewer requests.
     @Test func discoverAllMatchesPerServiceDiscovery() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let (manager, _, remote) = try await setUp(air)
-        defer { withExtendedLifetime(manager) {} }
+        let (devices, remote) = try await setUp()
+        defer { devices.shutdown() }
         let all = try await remote.discoverAll()
         let services = try await remote.discoverServices()
         #expect(all.map(\.service) == services)
@@ -89,10 +86,9 @@ import Testing
     }
 
     @Test func advertisingRestartsAfterConnectionsAndCarriesTXPower() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let (manager, _, _) = try await setUp(air)
-        defer { withExtendedLifetime(manager) {} }
+        let (devices, _) = try await setUp()
+        defer { devices.shutdown() }
+        let air = devices.air
         // Connected, yet still advertising (restartAfterConnection): a second central sees it, with its TX power.
         let scanner = try await Central(transport: air.addController(.init(position: Position(x: 2))).makeHostTransport())
         let results = try await scanner.scan()

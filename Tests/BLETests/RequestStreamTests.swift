@@ -1,4 +1,5 @@
 import BLE
+import BLEFixtures
 import BLEVirtualController
 import Testing
 
@@ -15,15 +16,15 @@ import Testing
     }
 
     @Test func oneStreamAnswersWhileAnotherWatchesAndNoStreamMeansUnlikelyError() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let pc = air.addController(.init())
-        let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Streams")
+        let devices = try await TwoDevices(peripheralName: "Streams")
+        defer { devices.shutdown() }
+        let pc = devices.peripheralController
+        let manager = devices.peripheral
         try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.computed, properties: [.read, .notify], source: .application),
         ]))
         try await manager.startAdvertising(name: "Streams")
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let central = devices.central
         let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
         let service = try #require(try await remote.discoverServices([Self.service]).first)
         let computed = try #require(try await remote.discoverCharacteristics([Self.computed], for: service).first)
