@@ -107,38 +107,40 @@ public actor Gateway {
     public nonisolated let client: MQTTClient
     /// Everything the gateway does, in order.
     public nonisolated let events: AsyncStream<Event>
-    private let eventSink: AsyncStream<Event>.Continuation
+    let eventSink: AsyncStream<Event>.Continuation
 
-    private var limiter: DeviceRateLimiter
-    private var presence: PresenceMachine
-    private let clock = ContinuousClock()
-    private let origin: ContinuousClock.Instant
-    /// The device records published (the last `seq`).
-    public private(set) var readings: UInt64 = 0
-    /// Advertisements heard.
-    public private(set) var advertisements: UInt64 = 0
-    private var announced: Set<String> = []
-    /// The latest report of each device by its (identity) address, for requests by address or name.
-    private var seen: [BluetoothAddress: DiscoveredPeripheral] = [:]
-    private var beaconMemory: [BluetoothAddress: (beacon: BeaconFrameMemory, at: Duration)] = [:]
-    private var links: [BluetoothAddress: Link] = [:]
-    private var tasks: [Task<Void, Never>] = []
-    private let requests: AsyncStream<[UInt8]>.Continuation
-    private let requestStream: AsyncStream<[UInt8]>
-    private var stopped = false
-    private var scanning: Task<Void, any Error>?
-    /// The last request of each device (as the request names it), which the next one of that device waits for.
-    private var deviceQueues: [String: (number: UInt64, task: Task<Void, Never>)] = [:]
-    private var requestNumber: UInt64 = 0
-    private var connecting = false
-    private var connectWaiters: [CheckedContinuation<Void, Never>] = []
-    private var refusal: GatewayError?
-    private var scheduler: ActiveSensorScheduler
-    private var profileValues = ProfileValues()
-    /// The latest record of each candidate of the scheduler, republished when a connected value changes.
-    private var lastRecords: [BluetoothAddress: DeviceRecord] = [:]
+    // The machines the gateway drives (each decides without I/O; the actor carries their decisions out).
+    /// The devices heard and what is published of them.
+    var devices: DeviceTable
+    /// Room presence, shared with the fleet.
+    var presence: PresenceMachine
+    /// Which devices to connect to for their values, and when.
+    var scheduler: ActiveSensorScheduler
+    /// The broker's requests, one at a time per device.
+    var requestQueue = RequestQueue<GatewayRequest>()
+    /// One connection attempt at a time.
+    var connectGate = ConnectGate<CheckedContinuation<Void, Never>>()
+
+    let clock = ContinuousClock()
+    let origin: ContinuousClock.Instant
+    /// The links the gateway holds, for requests and for sensing.
+    var links: [BluetoothAddress: Link] = [:]
+    /// The gateway's long-running tasks (broker, requests, ticks, connections).
+    var tasks: [Task<Void, Never>] = []
+    /// The running request of each device (as the request names it).
+    var requestTasks: [String: Task<Void, Never>] = [:]
     /// The tasks that follow each sensed link.
-    private var sensing: [BluetoothAddress: Task<Void, Never>] = [:]
+    var sensing: [BluetoothAddress: Task<Void, Never>] = [:]
+    let requests: AsyncStream<[UInt8]>.Continuation
+    let requestStream: AsyncStream<[UInt8]>
+    var stopped = false
+    var scanning: Task<Void, any Error>?
+    var refusal: GatewayError?
+
+    /// The device records published (the last `seq`).
+    public var readings: UInt64 { devices.readings }
+    /// Advertisements heard.
+    public var advertisements: UInt64 { devices.advertisements }
 
     struct Link {
         var peripheral: RemotePeripheral
@@ -156,7 +158,8 @@ public actor Gateway {
                                                  keepAlive: 30, will: will, userName: configuration.userName,
                                                  password: configuration.password, queueLimit: configuration.queueLimit),
                             tls: configuration.tls, backoff: configuration.backoff)
-        limiter = DeviceRateLimiter(interval: configuration.interval)
+        devices = DeviceTable(topics: configuration.topics, interval: configuration.interval,
+                              discoveryPrefix: configuration.homeAssistant ? configuration.discoveryPrefix : nil)
         presence = PresenceMachine(gatewayID: configuration.topics.gatewayID, configuration: configuration.presence)
         scheduler = ActiveSensorScheduler(policy: configuration.connect, configuration: configuration.sensors)
         origin = clock.now
@@ -164,7 +167,7 @@ public actor Gateway {
         (requestStream, requests) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(256))
     }
 
-    private var now: Duration { clock.now - origin }
+    var now: Duration { clock.now - origin }
 
     /// Runs until cancelled, until the scan fails, or until the broker refuses the gateway's connection for a reason
     /// retrying cannot cure (bad user name or password, not authorized, identifier rejected, protocol version): then
@@ -209,8 +212,8 @@ public actor Gateway {
         stopped = true
         for task in tasks { task.cancel() }
         tasks = []
-        for (_, queue) in deviceQueues { queue.task.cancel() }
-        deviceQueues = [:]
+        for (_, task) in requestTasks { task.cancel() }
+        requestTasks = [:]
         for (_, task) in sensing { task.cancel() }
         sensing = [:]
         for (_, link) in links {
@@ -235,7 +238,7 @@ public actor Gateway {
 
     // MARK: - Broker
 
-    private func followBroker() async {
+    func followBroker() async {
         for await event in client.eventStream {
             switch event {
             case .connected:
@@ -261,7 +264,7 @@ public actor Gateway {
         }
     }
 
-    private func received(_ message: MQTTMessage) async {
+    func received(_ message: MQTTMessage) async {
         guard let parsed = configuration.topics.parse(message.topic) else { return }
         switch parsed {
         case .command:
@@ -278,7 +281,7 @@ public actor Gateway {
         }
     }
 
-    private func tickForever() async {
+    func tickForever() async {
         var lastStats = now
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(250))
@@ -296,19 +299,19 @@ public actor Gateway {
         let backlog = await client.backlog
         var fields: [(key: String, value: JSONValue)] = [
             ("readings", .integer(readings)), ("dropped", .int(await client.droppedCount)), ("queued", .int(backlog.queued)),
-            ("in_flight", .int(backlog.inFlight)), ("devices", .int(limiter.count)), ("advertisements", .integer(advertisements)),
+            ("in_flight", .int(backlog.inFlight)), ("devices", .int(devices.deviceCount)), ("advertisements", .integer(advertisements)),
             ("broker_connections", .int(await client.connectionCount)),
         ]
         if final { fields.append(("final", .bool(true))) }
         return .object(fields)
     }
 
-    private func publishStats(final: Bool = false) async {
+    func publishStats(final: Bool = false) async {
         let stats = await statistics(final: final)
         _ = try? await client.publish(MQTTMessage(topic: configuration.topics.stats, text: stats.encoded(), qos: .atLeastOnce, retain: true))
     }
 
-    private func publish(_ outputs: [PresenceMachine.Output]) async {
+    func publish(_ outputs: [PresenceMachine.Output]) async {
         for output in outputs {
             switch output {
             case .publishView(let device, let view):
@@ -325,404 +328,27 @@ public actor Gateway {
 
     // MARK: - Advertisements
 
-    private func handle(_ report: DiscoveredPeripheral) async {
-        advertisements &+= 1
+    func handle(_ report: DiscoveredPeripheral) async {
         let identity = await central.resolvedIdentity(of: report.address)
-        var record = DeviceRecord(report, identity: identity)
-        let key = record.address.address
-        // Eddystone beacons send their UID (or URL) and TLM frames in turns: a record keeps the latest of each.
-        var memory = beaconMemory[key]?.beacon ?? BeaconFrameMemory()
-        memory.merge(into: &record)
-        beaconMemory[key] = (memory, now)
-        var known = report
-        known.address = record.address
-        seen[key] = known
-        if seen.count > 20_000 { trimMemory() }
-        let device = key.description
         let t = now
-        record.connectedValues = profileValues.values(of: key)
-        if scheduler.heard(key, services: record.services, connectable: record.connectable, now: t) { lastRecords[key] = record }
+        let record = devices.heard(report, identity: identity, now: t)
+        if devices.isFull { devices.forget(now: t, isWatched: { scheduler.state(of: $0) != nil }) }
+        let key = record.address.address
+        if scheduler.heard(key, services: record.services, connectable: record.connectable, now: t) { devices.watch(record) }
         await offer(record)
-        await publish(presence.observe(device: device, rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t))
+        await publish(presence.observe(device: key.description, rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t))
     }
 
     /// Publishes a record unless the rate limiter holds it back, with the Home Assistant configs of its new sensors.
-    private func offer(_ record: DeviceRecord) async {
-        let device = record.address.address.description
-        let verdict = limiter.offer(device: device, content: record.contentKey, now: now)
-        guard verdict != .suppressed else { return }
-        readings &+= 1
-        let json = record.json(sequence: readings)
-        let topic = configuration.topics.device(device)
-        _ = try? await client.publish(MQTTMessage(topic: topic, text: json.encoded(), qos: .atLeastOnce))
-        eventSink.yield(.published(topic: topic, record: json))
-        if configuration.homeAssistant {
-            for sensor in HomeAssistantDiscovery.sensors(for: record, topics: configuration.topics, discoveryPrefix: configuration.discoveryPrefix)
-            where !announced.contains(sensor.topic) {
-                announced.insert(sensor.topic)
-                _ = try? await client.publish(MQTTMessage(topic: sensor.topic, text: sensor.payload, qos: .atLeastOnce, retain: true))
-            }
+    func offer(_ record: DeviceRecord) async {
+        guard let publication = devices.offer(record, now: now) else { return }
+        _ = try? await client.publish(MQTTMessage(topic: publication.topic, text: publication.record.encoded(), qos: .atLeastOnce))
+        eventSink.yield(.published(topic: publication.topic, record: publication.record))
+        for discovery in publication.discoveries {
+            _ = try? await client.publish(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
         }
     }
 
-    private func trimMemory() {
-        let cutoff = now - .seconds(60)
-        beaconMemory = beaconMemory.filter { $0.value.at >= cutoff }
-        seen = seen.filter { beaconMemory[$0.key] != nil }
-        lastRecords = lastRecords.filter { scheduler.state(of: $0.key) != nil }
-    }
-
-    // MARK: - Active sensors
-
-    /// Connects, one attempt at a time, to the devices the scheduler says are due, among those whose presence this
-    /// gateway holds (so that of a fleet, one gateway connects: the one that hears the device best).
-    private func connectForever() async {
-        let me = configuration.topics.gatewayID
-        while !Task.isCancelled {
-            let presence = presence
-            for device in scheduler.due(now: now, allowed: { presence.holder(of: $0.description) == me }) {
-                if Task.isCancelled { return }
-                await attempt(device)
-            }
-            try? await Task.sleep(for: .milliseconds(200))
-        }
-    }
-
-    /// Whether an error means the device refuses us (security, or a database it will not show) rather than a
-    /// transient failure.
-    static func isRefusal(_ error: any Error) -> Bool {
-        guard let e = error as? GATTError, case .att(let code, _) = e.code else { return false }
-        return code == .insufficientAuthentication || code == .insufficientEncryption || code == .insufficientAuthorization
-            || code == .readNotPermitted
-    }
-
-    /// Connects to a due device (or takes the link a request made), discovers it, subscribes and reads as its
-    /// ``ActiveSensorPlan`` says, and follows the link until it drops.
-    private func attempt(_ device: BluetoothAddress) async {
-        let name = device.description
-        guard let found = seen[device] else {
-            scheduler.failed(device, reason: "not heard", now: now)
-            return
-        }
-        let peripheral: RemotePeripheral
-        if let link = links[device], case .connected = await link.peripheral.state {
-            peripheral = link.peripheral
-        } else {
-            do {
-                peripheral = try await connect(found, timeout: .seconds(10))
-            } catch {
-                let again = scheduler.failed(device, reason: Self.gatewayError(error).reason, now: now)
-                eventSink.yield(.sensor(device: name, state: "failed", detail: "\(Self.gatewayError(error).reason); again in \(inSeconds(again))"))
-                return
-            }
-            links[device] = Link(peripheral: peripheral)
-        }
-        let services: [GATTDiscoveredService]
-        do {
-            services = try await peripheral.discoverAll()
-            links[device]?.services = services
-        } catch {
-            let refused = !(error is GATTError) || Self.isRefusal(error)
-            let again = scheduler.failed(device, refused: refused, reason: Self.gatewayError(error).reason, now: now)
-            eventSink.yield(.sensor(device: name, state: refused ? "refused" : "failed",
-                                    detail: "discovery: \(Self.gatewayError(error).reason); again in \(inSeconds(again))"))
-            await release(device, peripheral)
-            return
-        }
-        let plan = ActiveSensorPlan(services: services)
-        guard !plan.isEmpty else {
-            // Nothing it serves is something the gateway reads: the link is better left free.
-            let again = scheduler.failed(device, refused: true, reason: "nothing to read", now: now)
-            eventSink.yield(.sensor(device: name, state: "refused", detail: "no characteristic the gateway reads; again in \(inSeconds(again))"))
-            await release(device, peripheral)
-            return
-        }
-        scheduler.connected(device)
-        let subscribed = plan.subscribe.map(\.characteristic.description).joined(separator: ",")
-        let polled = plan.poll.map(\.characteristic.description).joined(separator: ",")
-        eventSink.yield(.sensor(device: name, state: "connected",
-                                detail: "subscribed [\(subscribed)], read [\(polled)]\(plan.glucoseRecords ? ", glucose records" : "")"))
-        sensing[device]?.cancel()
-        sensing[device] = Task { await self.sense(device, peripheral, plan, services) }
-    }
-
-    /// How long until `instant`, in whole seconds, for the log.
-    private func inSeconds(_ instant: Duration?) -> String {
-        guard let instant else { return "?" }
-        return "\(max(0, (instant - now).components.seconds)) s"
-    }
-
-    /// Runs a sensed link: subscriptions and reads each in a task of its own, until the link drops (or the gateway
-    /// stops); then the scheduler is told.
-    private func sense(_ device: BluetoothAddress, _ peripheral: RemotePeripheral, _ plan: ActiveSensorPlan,
-                       _ services: [GATTDiscoveredService]) async {
-        let updates = await peripheral.stateUpdates()
-        func characteristic(_ item: ActiveSensorPlan.Item) -> GATTCharacteristic? {
-            services.first { $0.service.uuid == item.service }?.characteristics.first { $0.characteristic.uuid == item.characteristic }?.characteristic
-        }
-        var children: [Task<Void, Never>] = []
-        for item in plan.subscribe {
-            guard let c = characteristic(item) else { continue }
-            children.append(Task {
-                guard let stream = try? await peripheral.notifications(for: c) else { return }
-                var decoder = CharacteristicDecoder()
-                for await value in stream {
-                    guard let decoded = try? decoder.decode(uuid: c.uuid, value: value) else { continue }
-                    await self.sensed(device, c.uuid, decoded)
-                }
-            })
-        }
-        let reads = plan.readOnce.compactMap(characteristic)
-        let polls = plan.poll.compactMap(characteristic)
-        let interval = configuration.readInterval
-        children.append(Task {
-            var first = true
-            while !Task.isCancelled {
-                for c in (first ? reads : []) + polls {
-                    guard let value = try? await peripheral.readValue(for: c),
-                          let decoded = try? CharacteristicDecoder.decode(uuid: c.uuid, value: value) else { continue }
-                    await self.sensed(device, c.uuid, decoded)
-                }
-                if plan.glucoseRecords, let meter = try? await GlucoseClient(peripheral: peripheral),
-                   let last = try? await meter.records(.last).last {
-                    await self.sensed(device, GlucoseService.measurement, .glucose(last.measurement))
-                }
-                first = false
-                try? await Task.sleep(for: interval)
-            }
-        })
-        var state = await peripheral.state
-        if case .connected = state {
-            for await update in updates {
-                state = update
-                if case .disconnected = update { break }
-            }
-        }
-        for child in children { child.cancel() }
-        guard !Task.isCancelled, !stopped else { return }
-        scheduler.lost(device, now: now)
-        if let link = links[device], link.peripheral === peripheral { links[device] = nil }
-        sensing[device] = nil
-        eventSink.yield(.sensor(device: device.description, state: "lost", detail: "\(state); again in \(configuration.sensors.firstRetry.components.seconds) s"))
-    }
-
-    /// Disconnects a link the gateway made for sensing (not one a request holds).
-    private func release(_ device: BluetoothAddress, _ peripheral: RemotePeripheral) async {
-        if let link = links[device], link.peripheral === peripheral, link.subscriptions.isEmpty { links[device] = nil }
-        _ = try? await central.disconnect(peripheral)
-    }
-
-    /// A value read or notified: kept, and the device's record published at once when it changed.
-    private func sensed(_ device: BluetoothAddress, _ characteristic: BluetoothUUID, _ value: DecodedValue) async {
-        guard !stopped, profileValues.update(device, characteristic: characteristic, value: value), var record = lastRecords[device] else { return }
-        record.connectedValues = profileValues.values(of: device)
-        lastRecords[device] = record
-        await offer(record)
-    }
-
-    // MARK: - Requests
-
-    /// Answers requests: those naming one device in order, one at a time; those naming different devices
-    /// concurrently (a slow read on one device does not hold another's). A malformed request is answered at once.
-    private func serveRequests() async {
-        for await payload in requestStream {
-            if Task.isCancelled { return }
-            switch GatewayRequest.parse(payload) {
-            case .failure(let error):
-                await respond(GatewayResponse.topicLevel(error.requestID), GatewayResponse.failure(error))
-            case .success(let request):
-                let previous = deviceQueues[request.device]
-                requestNumber &+= 1
-                let number = requestNumber
-                let task = Task {
-                    await previous?.task.value
-                    await self.answer(request)
-                    self.finished(device: request.device, number: number)
-                }
-                deviceQueues[request.device] = (number, task)
-            }
-        }
-    }
-
-    private func finished(device: String, number: UInt64) {
-        if deviceQueues[device]?.number == number { deviceQueues[device] = nil }
-    }
-
-    private func answer(_ request: GatewayRequest) async {
-        do {
-            let fields = try await perform(request)
-            await respond(request.id, GatewayResponse.success(id: request.id, [("op", .string(request.operation.rawValue))] + fields))
-        } catch {
-            var failure = Self.gatewayError(error)
-            failure.requestID = request.id
-            await respond(request.id, GatewayResponse.failure(failure))
-        }
-    }
-
-    private func respond(_ level: String, _ json: JSONValue) async {
-        let topic = configuration.topics.response(level)
-        _ = try? await client.publish(MQTTMessage(topic: topic, text: json.encoded(), qos: .atLeastOnce))
-        eventSink.yield(.answered(topic: topic, response: json))
-    }
-
-    /// Connects, one attempt at a time (a controller makes one connection at a time: the requests' and the sensors'
-    /// attempts wait for each other).
-    private func connect(_ found: DiscoveredPeripheral, timeout: Duration) async throws -> RemotePeripheral {
-        while connecting { await withCheckedContinuation { connectWaiters.append($0) } }
-        connecting = true
-        defer {
-            connecting = false
-            if !connectWaiters.isEmpty { connectWaiters.removeFirst().resume() }
-        }
-        return try await central.connect(found, timeout: timeout)
-    }
-
-    /// Maps the stack's errors to a request's error.
-    static func gatewayError(_ error: any Error) -> GatewayError {
-        switch error {
-        case let e as GatewayError: return e
-        case let e as GATTError:
-            switch e.code {
-            case .att(let code, _): return GatewayError(.attError, e.reason, attError: code.rawValue)
-            case .timeout: return GatewayError(.timeout, e.reason)
-            case .disconnected: return GatewayError(.notConnected, e.reason)
-            default: return GatewayError(.protocolError, e.reason)
-            }
-        case let e as HostError:
-            switch e.code {
-            case .commandTimedOut, .connectionTimedOut: return GatewayError(.timeout, e.reason)
-            case .notConnected: return GatewayError(.notConnected, e.reason)
-            case .commandFailed, .connectionFailed, .malformedResponse: return GatewayError(.protocolError, e.reason)
-            default: return GatewayError(.failed, e.reason)
-            }
-        case let e as SecurityError:
-            switch e.code {
-            case .timedOut: return GatewayError(.timeout, e.reason)
-            case .disconnected: return GatewayError(.notConnected, e.reason)
-            default: return GatewayError(.protocolError, e.reason)
-            }
-        case let e as any BLEError: return GatewayError(.failed, e.reason)
-        default: return GatewayError(.failed, "\(error)")
-        }
-    }
-
-    /// The device a request names: by address, else by advertised name, waiting for the scan to hear it.
-    private func find(_ device: String, timeout: Duration) async throws -> DiscoveredPeripheral {
-        let wanted = BluetoothAddress(device)
-        let deadline = clock.now + timeout
-        while true {
-            if let wanted, let found = seen[wanted] { return found }
-            if wanted == nil, let found = seen.values.first(where: { $0.name == device }) { return found }
-            guard clock.now < deadline else { throw GatewayError(.notFound, "no device '\(device)' heard within \(timeout)") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-    }
-
-    private func link(_ device: String, timeout: Duration, connecting: Bool = true) async throws -> (BluetoothAddress, Link) {
-        if let address = BluetoothAddress(device), let link = links[address], case .connected = await link.peripheral.state { return (address, link) }
-        for (address, link) in links where seen[address]?.name == device {
-            if case .connected = await link.peripheral.state { return (address, link) }
-        }
-        guard connecting else { throw GatewayError(.notConnected, "not connected to '\(device)'") }
-        let found = try await find(device, timeout: timeout)
-        let peripheral = try await connect(found, timeout: timeout)
-        _ = try? await peripheral.exchangeMTU()
-        let link = Link(peripheral: peripheral)
-        links[found.address.address] = link
-        return (found.address.address, link)
-    }
-
-    private func characteristic(_ request: GatewayRequest, _ address: BluetoothAddress, _ link: Link) async throws -> GATTCharacteristic {
-        var link = link
-        if link.services == nil {
-            link.services = try await link.peripheral.discoverAll()
-            links[address]?.services = link.services
-        }
-        guard let uuid = request.characteristic else { throw GatewayError(.malformedRequest, "no characteristic") }
-        for entry in link.services ?? [] where request.service == nil || entry.service.uuid == request.service {
-            if let found = entry.characteristics.first(where: { $0.characteristic.uuid == uuid }) { return found.characteristic }
-        }
-        throw GatewayError(.notFound, "\(request.device) has no characteristic \(uuid)\(request.service.map { " in service \($0)" } ?? "")")
-    }
-
-    private func perform(_ request: GatewayRequest) async throws -> [(key: String, value: JSONValue)] {
-        switch request.operation {
-        case .connect:
-            let (address, _) = try await link(request.device, timeout: request.timeout)
-            return [("device", .string(address.description))]
-        case .disconnect:
-            let (address, link) = try await self.link(request.device, timeout: request.timeout, connecting: false)
-            for (_, task) in link.subscriptions { task.cancel() }
-            links[address] = nil
-            _ = try await central.disconnect(link.peripheral)
-            return [("device", .string(address.description))]
-        case .discover:
-            let (address, link) = try await self.link(request.device, timeout: request.timeout)
-            let services = try await link.peripheral.discoverAll()
-            links[address]?.services = services
-            return [("device", .string(address.description)), ("services", .array(services.map { entry in
-                .object([("uuid", .string(entry.service.uuid.description)),
-                         ("characteristics", .array(entry.characteristics.map { c in
-                             .object([("uuid", .string(c.characteristic.uuid.description)),
-                                      ("properties", .array(Self.propertyNames(c.characteristic.properties).map(JSONValue.string)))])
-                         }))])
-            }))]
-        case .read:
-            let (address, link) = try await self.link(request.device, timeout: request.timeout)
-            let c = try await characteristic(request, address, link)
-            let value = try await link.peripheral.readValue(for: c)
-            var fields: [(key: String, value: JSONValue)] = [("device", .string(address.description)), ("characteristic", .string(c.uuid.description)),
-                                                             ("value", .string(value.hexString()))]
-            if let decoded = try? CharacteristicDecoder.decode(uuid: c.uuid, value: value) { fields.append(("decoded", .object(decoded.jsonFields))) }
-            return fields
-        case .write:
-            let (address, link) = try await self.link(request.device, timeout: request.timeout)
-            let c = try await characteristic(request, address, link)
-            try await link.peripheral.writeValue(request.value ?? [], for: c, type: request.withResponse ? .withResponse : .withoutResponse)
-            return [("device", .string(address.description)), ("characteristic", .string(c.uuid.description)), ("withResponse", .bool(request.withResponse))]
-        case .subscribe:
-            let (address, link) = try await self.link(request.device, timeout: request.timeout)
-            let c = try await characteristic(request, address, link)
-            let topic = configuration.topics.notifications(address.description, c.uuid)
-            if link.subscriptions[c.uuid] == nil {
-                let stream = try await link.peripheral.notifications(for: c)
-                let client = client
-                let uuid = c.uuid
-                links[address]?.subscriptions[c.uuid] = Task {
-                    var decoder = CharacteristicDecoder()
-                    for await value in stream {
-                        var fields: [(key: String, value: JSONValue)] = [("value", .string(value.hexString()))]
-                        if let decoded = try? decoder.decode(uuid: uuid, value: value) { fields.append(("decoded", .object(decoded.jsonFields))) }
-                        _ = try? await client.publish(MQTTMessage(topic: topic, text: JSONValue.object(fields).encoded(), qos: .atLeastOnce))
-                    }
-                }
-            }
-            return [("device", .string(address.description)), ("characteristic", .string(c.uuid.description)), ("topic", .string(topic))]
-        case .unsubscribe:
-            let (address, link) = try await self.link(request.device, timeout: request.timeout, connecting: false)
-            let c = try await characteristic(request, address, link)
-            links[address]?.subscriptions.removeValue(forKey: c.uuid)?.cancel()
-            try await link.peripheral.stopNotifications(for: c)
-            return [("device", .string(address.description)), ("characteristic", .string(c.uuid.description))]
-        case .pair:
-            let (address, link) = try await self.link(request.device, timeout: request.timeout)
-            let security = try await link.peripheral.pair()
-            return [("device", .string(address.description)), ("encrypted", .bool(security.isEncrypted)),
-                    ("authenticated", .bool(security.isAuthenticated)), ("bonded", .bool(security.isBonded))]
-        }
-    }
-
-    static func propertyNames(_ p: GATTCharacteristicProperties) -> [String] {
-        var names: [String] = []
-        if p.contains(.broadcast) { names.append("broadcast") }
-        if p.contains(.read) { names.append("read") }
-        if p.contains(.writeWithoutResponse) { names.append("writeWithoutResponse") }
-        if p.contains(.write) { names.append("write") }
-        if p.contains(.notify) { names.append("notify") }
-        if p.contains(.indicate) { names.append("indicate") }
-        if p.contains(.authenticatedSignedWrites) { names.append("authenticatedSignedWrites") }
-        return names
-    }
 }
 
 /// The latest identifying beacon frame and telemetry of one device, carried over into records of advertisements
