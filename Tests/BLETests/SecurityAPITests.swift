@@ -1,4 +1,5 @@
 import BLE
+import BLEFixtures
 import BLEHost
 import BLEProtocols
 import BLEVirtualController
@@ -40,28 +41,29 @@ struct TypingAgent: PairingAgent {
     static let encrypted = BluetoothUUID("0000EE01-0000-1000-8000-00805F9B34FB") ?? 0
     static let authenticated = BluetoothUUID("0000EE02-0000-1000-8000-00805F9B34FB") ?? 0
 
-    func peripheral(_ air: VirtualAir, security: SecurityConfiguration) async throws -> (PeripheralManager, VirtualController) {
-        let controller = air.addController(.init())
-        let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: "Vault", security: security)
+    /// The two devices, the peripheral ("Vault") serving a value that needs encryption and one that needs
+    /// authentication, and advertising.
+    func vault(peripheral security: SecurityConfiguration, central: SecurityConfiguration = SecurityConfiguration()) async throws -> TwoDevices {
+        let devices = try await TwoDevices(peripheralName: "Vault", peripheralSecurity: security, centralSecurity: central)
+        let manager = devices.peripheral
         try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.encrypted, properties: .read, permissions: [.readable, .readEncryptionRequired], value: [1]),
             GATTCharacteristicDefinition(uuid: Self.authenticated, properties: .read, permissions: [.readable, .readAuthenticationRequired], value: [2]),
         ]))
         try await manager.startAdvertising(name: "Vault", restartAfterConnection: true)
-        return (manager, controller)
+        return devices
     }
 
     @Test func passkeyPairingOnDemandThenABondedReconnection() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
         let screen = SharedScreen()
-        let (manager, pc) = try await peripheral(air, security: SecurityConfiguration(ioCapability: .displayOnly, mitm: true))
+        let devices = try await vault(peripheral: SecurityConfiguration(ioCapability: .displayOnly, mitm: true),
+                                        central: SecurityConfiguration(ioCapability: .keyboardOnly, mitm: true))
+        defer { devices.shutdown() }
+        let manager = devices.peripheral, central = devices.central, pc = devices.peripheralController
         await manager.setPairingAgent(DisplayingAgent(screen: screen))
         let events = await manager.centralEvents()
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport(),
-                                        security: SecurityConfiguration(ioCapability: .keyboardOnly, mitm: true))
         await central.setPairingAgent(TypingAgent(screen: screen))
-        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        let remote = try await devices.connect()
         let service = try #require(try await remote.discoverServices([Self.service]).first)
         let characteristics = try await remote.discoverCharacteristics(for: service)
         let authenticated = try #require(characteristics.first { $0.uuid == Self.authenticated })
@@ -99,13 +101,11 @@ struct TypingAgent: PairingAgent {
     }
 
     @Test func withoutPairingOnDemandTheRefusalIsTheAnswer() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let (manager, pc) = try await peripheral(air, security: SecurityConfiguration())
-        defer { withExtendedLifetime(manager) {} }
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let devices = try await vault(peripheral: SecurityConfiguration())
+        defer { devices.shutdown() }
+        let central = devices.central
         await central.setPairsOnDemand(false)
-        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        let remote = try await devices.connect()
         let service = try #require(try await remote.discoverServices([Self.service]).first)
         let encrypted = try #require(try await remote.discoverCharacteristics([Self.encrypted], for: service).first)
         await #expect {
