@@ -6,6 +6,16 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+// `import CoreBluetooth` on Linux: a module of that name re-exports CoreBluetoothCompat and Foundation (as Apple's
+// framework re-exports Foundation), so iOS Bluetooth code builds unchanged. Only on Linux: where Apple's framework
+// exists, the package declares no module of that name, so it can never shadow it (there `import CoreBluetooth` is
+// Apple's, and swift-ble's implementation stays reachable as `import CoreBluetoothCompat`).
+#if os(Linux)
+let coreBluetooth: Target.Dependency = "CoreBluetooth"
+#else
+let coreBluetooth: Target.Dependency = "CoreBluetoothCompat"
+#endif
+
 let package = Package(
     name: "swift-ble",
     platforms: [.macOS(.v15)],
@@ -125,17 +135,17 @@ let package = Package(
             swiftSettings: strict),
         // The classic CoreBluetooth demo apps, written as the tutorials write them (Swift 6 without ExistentialAny,
         // as iOS code is); `swift run band-demo` & co. run them on the embedded simulated world.
-        .executableTarget(name: "band-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/band-demo",
+        .executableTarget(name: "band-demo", dependencies: [coreBluetooth], path: "Examples/band-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(name: "piano-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/piano-demo",
+        .executableTarget(name: "piano-demo", dependencies: [coreBluetooth], path: "Examples/piano-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(name: "scale-demo", dependencies: ["CoreBluetoothCompat", "BLEProfiles"], path: "Examples/scale-demo",
+        .executableTarget(name: "scale-demo", dependencies: [coreBluetooth, "BLEProfiles"], path: "Examples/scale-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(name: "battery-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/battery-demo",
+        .executableTarget(name: "battery-demo", dependencies: [coreBluetooth], path: "Examples/battery-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(name: "transfer-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/transfer-demo",
+        .executableTarget(name: "transfer-demo", dependencies: [coreBluetooth], path: "Examples/transfer-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(name: "chat-demo", dependencies: ["CoreBluetoothCompat"], path: "Examples/chat-demo",
+        .executableTarget(name: "chat-demo", dependencies: [coreBluetooth], path: "Examples/chat-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
         // A program with only `import BLE` that scans, connects, serves and pairs (run by ExamplesTests).
         .executableTarget(name: "only-import-ble", dependencies: ["BLE"], path: "Examples/only-import-ble", swiftSettings: strict),
@@ -225,3 +235,8 @@ let package = Package(
             swiftSettings: strict),
     ]
 )
+
+#if os(Linux)
+package.products.append(.library(name: "CoreBluetooth", targets: ["CoreBluetooth"]))
+package.targets.append(.target(name: "CoreBluetooth", dependencies: ["CoreBluetoothCompat"], swiftSettings: strict))
+#endif

@@ -4,8 +4,7 @@
 // ("SwiftBLE Band"), or on the controller SWIFT_BLE_HCI names.
 //
 //     swift run band-demo [--updates N]     (exits after N step notifications, 6 by default)
-import CoreBluetoothCompat
-import Foundation
+import CoreBluetooth
 
 /// Prints a line at once, even when standard output is a pipe (as when a test runs the demo). A plain write: stdio's
 /// `fflush(nil)` would wait for the lock of standard input, which a thread blocked in `readLine()` holds.

@@ -4,8 +4,7 @@
 //
 //     swift run battery-demo [--name NAME] [--updates N]   ("SwiftBLE Battery" and 4 notifications by default;
 //                                                          0 reads the level once and stops)
-import CoreBluetoothCompat
-import Foundation
+import CoreBluetooth
 
 /// Prints a line at once, even when standard output is a pipe (as when a test runs the demo). A plain write: stdio's
 /// `fflush(nil)` would wait for the lock of standard input, which a thread blocked in `readLine()` holds.

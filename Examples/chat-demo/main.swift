@@ -5,7 +5,7 @@
 //
 //     swift run chat-demo
 //     swift run chat-demo --name Alice --peer Bob      (SWIFT_BLE_HCI=tcp:… for a shared air)
-import CoreBluetoothCompat
+import CoreBluetooth
 import Foundation
 
 /// Prints a line at once, even when standard output is a pipe (as when a test runs the demo). A plain write: stdio's

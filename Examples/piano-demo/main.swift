@@ -3,7 +3,7 @@
 // answered by its own callback, in order), and print the keys played.
 //
 //     swift run piano-demo [--notes N]      (exits after N key events, 8 by default)
-import CoreBluetoothCompat
+import CoreBluetooth
 import Foundation
 
 /// Prints a line at once, even when standard output is a pipe (as when a test runs the demo). A plain write: stdio's

@@ -4,7 +4,7 @@
 //
 //     swift run scale-demo [--readings N]   (exits after N readings, 5 by default)
 import BLEProfiles
-import CoreBluetoothCompat
+import CoreBluetooth
 import Foundation
 
 /// Prints a line at once, even when standard output is a pipe (as when a test runs the demo). A plain write: stdio's

@@ -7,7 +7,7 @@
 //     swift run transfer-demo [--file PATH] [--centrals N]
 //     swift run transfer-demo --peripheral-only [--name NAME] [--file PATH] [--centrals N]
 //         (only the peripheral, for centrals elsewhere: it exits once N of them have written back)
-import CoreBluetoothCompat
+import CoreBluetooth
 import Foundation
 
 /// Prints a line at once, even when standard output is a pipe (as when a test runs the demo). A plain write: stdio's
