@@ -390,7 +390,7 @@ public actor Gateway {
     /// Whether an error means the device refuses us (security, or a database it will not show) rather than a
     /// transient failure.
     static func isRefusal(_ error: any Error) -> Bool {
-        guard let e = error as? GATTError, case .att(let code, _) = e.code else { return false }
+        guard let code = (error as? GATTError)?.code.attError else { return false }
         return code == .insufficientAuthentication || code == .insufficientEncryption || code == .insufficientAuthorization
             || code == .readNotPermitted
     }
@@ -581,17 +581,18 @@ public actor Gateway {
         switch error {
         case let e as GatewayError: return e
         case let e as GATTError:
+            if let code = e.code.attError { return GatewayError(.attError, e.reason, attError: code.rawValue) }
             switch e.code {
-            case .att(let code, _): return GatewayError(.attError, e.reason, attError: code.rawValue)
             case .timeout: return GatewayError(.timeout, e.reason)
             case .disconnected: return GatewayError(.notConnected, e.reason)
             default: return GatewayError(.protocolError, e.reason)
             }
         case let e as HostError:
-            switch e.code {
-            case .commandTimedOut, .connectionTimedOut: return GatewayError(.timeout, e.reason)
-            case .notConnected: return GatewayError(.notConnected, e.reason)
-            case .commandFailed, .connectionFailed, .malformedResponse: return GatewayError(.protocolError, e.reason)
+            // By category: timed out (a command or a connection), refused or malformed (a status, a response).
+            if e.code == .notConnected { return GatewayError(.notConnected, e.reason) }
+            switch e.category {
+            case .timedOut: return GatewayError(.timeout, e.reason)
+            case .protocolError where e.code.opcode != nil || e.code.hciStatus != nil: return GatewayError(.protocolError, e.reason)
             default: return GatewayError(.failed, e.reason)
             }
         case let e as SecurityError:
