@@ -528,7 +528,8 @@ public actor Gateway {
             if Task.isCancelled { return }
             switch GatewayRequest.parse(payload) {
             case .failure(let error):
-                await respond(GatewayResponse.topicLevel(error.requestID), GatewayResponse.failure(error))
+                let id = GatewayRequest.requestID(of: payload)
+                await respond(GatewayResponse.topicLevel(id), GatewayResponse.failure(error, id: id))
             case .success(let request):
                 let previous = deviceQueues[request.device]
                 requestNumber &+= 1
@@ -552,9 +553,7 @@ public actor Gateway {
             let fields = try await perform(request)
             await respond(request.id, GatewayResponse.success(id: request.id, [("op", .string(request.operation.rawValue))] + fields))
         } catch {
-            var failure = Self.gatewayError(error)
-            failure.requestID = request.id
-            await respond(request.id, GatewayResponse.failure(failure))
+            await respond(request.id, GatewayResponse.failure(Self.gatewayError(error), id: request.id))
         }
     }
 
@@ -581,7 +580,7 @@ public actor Gateway {
         switch error {
         case let e as GatewayError: return e
         case let e as GATTError:
-            if let code = e.code.attError { return GatewayError(.attError, e.reason, attError: code.rawValue) }
+            if let code = e.code.attError { return GatewayError.attError(code.rawValue, e.reason) }
             switch e.code {
             case .timeout: return GatewayError(.timeout, e.reason)
             case .disconnected: return GatewayError(.notConnected, e.reason)
