@@ -69,6 +69,7 @@ let package = Package(
         .target(
             name: "MQTT",
             dependencies: [
+                "BLEErrors",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["TLS"])),
