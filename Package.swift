@@ -80,6 +80,7 @@ let package = Package(
         .target(
             name: "ESPHomeAPI",
             dependencies: [
+                "BLEErrors",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
