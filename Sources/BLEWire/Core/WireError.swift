@@ -24,9 +24,9 @@ public struct WireErrorCode: RawRepresentable, BLEErrorCode {
     /// A type, opcode or code this decoder does not know how to decode.
     public static let unknownType = WireErrorCode(rawValue: 6)
 
-    /// ``BLEErrorCategory/invalidInput`` for a value too large to encode; ``BLEErrorCategory/protocolError``
-    /// (bytes that break their format) for the others.
-    public var category: BLEErrorCategory { self == .oversized ? .invalidInput : .protocolError }
+    /// ``BLEErrorCategory/protocolError`` for every kind: bytes (or a value to encode, for ``oversized``) that break
+    /// their format, which is what the `ble` tool has always answered with exit status 3.
+    public var category: BLEErrorCategory { .protocolError }
 
     public var description: String {
         switch self {

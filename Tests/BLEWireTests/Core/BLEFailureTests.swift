@@ -71,7 +71,7 @@ private typealias SampleError = BLEFailure<SampleCode>
         #expect(SampleError(.late(seconds: 1)).category == .timedOut)
         #expect(SampleError(.refused(1)).category == .protocolError)
         #expect(WireError(.truncated, "").category == .protocolError)
-        #expect(WireError(.oversized, "").category == .invalidInput)
+        #expect(WireError(.oversized, "").category == .protocolError)
         #expect(BLEErrorCategory.notFound.description == "notFound")
     }
 
