@@ -24,7 +24,7 @@ public enum SMPCrypto {
         do {
             try AES.permute(&block, key: SymmetricKey(data: key))
         } catch {
-            throw Failure(.invalidInput, "e: \(error)")
+            throw Failure(.cryptography, "e: \(error)")
         }
         return block
     }
@@ -37,7 +37,7 @@ public enum SMPCrypto {
             mac.update(data: message)
             return Array(mac.finalize())
         } catch {
-            throw Failure(.invalidInput, "AES-CMAC: \(error)")
+            throw Failure(.cryptography, "AES-CMAC: \(error)")
         }
     }
 
@@ -154,7 +154,7 @@ public struct SMPKeyPair: Sendable {
         do {
             return try key.sharedSecretFromKeyAgreement(with: peer).withUnsafeBytes { Array($0) }
         } catch {
-            throw SMPCrypto.Failure(.invalidInput, "Diffie-Hellman: \(error)")
+            throw SMPCrypto.Failure(.cryptography, "Diffie-Hellman: \(error)")
         }
     }
 }
