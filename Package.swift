@@ -50,8 +50,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
     ],
     targets: [
+        // The one error shape, BLEFailure<Code> with open codes and categories: written once for every module
+        // (BLEWire re-exports it; MQTT and ESPHomeAPI, which know nothing of Bluetooth, use it too).
+        .target(name: "BLEErrors", swiftSettings: strict),
         // Value types and codecs: no I/O, no clocks, no randomness.
-        .target(name: "BLEWire", swiftSettings: strict),
+        .target(name: "BLEWire", dependencies: ["BLEErrors"], swiftSettings: strict),
         // Sans-I/O state machines: HCI command flow, ACL flow, L2CAP, ATT, GATT. No I/O, clocks or randomness.
         .target(
             name: "BLEProtocols",
@@ -77,6 +80,7 @@ let package = Package(
         .target(
             name: "MQTT",
             dependencies: [
+                "BLEErrors",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["TLS"])),
@@ -87,6 +91,7 @@ let package = Package(
         .target(
             name: "ESPHomeAPI",
             dependencies: [
+                "BLEErrors",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -32,7 +32,7 @@ public struct Advertisement: Sendable, Hashable {
     /// advertising data (Core 5.4, Vol 6, Part B, 2.3.4): ``scanResponse``'s structures follow ``data``'s in the
     /// advertising data of a connectable or non-connectable advertisement, and ``data``'s precede ``scanResponse``'s
     /// in the scan response of a scannable one. Needs a controller with the extended advertising commands
-    /// (``HostError/Code/unsupportedByController(_:)`` otherwise).
+    /// (``HostErrorCode/unsupportedByController(_:)`` otherwise).
     public var isExtended: Bool
     /// The primary advertising PHY of extended PDUs: LE 1M, or LE Coded for long range (scanners see it only when
     /// they scan LE Coded). Legacy PDUs always use LE 1M.

@@ -129,7 +129,7 @@ public final class Central: Sendable {
     ///   - phys: the primary advertising PHYs to scan: LE 1M (the default), LE Coded (long range), or both. With a
     ///     controller that has the extended advertising commands the scan is an extended scan, which also reports
     ///     extended advertisements (``DiscoveredPeripheral/isLegacy`` false, with their PHYs, SID and TX power);
-    ///     LE Coded needs those commands and LE Coded (``HostError/Code/unsupportedByController(_:)`` otherwise).
+    ///     LE Coded needs those commands and LE Coded (``HostErrorCode/unsupportedByController(_:)`` otherwise).
     ///   - ownAddress: the address the scan uses, which an active scan's scan requests carry (``OwnAddress``; by
     ///     default the resolvable private address with privacy on, the identity address otherwise).
     public func scan(services: [BluetoothUUID] = [], allowDuplicates: Bool = false, active: Bool = true,

@@ -153,7 +153,7 @@ public final class PeripheralManager: Sendable {
     ///
     /// More than one advertisement, extended PDUs and LE Coded need a controller with the extended advertising
     /// commands (Core 5.4, Vol 4, Part E, 7.8.53–7.8.56): otherwise this throws ``HostError`` with
-    /// ``HostError/Code/unsupportedByController(_:)`` (`.extendedAdvertising`, `.advertisingSets(n)` beyond the
+    /// ``HostErrorCode/unsupportedByController(_:)`` (`.extendedAdvertising`, `.advertisingSets(n)` beyond the
     /// controller's sets, `.codedPHY` without LE Coded) and sends nothing. Throws ``WireError`` (oversized) when data
     /// exceeds 31 bytes for legacy PDUs or the controller's maximum for extended ones.
     public func startAdvertising(_ advertisements: [Advertisement], restartAfterConnection: Bool = false) async throws {

@@ -1,3 +1,4 @@
+import BLEErrors
 import BLEHost
 import BLEProtocols
 import BLETransport
@@ -208,8 +209,18 @@ public typealias HCITransport = BLETransport.HCITransport
 // MARK: Errors
 
 /// The one shape of the stack's errors: a code, a reason and where it was raised; equal on the code. Every error type
-/// below conforms, so `(error as? any BLEError)?.reason` reads any of them.
-public typealias BLEError = BLEWire.BLEError
+/// below is a ``BLEFailure`` of its own code, so `(error as? any BLEError)?.reason` reads any of them and
+/// `.category` says how to treat it.
+public typealias BLEError = BLEErrors.BLEError
+
+/// The one error type of the stack, generic over its code: `HostError` is `BLEFailure<HostErrorCode>`.
+public typealias BLEFailure = BLEErrors.BLEFailure
+
+/// What an error code says of how to treat the failure (not found, timed out, refused by the peer...).
+public typealias BLEErrorCategory = BLEErrors.BLEErrorCategory
+
+/// The requirement of an error code: hashable, sendable, described, and in a ``BLEErrorCategory``.
+public typealias BLEErrorCode = BLEErrors.BLEErrorCode
 
 /// Why an adapter operation failed (a command refused, a connection that failed or timed out, a closed transport).
 public typealias HostError = BLEHost.HostError
@@ -226,6 +237,20 @@ public typealias BondStoreError = BLEHost.BondStoreError
 public typealias WireError = BLEWire.WireError
 /// Why an L2CAP channel operation was refused.
 public typealias L2CAPError = BLEProtocols.L2CAPError
+/// The kinds of ``HostError``.
+public typealias HostErrorCode = BLEHost.HostErrorCode
+/// The kinds of ``GATTError``.
+public typealias GATTErrorCode = BLEProtocols.GATTErrorCode
+/// The kinds of ``TransportError``.
+public typealias TransportErrorCode = BLETransport.TransportErrorCode
+/// The kinds of ``SecurityError``.
+public typealias SecurityErrorCode = BLEHost.SecurityErrorCode
+/// The kinds of ``BondStoreError``.
+public typealias BondStoreErrorCode = BLEHost.BondStoreErrorCode
+/// The kinds of ``WireError``.
+public typealias WireErrorCode = BLEWire.WireErrorCode
+/// The kinds of ``L2CAPError``.
+public typealias L2CAPErrorCode = BLEProtocols.L2CAPErrorCode
 
 // MARK: The embedded simulated world
 

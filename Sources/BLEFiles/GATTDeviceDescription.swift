@@ -265,32 +265,68 @@ public struct GATTDeviceDescription: Sendable, Hashable {
     }
 }
 
-/// Why a device description was refused: the JSON path of the value at fault (`$.services[1].characteristics[0]`),
-/// where it is in the text when known (1-based line and column), and why.
-public struct GATTDeviceDescriptionError: Error, Sendable, Hashable, CustomStringConvertible {
+/// Why a device description was refused: the code says where (the JSON path of the value at fault,
+/// `$.services[1].characteristics[0]`, and its 1-based line and column in the text when known) and whether the text
+/// is not JSON at all; the reason says it all in words: `$.services[1].uuid: "18G0" is not a UUID (line 12, column 15)`.
+public typealias GATTDeviceDescriptionError = BLEFailure<GATTDeviceDescriptionErrorCode>
+
+extension BLEFailure where Code == GATTDeviceDescriptionErrorCode {
+    /// Creates an error whose reason places `why`: `$.services[1].uuid: "18G0" is not a UUID (line 12, column 15)`;
+    /// a syntax error leads with its place: `line 3, column 7: expected ',' or '}' after a member, found '"' (at
+    /// $.services[0])`. `line` and `column` are the text's; `sourceLine` is the raiser's.
+    public init(path: String, line: Int? = nil, column: Int? = nil, reason why: String, isSyntaxError: Bool = false,
+                file: String = #fileID, sourceLine: Int = #line) {
+        let place = line.map { "line \($0), column \(column ?? 0)" }
+        let reason = isSyntaxError ? "\(place.map { $0 + ": " } ?? "")\(why) (at \(path))" : "\(path): \(why)\(place.map { " (\($0))" } ?? "")"
+        let code: Code = isSyntaxError ? .syntaxError(path: path, line: line, column: column)
+            : .invalidDescription(path: path, line: line, column: column)
+        self.init(code, reason, file: file, line: sourceLine)
+    }
+
     /// The JSON path of the value at fault (`$` for the whole document).
-    public var path: String
-    /// The line of the value (or of the syntax error), when the description came from text.
-    public var line: Int?
-    /// The column.
-    public var column: Int?
-    /// Why.
-    public var reason: String
+    public var path: String { code.path }
+    /// The column of the value (or of the syntax error) in the text, when known; its line is ``GATTDeviceDescriptionErrorCode/line``.
+    public var column: Int? { code.column }
     /// Whether the text is not JSON at all (as opposed to JSON that is not a valid description).
-    public var isSyntaxError: Bool
-    /// Creates an error.
-    public init(path: String, line: Int? = nil, column: Int? = nil, reason: String, isSyntaxError: Bool = false) {
+    public var isSyntaxError: Bool { code.isSyntaxError }
+}
+
+/// The kind of a ``GATTDeviceDescriptionError`` and where it is: an open struct, so a release may add kinds. Every
+/// kind is ``BLEErrorCategory/invalidInput``.
+public struct GATTDeviceDescriptionErrorCode: BLEErrorCode {
+    private let syntax: Bool
+    /// The JSON path of the value at fault (`$` for the whole document).
+    public let path: String
+    /// The line of the value (or of the syntax error) in the text, when the description came from text.
+    public let line: Int?
+    /// The column.
+    public let column: Int?
+
+    private init(syntax: Bool, path: String, line: Int?, column: Int?) {
+        self.syntax = syntax
         self.path = path
         self.line = line
         self.column = column
-        self.reason = reason
-        self.isSyntaxError = isSyntaxError
     }
-    /// `$.services[1].uuid: "18G0" is not a UUID (line 12, column 15)`; a syntax error leads with its place:
-    /// `line 3, column 7: expected ',' or '}' after a member, found '"' (at $.services[0])`.
+
+    /// The text is not JSON (RFC 8259) at all.
+    public static func syntaxError(path: String, line: Int?, column: Int?) -> GATTDeviceDescriptionErrorCode {
+        GATTDeviceDescriptionErrorCode(syntax: true, path: path, line: line, column: column)
+    }
+    /// The JSON is not a valid description (a wrong type, an unknown member, a bad UUID, handles that cannot be
+    /// honoured, advertising that does not fit...).
+    public static func invalidDescription(path: String, line: Int?, column: Int?) -> GATTDeviceDescriptionErrorCode {
+        GATTDeviceDescriptionErrorCode(syntax: false, path: path, line: line, column: column)
+    }
+
+    /// Whether the text is not JSON at all.
+    public var isSyntaxError: Bool { syntax }
+
+    public var category: BLEErrorCategory { .invalidInput }
+
+    /// `invalidDescription($.services[1].uuid, line 12, column 15)`.
     public var description: String {
-        let place = line.map { "line \($0), column \(column ?? 0)" }
-        if isSyntaxError { return "\(place.map { $0 + ": " } ?? "")\(reason) (at \(path))" }
-        return "\(path): \(reason)\(place.map { " (\($0))" } ?? "")"
+        let place = line.map { ", line \($0), column \(column ?? 0)" } ?? ""
+        return "\(syntax ? "syntaxError" : "invalidDescription")(\(path)\(place))"
     }
 }

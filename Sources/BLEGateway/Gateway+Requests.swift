@@ -16,7 +16,8 @@ extension Gateway {
             if Task.isCancelled { return }
             switch GatewayRequest.parse(payload) {
             case .failure(let error):
-                await respond(GatewayResponse.topicLevel(error.requestID), GatewayResponse.failure(error))
+                let id = GatewayRequest.requestID(of: payload)
+                await respond(GatewayResponse.topicLevel(id), GatewayResponse.failure(error, id: id))
             case .success(let request):
                 if let start = requestQueue.enqueue(request, device: request.device) { begin(start) }
             }
@@ -42,9 +43,7 @@ extension Gateway {
             let fields = try await perform(request)
             await respond(request.id, GatewayResponse.success(id: request.id, [("op", .string(request.operation.rawValue))] + fields))
         } catch {
-            var failure = Self.gatewayError(error)
-            failure.requestID = request.id
-            await respond(request.id, GatewayResponse.failure(failure))
+            await respond(request.id, GatewayResponse.failure(Self.gatewayError(error), id: request.id))
         }
     }
 
@@ -69,17 +68,18 @@ extension Gateway {
         switch error {
         case let e as GatewayError: return e
         case let e as GATTError:
+            if let code = e.code.attError { return GatewayError.attError(code.rawValue, e.reason) }
             switch e.code {
-            case .att(let code, _): return GatewayError(.attError, e.reason, attError: code.rawValue)
             case .timeout: return GatewayError(.timeout, e.reason)
             case .disconnected: return GatewayError(.notConnected, e.reason)
             default: return GatewayError(.protocolError, e.reason)
             }
         case let e as HostError:
-            switch e.code {
-            case .commandTimedOut, .connectionTimedOut: return GatewayError(.timeout, e.reason)
-            case .notConnected: return GatewayError(.notConnected, e.reason)
-            case .commandFailed, .connectionFailed, .malformedResponse: return GatewayError(.protocolError, e.reason)
+            // By category: timed out (a command or a connection), refused or malformed (a status, a response).
+            if e.code == .notConnected { return GatewayError(.notConnected, e.reason) }
+            switch e.category {
+            case .timedOut: return GatewayError(.timeout, e.reason)
+            case .protocolError where e.code.opcode != nil || e.code.hciStatus != nil: return GatewayError(.protocolError, e.reason)
             default: return GatewayError(.failed, e.reason)
             }
         case let e as SecurityError:

@@ -26,7 +26,7 @@ extension Gateway {
     /// Whether an error means the device refuses us (security, or a database it will not show) rather than a
     /// transient failure.
     static func isRefusal(_ error: any Error) -> Bool {
-        guard let e = error as? GATTError, case .att(let code, _) = e.code else { return false }
+        guard let code = (error as? GATTError)?.code.attError else { return false }
         return code == .insufficientAuthentication || code == .insufficientEncryption || code == .insufficientAuthorization
             || code == .readNotPermitted
     }

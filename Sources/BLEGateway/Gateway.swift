@@ -171,7 +171,7 @@ public actor Gateway {
 
     /// Runs until cancelled, until the scan fails, or until the broker refuses the gateway's connection for a reason
     /// retrying cannot cure (bad user name or password, not authorized, identifier rejected, protocol version): then
-    /// it throws a ``GatewayError`` of code ``GatewayError/Code/brokerRefused``. It connects to the broker,
+    /// it throws a ``GatewayError`` of code ``GatewayErrorCode/brokerRefused``. It connects to the broker,
     /// subscribes, scans and publishes. On the way out (cancellation included) it calls ``shutdown()``.
     public func run() async throws {
         let topics = configuration.topics

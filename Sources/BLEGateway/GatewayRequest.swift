@@ -1,4 +1,5 @@
 import BLE
+import BLEErrors
 import BLEFiles
 
 /// A request to a gateway's GATT client, received as JSON on `PREFIX/ID/command`:
@@ -68,8 +69,14 @@ public struct GatewayRequest: Sendable, Hashable {
         !id.isEmpty && id.utf8.count <= 128 && !id.contains { $0 == "/" || $0 == "+" || $0 == "#" || $0 == "\u{0}" }
     }
 
-    /// Parses a request. A malformed one gives a ``GatewayError`` that carries the request's `id` when that much
-    /// could be read, so that the error is answered on its response topic.
+    /// The `id` of a request, when that much of it can be read: where the answer to a malformed one goes.
+    public static func requestID(of payload: [UInt8]) -> String? {
+        guard let object = GatewayJSON.object(payload), case .some(.string(let id)) = object["id"], isValidID(id) else { return nil }
+        return id
+    }
+
+    /// Parses a request. A malformed one gives a ``GatewayError``; ``requestID(of:)`` reads its `id` when that much
+    /// can be read, so that the error is answered on its response topic.
     public static func parse(_ payload: [UInt8]) -> Result<GatewayRequest, GatewayError> {
         guard let object = GatewayJSON.object(payload) else {
             return .failure(GatewayError(.malformedRequest, "the request is not a JSON object"))
@@ -77,8 +84,8 @@ public struct GatewayRequest: Sendable, Hashable {
         guard case .some(.string(let id)) = object["id"], isValidID(id) else {
             return .failure(GatewayError(.malformedRequest, "\"id\" must be a string of 1 to 128 characters without '/', '+' or '#'"))
         }
-        func fail(_ code: GatewayError.Code, _ reason: String) -> Result<GatewayRequest, GatewayError> {
-            .failure(GatewayError(code, reason, requestID: id))
+        func fail(_ code: GatewayErrorCode, _ reason: String) -> Result<GatewayRequest, GatewayError> {
+            .failure(GatewayError(code, reason))
         }
         guard case .some(.string(let opText)) = object["op"] else { return fail(.malformedRequest, "\"op\" is missing") }
         guard let operation = Operation(rawValue: opText) else {
@@ -92,9 +99,9 @@ public struct GatewayRequest: Sendable, Hashable {
             switch object[key] {
             case nil, .some(.null): return .success(nil)
             case .some(.string(let text)):
-                guard let uuid = BluetoothUUID(text) else { return .failure(GatewayError(.malformedRequest, "\"\(key)\": '\(text)' is not a UUID", requestID: id)) }
+                guard let uuid = BluetoothUUID(text) else { return .failure(GatewayError(.malformedRequest, "\"\(key)\": '\(text)' is not a UUID")) }
                 return .success(uuid)
-            default: return .failure(GatewayError(.malformedRequest, "\"\(key)\" must be a UUID string", requestID: id))
+            default: return .failure(GatewayError(.malformedRequest, "\"\(key)\" must be a UUID string"))
             }
         }
         switch uuid("service") {
@@ -137,51 +144,59 @@ public struct GatewayRequest: Sendable, Hashable {
     }
 }
 
-/// Why a request failed: a stable ``code`` for programs and a ``reason`` for people.
-public struct GatewayError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure.
-    public struct Code: RawRepresentable, Sendable, Hashable {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        /// Not JSON, or a member missing or of the wrong type.
-        public static let malformedRequest = Code(rawValue: "malformed_request")
-        /// An `op` the gateway does not know.
-        public static let unknownOperation = Code(rawValue: "unknown_op")
-        /// No such device (within the timeout), service or characteristic.
-        public static let notFound = Code(rawValue: "not_found")
-        /// Something did not answer in time.
-        public static let timeout = Code(rawValue: "timeout")
-        /// The device answered with an ATT error (``GatewayError/attError`` has its code).
-        public static let attError = Code(rawValue: "att_error")
-        /// The request needs a connection the gateway does not have (or lost).
-        public static let notConnected = Code(rawValue: "not_connected")
-        /// A protocol failure (HCI status, malformed response, pairing failed).
-        public static let protocolError = Code(rawValue: "protocol_error")
-        /// Anything else.
-        public static let failed = Code(rawValue: "failed")
-        /// The broker refused the gateway's connection for good (bad user name or password, not authorized): what
-        /// ``Gateway/run()`` throws.
-        public static let brokerRefused = Code(rawValue: "broker_refused")
+/// Why a request failed: a stable code for programs (its raw value is the response's `"code"`) and a reason for
+/// people. When the device answered with an ATT error, that error is the underlying one (``BLEFailure/attError``).
+public typealias GatewayError = BLEFailure<GatewayErrorCode>
+
+extension BLEFailure where Code == GatewayErrorCode {
+    /// The device answered with the ATT error `attCode`: code ``GatewayErrorCode/attError``, the ATT error underlying.
+    public static func attError(_ attCode: UInt8, _ reason: String, file: String = #fileID, line: Int = #line) -> GatewayError {
+        GatewayError(.attError, reason, underlying: ATTErrorCode(rawValue: attCode), file: file, line: line)
     }
 
-    /// The kind of failure.
-    public var code: Code
-    /// What happened, in words.
-    public var reason: String
     /// The ATT error code, when the device answered with one.
-    public var attError: UInt8?
-    /// The request's identifier, when it could be read.
-    public var requestID: String?
+    public var attError: UInt8? { (underlying as? ATTErrorCode)?.rawValue }
+}
 
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String, attError: UInt8? = nil, requestID: String? = nil) {
-        self.code = code
-        self.reason = reason
-        self.attError = attError
-        self.requestID = requestID
+/// The kind of a ``GatewayError``: an open struct whose raw value is the response's `"code"`.
+public struct GatewayErrorCode: RawRepresentable, BLEErrorCode {
+    /// The response's `"code"`: `not_found`, `att_error`...
+    public var rawValue: String
+    /// The kind called `rawValue` in responses.
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// Not JSON, or a member missing or of the wrong type. ``BLEErrorCategory/invalidInput``.
+    public static let malformedRequest = GatewayErrorCode(rawValue: "malformed_request")
+    /// An `op` the gateway does not know. ``BLEErrorCategory/invalidInput``.
+    public static let unknownOperation = GatewayErrorCode(rawValue: "unknown_op")
+    /// No such device (within the timeout), service or characteristic. ``BLEErrorCategory/notFound``.
+    public static let notFound = GatewayErrorCode(rawValue: "not_found")
+    /// Something did not answer in time. ``BLEErrorCategory/timedOut``.
+    public static let timeout = GatewayErrorCode(rawValue: "timeout")
+    /// The device answered with an ATT error (``BLEFailure/attError`` has its code). ``BLEErrorCategory/protocolError``.
+    public static let attError = GatewayErrorCode(rawValue: "att_error")
+    /// The request needs a connection the gateway does not have (or lost). ``BLEErrorCategory/disconnected``.
+    public static let notConnected = GatewayErrorCode(rawValue: "not_connected")
+    /// A protocol failure (HCI status, malformed response, pairing failed). ``BLEErrorCategory/protocolError``.
+    public static let protocolError = GatewayErrorCode(rawValue: "protocol_error")
+    /// Anything else. ``BLEErrorCategory/failure``.
+    public static let failed = GatewayErrorCode(rawValue: "failed")
+    /// The broker refused the gateway's connection for good (bad user name or password, not authorized): what
+    /// ``Gateway/run()`` throws. ``BLEErrorCategory/protocolError``.
+    public static let brokerRefused = GatewayErrorCode(rawValue: "broker_refused")
+
+    public var category: BLEErrorCategory {
+        switch self {
+        case .malformedRequest, .unknownOperation: .invalidInput
+        case .notFound: .notFound
+        case .timeout: .timedOut
+        case .attError, .protocolError, .brokerRefused: .protocolError
+        case .notConnected: .disconnected
+        default: .failure
+        }
     }
 
-    public var description: String { "\(code.rawValue): \(reason)" }
+    /// The raw value.
+    public var description: String { rawValue }
 }
 
 /// The answer to a ``GatewayRequest`` on `PREFIX/ID/response/ID`: `{"id":"r1","ok":true,...}` with what the
@@ -197,10 +212,10 @@ public enum GatewayResponse {
         .object([("id", .string(id)), ("ok", .bool(true))] + fields)
     }
 
-    /// A failure.
-    public static func failure(_ error: GatewayError) -> JSONValue {
+    /// The failure of the request `id` (`nil`: a request whose `id` could not be read).
+    public static func failure(_ error: GatewayError, id: String?) -> JSONValue {
         var details: [(key: String, value: JSONValue)] = [("code", .string(error.code.rawValue)), ("reason", .string(error.reason))]
         if let att = error.attError { details.append(("att_error", .int(Int(att)))) }
-        return .object([("id", error.requestID.map(JSONValue.string) ?? .null), ("ok", .bool(false)), ("error", .object(details))])
+        return .object([("id", id.map(JSONValue.string) ?? .null), ("ok", .bool(false)), ("error", .object(details))])
     }
 }

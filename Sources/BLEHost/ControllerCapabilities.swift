@@ -5,7 +5,7 @@ import BLEWire
 ///
 /// The host reads it once per power-on (Core 5.4, Vol 4, Part E, 7.4 and 7.8) and keeps it: ``HCIHost/capabilities``.
 /// It is also the host's gate: the host sends no command the controller does not list (``allows(_:)``), an API call
-/// that needs something missing throws ``HostError/Code/unsupportedByController(_:)``, and automatic steps that need
+/// that needs something missing throws ``HostErrorCode/unsupportedByController(_:)``, and automatic steps that need
 /// it are skipped.
 public struct ControllerCapabilities: Sendable, Hashable {
     /// The versions and maker from Read Local Version Information. Core 5.4, Vol 4, Part E, 7.4.1.
@@ -255,7 +255,7 @@ public struct ControllerCapabilities: Sendable, Hashable {
     }()
 }
 
-/// Something an API call may need of the controller, named in ``HostError/Code/unsupportedByController(_:)``.
+/// Something an API call may need of the controller, named in ``HostErrorCode/unsupportedByController(_:)``.
 public enum ControllerCapability: Sendable, Hashable, CustomStringConvertible {
     /// LE Data Length Extension: LE Set Data Length (Core 5.4, Vol 4, Part E, 7.8.33).
     case dataLengthExtension

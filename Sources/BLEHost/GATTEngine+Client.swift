@@ -104,7 +104,7 @@ extension GATTEngine {
         do {
             return try await read(connection, byType: 0x2B2A).first { $0.value.count == 16 }?.value
         } catch let error as GATTError {
-            if case .att = error.code { return nil }
+            if error.code.attError != nil { return nil }
             throw error
         }
     }

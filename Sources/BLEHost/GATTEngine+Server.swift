@@ -171,7 +171,7 @@ extension GATTEngine {
     /// connection handles that were sent the value. Indications wait for each client's confirmation, and one
     /// indication at a time goes to a client (concurrent calls queue). A link that goes down or times out meanwhile is
     /// left out of the result; the call throws only when no link could be sent the value and one of them failed.
-    /// A value longer than a subscriber's ATT_MTU − 3 is refused (``GATTError/Code/invalidValueLength``) rather than
+    /// A value longer than a subscriber's ATT_MTU − 3 is refused (``GATTErrorCode/invalidValueLength``) rather than
     /// cut.
     @discardableResult
     public func updateValue(_ value: [UInt8], for valueHandle: AttributeHandle, onLinks only: Set<LinkID>? = nil) async throws -> [HostConnection] {

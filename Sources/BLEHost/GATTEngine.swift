@@ -379,8 +379,8 @@ public actor GATTEngine {
                 return try await runOnce(procedure, on: link)
             } catch let error as GATTError {
                 // Robust caching: the server's database changed under this client, whose cache is stale.
-                if case .att(.databaseOutOfSync, _) = error.code { forgetCachedDatabase(of: link) }
-                guard attempts < 2, case .att(let code, _) = error.code,
+                if error.code.attError == .databaseOutOfSync { forgetCachedDatabase(of: link) }
+                guard attempts < 2, let code = error.code.attError,
                       [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code),
                       let connection = links[link]?.connection, await host.pairsOnDemand,
                       let security = await host.security(of: connection) else { throw error }

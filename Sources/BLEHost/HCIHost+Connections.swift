@@ -110,7 +110,7 @@ extension HCIHost {
     ///
     /// PHYs the controller does not support (``ControllerCapabilities/phys``) are left out of the preferences.
     ///
-    /// - Throws: ``HostError``; ``HostError/Code/unsupportedByController(_:)`` when the controller lacks LE Set PHY,
+    /// - Throws: ``HostError``; ``HostErrorCode/unsupportedByController(_:)`` when the controller lacks LE Set PHY,
     ///   or every PHY asked for in a direction (`.twoMegabitPHY`, `.codedPHY`), without sending anything.
     public func setPHY(_ connection: HostConnection, transmit: LEPHYs, receive: LEPHYs) async throws -> HostConnection {
         let handle = connection.handle
@@ -146,7 +146,7 @@ extension HCIHost {
     /// Length); the link's ``HostConnection/maxTxOctets`` follows when the controller reports the change. Larger packets
     /// carry the same data in fewer packets and less air time. Core 5.4, Vol 4, Part E, 7.8.33.
     ///
-    /// - Throws: ``HostError``; ``HostError/Code/unsupportedByController(_:)`` (`.dataLengthExtension`) when the
+    /// - Throws: ``HostError``; ``HostErrorCode/unsupportedByController(_:)`` (`.dataLengthExtension`) when the
     ///   controller does not list LE Set Data Length, without sending anything: links then keep 27-octet packets.
     public func setDataLength(_ connection: HostConnection, octets: UInt16 = 251) async throws {
         guard current(connection.handle, is: connection.link) else { throw HostError(.notConnected, "\(connection.link) is down") }

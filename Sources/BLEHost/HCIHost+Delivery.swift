@@ -6,7 +6,7 @@ import Synchronization
 /// the controller confirmed (HCI Number Of Completed Packets) before the channel closed.
 ///
 /// ``L2CAPChannel/close()`` returns it when every octet was confirmed, and throws
-/// ``HostError/Code/undeliveredData(_:)`` with it when some were not (the close's wait ran out, or the link went down).
+/// ``HostErrorCode/undeliveredData(_:)`` with it when some were not (the close's wait ran out, or the link went down).
 /// Confirmation is per SDU: an SDU counts as confirmed once the controller completed the last of its packets. A
 /// controller completes a packet once the peer's link layer acknowledged it, so "confirmed" means it reached the peer's
 /// controller; octets not confirmed may still have arrived, but nobody can say so.

@@ -151,7 +151,7 @@ extension HCIHost {
     /// (``usesExtendedAdvertising``); a connection made on a connectable set ends that set only. Restarts after
     /// connections follow the first set's ``AdvertisingOptions/restartAfterConnection`` (every set starts again).
     ///
-    /// - Throws: ``HostError/Code/unsupportedByController(_:)`` without sending anything when the controller lacks
+    /// - Throws: ``HostErrorCode/unsupportedByController(_:)`` without sending anything when the controller lacks
     ///   the extended commands (`.extendedAdvertising`), has fewer sets (`.advertisingSets(_:)`) or lacks LE Coded
     ///   (`.codedPHY`); ``WireError`` (oversized) when data exceeds 31 octets for legacy PDUs or the controller's
     ///   maximum for extended ones.

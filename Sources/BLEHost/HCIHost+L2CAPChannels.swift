@@ -37,7 +37,7 @@ public struct L2CAPChannel: Sendable {
     /// ``HCIHost/Configuration/l2capCloseTimeout`` (5 s by default), whichever comes first. No new SDU is accepted
     /// meanwhile. A cancelled caller stops waiting and closes at once.
     ///
-    /// Throws ``HostError/Code/undeliveredData(_:)`` when some octets sent were not confirmed: the wait ran out (the
+    /// Throws ``HostErrorCode/undeliveredData(_:)`` when some octets sent were not confirmed: the wait ran out (the
     /// channel is closed all the same, and what was still queued is dropped), or the link or the peer closed the channel
     /// first. Closing a channel that is already closed returns (or throws) its delivery as it stands.
     @discardableResult
@@ -168,7 +168,7 @@ extension HCIHost {
         do {
             return try await openL2CAPChannelOnce(spsm: spsm, handle: handle, link: id, parameters: parameters)
         } catch let error as HostError {
-            guard case .l2capConnectionFailed(.refused(let result)) = error.code, pairsOnDemand,
+            guard case .refused(let result)? = error.code.l2capConnectionFailure, pairsOnDemand,
                   [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(result),
                   let connection = links[handle]?.connection, current(handle, is: id),
                   let security = security(of: connection) else { throw error }

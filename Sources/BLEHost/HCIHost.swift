@@ -26,7 +26,7 @@ public actor HCIHost {
         /// How long closing an LE credit based channel (``L2CAPChannel/close()``) waits, before its Disconnection
         /// Request goes, for the channel's data to be delivered: every K-frame sent under the peer's credits and
         /// reported completed by the controller (Number Of Completed Packets). When the time runs out the channel
-        /// closes anyway and the close throws ``HostError/Code/undeliveredData(_:)`` with the octets not confirmed.
+        /// closes anyway and the close throws ``HostErrorCode/undeliveredData(_:)`` with the octets not confirmed.
         public var l2capCloseTimeout: Duration = .seconds(5)
         /// How long ``HCIHost/disconnect(_:reason:)`` waits, before HCI Disconnect goes, for the controller to complete
         /// the ACL data the host had queued on the link (a controller that disconnects discards what it holds). When
@@ -306,7 +306,7 @@ public actor HCIHost {
     /// Sends a typed command and returns its return parameters once the controller answers (Command Complete), or
     /// once it accepts it (Command Status, for commands whose outcome comes in a later event).
     ///
-    /// - Throws: ``HostError``; ``HostError/Code/unsupportedByController(_:)`` (`.command(opcode)`) without sending
+    /// - Throws: ``HostError``; ``HostErrorCode/unsupportedByController(_:)`` (`.command(opcode)`) without sending
     ///   anything when the controller does not list the command.
     public func send<C: HCICommand>(_ command: C) async throws -> C.ReturnParameters {
         guard controller.capabilities.allows(C.opcode) else { throw controller.capabilities.unsupported(.command(C.opcode)) }

@@ -29,59 +29,159 @@ public enum AdapterState: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Why a host operation failed.
-public struct HostError: BLEError {
-    /// The kind of failure.
-    public enum Code: Sendable, Hashable {
-        /// The controller answered a command with an error status.
+public typealias HostError = BLEFailure<HostErrorCode>
+
+/// The kind of a ``HostError``: an open struct, so a release may add kinds (a `switch` over codes needs a `default:`).
+///
+/// Kinds with a payload are built by static functions (`.commandFailed(opcode, status)`) and read back by the
+/// accessors (``hciStatus``, ``opcode``, ``capability``...).
+public struct HostErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
         case commandFailed(HCIOpcode, HCIStatus)
-        /// The controller did not answer a command in time.
         case commandTimedOut(HCIOpcode)
-        /// The controller answered with something that does not decode.
         case malformedResponse(HCIOpcode)
-        /// The transport is closed or failed.
         case transportClosed
-        /// The host is not powered on.
         case notPoweredOn
-        /// A connection attempt failed with this status.
         case connectionFailed(HCIStatus)
-        /// A connection attempt did not complete in time (it was cancelled).
         case connectionTimedOut
-        /// Another connection attempt is in progress (the controller initiates one at a time).
         case connectionInProgress
-        /// The connection is not (or no longer) up.
         case notConnected
-        /// An LE credit based channel did not open.
         case l2capConnectionFailed(L2CAPConnectionFailure)
-        /// The LE credit based channel is closed (by either side, or a protocol violation, or link loss).
         case l2capChannelClosed
-        /// An L2CAP request the manager refused locally (invalid SPSM or parameters, SDU above the peer's MTU, ...).
-        case l2cap(L2CAPError.Code)
-        /// The controller lacks what the call needs (it does not list the command, or its LE features lack the
-        /// feature; see ``ControllerCapabilities``). Nothing was sent to it.
+        case l2cap(L2CAPErrorCode)
         case unsupportedByController(ControllerCapability)
-        /// A channel closed with data sent on it that the controller did not confirm delivered (the close's wait ran
-        /// out, or the link or the peer ended it first): how much was sent and how much confirmed.
         case undeliveredData(L2CAPDelivery)
-        /// The central did not take a peripheral's Connection Parameter Update Request: it rejected it, or did not
-        /// answer in time. Core 5.4, Vol 3, Part A, 4.20 and 4.21.
         case connectionParameterUpdateRefused(L2CAPConnectionParameterUpdateOutcome)
     }
 
-    /// The kind of failure.
-    public var code: Code
-    /// A human-readable explanation.
-    public var reason: String
-    /// The source file that raised the error.
-    public var file: String
-    /// The source line that raised the error.
-    public var line: Int
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
 
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.file = file
-        self.line = line
+    /// The controller answered a command with an error status. ``BLEErrorCategory/protocolError``.
+    public static func commandFailed(_ opcode: HCIOpcode, _ status: HCIStatus) -> HostErrorCode { HostErrorCode(.commandFailed(opcode, status)) }
+    /// The controller did not answer a command in time. ``BLEErrorCategory/timedOut``.
+    public static func commandTimedOut(_ opcode: HCIOpcode) -> HostErrorCode { HostErrorCode(.commandTimedOut(opcode)) }
+    /// The controller answered with something that does not decode. ``BLEErrorCategory/protocolError``.
+    public static func malformedResponse(_ opcode: HCIOpcode) -> HostErrorCode { HostErrorCode(.malformedResponse(opcode)) }
+    /// The transport is closed or failed. ``BLEErrorCategory/disconnected``.
+    public static let transportClosed = HostErrorCode(.transportClosed)
+    /// The host is not powered on. ``BLEErrorCategory/disconnected``.
+    public static let notPoweredOn = HostErrorCode(.notPoweredOn)
+    /// A connection attempt failed with this status. ``BLEErrorCategory/protocolError``.
+    public static func connectionFailed(_ status: HCIStatus) -> HostErrorCode { HostErrorCode(.connectionFailed(status)) }
+    /// A connection attempt did not complete in time (it was cancelled). ``BLEErrorCategory/timedOut``.
+    public static let connectionTimedOut = HostErrorCode(.connectionTimedOut)
+    /// Another connection attempt is in progress (the controller initiates one at a time).
+    /// ``BLEErrorCategory/failure``.
+    public static let connectionInProgress = HostErrorCode(.connectionInProgress)
+    /// The connection is not (or no longer) up. ``BLEErrorCategory/disconnected``.
+    public static let notConnected = HostErrorCode(.notConnected)
+    /// An LE credit based channel did not open. ``BLEErrorCategory/protocolError``.
+    public static func l2capConnectionFailed(_ failure: L2CAPConnectionFailure) -> HostErrorCode { HostErrorCode(.l2capConnectionFailed(failure)) }
+    /// The LE credit based channel is closed (by either side, or a protocol violation, or link loss).
+    /// ``BLEErrorCategory/disconnected``.
+    public static let l2capChannelClosed = HostErrorCode(.l2capChannelClosed)
+    /// An L2CAP request the manager refused locally (invalid SPSM or parameters, SDU above the peer's MTU, ...).
+    /// ``BLEErrorCategory/protocolError``: the L2CAP layer said no.
+    public static func l2cap(_ code: L2CAPErrorCode) -> HostErrorCode { HostErrorCode(.l2cap(code)) }
+    /// The controller lacks what the call needs (it does not list the command, or its LE features lack the
+    /// feature; see ``ControllerCapabilities``). Nothing was sent to it. ``BLEErrorCategory/unsupported``.
+    public static func unsupportedByController(_ capability: ControllerCapability) -> HostErrorCode { HostErrorCode(.unsupportedByController(capability)) }
+    /// A channel closed with data sent on it that the controller did not confirm delivered (the close's wait ran
+    /// out, or the link or the peer ended it first): how much was sent and how much confirmed. ``BLEErrorCategory/failure``.
+    public static func undeliveredData(_ delivery: L2CAPDelivery) -> HostErrorCode { HostErrorCode(.undeliveredData(delivery)) }
+    /// The central did not take a peripheral's Connection Parameter Update Request: it rejected it, or did not
+    /// answer in time. Core 5.4, Vol 3, Part A, 4.20 and 4.21. ``BLEErrorCategory/protocolError``.
+    public static func connectionParameterUpdateRefused(_ outcome: L2CAPConnectionParameterUpdateOutcome) -> HostErrorCode { HostErrorCode(.connectionParameterUpdateRefused(outcome)) }
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .commandFailed, .malformedResponse, .connectionFailed, .l2capConnectionFailed, .l2cap, .connectionParameterUpdateRefused: .protocolError
+        case .commandTimedOut, .connectionTimedOut: .timedOut
+        case .transportClosed, .notPoweredOn, .notConnected, .l2capChannelClosed: .disconnected
+        case .connectionInProgress, .undeliveredData: .failure
+        case .unsupportedByController: .unsupported
+        }
+    }
+
+    /// The kind, with its payload: `notConnected`, `commandFailed(...)`.
+    public var description: String {
+        switch backing {
+        case .commandFailed(let opcode, let status): "commandFailed(\(opcode), \(status))"
+        case .commandTimedOut(let opcode): "commandTimedOut(\(opcode))"
+        case .malformedResponse(let opcode): "malformedResponse(\(opcode))"
+        case .transportClosed: "transportClosed"
+        case .notPoweredOn: "notPoweredOn"
+        case .connectionFailed(let status): "connectionFailed(\(status))"
+        case .connectionTimedOut: "connectionTimedOut"
+        case .connectionInProgress: "connectionInProgress"
+        case .notConnected: "notConnected"
+        case .l2capConnectionFailed(let failure): "l2capConnectionFailed(\(failure))"
+        case .l2capChannelClosed: "l2capChannelClosed"
+        case .l2cap(let code): "l2cap(\(code))"
+        case .unsupportedByController(let capability): "unsupportedByController(\(capability))"
+        case .undeliveredData(let delivery): "undeliveredData(\(delivery))"
+        case .connectionParameterUpdateRefused(let outcome): "connectionParameterUpdateRefused(\(outcome))"
+        }
+    }
+
+    /// The command of ``commandFailed(_:_:)``, ``commandTimedOut(_:)`` and ``malformedResponse(_:)``.
+    public var opcode: HCIOpcode? {
+        switch backing {
+        case .commandFailed(let x, _): x
+        case .commandTimedOut(let x): x
+        case .malformedResponse(let x): x
+        default: nil
+        }
+    }
+
+    /// The controller's status of ``commandFailed(_:_:)`` and ``connectionFailed(_:)``.
+    public var hciStatus: HCIStatus? {
+        switch backing {
+        case .commandFailed(_, let x): x
+        case .connectionFailed(let x): x
+        default: nil
+        }
+    }
+
+    /// Why the channel of ``l2capConnectionFailed(_:)`` did not open.
+    public var l2capConnectionFailure: L2CAPConnectionFailure? {
+        switch backing {
+        case .l2capConnectionFailed(let x): x
+        default: nil
+        }
+    }
+
+    /// The L2CAP manager's code of ``l2cap(_:)``.
+    public var l2capError: L2CAPErrorCode? {
+        switch backing {
+        case .l2cap(let x): x
+        default: nil
+        }
+    }
+
+    /// What the controller lacks, of ``unsupportedByController(_:)``.
+    public var capability: ControllerCapability? {
+        switch backing {
+        case .unsupportedByController(let x): x
+        default: nil
+        }
+    }
+
+    /// What was sent and confirmed, of ``undeliveredData(_:)``.
+    public var delivery: L2CAPDelivery? {
+        switch backing {
+        case .undeliveredData(let x): x
+        default: nil
+        }
+    }
+
+    /// The central's answer (or its silence), of ``connectionParameterUpdateRefused(_:)``.
+    public var parameterUpdateOutcome: L2CAPConnectionParameterUpdateOutcome? {
+        switch backing {
+        case .connectionParameterUpdateRefused(let x): x
+        default: nil
+        }
     }
 }
 

@@ -28,48 +28,81 @@ extension HCITransport {
     }
 }
 
-/// Why a transport failed.
-public struct TransportError: BLEError {
-    /// The kind of failure.
-    public enum Code: Sendable, Hashable {
-        /// The transport is closed.
+/// Why a transport failed. The `errno` behind it, when there is one, is its ``BLEFailure/underlying`` error
+/// (a ``SystemErrno``), read by ``BLEFailure/errno``.
+public typealias TransportError = BLEFailure<TransportErrorCode>
+
+/// An `errno` value a system call failed with: the underlying error of a ``TransportError``.
+public struct SystemErrno: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The value.
+    public var value: Int32
+    /// Wraps `value`.
+    public init(_ value: Int32) { self.value = value }
+    /// `errno 13`.
+    public var description: String { "errno \(value)" }
+}
+
+extension BLEFailure where Code == TransportErrorCode {
+    /// Creates a transport error with the `errno` behind it (`nil` when there is none).
+    public init(_ code: TransportErrorCode, _ reason: String, errno: Int32?, file: String = #fileID, line: Int = #line) {
+        self.init(code, reason, underlying: errno.map(SystemErrno.init), file: file, line: line)
+    }
+
+    /// The `errno` value behind the failure, when there is one.
+    public var errno: Int32? { (underlying as? SystemErrno)?.value }
+}
+
+/// The kind of a ``TransportError``: an open struct, so a release may add kinds.
+public struct TransportErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
         case closed
-        /// The operating system lacks what the transport needs (for example, no kernel Bluetooth).
         case unsupported
-        /// The operating system denied access (for example, no CAP_NET_ADMIN for the HCI user channel).
         case permissionDenied
-        /// Connecting, opening or configuring failed.
         case openFailed
-        /// Reading or writing failed.
         case ioFailed
-        /// The byte stream could not be framed into HCI packets.
         case framing
-        /// An address or specification string could not be parsed.
         case invalidSpecification
     }
 
-    /// The kind of failure.
-    public var code: Code
-    /// A human-readable explanation.
-    public var reason: String
-    /// The `errno` value behind the failure, when there is one.
-    public var errno: Int32?
-    /// The source file that raised the error.
-    public var file: String
-    /// The source line that raised the error.
-    public var line: Int
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
 
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String, errno: Int32? = nil, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.errno = errno
-        self.file = file
-        self.line = line
+    /// The transport is closed. ``BLEErrorCategory/disconnected``.
+    public static let closed = TransportErrorCode(.closed)
+    /// The operating system lacks what the transport needs (for example, no kernel Bluetooth).
+    /// ``BLEErrorCategory/unsupported``.
+    public static let unsupported = TransportErrorCode(.unsupported)
+    /// The operating system denied access (for example, no CAP_NET_ADMIN for the HCI user channel).
+    /// ``BLEErrorCategory/unsupported``.
+    public static let permissionDenied = TransportErrorCode(.permissionDenied)
+    /// Connecting, opening or configuring failed. ``BLEErrorCategory/failure``.
+    public static let openFailed = TransportErrorCode(.openFailed)
+    /// Reading or writing failed. ``BLEErrorCategory/failure``.
+    public static let ioFailed = TransportErrorCode(.ioFailed)
+    /// The byte stream could not be framed into HCI packets. ``BLEErrorCategory/failure``.
+    public static let framing = TransportErrorCode(.framing)
+    /// An address or specification string could not be parsed. ``BLEErrorCategory/invalidInput``.
+    public static let invalidSpecification = TransportErrorCode(.invalidSpecification)
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .closed: .disconnected
+        case .unsupported, .permissionDenied: .unsupported
+        case .openFailed, .ioFailed, .framing: .failure
+        case .invalidSpecification: .invalidInput
+        }
     }
 
+    /// The kind's name: `closed`, `openFailed`...
     public var description: String {
-        if let errno { return "\(reason) (errno \(errno))" }
-        return reason
+        switch backing {
+        case .closed: "closed"
+        case .unsupported: "unsupported"
+        case .permissionDenied: "permissionDenied"
+        case .openFailed: "openFailed"
+        case .ioFailed: "ioFailed"
+        case .framing: "framing"
+        case .invalidSpecification: "invalidSpecification"
+        }
     }
 }

@@ -19,8 +19,8 @@ public enum UserChannelTransport {
 
     /// Opens adapter `hci<deviceIndex>` on the user channel.
     ///
-    /// Fails with ``TransportError/Code/unsupported`` when the kernel has no Bluetooth support, with
-    /// ``TransportError/Code/permissionDenied`` without CAP_NET_ADMIN, and with ``TransportError/Code/openFailed``
+    /// Fails with ``TransportErrorCode/unsupported`` when the kernel has no Bluetooth support, with
+    /// ``TransportErrorCode/permissionDenied`` without CAP_NET_ADMIN, and with ``TransportErrorCode/openFailed``
     /// when the adapter does not exist or is in use (bring it down first: `hciconfig hciN down`).
     public static func open(deviceIndex: UInt16) throws -> FileDescriptorTransport {
         let name = "hci\(deviceIndex)"

@@ -17,9 +17,9 @@ public struct VirtualHCIDevice: Sendable {
     /// Asks the kernel for a new primary adapter: opens `path`, sends the driver's create request (vendor packet
     /// 0xFF with device type 0x00, a primary controller) and reads the adapter index it answers with.
     ///
-    /// Fails with ``TransportError/Code/unsupported`` when the device file is missing (no `hci_vhci` module: load
-    /// it with `modprobe hci_vhci`), ``TransportError/Code/permissionDenied`` when it may not be opened, and
-    /// ``TransportError/Code/openFailed`` when the kernel does not answer within `timeout` seconds or answers
+    /// Fails with ``TransportErrorCode/unsupported`` when the device file is missing (no `hci_vhci` module: load
+    /// it with `modprobe hci_vhci`), ``TransportErrorCode/permissionDenied`` when it may not be opened, and
+    /// ``TransportErrorCode/openFailed`` when the kernel does not answer within `timeout` seconds or answers
     /// something else.
     public static func create(path: String = "/dev/vhci", timeout: Double = 2) throws -> VirtualHCIDevice {
         let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)

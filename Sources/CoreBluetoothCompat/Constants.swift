@@ -295,18 +295,18 @@ func cbError(_ error: any Error) -> any Error {
     case let error as CBError: return error
     case let error as CBATTError: return error
     case let error as GATTError:
+        if let code = error.code.attError { return CBATTError(attCode: code.rawValue, reason: error.reason) }
         switch error.code {
-        case .att(let code, _): return CBATTError(attCode: code.rawValue, reason: error.reason)
         case .disconnected: return CBError(.peripheralDisconnected, reason: error.reason)
         case .timeout: return CBError(.connectionTimeout, reason: error.reason)
         case .cancelled: return CBError(.operationCancelled, reason: error.reason)
         case .invalidValueLength: return CBATTError(.invalidAttributeValueLength, reason: error.reason)
-        case .malformedResponse: return CBError(.unknown, reason: error.reason)
+        default: return CBError(.unknown, reason: error.reason)
         }
     case let error as HostError:
+        if error.code.hciStatus != nil, error.code.opcode == nil { return CBError(.connectionFailed, reason: error.reason) }
         switch error.code {
         case .connectionTimedOut: return CBError(.connectionTimeout, reason: error.reason)
-        case .connectionFailed: return CBError(.connectionFailed, reason: error.reason)
         case .notConnected, .transportClosed, .notPoweredOn: return CBError(.notConnected, reason: error.reason)
         default: return CBError(.unknown, reason: error.reason)
         }

@@ -42,15 +42,15 @@ public struct ESPHomeAPIPlaintextDecoder: Sendable {
         var start = 0
         while start < buffer.count {
             guard buffer[start] == 0x00 else {
-                throw ESPHomeAPIError(buffer[start] == 0x01
+                throw ESPHomeAPIError(.malformed, buffer[start] == 0x01
                     ? "the client speaks the encrypted protocol; this server is plaintext"
                     : "bad frame indicator 0x\(String(buffer[start], radix: 16))")
             }
             var index = start + 1
             guard let length = try Self.varint(buffer, &index) else { break }
-            guard length <= UInt64(maximumPayload) else { throw ESPHomeAPIError("a frame of \(length) bytes (at most \(maximumPayload))") }
+            guard length <= UInt64(maximumPayload) else { throw ESPHomeAPIError(.malformed, "a frame of \(length) bytes (at most \(maximumPayload))") }
             guard let type = try Self.varint(buffer, &index) else { break }
-            guard type <= UInt64(UInt32.max) else { throw ESPHomeAPIError("message type \(type) is out of range") }
+            guard type <= UInt64(UInt32.max) else { throw ESPHomeAPIError(.malformed, "message type \(type) is out of range") }
             guard buffer.count - index >= Int(length) else { break }
             frames.append(ESPHomeAPIFrame(type: UInt32(type), payload: Array(buffer[index..<index + Int(length)])))
             start = index + Int(length)
@@ -67,7 +67,7 @@ public struct ESPHomeAPIPlaintextDecoder: Sendable {
         while i < bytes.count {
             let byte = bytes[i]
             i += 1
-            guard shift < 35 else { throw ESPHomeAPIError("a frame header varint is longer than five bytes") }
+            guard shift < 35 else { throw ESPHomeAPIError(.malformed, "a frame header varint is longer than five bytes") }
             result |= UInt64(byte & 0x7F) << shift
             if byte & 0x80 == 0 {
                 index = i
@@ -83,14 +83,14 @@ public struct ESPHomeAPIPlaintextDecoder: Sendable {
 public enum ESPHomeAPINoiseFraming {
     /// Wraps a body in a frame header; throws for a body over 65,535 bytes.
     public static func encode(_ body: [UInt8]) throws(ESPHomeAPIError) -> [UInt8] {
-        guard body.count <= 0xFFFF else { throw ESPHomeAPIError("an encrypted frame of \(body.count) bytes (at most 65535)") }
+        guard body.count <= 0xFFFF else { throw ESPHomeAPIError(.invalidInput, "an encrypted frame of \(body.count) bytes (at most 65535)") }
         return [0x01, UInt8(body.count >> 8), UInt8(body.count & 0xFF)] + body
     }
 
     /// The plaintext inside an encrypted data frame: the type and the length as two bytes big-endian each, the body.
     public static func inner(_ frame: ESPHomeAPIFrame) throws(ESPHomeAPIError) -> [UInt8] {
         guard frame.type <= 0xFFFF, frame.payload.count <= 0xFFFF - 4 - 16 else {
-            throw ESPHomeAPIError("message type \(frame.type) of \(frame.payload.count) bytes does not fit an encrypted frame")
+            throw ESPHomeAPIError(.malformed, "message type \(frame.type) of \(frame.payload.count) bytes does not fit an encrypted frame")
         }
         return [UInt8(frame.type >> 8), UInt8(frame.type & 0xFF), UInt8(frame.payload.count >> 8), UInt8(frame.payload.count & 0xFF)]
             + frame.payload
@@ -98,10 +98,10 @@ public enum ESPHomeAPINoiseFraming {
 
     /// Reads the plaintext of an encrypted data frame back into a message frame.
     public static func parseInner(_ bytes: [UInt8]) throws(ESPHomeAPIError) -> ESPHomeAPIFrame {
-        guard bytes.count >= 4 else { throw ESPHomeAPIError("an encrypted message of \(bytes.count) bytes has no header") }
+        guard bytes.count >= 4 else { throw ESPHomeAPIError(.malformed, "an encrypted message of \(bytes.count) bytes has no header") }
         let type = UInt32(bytes[0]) << 8 | UInt32(bytes[1])
         let length = Int(bytes[2]) << 8 | Int(bytes[3])
-        guard length == bytes.count - 4 else { throw ESPHomeAPIError("an encrypted message says \(length) bytes and has \(bytes.count - 4)") }
+        guard length == bytes.count - 4 else { throw ESPHomeAPIError(.malformed, "an encrypted message says \(length) bytes and has \(bytes.count - 4)") }
         return ESPHomeAPIFrame(type: type, payload: Array(bytes[4...]))
     }
 }
@@ -120,7 +120,7 @@ public struct ESPHomeAPINoiseDecoder: Sendable {
         var start = 0
         while buffer.count - start >= 3 {
             guard buffer[start] == 0x01 else {
-                throw ESPHomeAPIError(buffer[start] == 0x00
+                throw ESPHomeAPIError(.malformed, buffer[start] == 0x00
                     ? "the client speaks plaintext; this server requires encryption"
                     : "bad frame indicator 0x\(String(buffer[start], radix: 16))")
             }

@@ -136,7 +136,7 @@ public struct DNSMessage: Sendable, Hashable {
         u16(id)
         u16((isResponse ? 0x8000 : 0) | (isAuthoritative ? 0x0400 : 0))
         for count in [questions.count, answers.count, authorities.count, additionals.count] {
-            guard count <= 0xFFFF else { throw ESPHomeAPIError("too many DNS entries") }
+            guard count <= 0xFFFF else { throw ESPHomeAPIError(.invalidInput, "too many DNS entries") }
             u16(UInt16(count))
         }
         for q in questions {
@@ -157,7 +157,7 @@ public struct DNSMessage: Sendable, Hashable {
                 var t: [UInt8] = []
                 for s in strings {
                     let bytes = Array(s.utf8)
-                    guard bytes.count <= 255 else { throw ESPHomeAPIError("a TXT string of \(bytes.count) bytes") }
+                    guard bytes.count <= 255 else { throw ESPHomeAPIError(.invalidInput, "a TXT string of \(bytes.count) bytes") }
                     t += [UInt8(bytes.count)] + bytes
                 }
                 rdata = t.isEmpty ? [0] : t
@@ -166,7 +166,7 @@ public struct DNSMessage: Sendable, Hashable {
                          UInt8(port >> 8), UInt8(port & 0xFF)] + (try Self.encodeName(target))
             case .other(_, let bytes): rdata = bytes
             }
-            guard rdata.count <= 0xFFFF else { throw ESPHomeAPIError("record data of \(rdata.count) bytes") }
+            guard rdata.count <= 0xFFFF else { throw ESPHomeAPIError(.invalidInput, "record data of \(rdata.count) bytes") }
             u16(UInt16(rdata.count))
             out += rdata
         }
@@ -177,10 +177,10 @@ public struct DNSMessage: Sendable, Hashable {
         var out: [UInt8] = []
         for label in name.split(separator: ".", omittingEmptySubsequences: true) {
             let bytes = Array(label.utf8)
-            guard (1...63).contains(bytes.count) else { throw ESPHomeAPIError("the DNS label '\(label)' is longer than 63 bytes") }
+            guard (1...63).contains(bytes.count) else { throw ESPHomeAPIError(.invalidInput, "the DNS label '\(label)' is longer than 63 bytes") }
             out += [UInt8(bytes.count)] + bytes
         }
-        guard out.count < 255 else { throw ESPHomeAPIError("the DNS name '\(name)' is longer than 255 bytes") }
+        guard out.count < 255 else { throw ESPHomeAPIError(.invalidInput, "the DNS name '\(name)' is longer than 255 bytes") }
         return out + [0]
     }
 }
@@ -193,7 +193,7 @@ struct DNSReader {
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     mutating func u8() throws(ESPHomeAPIError) -> UInt8 {
-        guard index < bytes.count else { throw ESPHomeAPIError("a DNS message is cut short") }
+        guard index < bytes.count else { throw ESPHomeAPIError(.malformed, "a DNS message is cut short") }
         defer { index += 1 }
         return bytes[index]
     }
@@ -203,7 +203,7 @@ struct DNSReader {
     mutating func u32() throws(ESPHomeAPIError) -> UInt32 { UInt32(try u16()) << 16 | UInt32(try u16()) }
 
     mutating func take(_ count: Int) throws(ESPHomeAPIError) -> [UInt8] {
-        guard count >= 0, count <= bytes.count - index else { throw ESPHomeAPIError("a DNS field runs past the end") }
+        guard count >= 0, count <= bytes.count - index else { throw ESPHomeAPIError(.malformed, "a DNS field runs past the end") }
         defer { index += count }
         return Array(bytes[index..<index + count])
     }
@@ -216,7 +216,7 @@ struct DNSReader {
         var jumps = 0
         var length = 0
         while true {
-            guard position < bytes.count else { throw ESPHomeAPIError("a DNS name runs past the end") }
+            guard position < bytes.count else { throw ESPHomeAPIError(.malformed, "a DNS name runs past the end") }
             let byte = bytes[position]
             if byte == 0 {
                 position += 1
@@ -224,22 +224,22 @@ struct DNSReader {
             }
             switch byte & 0xC0 {
             case 0xC0:
-                guard position + 1 < bytes.count else { throw ESPHomeAPIError("a DNS name pointer runs past the end") }
+                guard position + 1 < bytes.count else { throw ESPHomeAPIError(.malformed, "a DNS name pointer runs past the end") }
                 jumps += 1
-                guard jumps <= 32 else { throw ESPHomeAPIError("a DNS name's pointers loop") }
+                guard jumps <= 32 else { throw ESPHomeAPIError(.malformed, "a DNS name's pointers loop") }
                 let target = Int(byte & 0x3F) << 8 | Int(bytes[position + 1])
                 if !jumped { index = position + 2 }
                 jumped = true
                 position = target
             case 0x00:
                 let count = Int(byte)
-                guard position + 1 + count <= bytes.count else { throw ESPHomeAPIError("a DNS label runs past the end") }
+                guard position + 1 + count <= bytes.count else { throw ESPHomeAPIError(.malformed, "a DNS label runs past the end") }
                 length += count + 1
-                guard length <= 255 else { throw ESPHomeAPIError("a DNS name longer than 255 bytes") }
+                guard length <= 255 else { throw ESPHomeAPIError(.malformed, "a DNS name longer than 255 bytes") }
                 labels.append(String(decoding: bytes[(position + 1)..<(position + 1 + count)], as: UTF8.self))
                 position += 1 + count
             default:
-                throw ESPHomeAPIError("a DNS label of a reserved kind (0x\(String(byte, radix: 16)))")
+                throw ESPHomeAPIError(.malformed, "a DNS label of a reserved kind (0x\(String(byte, radix: 16)))")
             }
         }
         if !jumped { index = position }
@@ -252,7 +252,7 @@ struct DNSReader {
         let klass = try u16()
         let ttl = try u32()
         let length = Int(try u16())
-        guard length <= bytes.count - index else { throw ESPHomeAPIError("DNS record data runs past the end") }
+        guard length <= bytes.count - index else { throw ESPHomeAPIError(.malformed, "DNS record data runs past the end") }
         let end = index + length
         let data: DNSMessage.RecordData
         switch DNSMessage.RecordType(rawValue: type) {
@@ -265,13 +265,13 @@ struct DNSReader {
             var strings: [String] = []
             while index < end {
                 let count = Int(try u8())
-                guard index + count <= end else { throw ESPHomeAPIError("a TXT string runs past its record") }
+                guard index + count <= end else { throw ESPHomeAPIError(.malformed, "a TXT string runs past its record") }
                 if count > 0 { strings.append(String(decoding: try take(count), as: UTF8.self)) }
             }
             data = .txt(strings)
         default: data = .other(type: type, try take(length))
         }
-        guard index <= end else { throw ESPHomeAPIError("DNS record data longer than its length") }
+        guard index <= end else { throw ESPHomeAPIError(.malformed, "DNS record data longer than its length") }
         index = end
         return DNSMessage.Record(name: name, data: data, ttl: ttl, cacheFlush: klass & 0x8000 != 0)
     }
@@ -299,7 +299,7 @@ public struct ESPHomeMDNSResponder: Sendable {
 
     /// Creates a responder; throws for a name that is not one DNS label (1 to 63 bytes, no dot).
     public init(name: String, port: UInt16, addresses: [[UInt8]], txt: [String], ttl: UInt32 = 120) throws(ESPHomeAPIError) {
-        guard (1...63).contains(name.utf8.count), !name.contains(".") else { throw ESPHomeAPIError("'\(name)' is not one DNS label") }
+        guard (1...63).contains(name.utf8.count), !name.contains(".") else { throw ESPHomeAPIError(.invalidInput, "'\(name)' is not one DNS label") }
         self.name = name
         self.port = port
         self.addresses = addresses.filter { $0.count == 4 }

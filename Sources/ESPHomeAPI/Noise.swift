@@ -14,16 +14,16 @@ public struct NoiseCipherState: Sendable {
     private func nonceValue() throws(ESPHomeAPIError) -> ChaChaPoly.Nonce {
         var bytes = [UInt8](repeating: 0, count: 12)
         for i in 0..<8 { bytes[4 + i] = UInt8(truncatingIfNeeded: nonce >> UInt64(8 * i)) }
-        do { return try ChaChaPoly.Nonce(data: bytes) } catch { throw ESPHomeAPIError("the nonce could not be made") }
+        do { return try ChaChaPoly.Nonce(data: bytes) } catch { throw ESPHomeAPIError(.cryptography, "the nonce could not be made") }
     }
 
     /// Encrypts `plaintext` with associated data `ad` (ciphertext followed by the 16-byte tag).
     public mutating func encrypt(_ plaintext: [UInt8], ad: [UInt8] = []) throws(ESPHomeAPIError) -> [UInt8] {
         guard let key else { return plaintext }
-        guard nonce < UInt64.max else { throw ESPHomeAPIError("the cipher's nonces are used up") }
+        guard nonce < UInt64.max else { throw ESPHomeAPIError(.cryptography, "the cipher's nonces are used up") }
         let box: ChaChaPoly.SealedBox
         do { box = try ChaChaPoly.seal(plaintext, using: key, nonce: try nonceValue(), authenticating: ad) } catch {
-            throw ESPHomeAPIError("encryption failed")
+            throw ESPHomeAPIError(.cryptography, "encryption failed")
         }
         nonce += 1
         return Array(box.ciphertext) + Array(box.tag)
@@ -32,14 +32,14 @@ public struct NoiseCipherState: Sendable {
     /// Decrypts and authenticates `ciphertext` (with its tag) against `ad`; throws when the tag does not match.
     public mutating func decrypt(_ ciphertext: [UInt8], ad: [UInt8] = []) throws(ESPHomeAPIError) -> [UInt8] {
         guard let key else { return ciphertext }
-        guard ciphertext.count >= 16 else { throw ESPHomeAPIError("an encrypted frame is shorter than its tag") }
-        guard nonce < UInt64.max else { throw ESPHomeAPIError("the cipher's nonces are used up") }
+        guard ciphertext.count >= 16 else { throw ESPHomeAPIError(.malformed, "an encrypted frame is shorter than its tag") }
+        guard nonce < UInt64.max else { throw ESPHomeAPIError(.cryptography, "the cipher's nonces are used up") }
         let plaintext: [UInt8]
         do {
             let box = try ChaChaPoly.SealedBox(nonce: try nonceValue(), ciphertext: ciphertext.dropLast(16), tag: ciphertext.suffix(16))
             plaintext = Array(try ChaChaPoly.open(box, using: key, authenticating: ad))
         } catch {
-            throw ESPHomeAPIError("decryption failed (wrong key or altered frame)")
+            throw ESPHomeAPIError(.malformed, "decryption failed (wrong key or altered frame)")
         }
         nonce += 1
         return plaintext
@@ -71,7 +71,7 @@ public struct NoiseNNpsk0Handshake: Sendable {
     /// Starts a handshake. `psk` must be 32 bytes.
     public init(role: Role, psk: [UInt8], prologue: [UInt8] = NoiseNNpsk0Handshake.esphomePrologue,
                 ephemeral: Curve25519.KeyAgreement.PrivateKey) throws(ESPHomeAPIError) {
-        guard psk.count == 32 else { throw ESPHomeAPIError("the pre-shared key has \(psk.count) bytes, not 32") }
+        guard psk.count == 32 else { throw ESPHomeAPIError(.invalidInput, "the pre-shared key has \(psk.count) bytes, not 32") }
         self.role = role
         self.psk = psk
         self.ephemeral = ephemeral
@@ -88,7 +88,7 @@ public struct NoiseNNpsk0Handshake: Sendable {
                 ephemeralKey: [UInt8]) throws(ESPHomeAPIError) {
         let key: Curve25519.KeyAgreement.PrivateKey
         do { key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: ephemeralKey) } catch {
-            throw ESPHomeAPIError("an ephemeral key of \(ephemeralKey.count) bytes, not 32")
+            throw ESPHomeAPIError(.invalidInput, "an ephemeral key of \(ephemeralKey.count) bytes, not 32")
         }
         try self.init(role: role, psk: psk, prologue: prologue, ephemeral: key)
     }
@@ -100,7 +100,7 @@ public struct NoiseNNpsk0Handshake: Sendable {
 
     /// Initiator: the first message (`psk, e`, empty payload).
     public mutating func writeMessage1() throws(ESPHomeAPIError) -> [UInt8] {
-        guard role == .initiator else { throw ESPHomeAPIError("only the initiator writes the first message") }
+        guard role == .initiator else { throw ESPHomeAPIError(.invalidInput, "only the initiator writes the first message") }
         mixKeyAndHash(psk)
         let e = ephemeralPublicKey
         mixHash(e)
@@ -110,8 +110,8 @@ public struct NoiseNNpsk0Handshake: Sendable {
 
     /// Responder: reads the first message; throws when its tag does not verify (a different pre-shared key).
     public mutating func readMessage1(_ message: [UInt8]) throws(ESPHomeAPIError) {
-        guard role == .responder else { throw ESPHomeAPIError("only the responder reads the first message") }
-        guard message.count == Self.messageLength else { throw ESPHomeAPIError("a handshake message of \(message.count) bytes, not 48") }
+        guard role == .responder else { throw ESPHomeAPIError(.invalidInput, "only the responder reads the first message") }
+        guard message.count == Self.messageLength else { throw ESPHomeAPIError(.malformed, "a handshake message of \(message.count) bytes, not 48") }
         mixKeyAndHash(psk)
         let re = Array(message.prefix(32))
         remoteEphemeral = try Self.publicKey(re)
@@ -122,7 +122,7 @@ public struct NoiseNNpsk0Handshake: Sendable {
 
     /// Responder: the second message (`e, ee`, empty payload), and the transport ciphers (send, receive).
     public mutating func writeMessage2() throws(ESPHomeAPIError) -> (message: [UInt8], send: NoiseCipherState, receive: NoiseCipherState) {
-        guard role == .responder, let remote = remoteEphemeral else { throw ESPHomeAPIError("the second message follows the first") }
+        guard role == .responder, let remote = remoteEphemeral else { throw ESPHomeAPIError(.invalidInput, "the second message follows the first") }
         let e = ephemeralPublicKey
         mixHash(e)
         mixKey(e)
@@ -134,8 +134,8 @@ public struct NoiseNNpsk0Handshake: Sendable {
 
     /// Initiator: reads the second message and returns the transport ciphers (send, receive).
     public mutating func readMessage2(_ message: [UInt8]) throws(ESPHomeAPIError) -> (send: NoiseCipherState, receive: NoiseCipherState) {
-        guard role == .initiator else { throw ESPHomeAPIError("only the initiator reads the second message") }
-        guard message.count == Self.messageLength else { throw ESPHomeAPIError("a handshake message of \(message.count) bytes, not 48") }
+        guard role == .initiator else { throw ESPHomeAPIError(.invalidInput, "only the initiator reads the second message") }
+        guard message.count == Self.messageLength else { throw ESPHomeAPIError(.malformed, "a handshake message of \(message.count) bytes, not 48") }
         let re = Array(message.prefix(32))
         let remote = try Self.publicKey(re)
         mixHash(re)
@@ -168,7 +168,7 @@ public struct NoiseNNpsk0Handshake: Sendable {
 
     private static func publicKey(_ bytes: [UInt8]) throws(ESPHomeAPIError) -> Curve25519.KeyAgreement.PublicKey {
         do { return try Curve25519.KeyAgreement.PublicKey(rawRepresentation: bytes) } catch {
-            throw ESPHomeAPIError("an ephemeral public key is not a Curve25519 key")
+            throw ESPHomeAPIError(.malformed, "an ephemeral public key is not a Curve25519 key")
         }
     }
 
@@ -177,7 +177,7 @@ public struct NoiseNNpsk0Handshake: Sendable {
             let secret = try ephemeral.sharedSecretFromKeyAgreement(with: remote)
             return secret.withUnsafeBytes { Array($0) }
         } catch {
-            throw ESPHomeAPIError("the Diffie-Hellman exchange failed")
+            throw ESPHomeAPIError(.cryptography, "the Diffie-Hellman exchange failed")
         }
     }
 

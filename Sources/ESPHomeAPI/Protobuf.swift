@@ -1,11 +1,44 @@
 /// Why bytes from an API client could not be taken: a typed error, never a crash. The connection it came on is
 /// closed with this reason; other connections go on.
-public struct ESPHomeAPIError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What is wrong, for the log.
-    public var reason: String
-    /// Creates an error with its reason.
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
+public typealias ESPHomeAPIError = BLEFailure<ESPHomeAPIErrorCode>
+
+/// The kind of an ``ESPHomeAPIError``: an open struct, so a release may add kinds.
+public struct ESPHomeAPIErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
+        case malformed
+        case invalidInput
+        case cryptography
+    }
+
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
+
+    /// Bytes from a client (a frame, a protobuf message, a Noise handshake message, a DNS message) that break their
+    /// format, or an encrypted frame that does not decrypt. ``BLEErrorCategory/protocolError``.
+    public static let malformed = ESPHomeAPIErrorCode(.malformed)
+    /// A value of this side's that the API cannot take (a DNS name too long, a pre-shared key of the wrong size, a
+    /// handshake step out of turn). ``BLEErrorCategory/invalidInput``.
+    public static let invalidInput = ESPHomeAPIErrorCode(.invalidInput)
+    /// The cryptographic library refused an operation (a nonce, an encryption, the Diffie-Hellman exchange).
+    /// ``BLEErrorCategory/failure``.
+    public static let cryptography = ESPHomeAPIErrorCode(.cryptography)
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .malformed: .protocolError
+        case .invalidInput: .invalidInput
+        case .cryptography: .failure
+        }
+    }
+
+    /// `malformed`, `invalidInput` or `cryptography`.
+    public var description: String {
+        switch backing {
+        case .malformed: "malformed"
+        case .invalidInput: "invalidInput"
+        case .cryptography: "cryptography"
+        }
+    }
 }
 
 /// The protobuf wire types this module reads and writes.
@@ -120,7 +153,7 @@ public struct ProtoField: Sendable {
         switch value {
         case .varint(let v), .fixed64(let v): return v
         case .fixed32(let v): return UInt64(v)
-        case .bytes: throw ESPHomeAPIError("field \(number) is length-delimited where an integer was expected")
+        case .bytes: throw ESPHomeAPIError(.malformed, "field \(number) is length-delimited where an integer was expected")
         }
     }
 
@@ -141,7 +174,7 @@ public struct ProtoField: Sendable {
 
     /// The bytes of a length-delimited value; throws for integers.
     public func bytes() throws(ESPHomeAPIError) -> [UInt8] {
-        guard case .bytes(let b) = value else { throw ESPHomeAPIError("field \(number) is not length-delimited") }
+        guard case .bytes(let b) = value else { throw ESPHomeAPIError(.malformed, "field \(number) is not length-delimited") }
         return b
     }
 
@@ -179,10 +212,10 @@ public struct ProtoReader: Sendable {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
-            guard index < bytes.count else { throw ESPHomeAPIError("a varint runs past the end") }
+            guard index < bytes.count else { throw ESPHomeAPIError(.malformed, "a varint runs past the end") }
             let byte = bytes[index]
             index += 1
-            guard shift < 64 else { throw ESPHomeAPIError("a varint is longer than ten bytes") }
+            guard shift < 64 else { throw ESPHomeAPIError(.malformed, "a varint is longer than ten bytes") }
             result |= UInt64(byte & 0x7F) << shift
             if byte & 0x80 == 0 { return result }
             shift += 7
@@ -190,7 +223,7 @@ public struct ProtoReader: Sendable {
     }
 
     private mutating func take(_ count: Int) throws(ESPHomeAPIError) -> ArraySlice<UInt8> {
-        guard count >= 0, count <= bytes.count - index else { throw ESPHomeAPIError("a field of \(count) bytes runs past the end") }
+        guard count >= 0, count <= bytes.count - index else { throw ESPHomeAPIError(.malformed, "a field of \(count) bytes runs past the end") }
         defer { index += count }
         return bytes[index..<index + count]
     }
@@ -199,7 +232,7 @@ public struct ProtoReader: Sendable {
     public mutating func next() throws(ESPHomeAPIError) -> ProtoField? {
         guard !isAtEnd else { return nil }
         let key = try readVarint()
-        guard key >> 3 > 0, key >> 3 <= UInt64(UInt32.max >> 3) else { throw ESPHomeAPIError("field number \(key >> 3) is invalid") }
+        guard key >> 3 > 0, key >> 3 <= UInt64(UInt32.max >> 3) else { throw ESPHomeAPIError(.malformed, "field number \(key >> 3) is invalid") }
         let number = UInt32(key >> 3)
         switch key & 7 {
         case 0:
@@ -209,13 +242,13 @@ public struct ProtoReader: Sendable {
             return ProtoField(number: number, value: .fixed64(b.reversed().reduce(0) { $0 << 8 | UInt64($1) }))
         case 2:
             let length = try readVarint()
-            guard length <= UInt64(bytes.count - index) else { throw ESPHomeAPIError("field \(number) of \(length) bytes runs past the end") }
+            guard length <= UInt64(bytes.count - index) else { throw ESPHomeAPIError(.malformed, "field \(number) of \(length) bytes runs past the end") }
             return ProtoField(number: number, value: .bytes(Array(try take(Int(length)))))
         case 5:
             let b = try take(4)
             return ProtoField(number: number, value: .fixed32(b.reversed().reduce(0) { $0 << 8 | UInt32($1) }))
         default:
-            throw ESPHomeAPIError("field \(number) has wire type \(key & 7), which proto3 does not use")
+            throw ESPHomeAPIError(.malformed, "field \(number) has wire type \(key & 7), which proto3 does not use")
         }
     }
 }

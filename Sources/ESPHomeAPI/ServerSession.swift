@@ -158,7 +158,7 @@ public struct ESPHomeAPIServerSession: Sendable {
     public init(_ configuration: Configuration, ephemeralKey: [UInt8], now: Duration) throws(ESPHomeAPIError) {
         let key: Curve25519.KeyAgreement.PrivateKey
         do { key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: ephemeralKey) } catch {
-            throw ESPHomeAPIError("an ephemeral key of \(ephemeralKey.count) bytes, not 32")
+            throw ESPHomeAPIError(.invalidInput, "an ephemeral key of \(ephemeralKey.count) bytes, not 32")
         }
         try self.init(configuration, ephemeral: key, now: now)
     }

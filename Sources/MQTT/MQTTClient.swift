@@ -83,11 +83,7 @@ public struct MQTTTLSOptions: Sendable {
 /// until it is. Subscriptions are made again after each reconnection unless the broker kept the session.
 public actor MQTTClient {
     /// Why a request failed.
-    public struct ClientError: Error, Sendable, Hashable, CustomStringConvertible {
-        /// What went wrong.
-        public var reason: String
-        public var description: String { reason }
-    }
+    public typealias ClientError = BLEFailure<MQTTClientErrorCode>
 
     /// The broker.
     public nonisolated let broker: MQTTBrokerAddress
@@ -171,7 +167,7 @@ public actor MQTTClient {
             apply(result.actions)
             return result.number
         } catch {
-            throw ClientError(reason: error.reason)
+            throw ClientError(error.code == .notConnected ? .notConnected : .invalidRequest, error.reason, underlying: error)
         }
     }
 
@@ -181,7 +177,7 @@ public actor MQTTClient {
     @discardableResult
     public func subscribe(_ filters: [(filter: String, qos: MQTTQoS)]) async throws -> [MQTTQoS?] {
         for f in filters {
-            do { try MQTTTopic.validateFilter(f.filter) } catch { throw ClientError(reason: error.reason) }
+            do { try MQTTTopic.validateFilter(f.filter) } catch { throw ClientError(.invalidRequest, error.reason, underlying: error) }
         }
         subscriptions += filters
         guard session.state == .connected else { return [] }
@@ -208,7 +204,9 @@ public actor MQTTClient {
 
     private func sendSubscribe(_ filters: [(filter: String, qos: MQTTQoS)]) async throws -> [MQTTQoS?] {
         let result: (token: UInt64, actions: [MQTTSession.Action])
-        do { result = try session.subscribe(filters, now: now) } catch { throw ClientError(reason: error.reason) }
+        do { result = try session.subscribe(filters, now: now) } catch {
+            throw ClientError(error.code == .notConnected ? .notConnected : .invalidRequest, error.reason, underlying: error)
+        }
         return try await withCheckedThrowingContinuation { continuation in
             subscribeWaiters[result.token] = continuation
             apply(result.actions)
@@ -321,7 +319,7 @@ public actor MQTTClient {
         outbox = nil
         closeCurrent = nil
         apply(session.connectionClosed(reason: reason))
-        for (_, waiter) in subscribeWaiters { waiter.resume(throwing: ClientError(reason: "the connection ended before SUBACK: \(reason)")) }
+        for (_, waiter) in subscribeWaiters { waiter.resume(throwing: ClientError(.connectionEnded, "the connection ended before SUBACK: \(reason)")) }
         subscribeWaiters = [:]
     }
 
@@ -363,6 +361,42 @@ public actor MQTTClient {
             lastProblem = reason
         default:
             break
+        }
+    }
+}
+
+/// The kind of an ``MQTTClient/ClientError``: an open struct, so a release may add kinds.
+public struct MQTTClientErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
+        case invalidRequest
+        case notConnected
+        case connectionEnded
+    }
+
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
+
+    /// A message or a subscription the session refuses (a bad topic, a payload too large): the
+    /// ``MQTTSession/UsageError`` is the underlying error. ``BLEErrorCategory/invalidInput``.
+    public static let invalidRequest = MQTTClientErrorCode(.invalidRequest)
+    /// The request needs a connection and there is none. ``BLEErrorCategory/disconnected``.
+    public static let notConnected = MQTTClientErrorCode(.notConnected)
+    /// The connection ended before the broker answered. ``BLEErrorCategory/disconnected``.
+    public static let connectionEnded = MQTTClientErrorCode(.connectionEnded)
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .invalidRequest: .invalidInput
+        case .notConnected, .connectionEnded: .disconnected
+        }
+    }
+
+    /// `invalidRequest`, `notConnected` or `connectionEnded`.
+    public var description: String {
+        switch backing {
+        case .invalidRequest: "invalidRequest"
+        case .notConnected: "notConnected"
+        case .connectionEnded: "connectionEnded"
         }
     }
 }

@@ -18,39 +18,61 @@ public enum MQTTQoS: UInt8, Sendable, Hashable, Comparable, CaseIterable {
 }
 
 /// Why bytes are not a valid MQTT packet.
-public struct MQTTDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The kind of fault.
-    public enum Code: Sendable, Hashable {
-        /// The bytes end inside the packet.
+public typealias MQTTDecodingError = BLEFailure<MQTTDecodingErrorCode>
+
+/// The kind of fault of an ``MQTTDecodingError``: an open struct, so a release may add kinds. Every kind is a
+/// ``BLEErrorCategory/protocolError``: bytes that break MQTT 3.1.1.
+public struct MQTTDecodingErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
         case truncated
-        /// The Remaining Length takes more than four bytes. Section 2.2.3.
         case malformedRemainingLength
-        /// The packet is larger than the decoder accepts.
         case packetTooLarge
-        /// Packet type 0 or 15 (reserved). Section 2.2.1.
         case reservedPacketType
-        /// Flags the standard fixes have other values. Section 2.2.2.
         case invalidFlags
-        /// A string is not well-formed UTF-8 or holds U+0000. Section 1.5.3.
         case invalidString
-        /// A topic name or filter breaks the rules of section 4.7.
         case invalidTopic
-        /// Anything else the standard calls a protocol violation.
         case protocolViolation
     }
 
-    /// The kind of fault.
-    public var code: Code
-    /// What was wrong, for people.
-    public var reason: String
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
 
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
+    /// The bytes end inside the packet.
+    public static let truncated = MQTTDecodingErrorCode(.truncated)
+    /// The Remaining Length takes more than four bytes. Section 2.2.3.
+    public static let malformedRemainingLength = MQTTDecodingErrorCode(.malformedRemainingLength)
+    /// The packet is larger than the decoder accepts.
+    public static let packetTooLarge = MQTTDecodingErrorCode(.packetTooLarge)
+    /// Packet type 0 or 15 (reserved). Section 2.2.1.
+    public static let reservedPacketType = MQTTDecodingErrorCode(.reservedPacketType)
+    /// Flags the standard fixes have other values. Section 2.2.2.
+    public static let invalidFlags = MQTTDecodingErrorCode(.invalidFlags)
+    /// A string is not well-formed UTF-8 or holds U+0000. Section 1.5.3.
+    public static let invalidString = MQTTDecodingErrorCode(.invalidString)
+    /// A topic name or filter breaks the rules of section 4.7.
+    public static let invalidTopic = MQTTDecodingErrorCode(.invalidTopic)
+    /// Anything else the standard calls a protocol violation.
+    public static let protocolViolation = MQTTDecodingErrorCode(.protocolViolation)
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .truncated, .malformedRemainingLength, .packetTooLarge, .reservedPacketType, .invalidFlags, .invalidString, .invalidTopic, .protocolViolation: .protocolError
+        }
     }
 
-    public var description: String { reason }
+    /// The kind's name: `truncated`, `invalidTopic`...
+    public var description: String {
+        switch backing {
+        case .truncated: "truncated"
+        case .malformedRemainingLength: "malformedRemainingLength"
+        case .packetTooLarge: "packetTooLarge"
+        case .reservedPacketType: "reservedPacketType"
+        case .invalidFlags: "invalidFlags"
+        case .invalidString: "invalidString"
+        case .invalidTopic: "invalidTopic"
+        case .protocolViolation: "protocolViolation"
+        }
+    }
 }
 
 /// A CONNECT return code. Section 3.2.2.3.

@@ -89,11 +89,7 @@ public struct MQTTSession: Sendable {
     }
 
     /// A request the session refuses.
-    public struct UsageError: Error, Sendable, Hashable, CustomStringConvertible {
-        /// What is wrong.
-        public var reason: String
-        public var description: String { reason }
-    }
+    public typealias UsageError = BLEFailure<MQTTUsageErrorCode>
 
     private struct Outgoing: Sendable {
         var number: UInt64
@@ -205,11 +201,11 @@ public struct MQTTSession: Sendable {
         do {
             try MQTTTopic.validateName(message.topic)
         } catch {
-            throw UsageError(reason: error.reason)
+            throw UsageError(.invalidTopic, error.reason, underlying: error)
         }
-        guard message.topic.utf8.count <= 0xFFFF else { throw UsageError(reason: "a topic longer than 65,535 bytes") }
+        guard message.topic.utf8.count <= 0xFFFF else { throw UsageError(.tooLarge, "a topic longer than 65,535 bytes") }
         guard message.payload.count + message.topic.utf8.count + 4 <= MQTTRemainingLength.maximum else {
-            throw UsageError(reason: "a payload over MQTT's 268,435,455-byte packet limit")
+            throw UsageError(.tooLarge, "a payload over MQTT's 268,435,455-byte packet limit")
         }
         var message = message
         if message.qos == .exactlyOnce { message.qos = .atLeastOnce }
@@ -231,10 +227,10 @@ public struct MQTTSession: Sendable {
     /// Subscribes to filters (sent now when connected; refused otherwise). Returns the token that
     /// ``Event/subscribed(token:granted:)`` names.
     public mutating func subscribe(_ filters: [(filter: String, qos: MQTTQoS)], now: Duration) throws(UsageError) -> (token: UInt64, actions: [Action]) {
-        guard state == .connected else { throw UsageError(reason: "not connected") }
-        guard !filters.isEmpty else { throw UsageError(reason: "no topic filter") }
+        guard state == .connected else { throw UsageError(.notConnected, "not connected") }
+        guard !filters.isEmpty else { throw UsageError(.invalidTopic, "no topic filter") }
         for f in filters {
-            do { try MQTTTopic.validateFilter(f.filter) } catch { throw UsageError(reason: error.reason) }
+            do { try MQTTTopic.validateFilter(f.filter) } catch { throw UsageError(.invalidTopic, error.reason, underlying: error) }
         }
         let id = allocatePacketID()
         let token = nextNumber
@@ -245,10 +241,10 @@ public struct MQTTSession: Sendable {
 
     /// Unsubscribes from filters (sent now when connected; refused otherwise).
     public mutating func unsubscribe(_ filters: [String], now: Duration) throws(UsageError) -> (token: UInt64, actions: [Action]) {
-        guard state == .connected else { throw UsageError(reason: "not connected") }
-        guard !filters.isEmpty else { throw UsageError(reason: "no topic filter") }
+        guard state == .connected else { throw UsageError(.notConnected, "not connected") }
+        guard !filters.isEmpty else { throw UsageError(.invalidTopic, "no topic filter") }
         for f in filters {
-            do { try MQTTTopic.validateFilter(f) } catch { throw UsageError(reason: error.reason) }
+            do { try MQTTTopic.validateFilter(f) } catch { throw UsageError(.invalidTopic, error.reason, underlying: error) }
         }
         let id = allocatePacketID()
         let token = nextNumber
@@ -387,6 +383,42 @@ extension MQTTPacket {
         case .pingreq: "PINGREQ"
         case .pingresp: "PINGRESP"
         case .disconnect: "DISCONNECT"
+        }
+    }
+}
+
+/// The kind of an ``MQTTSession/UsageError``: an open struct, so a release may add kinds.
+public struct MQTTUsageErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
+        case notConnected
+        case invalidTopic
+        case tooLarge
+    }
+
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
+
+    /// The session is not connected (subscriptions and unsubscriptions need a connection).
+    /// ``BLEErrorCategory/disconnected``.
+    public static let notConnected = MQTTUsageErrorCode(.notConnected)
+    /// A topic name or filter breaks the rules of section 4.7, or there is none. ``BLEErrorCategory/invalidInput``.
+    public static let invalidTopic = MQTTUsageErrorCode(.invalidTopic)
+    /// A topic or a payload over what MQTT can carry. ``BLEErrorCategory/invalidInput``.
+    public static let tooLarge = MQTTUsageErrorCode(.tooLarge)
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .notConnected: .disconnected
+        case .invalidTopic, .tooLarge: .invalidInput
+        }
+    }
+
+    /// `notConnected`, `invalidTopic` or `tooLarge`.
+    public var description: String {
+        switch backing {
+        case .notConnected: "notConnected"
+        case .invalidTopic: "invalidTopic"
+        case .tooLarge: "tooLarge"
         }
     }
 }

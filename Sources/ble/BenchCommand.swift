@@ -366,7 +366,7 @@ struct BenchRunOptions: ParsableArguments {
                 let (tx, rx) = try await peripheral.setPreferredPHY(transmit: wanted, receive: wanted)
                 emit(json, "PHY: \(tx) out, \(rx) in", ["event": "phy", "transmit": .string("\(tx)"), "receive": .string("\(rx)")])
             } catch let error as HostError {
-                guard case .unsupportedByController = error.code else { throw error }
+                guard error.code.capability != nil else { throw error }
                 skipped("phy", error, json: json, then: "measuring on LE 1M")
             }
         }
@@ -376,7 +376,7 @@ struct BenchRunOptions: ParsableArguments {
                 // The Data Length Change arrives after the command's completion.
                 try await Task.sleep(for: .milliseconds(Int(intervalMs * 4)))
             } catch let error as HostError {
-                guard case .unsupportedByController = error.code else { throw error }
+                guard error.code.capability != nil else { throw error }
                 skipped("data-length", error, json: json, then: "measuring with the default 27-octet packets")
             }
         }

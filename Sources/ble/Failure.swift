@@ -18,18 +18,56 @@ enum ExitStatus {
     static let usage: Int32 = 64
 }
 
-/// A runtime failure the tool detected itself: the message says what and where, the status how it ends.
-struct CommandFailure: Error, CustomStringConvertible {
-    var status: Int32
-    var message: String
-    var description: String { message }
+/// A runtime failure the tool detected itself: the reason says what and where, the code's category how it ends.
+typealias CommandFailure = BLEFailure<CommandFailureCode>
+
+/// The kinds of ``CommandFailure``: one per exit status a failure the tool detects can earn.
+struct CommandFailureCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable { case notFound, timedOut, refused, failed }
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
 
     /// A device, characteristic or descriptor is not there.
-    static func notFound(_ message: String) -> CommandFailure { CommandFailure(status: ExitStatus.notFoundOrTimedOut, message: message) }
+    static let notFound = CommandFailureCode(.notFound)
     /// Something did not answer in time.
-    static func timedOut(_ message: String) -> CommandFailure { CommandFailure(status: ExitStatus.notFoundOrTimedOut, message: message) }
+    static let timedOut = CommandFailureCode(.timedOut)
+    /// The peer refused (a pairing, a request).
+    static let refused = CommandFailureCode(.refused)
     /// Anything else (a link that ended early...).
-    static func failed(_ message: String) -> CommandFailure { CommandFailure(status: ExitStatus.failure, message: message) }
+    static let failed = CommandFailureCode(.failed)
+
+    var category: BLEErrorCategory {
+        switch backing {
+        case .notFound: .notFound
+        case .timedOut: .timedOut
+        case .refused: .protocolError
+        case .failed: .failure
+        }
+    }
+
+    var description: String {
+        switch backing {
+        case .notFound: "notFound"
+        case .timedOut: "timedOut"
+        case .refused: "refused"
+        case .failed: "failed"
+        }
+    }
+}
+
+extension BLEFailure where Code == CommandFailureCode {
+    /// A device, characteristic or descriptor is not there.
+    static func notFound(_ message: String, file: String = #fileID, line: Int = #line) -> CommandFailure {
+        CommandFailure(.notFound, message, file: file, line: line)
+    }
+    /// Something did not answer in time.
+    static func timedOut(_ message: String, file: String = #fileID, line: Int = #line) -> CommandFailure {
+        CommandFailure(.timedOut, message, file: file, line: line)
+    }
+    /// Anything else (a link that ended early...).
+    static func failed(_ message: String, file: String = #fileID, line: Int = #line) -> CommandFailure {
+        CommandFailure(.failed, message, file: file, line: line)
+    }
 }
 
 /// An error with what the tool was doing when it happened ("reading 2A29 on SwiftBLELab").
@@ -52,12 +90,11 @@ func during<T>(_ context: @autoclosure () -> String, _ body: () async throws -> 
     }
 }
 
-/// The message of an error, for `error: <message>` (the reason of the stack's errors, never a type dump).
+/// The message of an error, for `error: <message>`: the reason of the stack's errors (never a type dump), after
+/// what the tool was doing.
 func describeError(_ error: any Error) -> String {
     switch error {
     case let e as InContext: e.description
-    case let e as CommandFailure: e.message
-    case let e as WireError: "malformed data: \(e.reason)"
     case let e as any BLEError: e.reason
     case let e as HCIStatus: "the controller answered \(e)"
     case is CancellationError: "interrupted"
@@ -65,39 +102,25 @@ func describeError(_ error: any Error) -> String {
     }
 }
 
-/// The exit status an error earns (see ``ExitStatus``).
+/// The exit status an error earns (see ``ExitStatus``): its category's, for every error of the stack's shape.
 func exitStatus(for error: any Error) -> Int32 {
     switch error {
-    case let e as InContext: return exitStatus(for: e.underlying)
-    case let e as CommandFailure: return e.status
-    case let e as HostError:
-        switch e.code {
-        case .commandTimedOut, .connectionTimedOut: return ExitStatus.notFoundOrTimedOut
-        case .commandFailed, .malformedResponse, .connectionFailed, .l2capConnectionFailed, .l2cap, .connectionParameterUpdateRefused:
-            return ExitStatus.protocolError
-        case .transportClosed, .notPoweredOn, .connectionInProgress, .notConnected, .l2capChannelClosed, .unsupportedByController,
-             .undeliveredData:
-            return ExitStatus.failure
-        }
-    case let e as GATTError:
-        switch e.code {
-        case .timeout: return ExitStatus.notFoundOrTimedOut
-        case .att, .malformedResponse, .invalidValueLength: return ExitStatus.protocolError
-        case .disconnected, .cancelled: return ExitStatus.failure
-        }
-    case let e as SecurityError:
-        switch e.code {
-        case .pairingFailed, .encryptionFailed: return ExitStatus.protocolError
-        case .timedOut: return ExitStatus.notFoundOrTimedOut
-        case .disconnected: return ExitStatus.failure
-        }
-    case let e as ANCSError:
-        if case .incompleteResponse = e.code { return ExitStatus.notFoundOrTimedOut }
-        if case .serviceNotFound = e.code { return ExitStatus.notFoundOrTimedOut }
-        return ExitStatus.protocolError
-    case is WireError, is HCIStatus: return ExitStatus.protocolError
-    case is CancellationError: return 130
-    default: return ExitStatus.failure
+    case let e as InContext: exitStatus(for: e.underlying)
+    case let e as any BLEError: exitStatus(for: e.category)
+    // A wire code thrown as it is: the controller said no.
+    case is HCIStatus: ExitStatus.protocolError
+    case is CancellationError: 130
+    default: ExitStatus.failure
+    }
+}
+
+/// The exit status of a category: not found or timed out 2, refused by the peer or the controller (or a protocol
+/// broken) 3, anything else 1.
+func exitStatus(for category: BLEErrorCategory) -> Int32 {
+    switch category {
+    case .notFound, .timedOut: ExitStatus.notFoundOrTimedOut
+    case .protocolError: ExitStatus.protocolError
+    default: ExitStatus.failure
     }
 }
 

@@ -85,17 +85,17 @@ func readForClone(_ session: ClientSession, pairs: Bool, _ read: () async throws
     var saved = SavedRead()
     func attempt() async throws -> Result<[UInt8], GATTError> {
         do { return .success(try await read()) } catch let error as GATTError {
-            guard case .att = error.code else { throw error }
+            guard error.code.attError != nil else { throw error }
             return .failure(error)
         }
     }
     var result = try await attempt()
-    if case .failure(let error) = result, case .att(let code, _) = error.code,
+    if case .failure(let error) = result, let code = error.code.attError,
        [ATTErrorCode.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code) {
         saved.permissions.insert(.readEncryptionRequired)
         if pairs, (try? await session.peripheral.pair()) != nil {
             result = try await attempt()
-            if case .failure(let again) = result, case .att(.insufficientAuthentication, _) = again.code {
+            if case .failure(let again) = result, again.code.attError == .insufficientAuthentication {
                 saved.permissions.insert(.readAuthenticationRequired)
             }
         }
@@ -104,7 +104,7 @@ func readForClone(_ session: ClientSession, pairs: Bool, _ read: () async throws
     switch result {
     case .success(let value): saved.value = value
     case .failure(let error):
-        guard case .att(let code, _) = error.code else { break }
+        guard let code = error.code.attError else { break }
         if code == .readNotPermitted {
             saved.permissions.remove(.readable)
         } else if ![ATTErrorCode.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code) {

@@ -159,8 +159,8 @@ struct GatewayCommand: AsyncParsableCommand {
                 await cleanUp { await gateway.shutdown() }
                 printer.cancel()
                 // Exit status 3, as for any protocol refusal: retrying with the same credentials cannot help.
-                throw CommandFailure(status: ExitStatus.protocolError,
-                                     message: "\(error.reason)\(user == nil ? "" : " (user '\(user ?? "")'; check --user and --password-file)")")
+                throw CommandFailure(.refused,
+                                     "\(error.reason)\(user == nil ? "" : " (user '\(user ?? "")'; check --user and --password-file)")")
             } catch {
                 await cleanUp { await gateway.shutdown() }
                 printer.cancel()

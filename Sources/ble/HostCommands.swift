@@ -191,7 +191,7 @@ struct Explore: AsyncParsableCommand {
                             do {
                                 result = .success(try await peripheral.readValue(for: c))
                             } catch let error as GATTError {
-                                guard case .att = error.code else { throw InContext(context: "reading \(c.uuid) on \(target.target)", underlying: error) }
+                                guard error.code.attError != nil else { throw InContext(context: "reading \(c.uuid) on \(target.target)", underlying: error) }
                                 result = .failure(error)
                             }
                         }
@@ -206,7 +206,7 @@ struct Explore: AsyncParsableCommand {
                             // The device refused this one (encryption needed, an application error...): say so, go on.
                             valueText = " ! \(error.reason)"
                             fields["error"] = .string(error.reason)
-                            if case .att(let code, _) = error.code { fields["att_error"] = .integer(code.rawValue) }
+                            if let code = error.code.attError { fields["att_error"] = .integer(code.rawValue) }
                         }
                     }
                     emit(json, "  characteristic \(named(c.uuid))value 0x\(hex4(c.valueHandle)) [\(describe(c.properties))]\(valueText)", fields)

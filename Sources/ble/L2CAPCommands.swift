@@ -191,7 +191,7 @@ struct L2CAPConnect: AsyncParsableCommand {
         do {
             delivered = try await channel.close().confirmedOctets
         } catch let error as HostError {
-            guard case .undeliveredData(let delivery) = error.code else { throw error }
+            guard let delivery = error.code.delivery else { throw error }
             delivered = delivery.confirmedOctets
             failure = error
         }

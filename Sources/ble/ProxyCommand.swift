@@ -472,7 +472,7 @@ actor BluetoothProxy {
 
     /// The error code a client gets: the ATT code of an ATT error, otherwise ESP-IDF's generic GATT error (0x85).
     static func code(of error: any Error) -> Int32 {
-        if let gatt = error as? GATTError, case .att(let code, _) = gatt.code { return Int32(code.rawValue) }
+        if let code = (error as? GATTError)?.code.attError { return Int32(code.rawValue) }
         return 0x85
     }
 
@@ -577,7 +577,7 @@ actor BluetoothProxy {
                 await client.send(BluetoothSetConnectionParamsResponse(address: r.address, error: 0))
             } catch {
                 var status = HCIStatus.unspecifiedError
-                if let host = error as? HostError, case .commandFailed(_, let s) = host.code { status = s }
+                if let host = error as? HostError, host.code.opcode != nil, let s = host.code.hciStatus { status = s }
                 await client.send(BluetoothSetConnectionParamsResponse(address: r.address, error: Int32(status.rawValue)))
             }
         }

@@ -160,19 +160,21 @@ struct Pair: AsyncParsableCommand {
                     ["event": "secured", "peer": .string(device.address.address.description), "bonded": .bool(result.isBonded)]) { $1 })
             } catch let error as SecurityError {
                 await cleanUp { _ = try? await central.disconnect(peripheral) }
-                throw CommandFailure(status: ExitStatus.protocolError, message: "pairing with \(target.target) failed: \(describe(error))")
+                throw CommandFailure(.refused, "pairing with \(target.target) failed: \(describe(error))")
             }
             await cleanUp { _ = try? await central.disconnect(peripheral) }
         }
     }
 
     private func describe(_ error: SecurityError) -> String {
+        if let failure = error.code.pairingFailure { return failure.reason.map { "\($0)" } ?? "\(failure)" }
+        if let status = error.code.hciStatus {
+            return "the device refused the stored key (\(status)); it may have lost the bond: `ble bonds remove \(target.target)` and pair again"
+        }
         switch error.code {
-        case .pairingFailed(let failure): failure.reason.map { "\($0)" } ?? "\(failure)"
-        case .encryptionFailed(let status):
-            "the device refused the stored key (\(status)); it may have lost the bond: `ble bonds remove \(target.target)` and pair again"
-        case .disconnected: "the link went down"
-        case .timedOut: "the Security Manager timed out"
+        case .disconnected: return "the link went down"
+        case .timedOut: return "the Security Manager timed out"
+        default: return error.reason
         }
     }
 }

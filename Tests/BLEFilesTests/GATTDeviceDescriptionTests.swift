@@ -45,7 +45,7 @@ import Testing
         let error = try #require(failure(text))
         #expect(error.isSyntaxError)
         #expect(error.path == path)
-        #expect(error.line == line && error.column == column, "\(error)")
+        #expect(error.code.line == line && error.column == column, "\(error)")
     }
 
     @Test func deepNestingIsRefusedNotACrash() throws {

@@ -157,16 +157,16 @@ import Testing
         case .success(let request):
             Issue.record("accepted \(request)")
         case .failure(let error):
-            #expect(error.requestID == id)
+            #expect(GatewayRequest.requestID(of: Array(text.utf8)) == id)
             #expect(error.code.rawValue == code)
-            let response = GatewayResponse.failure(error).encoded()
+            let response = GatewayResponse.failure(error, id: GatewayRequest.requestID(of: Array(text.utf8))).encoded()
             #expect(response.hasPrefix(id.map { #"{"id":"\#($0)","ok":false,"error":{"code":"\#(code)","reason":"# } ?? #"{"id":null,"ok":false"#), "\(response)")
         }
     }
 
     @Test func responses() {
         #expect(GatewayResponse.success(id: "r1", [("value", "0102")]).encoded() == #"{"id":"r1","ok":true,"value":"0102"}"#)
-        #expect(GatewayResponse.failure(GatewayError(.attError, "read not permitted", attError: 2, requestID: "r2")).encoded()
+        #expect(GatewayResponse.failure(GatewayError.attError(2, "read not permitted"), id: "r2").encoded()
                 == #"{"id":"r2","ok":false,"error":{"code":"att_error","reason":"read not permitted","att_error":2}}"#)
         #expect(GatewayResponse.topicLevel(nil) == "_")
     }

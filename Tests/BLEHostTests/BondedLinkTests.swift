@@ -130,7 +130,7 @@ final class PairingRequestCounter: HCITransport {
             _ = try await body()
             return nil
         } catch let error as GATTError {
-            if case .att(let code, _) = error.code { return code }
+            if let code = error.code.attError { return code }
             return nil
         } catch {
             return nil

@@ -119,7 +119,7 @@ final class RefusingEncryptionTransport: HCITransport {
         await #expect {
             try await client.read(c, attribute: value)
         } throws: { error in
-            if case .att(.insufficientEncryption, _)? = (error as? GATTError)?.code { true } else { false }
+            (error as? GATTError)?.code.attError == .insufficientEncryption
         }
     }
 }

@@ -92,7 +92,7 @@ import Testing
             let delivery = try await sender.close(within: .milliseconds(300))
             Issue.record("the close reported everything delivered: \(delivery)")
         } catch let error as HostError {
-            guard case .undeliveredData(let delivery) = error.code else {
+            guard let delivery = error.code.delivery else {
                 Issue.record("unexpected error \(error)")
                 return
             }

@@ -100,7 +100,7 @@ final class ScriptedAgent: PairingAgent {
             _ = try await body()
             return nil
         } catch let error as GATTError {
-            if case .att(let code, _) = error.code { return code }
+            if let code = error.code.attError { return code }
             return nil
         } catch {
             return nil
@@ -167,7 +167,7 @@ final class ScriptedAgent: PairingAgent {
             try await s.central.pair(s.c)
         } throws: { error in
             // Whichever side checks the first confirm value made with a differing passkey bit sends Pairing Failed.
-            guard case .pairingFailed(let failure)? = (error as? SecurityError)?.code else { return false }
+            guard let failure = (error as? SecurityError)?.code.pairingFailure else { return false }
             return failure.reason == .confirmValueFailed
         }
         let failure = try await next(peripheralEvents) { if case .pairingFailed(_, let f) = $0 { f } else { nil } }
@@ -285,7 +285,7 @@ final class ScriptedAgent: PairingAgent {
         await #expect {
             try await s.central.openL2CAPChannel(spsm: L2CAPSPSM(rawValue: 0x0080), on: s.c)
         } throws: { error in
-            guard case .l2capConnectionFailed(.refused(let result))? = (error as? HostError)?.code else { return false }
+            guard case .refused(let result)? = (error as? HostError)?.code.l2capConnectionFailure else { return false }
             return result == .insufficientAuthentication
         }
         // Pairing on demand: refused, paired (Just Works), asked again, opened.

@@ -69,7 +69,7 @@ import Testing
         await #expect {
             _ = try await remote.readValue(at: writeOnly)
         } throws: { error in
-            guard let gatt = error as? GATTError, case .att(let code, let handle) = gatt.code else { return false }
+            guard let gatt = error as? GATTError, let code = gatt.code.attError, let handle = gatt.code.handle else { return false }
             return code == .readNotPermitted && handle == writeOnly
         }
         withExtendedLifetime(manager) {}

@@ -74,7 +74,7 @@ final class JustWorksAgent: PairingAgent {
         await #expect {
             try await remote.pair()
         } throws: { error in
-            guard case .pairingFailed(let failure)? = (error as? SecurityError)?.code else { return false }
+            guard let failure = (error as? SecurityError)?.code.pairingFailure else { return false }
             return failure == expected
         }
         #expect(await remote.security.isEncrypted == false)

@@ -111,7 +111,7 @@ struct TypingAgent: PairingAgent {
         await #expect {
             try await remote.readValue(for: encrypted)
         } throws: { error in
-            guard case .att(let code, _)? = (error as? GATTError)?.code else { return false }
+            guard let code = (error as? GATTError)?.code.attError else { return false }
             return code == .insufficientAuthentication
         }
         #expect(await remote.security.isEncrypted == false)

@@ -146,29 +146,34 @@ extension BondStore {
 }
 
 /// Why a bond store could not read or write.
-public struct BondStoreError: BLEError {
-    /// What went wrong.
-    public enum Code: Sendable, Hashable {
-        /// The store could not be read or written (permissions, disk).
+public typealias BondStoreError = BLEFailure<BondStoreErrorCode>
+
+/// The kind of a ``BondStoreError``: an open struct, so a release may add kinds.
+public struct BondStoreErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
         case io
-        /// The stored bonds do not decode.
         case corrupt
     }
 
-    /// What went wrong.
-    public var code: Code
-    /// A human-readable explanation.
-    public var reason: String
-    /// The source file that raised the error.
-    public var file: String
-    /// The source line that raised the error.
-    public var line: Int
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
 
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.file = file
-        self.line = line
+    /// The store could not be read or written (permissions, disk). ``BLEErrorCategory/failure``.
+    public static let io = BondStoreErrorCode(.io)
+    /// The stored bonds do not decode. ``BLEErrorCategory/failure``.
+    public static let corrupt = BondStoreErrorCode(.corrupt)
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .io, .corrupt: .failure
+        }
+    }
+
+    /// `io` or `corrupt`.
+    public var description: String {
+        switch backing {
+        case .io: "io"
+        case .corrupt: "corrupt"
+        }
     }
 }

@@ -14,7 +14,7 @@ import Synchronization
 /// `ble bonds` command, say).
 ///
 /// Every call reads the file afresh, so changes another process made are seen at once. A missing file is an empty
-/// store; a file that does not decode makes every call throw ``BondStoreError/Code/corrupt`` (naming the path) and is
+/// store; a file that does not decode makes every call throw ``BondStoreErrorCode/corrupt`` (naming the path) and is
 /// never overwritten. Writes are atomic: the new contents go to a temporary file in the same directory (mode 0600),
 /// which is flushed to disk and renamed over the old file, so a reader sees the old file or the new one, never a
 /// mixture. A missing directory is created with mode 0700.
@@ -102,9 +102,9 @@ public final class FileBondStore: BondStore {
 
     /// Saves `bond`, replacing the bond of the same local identity and peer.
     ///
-    /// Throws ``BondStoreError/Code/corrupt`` without writing when the file does not decode, or when `bond` could
+    /// Throws ``BondStoreErrorCode/corrupt`` without writing when the file does not decode, or when `bond` could
     /// not be read back (a key that does not have 16 octets, a key size outside 7...16, a `created` that is not a
-    /// finite number); ``BondStoreError/Code/io`` when the file cannot be written.
+    /// finite number); ``BondStoreErrorCode/io`` when the file cannot be written.
     public func save(_ bond: Bond) throws(BondStoreError) {
         try lock.withLock { _ throws(BondStoreError) in
             try validate(bond)
@@ -152,8 +152,8 @@ public final class FileBondStore: BondStore {
 
     /// Stores this side's IRK for the local identity `local`, replacing any other.
     ///
-    /// Throws ``BondStoreError/Code/corrupt`` without writing when the file does not decode or `key` does not have
-    /// 16 octets; ``BondStoreError/Code/io`` when the file cannot be written.
+    /// Throws ``BondStoreErrorCode/corrupt`` without writing when the file does not decode or `key` does not have
+    /// 16 octets; ``BondStoreErrorCode/io`` when the file cannot be written.
     public func setIdentityResolvingKey(_ key: [UInt8], local: LEAddress) throws(BondStoreError) {
         try lock.withLock { _ throws(BondStoreError) in
             do throws(BondFileProblem) {

@@ -146,33 +146,64 @@ public struct PairingOutcome: Sendable, Hashable {
 }
 
 /// Why pairing or encryption failed.
-public struct SecurityError: BLEError {
-    /// What failed.
-    public enum Code: Sendable, Hashable {
-        /// The pairing failed (sent or received Pairing Failed, or the Security Manager timeout).
+public typealias SecurityError = BLEFailure<SecurityErrorCode>
+
+/// The kind of a ``SecurityError``: an open struct, so a release may add kinds (a `switch` over codes needs a
+/// `default:`).
+public struct SecurityErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
         case pairingFailed(SMPPairingFailure)
-        /// The controller could not encrypt the link with the key (for a bond: the peer lost its keys, 0x06).
         case encryptionFailed(HCIStatus)
-        /// The link went down.
         case disconnected
-        /// The Security Manager timed out on this link earlier: no more pairing on it (a new link is needed).
         case timedOut
     }
 
-    /// What failed.
-    public var code: Code
-    /// A human-readable explanation.
-    public var reason: String
-    /// The source file that raised the error.
-    public var file: String
-    /// The source line that raised the error.
-    public var line: Int
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
 
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.file = file
-        self.line = line
+    /// The pairing failed (sent or received Pairing Failed, or the Security Manager timeout).
+    /// ``BLEErrorCategory/protocolError``.
+    public static func pairingFailed(_ failure: SMPPairingFailure) -> SecurityErrorCode { SecurityErrorCode(.pairingFailed(failure)) }
+    /// The controller could not encrypt the link with the key (for a bond: the peer lost its keys, 0x06).
+    /// ``BLEErrorCategory/protocolError``.
+    public static func encryptionFailed(_ status: HCIStatus) -> SecurityErrorCode { SecurityErrorCode(.encryptionFailed(status)) }
+    /// The link went down. ``BLEErrorCategory/disconnected``.
+    public static let disconnected = SecurityErrorCode(.disconnected)
+    /// The Security Manager timed out on this link earlier: no more pairing on it (a new link is needed).
+    /// ``BLEErrorCategory/timedOut``.
+    public static let timedOut = SecurityErrorCode(.timedOut)
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .pairingFailed, .encryptionFailed: .protocolError
+        case .disconnected: .disconnected
+        case .timedOut: .timedOut
+        }
+    }
+
+    /// The kind, with its payload: `notConnected`, `commandFailed(...)`.
+    public var description: String {
+        switch backing {
+        case .pairingFailed(let failure): "pairingFailed(\(failure))"
+        case .encryptionFailed(let status): "encryptionFailed(\(status))"
+        case .disconnected: "disconnected"
+        case .timedOut: "timedOut"
+        }
+    }
+
+    /// How the pairing of ``pairingFailed(_:)`` failed.
+    public var pairingFailure: SMPPairingFailure? {
+        switch backing {
+        case .pairingFailed(let x): x
+        default: nil
+        }
+    }
+
+    /// The controller's status of ``encryptionFailed(_:)``.
+    public var hciStatus: HCIStatus? {
+        switch backing {
+        case .encryptionFailed(let x): x
+        default: nil
+        }
     }
 }

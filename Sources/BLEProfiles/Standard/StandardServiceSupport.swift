@@ -1,50 +1,81 @@
 import BLEWire
 
 /// Why a standard-service client could not do what it was asked.
-public struct StandardServiceError: BLEError {
-    /// What went wrong.
-    public enum Code: Sendable, Hashable, CustomStringConvertible {
-        /// The peripheral does not publish the service.
+public typealias StandardServiceError = BLEFailure<StandardServiceErrorCode>
+
+/// The kind of a ``StandardServiceError``: an open struct, so a release may add kinds.
+public struct StandardServiceErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
         case serviceNotFound(BluetoothUUID)
-        /// The service lacks a characteristic the operation needs.
         case characteristicNotFound(BluetoothUUID)
-        /// A control point answered with something other than what the procedure expects (bytes as received).
         case unexpectedResponse([UInt8])
-        /// A Record Access Control Point procedure ended with this response code.
         case recordAccessFailed(RACPResponseCode)
-        /// No response came in time.
         case timedOut
-        /// The procedure was aborted (a Record Access Control Point report stopped by Abort Operation).
         case aborted
+    }
 
-        /// What went wrong, in words.
-        public var description: String {
-            switch self {
-            case .serviceNotFound(let uuid): "the peripheral has no service \(uuid)"
-            case .characteristicNotFound(let uuid): "the service has no characteristic \(uuid)"
-            case .unexpectedResponse(let bytes): "unexpected control point response \(bytes.hexString())"
-            case .recordAccessFailed(let code): "record access failed: \(code)"
-            case .timedOut: "no response in time"
-            case .aborted: "aborted"
-            }
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
+
+    /// The peripheral does not publish the service. ``BLEErrorCategory/notFound``.
+    public static func serviceNotFound(_ uuid: BluetoothUUID) -> StandardServiceErrorCode { StandardServiceErrorCode(.serviceNotFound(uuid)) }
+    /// The service lacks a characteristic the operation needs. ``BLEErrorCategory/notFound``.
+    public static func characteristicNotFound(_ uuid: BluetoothUUID) -> StandardServiceErrorCode { StandardServiceErrorCode(.characteristicNotFound(uuid)) }
+    /// A control point answered with something other than what the procedure expects (bytes as received).
+    /// ``BLEErrorCategory/protocolError``.
+    public static func unexpectedResponse(_ bytes: [UInt8]) -> StandardServiceErrorCode { StandardServiceErrorCode(.unexpectedResponse(bytes)) }
+    /// A Record Access Control Point procedure ended with this response code. ``BLEErrorCategory/protocolError``.
+    public static func recordAccessFailed(_ code: RACPResponseCode) -> StandardServiceErrorCode { StandardServiceErrorCode(.recordAccessFailed(code)) }
+    /// No response came in time. ``BLEErrorCategory/timedOut``.
+    public static let timedOut = StandardServiceErrorCode(.timedOut)
+    /// The procedure was aborted (a Record Access Control Point report stopped by Abort Operation).
+    /// ``BLEErrorCategory/cancelled``.
+    public static let aborted = StandardServiceErrorCode(.aborted)
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .serviceNotFound, .characteristicNotFound: .notFound
+        case .unexpectedResponse, .recordAccessFailed: .protocolError
+        case .timedOut: .timedOut
+        case .aborted: .cancelled
         }
-}
+    }
 
-    /// What went wrong.
-    public var code: Code
-    /// A human-readable explanation.
-    public var reason: String
-    /// The source file that raised the error.
-    public var file: String
-    /// The source line that raised the error.
-    public var line: Int
+    /// What went wrong, in words (the reason an error of this code gets by default).
+    public var description: String {
+        switch backing {
+        case .serviceNotFound(let uuid): "the peripheral has no service \(uuid)"
+        case .characteristicNotFound(let uuid): "the service has no characteristic \(uuid)"
+        case .unexpectedResponse(let bytes): "unexpected control point response \(bytes.hexString())"
+        case .recordAccessFailed(let code): "record access failed: \(code)"
+        case .timedOut: "no response in time"
+        case .aborted: "aborted"
+        }
+    }
 
-    /// Creates an error; the reason defaults to the code's description.
-    public init(_ code: Code, _ reason: String? = nil, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason ?? code.description
-        self.file = file
-        self.line = line
+    /// The service or characteristic of ``serviceNotFound(_:)`` and ``characteristicNotFound(_:)``.
+    public var uuid: BluetoothUUID? {
+        switch backing {
+        case .serviceNotFound(let x): x
+        case .characteristicNotFound(let x): x
+        default: nil
+        }
+    }
+
+    /// The bytes of ``unexpectedResponse(_:)``.
+    public var response: [UInt8]? {
+        switch backing {
+        case .unexpectedResponse(let x): x
+        default: nil
+        }
+    }
+
+    /// The response code of ``recordAccessFailed(_:)``.
+    public var racpResponse: RACPResponseCode? {
+        switch backing {
+        case .recordAccessFailed(let x): x
+        default: nil
+        }
     }
 }
 

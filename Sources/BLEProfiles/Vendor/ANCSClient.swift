@@ -69,8 +69,8 @@ public final class ANCSClient: Sendable {
     let requester: ANCSRequester
 
     /// A consumer of `peripheral`'s ANCS (connected): discovers the service and its three characteristics, or throws
-    /// ``ANCSError`` (``ANCSError/Code/serviceNotFound(_:)``). A Data Source response that has not completed
-    /// within `responseTimeout` fails with ``ANCSError/Code/incompleteResponse(missing:)``.
+    /// ``ANCSError`` (``ANCSErrorCode/serviceNotFound(_:)``). A Data Source response that has not completed
+    /// within `responseTimeout` fails with ``ANCSErrorCode/incompleteResponse(missing:)``.
     public init(peripheral: RemotePeripheral, responseTimeout: Duration = .seconds(10)) async throws {
         self.peripheral = peripheral
         self.responseTimeout = responseTimeout
@@ -136,7 +136,7 @@ public final class ANCSClient: Sendable {
     }
 
     /// Gets the attributes of notification `uid` (Get Notification Attributes). Throws ``ANCSError``:
-    /// ``ANCSError/Code/refused(_:)`` with the provider's error (Invalid Parameter for a UID it does not hold), or
+    /// ``ANCSErrorCode/refused(_:)`` with the provider's error (Invalid Parameter for a UID it does not hold), or
     /// what was wrong with its response.
     public func attributes(ofNotification uid: UInt32, _ attributes: [ANCSAttributeRequest] = ANCSAttributeRequest.all) async throws -> ANCSResponse {
         try await send(.getNotificationAttributes(notificationUID: uid, attributes: attributes))
@@ -152,7 +152,7 @@ public final class ANCSClient: Sendable {
     }
 
     /// Performs `action` on notification `uid` (Perform Notification Action). Throws ``ANCSError``
-    /// (``ANCSError/Code/refused(_:)``) when the provider refuses: Invalid Parameter for an unknown UID, Action
+    /// (``ANCSErrorCode/refused(_:)``) when the provider refuses: Invalid Parameter for an unknown UID, Action
     /// Failed.
     public func perform(_ action: ANCSActionID, on uid: UInt32) async throws {
         _ = try await requester.send(.performNotificationAction(notificationUID: uid, action: action), timeout: responseTimeout)
@@ -171,8 +171,7 @@ extension ANCSError {
     /// Whether the provider refused the command (an ATT error on the Control Point write), rather than answering
     /// something that could not be understood.
     public var isRefusal: Bool {
-        if case .refused = code { return true }
-        return false
+        code.attError != nil
     }
 }
 
@@ -235,7 +234,7 @@ actor ANCSRequester {
             try await peripheral.writeValue(bytes, for: controlPoint, type: .withResponse)
         } catch let error as GATTError {
             reassembler = nil
-            if case .att(let code, _) = error.code { throw ANCSError(.refused(code)) }
+            if let code = error.code.attError { throw ANCSError(.refused(code)) }
             throw error
         } catch {
             reassembler = nil

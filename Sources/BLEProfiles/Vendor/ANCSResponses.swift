@@ -126,7 +126,7 @@ public struct ANCSResponseReassembler: Sendable {
 
     /// Adds the next Data Source notification; returns (and keeps in ``state``) where the response is. After
     /// completion or failure, fragments change nothing (a response that goes on past its last attribute is
-    /// ``ANCSError/Code/trailingBytes(_:)``).
+    /// ``ANCSErrorCode/trailingBytes(_:)``).
     @discardableResult
     public mutating func append(_ fragment: [UInt8]) -> State {
         guard case .incomplete = state else { return state }
@@ -207,73 +207,125 @@ public enum ANCSControlPointError: UInt8, Sendable, Hashable, CaseIterable, Cust
 }
 
 /// What went wrong with ANCS bytes or a procedure.
-public struct ANCSError: BLEError {
-    /// What went wrong.
-    public enum Code: Sendable, Hashable, CustomStringConvertible {
-        /// A value shorter than its format.
-        case truncated(what: String, length: Int, needed: Int)
-        /// A Notification Source event with an EventID other than 0–2.
-        case unknownEventID(UInt8)
-        /// A Control Point command with an unknown CommandID (the provider answers 0xA0).
-        case unknownCommand(UInt8)
-        /// A malformed command (the provider answers 0xA1).
-        case invalidCommand(String)
-        /// A command naming nothing that exists or an unknown action (the provider answers 0xA2).
-        case invalidParameter(String)
-        /// An action the provider could not perform (0xA3).
-        case actionFailed(String)
-        /// A Data Source response that cannot answer the command outstanding.
-        case unexpectedResponse(String)
-        /// Bytes after the last attribute of a response.
-        case trailingBytes(Int)
-        /// The response did not complete in time; the attributes that never arrived.
-        case incompleteResponse(missing: [UInt8])
-        /// The provider refused the Control Point write with this ATT error (0xA0–0xA3, or another).
-        case refused(ATTErrorCode)
-        /// The peripheral does not publish ANCS, or lacks one of its characteristics.
-        case serviceNotFound(String)
+public typealias ANCSError = BLEFailure<ANCSErrorCode>
 
-        /// What went wrong, in words.
-        public var description: String {
-            switch self {
-            case .truncated(let what, let length, let needed): "a \(what) of \(length) byte(s); it needs \(needed)"
-            case .unknownEventID(let id): "unknown EventID \(id)"
-            case .unknownCommand(let id): "unknown CommandID \(id)"
-            case .invalidCommand(let why): "invalid command: \(why)"
-            case .invalidParameter(let why): "invalid parameter: \(why)"
-            case .actionFailed(let why): "action failed: \(why)"
-            case .unexpectedResponse(let why): "unexpected Data Source response: \(why)"
-            case .trailingBytes(let count): "\(count) byte(s) after the response's last attribute"
-            case .incompleteResponse(let missing): "the response never completed (attribute(s) \(missing.map(String.init).joined(separator: ", ")) missing)"
-            case .refused(let code):
-                ANCSControlPointError(rawValue: code.rawValue).map { "the provider refused the command: \($0)" }
-                    ?? "the provider refused the command with ATT error 0x\([code.rawValue].hexString())"
-            case .serviceNotFound(let what): "no ANCS: \(what)"
-            }
+extension BLEFailure where Code == ANCSErrorCode {
+    /// The ATT error a provider answers a Control Point write with for this error (``ANCSControlPointError``), if
+    /// it is one of a command's.
+    public var controlPointError: ANCSControlPointError? { code.controlPointError }
+}
+
+/// The kind of an ``ANCSError``, with its details: an open struct, so a release may add kinds.
+public struct ANCSErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
+        case truncated(String, Int, Int)
+        case unknownEventID(UInt8)
+        case unknownCommand(UInt8)
+        case invalidCommand(String)
+        case invalidParameter(String)
+        case actionFailed(String)
+        case unexpectedResponse(String)
+        case trailingBytes(Int)
+        case incompleteResponse([UInt8])
+        case refused(ATTErrorCode)
+        case serviceNotFound(String)
+    }
+
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
+
+    /// A value shorter than its format. ``BLEErrorCategory/protocolError``.
+    public static func truncated(what: String, length: Int, needed: Int) -> ANCSErrorCode { ANCSErrorCode(.truncated(what, length, needed)) }
+    /// A Notification Source event with an EventID other than 0–2. ``BLEErrorCategory/protocolError``.
+    public static func unknownEventID(_ id: UInt8) -> ANCSErrorCode { ANCSErrorCode(.unknownEventID(id)) }
+    /// A Control Point command with an unknown CommandID (the provider answers 0xA0). ``BLEErrorCategory/protocolError``.
+    public static func unknownCommand(_ id: UInt8) -> ANCSErrorCode { ANCSErrorCode(.unknownCommand(id)) }
+    /// A malformed command (the provider answers 0xA1). ``BLEErrorCategory/protocolError``.
+    public static func invalidCommand(_ why: String) -> ANCSErrorCode { ANCSErrorCode(.invalidCommand(why)) }
+    /// A command naming nothing that exists or an unknown action (the provider answers 0xA2).
+    /// ``BLEErrorCategory/protocolError``.
+    public static func invalidParameter(_ why: String) -> ANCSErrorCode { ANCSErrorCode(.invalidParameter(why)) }
+    /// An action the provider could not perform (0xA3). ``BLEErrorCategory/protocolError``.
+    public static func actionFailed(_ why: String) -> ANCSErrorCode { ANCSErrorCode(.actionFailed(why)) }
+    /// A Data Source response that cannot answer the command outstanding. ``BLEErrorCategory/protocolError``.
+    public static func unexpectedResponse(_ why: String) -> ANCSErrorCode { ANCSErrorCode(.unexpectedResponse(why)) }
+    /// Bytes after the last attribute of a response. ``BLEErrorCategory/protocolError``.
+    public static func trailingBytes(_ count: Int) -> ANCSErrorCode { ANCSErrorCode(.trailingBytes(count)) }
+    /// The response did not complete in time; the attributes that never arrived. ``BLEErrorCategory/timedOut``.
+    public static func incompleteResponse(missing: [UInt8]) -> ANCSErrorCode { ANCSErrorCode(.incompleteResponse(missing)) }
+    /// The provider refused the Control Point write with this ATT error (0xA0–0xA3, or another).
+    /// ``BLEErrorCategory/protocolError``.
+    public static func refused(_ code: ATTErrorCode) -> ANCSErrorCode { ANCSErrorCode(.refused(code)) }
+    /// The peripheral does not publish ANCS, or lacks one of its characteristics. ``BLEErrorCategory/notFound``.
+    public static func serviceNotFound(_ what: String) -> ANCSErrorCode { ANCSErrorCode(.serviceNotFound(what)) }
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .truncated, .unknownEventID, .unknownCommand, .invalidCommand, .invalidParameter, .actionFailed, .unexpectedResponse, .trailingBytes, .refused: .protocolError
+        case .incompleteResponse: .timedOut
+        case .serviceNotFound: .notFound
         }
     }
 
-    /// What went wrong.
-    public var code: Code
-    /// A human-readable explanation.
-    public var reason: String
-    /// The source file that raised the error.
-    public var file: String
-    /// The source line that raised the error.
-    public var line: Int
-
-    /// Creates an error; the reason defaults to the code's description.
-    public init(_ code: Code, _ reason: String? = nil, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason ?? code.description
-        self.file = file
-        self.line = line
+    /// What went wrong, in words (the reason an error of this code gets by default).
+    public var description: String {
+        switch backing {
+        case .truncated(let what, let length, let needed): "a \(what) of \(length) byte(s); it needs \(needed)"
+        case .unknownEventID(let id): "unknown EventID \(id)"
+        case .unknownCommand(let id): "unknown CommandID \(id)"
+        case .invalidCommand(let why): "invalid command: \(why)"
+        case .invalidParameter(let why): "invalid parameter: \(why)"
+        case .actionFailed(let why): "action failed: \(why)"
+        case .unexpectedResponse(let why): "unexpected Data Source response: \(why)"
+        case .trailingBytes(let count): "\(count) byte(s) after the response's last attribute"
+        case .incompleteResponse(let missing): "the response never completed (attribute(s) \(missing.map(String.init).joined(separator: ", ")) missing)"
+        case .refused(let code): ANCSControlPointError(rawValue: code.rawValue).map { "the provider refused the command: \($0)" }
+                ?? "the provider refused the command with ATT error 0x\([code.rawValue].hexString())"
+        case .serviceNotFound(let what): "no ANCS: \(what)"
+        }
     }
 
-    /// The ATT error a provider answers a Control Point write with for this error (``ANCSControlPointError``), if
+    /// The ATT error the provider refused a command with, of ``refused(_:)``.
+    public var attError: ATTErrorCode? {
+        switch backing {
+        case .refused(let x): x
+        default: nil
+        }
+    }
+
+    /// The attributes that never arrived, of ``incompleteResponse(missing:)``.
+    public var missingAttributes: [UInt8]? {
+        switch backing {
+        case .incompleteResponse(let x): x
+        default: nil
+        }
+    }
+
+    /// What the kinds with words say: the command's, the parameter's, the action's, the response's or the
+    /// service's problem.
+    public var detail: String? {
+        switch backing {
+        case .invalidCommand(let x): x
+        case .invalidParameter(let x): x
+        case .actionFailed(let x): x
+        case .unexpectedResponse(let x): x
+        case .serviceNotFound(let x): x
+        default: nil
+        }
+    }
+
+    /// What the Data Source response of ``unexpectedResponse(_:)`` could not answer.
+    public var unexpectedResponseDetail: String? {
+        switch backing {
+        case .unexpectedResponse(let x): x
+        default: nil
+        }
+    }
+
+    /// The ATT error a provider answers a Control Point write with for this kind (``ANCSControlPointError``), if
     /// it is one of a command's.
     public var controlPointError: ANCSControlPointError? {
-        switch code {
+        switch backing {
         case .unknownCommand: .unknownCommand
         case .invalidCommand, .truncated: .invalidCommand
         case .invalidParameter: .invalidParameter

@@ -163,7 +163,7 @@ public struct FitnessBandBattery: WireCodable, Hashable {
         self.state = state
     }
 
-    /// Decodes the 10 bytes; a percentage over 100 or a month, day or time out of range is ``WireError/Code/invalidValue``.
+    /// Decodes the 10 bytes; a percentage over 100 or a month, day or time out of range is ``WireErrorCode/invalidValue``.
     public init(from reader: inout ByteReader) throws(WireError) {
         percent = try reader.readUInt8("battery percent")
         guard percent <= 100 else { throw WireError(.invalidValue, "battery: \(percent) % is over 100") }

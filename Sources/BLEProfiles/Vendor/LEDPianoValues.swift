@@ -27,8 +27,8 @@ public enum MIDIMessage: Sendable, Hashable {
     /// A key released.
     case noteOff(channel: UInt8, note: UInt8, velocity: UInt8)
 
-    /// Decodes one 3-byte message. A status other than note-on or note-off is ``WireError/Code/unknownType``, a
-    /// data byte with its top bit set ``WireError/Code/invalidValue``, a short or long value truncated or trailing.
+    /// Decodes one 3-byte message. A status other than note-on or note-off is ``WireErrorCode/unknownType``, a
+    /// data byte with its top bit set ``WireErrorCode/invalidValue``, a short or long value truncated or trailing.
     public init(bytes: [UInt8]) throws(WireError) {
         var reader = ByteReader(bytes)
         self = try Self.decode(&reader)
@@ -102,14 +102,14 @@ public struct PianoLEDFrame: WireCodable, Hashable {
     /// The LED's mode.
     public var mode: Mode
 
-    /// A frame; throws ``WireError/Code/invalidValue`` for a key over 0x72.
+    /// A frame; throws ``WireErrorCode/invalidValue`` for a key over 0x72.
     public init(key: UInt8, mode: Mode) throws(WireError) {
         guard key <= Self.maximumKey else { throw WireError(.invalidValue, "LED frame: key 0x\([key].hexString()) is over 0x72") }
         self.key = key
         self.mode = mode
     }
 
-    /// Decodes the 6 bytes: a wrong marker, a key over 0x72 or an unknown mode is ``WireError/Code/invalidValue``.
+    /// Decodes the 6 bytes: a wrong marker, a key over 0x72 or an unknown mode is ``WireErrorCode/invalidValue``.
     public init(from reader: inout ByteReader) throws(WireError) {
         guard try reader.readBytes(3, "LED frame start") == Self.prefix else {
             throw WireError(.invalidValue, "LED frame: does not start with F0 3D 3D")

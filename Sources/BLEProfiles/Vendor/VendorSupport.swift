@@ -1,27 +1,40 @@
 import BLEWire
 /// What a vendor device client found missing or wrong on the peripheral.
-public struct VendorDeviceError: BLEError {
-    /// What went wrong.
-    public enum Code: Sendable, Hashable {
-        /// The peripheral does not publish this characteristic in this service.
-        case missingCharacteristic(BluetoothUUID, service: BluetoothUUID)
+public typealias VendorDeviceError = BLEFailure<VendorDeviceErrorCode>
+
+/// The kind of a ``VendorDeviceError``: an open struct, so a release may add kinds.
+public struct VendorDeviceErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
+        case missingCharacteristic(BluetoothUUID, BluetoothUUID)
     }
 
-    /// What went wrong.
-    public var code: Code
-    /// A human-readable explanation.
-    public var reason: String
-    /// The source file that raised the error.
-    public var file: String
-    /// The source line that raised the error.
-    public var line: Int
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
 
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.file = file
-        self.line = line
+    /// The peripheral does not publish this characteristic in this service. ``BLEErrorCategory/notFound``.
+    public static func missingCharacteristic(_ characteristic: BluetoothUUID, service: BluetoothUUID) -> VendorDeviceErrorCode { VendorDeviceErrorCode(.missingCharacteristic(characteristic, service)) }
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .missingCharacteristic: .notFound
+        }
+    }
+
+    /// The kind, with its UUIDs.
+    public var description: String {
+        switch backing {
+        case .missingCharacteristic(let characteristic, let service): "missingCharacteristic(\(characteristic), service: \(service))"
+        }
+    }
+
+    /// The characteristic of ``missingCharacteristic(_:service:)``.
+    public var characteristic: BluetoothUUID? {
+        if case .missingCharacteristic(let x, _) = backing { x } else { nil }
+    }
+
+    /// The service of ``missingCharacteristic(_:service:)``.
+    public var service: BluetoothUUID? {
+        if case .missingCharacteristic(_, let x) = backing { x } else { nil }
     }
 }
 

@@ -222,9 +222,27 @@ struct GATTInclude {
     var uuid: BluetoothUUID
 }
 
-/// Why services cannot be laid out with the handles they ask for (``GATTDatabase/init(exactly:)``): which service
-/// (its index), characteristic and descriptor (their indices in it), which field, and why.
-public struct GATTLayoutError: Error, Sendable, Hashable, CustomStringConvertible {
+/// Why services cannot be laid out with the handles they ask for (``GATTDatabase/init(exactly:)``): the code says
+/// what went wrong and where (``GATTLayoutPlace``: which service, characteristic and descriptor by index, which
+/// field), the reason why in words.
+public typealias GATTLayoutError = BLEFailure<GATTLayoutErrorCode>
+
+extension BLEFailure where Code == GATTLayoutErrorCode {
+    /// The field that cannot be honoured.
+    public typealias Field = GATTLayoutPlace.Field
+    /// The index of the service.
+    public var service: Int { code.place.service }
+    /// The index of the characteristic in the service, when the field is a characteristic's or a descriptor's.
+    public var characteristic: Int? { code.place.characteristic }
+    /// The index of the descriptor in the characteristic, when the field is a descriptor's.
+    public var descriptor: Int? { code.place.descriptor }
+    /// The field.
+    public var field: GATTLayoutPlace.Field { code.place.field }
+}
+
+/// Where in a list of service definitions a layout failed: the service, the characteristic and the descriptor by
+/// index, and the field.
+public struct GATTLayoutPlace: Sendable, Hashable, CustomStringConvertible {
     /// The field that cannot be honoured.
     public enum Field: Sendable, Hashable {
         /// The declaration's (or the descriptor's) handle.
@@ -248,21 +266,50 @@ public struct GATTLayoutError: Error, Sendable, Hashable, CustomStringConvertibl
     public var descriptor: Int?
     /// The field.
     public var field: Field
-    /// Why.
-    public var reason: String
-    /// Creates a layout error.
-    public init(service: Int, characteristic: Int? = nil, descriptor: Int? = nil, field: Field, reason: String) {
+    /// Names a place.
+    public init(service: Int, characteristic: Int? = nil, descriptor: Int? = nil, field: Field) {
         self.service = service
         self.characteristic = characteristic
         self.descriptor = descriptor
         self.field = field
-        self.reason = reason
     }
+    /// `service 1, characteristic 0: valueHandle`.
     public var description: String {
         var place = "service \(service)"
         if let characteristic { place += ", characteristic \(characteristic)" }
         if let descriptor { place += ", descriptor \(descriptor)" }
-        return "\(place): \(field): \(reason)"
+        return "\(place): \(field)"
+    }
+}
+
+/// The kind of a ``GATTLayoutError``, with its ``place``: an open struct, so a release may add kinds. Every kind is
+/// ``BLEErrorCategory/invalidInput``: the definitions ask for what cannot be.
+public struct GATTLayoutErrorCode: BLEErrorCode {
+    private enum Kind: Hashable, Sendable { case invalidHandle, handlesExhausted, missingInclude }
+    private let kind: Kind
+    /// Where the layout failed.
+    public let place: GATTLayoutPlace
+    private init(_ kind: Kind, _ place: GATTLayoutPlace) {
+        self.kind = kind
+        self.place = place
+    }
+
+    /// A handle asked for is 0, not after the previous attribute, or (an end handle) before the service's last one.
+    public static func invalidHandle(_ place: GATTLayoutPlace) -> GATTLayoutErrorCode { GATTLayoutErrorCode(.invalidHandle, place) }
+    /// No handle is left for the attribute: handles end at 0xFFFF.
+    public static func handlesExhausted(_ place: GATTLayoutPlace) -> GATTLayoutErrorCode { GATTLayoutErrorCode(.handlesExhausted, place) }
+    /// An include names a service that does not exist or was not laid out.
+    public static func missingInclude(_ place: GATTLayoutPlace) -> GATTLayoutErrorCode { GATTLayoutErrorCode(.missingInclude, place) }
+
+    public var category: BLEErrorCategory { .invalidInput }
+
+    /// The kind and the place: `invalidHandle(service 1, characteristic 0: valueHandle)`.
+    public var description: String {
+        switch kind {
+        case .invalidHandle: "invalidHandle(\(place))"
+        case .handlesExhausted: "handlesExhausted(\(place))"
+        case .missingInclude: "missingInclude(\(place))"
+        }
     }
 }
 
@@ -380,11 +427,11 @@ public struct GATTDatabase: Sendable {
                     } else if strict {
                         let reason = wanted == 0 ? "0x0000 is not a valid handle"
                             : "0x\(hex4(wanted)) is not after the previous attribute (the next free handle is 0x\(hex4(next)))"
-                        throw GATTLayoutError(service: si, characteristic: c, descriptor: d, field: field, reason: reason)
+                        throw GATTLayoutError(.invalidHandle(GATTLayoutPlace(service: si, characteristic: c, descriptor: d, field: field)), reason)
                     }
                 }
                 guard h <= 0xFFFF else {
-                    if strict { throw GATTLayoutError(service: si, characteristic: c, descriptor: d, field: field, reason: "no handle is left: handles end at 0xFFFF") }
+                    if strict { throw GATTLayoutError(.handlesExhausted(GATTLayoutPlace(service: si, characteristic: c, descriptor: d, field: field)), "no handle is left: handles end at 0xFFFF") }
                     full = true
                     return nil
                 }
@@ -399,7 +446,7 @@ public struct GATTDatabase: Sendable {
                 let known = external == nil ? (target >= 0 && target < services.count) : external?(target) != nil
                 guard known else {
                     if strict {
-                        throw GATTLayoutError(service: si, field: .include(position), reason: "includes service \(target), which does not exist")
+                        throw GATTLayoutError(.missingInclude(GATTLayoutPlace(service: si, field: .include(position))), "includes service \(target), which does not exist")
                     }
                     continue
                 }
@@ -438,8 +485,8 @@ public struct GATTDatabase: Sendable {
                     end = wanted
                     next = max(next, Int(wanted.rawValue) + 1)
                 } else if strict {
-                    throw GATTLayoutError(service: si, field: .endHandle,
-                                          reason: "0x\(hex4(Int(wanted.rawValue))) is before the service's last attribute (0x\(hex4(Int(end.rawValue))))")
+                    throw GATTLayoutError(.invalidHandle(GATTLayoutPlace(service: si, field: .endHandle)),
+                                          "0x\(hex4(Int(wanted.rawValue))) is before the service's last attribute (0x\(hex4(Int(end.rawValue))))")
                 }
             }
             list[declaration].role = .serviceDeclaration(endGroupHandle: end)
@@ -455,7 +502,7 @@ public struct GATTDatabase: Sendable {
                 include = nil
             }
             guard let include else {
-                if strict { throw GATTLayoutError(service: slot.service, field: .include(slot.position), reason: "includes service \(slot.target), which was not laid out") }
+                if strict { throw GATTLayoutError(.missingInclude(GATTLayoutPlace(service: slot.service, field: .include(slot.position))), "includes service \(slot.target), which was not laid out") }
                 continue
             }
             var value: [UInt8] = []

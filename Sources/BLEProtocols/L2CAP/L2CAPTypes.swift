@@ -34,45 +34,51 @@ public struct L2CAPChannelParameters: Hashable, Sendable {
 
 /// A misuse of ``L2CAPChannelManager`` by its consumer (never a peer's misbehaviour, which the manager answers on
 /// the wire). Equal when the codes are equal.
-public struct L2CAPError: BLEError {
-    /// The kind of misuse.
-    public struct Code: RawRepresentable, Hashable, Sendable {
-        public var rawValue: UInt8
-        public init(rawValue: UInt8) { self.rawValue = rawValue }
-        /// No open credit based channel has this local CID.
-        public static let channelNotOpen = Code(rawValue: 1)
-        /// The SDU is longer than the peer's MTU.
-        public static let sduTooLarge = Code(rawValue: 2)
-        /// MTU, MPS or channel count outside the ranges the specification allows.
-        public static let invalidParameters = Code(rawValue: 3)
-        /// Every local dynamic CID is in use.
-        public static let noFreeChannel = Code(rawValue: 4)
-        /// The SPSM is outside 0x0001–0x00FF.
-        public static let invalidSPSM = Code(rawValue: 5)
-        /// The operation belongs to the other role (a central does not request a connection parameter update).
-        public static let wrongRole = Code(rawValue: 6)
-        /// The CID is not a fixed channel a consumer can register (the signaling channel belongs to the manager).
-        public static let invalidFixedChannel = Code(rawValue: 7)
+public typealias L2CAPError = BLEFailure<L2CAPErrorCode>
+
+/// The kind of misuse of an ``L2CAPError``.
+public struct L2CAPErrorCode: RawRepresentable, BLEErrorCode {
+    /// The number of the kind (stable within a release; new kinds take new numbers).
+    public var rawValue: UInt8
+    /// The kind numbered `rawValue`.
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// No open credit based channel has this local CID.
+    public static let channelNotOpen = L2CAPErrorCode(rawValue: 1)
+    /// The SDU is longer than the peer's MTU.
+    public static let sduTooLarge = L2CAPErrorCode(rawValue: 2)
+    /// MTU, MPS or channel count outside the ranges the specification allows.
+    public static let invalidParameters = L2CAPErrorCode(rawValue: 3)
+    /// Every local dynamic CID is in use.
+    public static let noFreeChannel = L2CAPErrorCode(rawValue: 4)
+    /// The SPSM is outside 0x0001–0x00FF.
+    public static let invalidSPSM = L2CAPErrorCode(rawValue: 5)
+    /// The operation belongs to the other role (a central does not request a connection parameter update).
+    public static let wrongRole = L2CAPErrorCode(rawValue: 6)
+    /// The CID is not a fixed channel a consumer can register (the signaling channel belongs to the manager).
+    public static let invalidFixedChannel = L2CAPErrorCode(rawValue: 7)
+
+    /// ``BLEErrorCategory/disconnected`` for a channel that is not open, ``BLEErrorCategory/failure`` when every
+    /// CID is in use, ``BLEErrorCategory/invalidInput`` for the other misuses.
+    public var category: BLEErrorCategory {
+        switch self {
+        case .channelNotOpen: .disconnected
+        case .noFreeChannel: .failure
+        default: .invalidInput
+        }
     }
 
-    /// What went wrong.
-    public var code: Code
-    /// A human-readable explanation.
-    public var reason: String
-    /// The source file that detected the problem.
-    public var file: String
-    /// The source line that detected the problem.
-    public var line: Int
-
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.file = file
-        self.line = line
+    public var description: String {
+        switch self {
+        case .channelNotOpen: "channelNotOpen"
+        case .sduTooLarge: "sduTooLarge"
+        case .invalidParameters: "invalidParameters"
+        case .noFreeChannel: "noFreeChannel"
+        case .invalidSPSM: "invalidSPSM"
+        case .wrongRole: "wrongRole"
+        case .invalidFixedChannel: "invalidFixedChannel"
+        default: "code \(rawValue)"
+        }
     }
-
-    public var description: String { "\(reason) (\(file):\(line))" }
 }
 
 /// Identifies one timer the manager asked its driver to run. Never reused within a manager.

@@ -35,10 +35,10 @@ public enum ResolvablePrivateAddress {
     ///   have 3.
     public static func make(irk: [UInt8], random: [UInt8]) throws(SMPCrypto.Failure) -> LEAddress {
         guard irk.count != 16 || isIdentityResolvingKey(irk) else {
-            throw SMPCrypto.Failure(reason: "resolvable private address: an all-zero IRK is no IRK")
+            throw SMPCrypto.Failure(.invalidInput, "resolvable private address: an all-zero IRK is no IRK")
         }
         guard random.count == 3 else {
-            throw SMPCrypto.Failure(reason: "resolvable private address: 3 random octets are needed (\(random.count))")
+            throw SMPCrypto.Failure(.invalidInput, "resolvable private address: 3 random octets are needed (\(random.count))")
         }
         var value = random.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & randomMask
         if value == 0 {
@@ -52,7 +52,7 @@ public enum ResolvablePrivateAddress {
         let hash = try SMPCrypto.ah(irk: irk, prand: prand)
         guard let address = BluetoothAddress(bigEndian: prand + hash) else {
             // ah always returns 3 octets, so the address always has 6.
-            throw SMPCrypto.Failure(reason: "resolvable private address: ah returned \(hash.count) octets")
+            throw SMPCrypto.Failure(.invalidInput, "resolvable private address: ah returned \(hash.count) octets")
         }
         return LEAddress(address, type: .random)
     }

@@ -1,6 +1,6 @@
 /// A bounds-checked cursor over bytes, little-endian by default, that never traps.
 ///
-/// Every read throws ``WireError`` with code ``WireError/Code/truncated`` when the input is too short.
+/// Every read throws ``WireError`` with code ``WireErrorCode/truncated`` when the input is too short.
 /// Fixed-length structures call ``expectEnd(_:)`` after decoding so that trailing bytes are rejected.
 public struct ByteReader: Sendable {
     /// The bytes being read.
@@ -111,7 +111,7 @@ public struct ByteReader: Sendable {
     /// Returns the next byte without consuming it, or `nil` at the end.
     public func peekUInt8() -> UInt8? { offset < end ? bytes[offset] : nil }
 
-    /// Throws ``WireError/Code/trailingBytes`` unless every byte has been read.
+    /// Throws ``WireErrorCode/trailingBytes`` unless every byte has been read.
     public func expectEnd(_ structure: @autoclosure () -> String = "structure") throws(WireError) {
         guard offset == end else {
             throw WireError(.trailingBytes, "\(structure()): \(end - offset) unexpected trailing byte(s)")

@@ -125,7 +125,7 @@ import Testing
             do {
                 try await client.writeControlPoint(value)
             } catch let error as GATTError {
-                guard case .att(let code, _) = error.code else { Issue.record("\(error)"); continue }
+                guard let code = error.code.attError else { Issue.record("\(error)"); continue }
                 #expect(code == HeartRateService.controlPointNotSupported)
                 #expect(code.rawValue == 0x80)
             }
@@ -166,7 +166,7 @@ import Testing
             do {
                 try await client.setMeasurementInterval(refused)
             } catch let error as GATTError {
-                guard case .att(let code, _) = error.code else { throw error }
+                guard let code = error.code.attError else { throw error }
                 #expect(code == .outOfRange)
             }
         }

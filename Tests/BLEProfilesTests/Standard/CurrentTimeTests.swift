@@ -91,7 +91,7 @@ import Testing
             try await client.setCurrentTime(CurrentTime(dateTime: DateTime(year: 2030, month: 13, day: 1)))
             Issue.record("a month 13 was accepted")
         } catch let error as GATTError {
-            guard case .att(let code, _) = error.code else { throw error }
+            guard let code = error.code.attError else { throw error }
             #expect(code == .valueNotAllowed)
         }
         await link.simulator.stop()

@@ -132,7 +132,7 @@ import Testing
             Issue.record("a response about another app was taken")
             return
         }
-        guard case .unexpectedResponse = error.code else {
+        guard error.code.unexpectedResponseDetail != nil else {
             Issue.record("\(error)")
             return
         }
@@ -160,8 +160,7 @@ import Testing
             return nil
         }
         func isUnexpected(_ code: ANCSError.Code?) -> Bool {
-            if case .unexpectedResponse = code { return true }
-            return false
+            code?.unexpectedResponseDetail != nil
         }
         #expect(isUnexpected(try outcome([[1]])))                               // another command's response
         #expect(isUnexpected(try outcome([[0, 0x44, 0x33, 0x22, 0x12]])))       // another notification

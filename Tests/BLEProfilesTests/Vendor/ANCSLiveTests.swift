@@ -36,7 +36,7 @@ import Testing
         await #expect {
             _ = try await client.notifications()
         } throws: { error in
-            guard let error = error as? GATTError, case .att(let code, _) = error.code else { return false }
+            guard let code = (error as? GATTError)?.code.attError else { return false }
             return code == .insufficientAuthentication
         }
         #expect(await remote.security.isEncrypted == false)
@@ -134,7 +134,7 @@ import Testing
                 try await body()
                 return nil
             } catch let error as ANCSError {
-                guard case .refused(let code) = error.code else { return nil }
+                guard let code = error.code.attError else { return nil }
                 return code.rawValue
             } catch {
                 return nil
@@ -150,7 +150,7 @@ import Testing
             await #expect {
                 try await remote.writeValue(bytes, for: controlPoint, type: .withResponse)
             } throws: { error in
-                guard let error = error as? GATTError, case .att(let got, _) = error.code else { return false }
+                guard let got = (error as? GATTError)?.code.attError else { return false }
                 return got.rawValue == code
             }
         }
@@ -209,7 +209,7 @@ import Testing
                 return error
             }
         }
-        guard let error = failure as? ANCSError, case .unexpectedResponse = error.code else {
+        guard let error = failure as? ANCSError, error.code.unexpectedResponseDetail != nil else {
             Issue.record("the stream ended with \(String(describing: failure))")
             return
         }

@@ -28,7 +28,7 @@ import Testing
         #expect(readings.map(\.sequence) == Array(1...40))
         // The only errors are the garbage the scale put between frames.
         let skipped = received.compactMap { event -> Int? in
-            if case .framingError(let error) = event, case .skippedBytes(let count) = error.code { count } else { nil }
+            if case .framingError(let error) = event, let count = error.code.skippedByteCount { count } else { nil }
         }
         #expect(skipped.count == received.count - 40)
         let garbage = await scale.garbageBytesSent

@@ -29,7 +29,7 @@ import Testing
             try await client.write([0xF0, 0x3D, 0x3D, 0x73, 0x01, 0xF7])
             Issue.record("the malformed frame was accepted")
         } catch let error as GATTError {
-            if case .att(let code, _) = error.code { #expect(code == LEDPiano.malformedFrameError) } else { Issue.record("\(error)") }
+            if let code = error.code.attError { #expect(code == LEDPiano.malformedFrameError) } else { Issue.record("\(error)") }
         }
         #expect(await piano.refusedWrites == [[0xF0, 0x3D, 0x3D, 0x73, 0x01, 0xF7]])
         await #expect(throws: WireError.self) { try await client.light(key: 0x73) }

@@ -225,7 +225,7 @@ do {
     let secret = try await peripheral.readValue(for: characteristic(customSecret))
     fail("read of \(customSecret) on an unencrypted link returned \(secret.hexString())")
 } catch let error as GATTError {
-    guard case .att(let code, _) = error.code else { fail("read of \(customSecret): \(error)") }
+    guard let code = error.code.attError else { fail("read of \(customSecret): \(error)") }
     result("read_error_\(uuidKey(customSecret))", hex(code.rawValue))
 } catch {
     fail("read of \(customSecret): \(error)")
@@ -259,10 +259,12 @@ do {
     try await peripheral.writeValue((0..<600).map { UInt8(truncatingIfNeeded: $0) }, for: longWritable, type: .withResponse)
     fail("a 600-byte write was accepted")
 } catch let error as GATTError {
-    switch error.code {
-    case .invalidValueLength: result("long_write_600", "refused")
-    case .att(let code, _): result("long_write_600", hex(code.rawValue))
-    default: fail("600-byte write: \(error)")
+    if error.code == .invalidValueLength {
+        result("long_write_600", "refused")
+    } else if let code = error.code.attError {
+        result("long_write_600", hex(code.rawValue))
+    } else {
+        fail("600-byte write: \(error)")
     }
 } catch {
     fail("600-byte write: \(error)")

@@ -65,36 +65,74 @@ public struct GATTDescriptor: Sendable, Hashable {
 }
 
 /// Why a GATT operation failed.
-public struct GATTError: BLEError {
-    /// The kind of failure.
-    public enum Code: Sendable, Hashable {
-        /// The server answered with an ATT error.
-        case att(ATTErrorCode, handle: AttributeHandle)
-        /// No response within the ATT transaction timeout (30 s); the link was closed, as the spec requires.
+public typealias GATTError = BLEFailure<GATTErrorCode>
+
+/// The kind of a ``GATTError``: an open struct, so a release may add kinds (a `switch` over codes needs a `default:`).
+///
+/// ``att(_:handle:)`` is built by a static function and read back by ``attError`` and ``handle``.
+public struct GATTErrorCode: BLEErrorCode {
+    private enum Backing: Hashable, Sendable {
+        case att(ATTErrorCode, AttributeHandle)
         case timeout
-        /// The server's response broke the protocol (wrong opcode, handles going backwards...).
         case malformedResponse
-        /// The link is down.
         case disconnected
-        /// The value does not fit (over 512 bytes).
         case invalidValueLength
-        /// The operation was cancelled (the bearer was closed by this side).
         case cancelled
     }
-    /// The kind of failure.
-    public var code: Code
-    /// A human-readable explanation.
-    public var reason: String
-    /// The source file that raised the error.
-    public var file: String
-    /// The source line that raised the error.
-    public var line: Int
 
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.file = file
-        self.line = line
+    private let backing: Backing
+    private init(_ backing: Backing) { self.backing = backing }
+
+    /// The server answered with an ATT error. ``BLEErrorCategory/protocolError``.
+    public static func att(_ code: ATTErrorCode, handle: AttributeHandle) -> GATTErrorCode { GATTErrorCode(.att(code, handle)) }
+    /// No response within the ATT transaction timeout (30 s); the link was closed, as the spec requires.
+    /// ``BLEErrorCategory/timedOut``.
+    public static let timeout = GATTErrorCode(.timeout)
+    /// The server's response broke the protocol (wrong opcode, handles going backwards...).
+    /// ``BLEErrorCategory/protocolError``.
+    public static let malformedResponse = GATTErrorCode(.malformedResponse)
+    /// The link is down. ``BLEErrorCategory/disconnected``.
+    public static let disconnected = GATTErrorCode(.disconnected)
+    /// The value does not fit (over 512 bytes, or over what the bearer carries): what ATT answers with
+    /// Invalid Attribute Value Length. ``BLEErrorCategory/protocolError``.
+    public static let invalidValueLength = GATTErrorCode(.invalidValueLength)
+    /// The operation was cancelled (the bearer was closed by this side). ``BLEErrorCategory/cancelled``.
+    public static let cancelled = GATTErrorCode(.cancelled)
+
+    public var category: BLEErrorCategory {
+        switch backing {
+        case .att, .malformedResponse, .invalidValueLength: .protocolError
+        case .timeout: .timedOut
+        case .disconnected: .disconnected
+        case .cancelled: .cancelled
+        }
+    }
+
+    /// The kind, with its payload: `notConnected`, `commandFailed(...)`.
+    public var description: String {
+        switch backing {
+        case .att(let code, let handle): "att(\(code), handle: \(handle))"
+        case .timeout: "timeout"
+        case .malformedResponse: "malformedResponse"
+        case .disconnected: "disconnected"
+        case .invalidValueLength: "invalidValueLength"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// The server's ATT error, of ``att(_:handle:)``.
+    public var attError: ATTErrorCode? {
+        switch backing {
+        case .att(let x, _): x
+        default: nil
+        }
+    }
+
+    /// The handle the server named in its ATT error, of ``att(_:handle:)``.
+    public var handle: AttributeHandle? {
+        switch backing {
+        case .att(_, let x): x
+        default: nil
+        }
     }
 }

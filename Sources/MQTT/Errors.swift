@@ -1,0 +1,3 @@
+// The MQTT module's errors have the stack's one shape (``BLEFailure`` of a code, with a category); a program that
+// imports MQTT alone sees it.
+@_exported import BLEErrors
