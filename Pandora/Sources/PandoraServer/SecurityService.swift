@@ -64,10 +64,14 @@ struct SecurityService: Pandora_Security.SimpleServiceProtocol {
                 response.notReached = Google_Protobuf_Empty()
             }
         } catch let error as SecurityError {
-            switch error.code {
-            case .pairingFailed, .timedOut: response.pairingFailure = Google_Protobuf_Empty()
-            case .encryptionFailed: response.encryptionFailure = Google_Protobuf_Empty()
-            case .disconnected: response.connectionDied = Google_Protobuf_Empty()
+            if error.code.pairingFailure != nil || error.code == .timedOut {
+                response.pairingFailure = Google_Protobuf_Empty()
+            } else if error.code.hciStatus != nil {
+                // Encryption failed with a status.
+                response.encryptionFailure = Google_Protobuf_Empty()
+            } else {
+                // Disconnected, or a code added later: the link is what failed.
+                response.connectionDied = Google_Protobuf_Empty()
             }
         }
         // The link may have gone down while the pairing failed: that is what happened to it.
