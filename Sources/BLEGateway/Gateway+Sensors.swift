@@ -95,50 +95,66 @@ extension Gateway {
         func characteristic(_ item: ActiveSensorPlan.Item) -> GATTCharacteristic? {
             services.first { $0.service.uuid == item.service }?.characteristics.first { $0.characteristic.uuid == item.characteristic }?.characteristic
         }
-        var children: [Task<Void, Never>] = []
-        for item in plan.subscribe {
-            guard let c = characteristic(item) else { continue }
-            children.append(Task {
-                guard let stream = try? await peripheral.notifications(for: c) else { return }
-                var decoder = CharacteristicDecoder()
-                for await value in stream {
-                    guard let decoded = try? decoder.decode(uuid: c.uuid, value: value) else { continue }
-                    await self.sensed(device, c.uuid, decoded)
-                }
-            })
-        }
         let reads = plan.readOnce.compactMap(characteristic)
         let polls = plan.poll.compactMap(characteristic)
+        let subscriptions = plan.subscribe.compactMap(characteristic)
         let interval = configuration.readInterval
-        children.append(Task {
-            var first = true
-            while !Task.isCancelled {
-                for c in (first ? reads : []) + polls {
-                    guard let value = try? await peripheral.readValue(for: c),
-                          let decoded = try? CharacteristicDecoder.decode(uuid: c.uuid, value: value) else { continue }
-                    await self.sensed(device, c.uuid, decoded)
+        // The subscriptions, the reads and the link's watcher are children of this task: when the link drops (the
+        // watcher returns its last state) or the gateway stops (this task is cancelled), they all end.
+        let state = await withTaskGroup(of: PeripheralConnectionState?.self) { group -> PeripheralConnectionState? in
+            for c in subscriptions {
+                group.addTask {
+                    guard let stream = try? await peripheral.notifications(for: c) else { return nil }
+                    var decoder = CharacteristicDecoder()
+                    for await value in stream {
+                        guard let decoded = try? decoder.decode(uuid: c.uuid, value: value) else { continue }
+                        await self.sensed(device, c.uuid, decoded)
+                    }
+                    return nil
                 }
-                if plan.glucoseRecords, let meter = try? await GlucoseClient(peripheral: peripheral),
-                   let last = try? await meter.records(.last).last {
-                    await self.sensed(device, GlucoseService.measurement, .glucose(last.measurement))
+            }
+            group.addTask {
+                var first = true
+                while !Task.isCancelled {
+                    for c in (first ? reads : []) + polls {
+                        guard let value = try? await peripheral.readValue(for: c),
+                              let decoded = try? CharacteristicDecoder.decode(uuid: c.uuid, value: value) else { continue }
+                        await self.sensed(device, c.uuid, decoded)
+                    }
+                    if plan.glucoseRecords, let meter = try? await GlucoseClient(peripheral: peripheral),
+                       let last = try? await meter.records(.last).last {
+                        await self.sensed(device, GlucoseService.measurement, .glucose(last.measurement))
+                    }
+                    first = false
+                    try? await Task.sleep(for: interval)
                 }
-                first = false
-                try? await Task.sleep(for: interval)
+                return nil
             }
-        })
-        var state = await peripheral.state
-        if case .connected = state {
-            for await update in updates {
-                state = update
-                if case .disconnected = update { break }
+            group.addTask {
+                var state = await peripheral.state
+                if case .connected = state {
+                    for await update in updates {
+                        state = update
+                        if case .disconnected = update { break }
+                    }
+                }
+                return state
             }
+            var last: PeripheralConnectionState?
+            while let result = await group.next() {
+                if let result {
+                    last = result
+                    break
+                }
+            }
+            group.cancelAll()
+            return last
         }
-        for child in children { child.cancel() }
         guard !Task.isCancelled, !stopped else { return }
         scheduler.lost(device, now: now)
         if let link = links[device], link.peripheral === peripheral { links[device] = nil }
         sensing[device] = nil
-        eventSink.yield(.sensor(device: device.description, state: "lost", detail: "\(state); again in \(configuration.sensors.firstRetry.components.seconds) s"))
+        eventSink.yield(.sensor(device: device.description, state: "lost", detail: "\(state.map { "\($0)" } ?? "stopped"); again in \(configuration.sensors.firstRetry.components.seconds) s"))
     }
 
     /// Disconnects a link the gateway made for sensing (not one a request holds).
