@@ -125,8 +125,6 @@ public actor Gateway {
     let origin: ContinuousClock.Instant
     /// The links the gateway holds, for requests and for sensing.
     var links: [BluetoothAddress: Link] = [:]
-    /// The gateway's long-running tasks (broker, requests, ticks, connections).
-    var tasks: [Task<Void, Never>] = []
     /// The running request of each device (as the request names it).
     var requestTasks: [String: Task<Void, Never>] = [:]
     /// The tasks that follow each sensed link.
@@ -134,7 +132,8 @@ public actor Gateway {
     let requests: AsyncStream<[UInt8]>.Continuation
     let requestStream: AsyncStream<[UInt8]>
     var stopped = false
-    var scanning: Task<Void, any Error>?
+    /// The gateway's work while ``run()`` runs: broker, requests, ticks, sensor connections and the scan.
+    var work: Task<Void, any Error>?
     var refusal: GatewayError?
 
     /// The device records published (the last `seq`).
@@ -178,29 +177,41 @@ public actor Gateway {
         await client.start()
         _ = try await client.subscribe([(topics.command, .atLeastOnce), (topics.allStatuses, .atLeastOnce),
                                         (topics.allPresence, .atLeastOnce), (topics.allViews, .atMostOnce)])
-        tasks.append(Task { await self.followBroker() })
-        tasks.append(Task { await self.serveRequests() })
-        tasks.append(Task { await self.tickForever() })
-        if configuration.connect != .none { tasks.append(Task { await self.connectForever() }) }
-        let scan = Task {
-            let reports = try await self.central.scan(allowDuplicates: true, bufferingLimit: 4096)
-            for try await report in reports {
-                await self.handle(report)
+        let connects = configuration.connect != .none
+        // The gateway's work is one task: its children follow the broker, answer requests, tick the machines, connect
+        // to sensors and scan. The scan's end (an error, or the adapter's stream finishing) ends them all, as do a
+        // final refusal from the broker, ``shutdown()`` and the cancellation of `run()`.
+        let work = Task {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { await self.followBroker() }
+                group.addTask { await self.serveRequests() }
+                group.addTask { await self.tickForever() }
+                if connects { group.addTask { await self.connectForever() } }
+                group.addTask {
+                    let reports = try await self.central.scan(allowDuplicates: true, bufferingLimit: 4096)
+                    for try await report in reports {
+                        await self.handle(report)
+                    }
+                    throw ScanEnded()
+                }
             }
         }
-        scanning = scan
+        self.work = work
         do {
-            try await withTaskCancellationHandler { try await scan.value } onCancel: { scan.cancel() }
+            try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
             // In a task of its own: a cancelled run (SIGINT) still says goodbye.
             await Task { await self.shutdown() }.value
             if let refusal { throw refusal }
         } catch {
             await Task { await self.shutdown() }.value
             if let refusal { throw refusal }
-            if error is CancellationError { return }
+            if error is CancellationError || error is ScanEnded { return }
             throw error
         }
     }
+
+    /// The scan's results ended: the gateway's work ends with them.
+    struct ScanEnded: Error {}
 
     /// The broker's refusals that retrying cannot cure.
     static let finalRefusals: Set<MQTTConnectReturnCode> = [.unacceptableProtocolVersion, .identifierRejected, .badUserNameOrPassword, .notAuthorized]
@@ -210,8 +221,7 @@ public actor Gateway {
     public func shutdown() async {
         guard !stopped else { return }
         stopped = true
-        for task in tasks { task.cancel() }
-        tasks = []
+        work?.cancel()
         for (_, task) in requestTasks { task.cancel() }
         requestTasks = [:]
         for (_, task) in sensing { task.cancel() }
@@ -251,7 +261,7 @@ public actor Gateway {
             case .refused(let code) where Self.finalRefusals.contains(code):
                 refusal = GatewayError(.brokerRefused, "the broker \(configuration.broker) refused the connection: \(code)")
                 eventSink.yield(.brokerLost(reason: "refused: \(code)"))
-                scanning?.cancel()
+                work?.cancel()
                 return
             case .dropped:
                 eventSink.yield(.dropped(total: await client.droppedCount))
