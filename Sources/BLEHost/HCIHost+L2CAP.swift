@@ -180,14 +180,9 @@ extension HCIHost {
     /// central's answer arrives as a `connectionUpdated` event when it applies the values.
     public func requestConnectionParameterUpdate(_ request: L2CAPConnectionParameterUpdateRequest, on connection: HostConnection) async throws {
         let handle = connection.handle
-        guard current(handle, is: connection.link), var link = links[handle] else { throw HostError(.notConnected, "\(connection.link) is down") }
-        let actions: [L2CAPChannelManager.Action]
-        do {
-            actions = try link.l2cap.requestConnectionParameterUpdate(request)
-        } catch {
-            throw HostError(.l2cap(error.code), error.reason)
+        let actions = try onL2CAP(handle, link: connection.link) { l2cap throws(L2CAPError) in
+            try l2cap.requestConnectionParameterUpdate(request)
         }
-        links[handle] = link
         performL2CAP(actions, handle: handle)
     }
 }

@@ -181,17 +181,9 @@ extension HCIHost {
     private func openL2CAPChannelOnce(spsm: L2CAPSPSM, handle: ConnectionHandle, link id: LinkID?,
                                       parameters: L2CAPChannelParameters) async throws -> L2CAPChannel {
         try checkReceivable(parameters)
-        guard current(handle, is: id), var link = links[handle] else {
-            throw HostError(.notConnected, "no connection with handle \(handle)")
+        let (cid, actions) = try onL2CAP(handle, link: id) { l2cap throws(L2CAPError) in
+            try l2cap.connect(spsm: spsm, parameters: parameters)
         }
-        let cid: L2CAPChannelID
-        let actions: [L2CAPChannelManager.Action]
-        do {
-            (cid, actions) = try link.l2cap.connect(spsm: spsm, parameters: parameters)
-        } catch {
-            throw HostError(.l2cap(error.code), error.reason)
-        }
-        links[handle] = link
         // The waiter is in place before the request leaves.
         return try await withCheckedThrowingContinuation { continuation in
             links[handle]?.openWaiters[cid] = { continuation.resume(with: $0) }
@@ -211,17 +203,9 @@ extension HCIHost {
     private func openL2CAPChannels(spsm: L2CAPSPSM, count: Int, handle: ConnectionHandle, link id: LinkID?,
                                    parameters: L2CAPChannelParameters) async throws -> [L2CAPChannel] {
         try checkReceivable(parameters)
-        guard current(handle, is: id), var link = links[handle] else {
-            throw HostError(.notConnected, "no connection with handle \(handle)")
+        let (cids, actions) = try onL2CAP(handle, link: id) { l2cap throws(L2CAPError) in
+            try l2cap.connectEnhanced(spsm: spsm, count: count, parameters: parameters)
         }
-        let cids: [L2CAPChannelID]
-        let actions: [L2CAPChannelManager.Action]
-        do {
-            (cids, actions) = try link.l2cap.connectEnhanced(spsm: spsm, count: count, parameters: parameters)
-        } catch {
-            throw HostError(.l2cap(error.code), error.reason)
-        }
-        links[handle] = link
         guard !cids.isEmpty else { return [] }
         // One waiter per channel, all in place before the request leaves; the call resumes when every one has its
         // outcome.
@@ -235,6 +219,19 @@ extension HCIHost {
         let opened = outcomes.compactMap { try? $0.get() }
         if opened.isEmpty, case .failure(let firstFailure)? = outcomes.first { throw firstFailure }
         return opened
+    }
+
+    /// Runs `operation` on the L2CAP manager of `handle`'s link in place (the link `id` when given): the link being
+    /// down throws Not Connected, the manager's refusal its L2CAP error.
+    func onL2CAP<R>(_ handle: ConnectionHandle, link id: LinkID?,
+                    _ operation: (inout L2CAPChannelManager) throws(L2CAPError) -> R) throws(HostError) -> R {
+        guard current(handle, is: id) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
+        let outcome = links.update(handle) { link in Result { () throws(L2CAPError) in try operation(&link.l2cap) } }
+        switch outcome {
+        case .success(let value)?: return value
+        case .failure(let error)?: throw HostError(.l2cap(error.code), error.reason)
+        case nil: throw HostError(.notConnected, "no connection with handle \(handle)")
+        }
     }
 
     /// Our receive side must fit what the reassembler accepts.
@@ -252,21 +249,22 @@ extension HCIHost {
         while isCurrent(channel), !acl.hasRoom(on: channel.handle) {
             await withCheckedContinuation { acl.waitForRoom($0) }
         }
-        guard var link = links[channel.handle], link.connection.link == channel.link else {
+        guard isCurrent(channel) else {
             throw HostError(.l2capChannelClosed, "the link of \(channel.localCID) is down")
         }
-        guard !link.closingChannels.contains(channel.localCID) else {
+        guard links[channel.handle]?.closingChannels.contains(channel.localCID) != true else {
             throw HostError(.l2capChannelClosed, "\(channel.localCID) is closing")
         }
-        let actions: [L2CAPChannelManager.Action]
-        do {
-            actions = try link.l2cap.send(sdu, on: channel.localCID)
-        } catch where error.code == .channelNotOpen {
-            throw HostError(.l2capChannelClosed, "\(channel.localCID) is closed")
-        } catch {
-            throw HostError(.l2cap(error.code), error.reason)
+        let sent = links.update(channel.handle) { link in
+            Result { () throws(L2CAPError) in try link.l2cap.send(sdu, on: channel.localCID) }
         }
-        links[channel.handle] = link
+        let actions: [L2CAPChannelManager.Action]
+        switch sent {
+        case .success(let done)?: actions = done
+        case .failure(let error)? where error.code == .channelNotOpen: throw HostError(.l2capChannelClosed, "\(channel.localCID) is closed")
+        case .failure(let error)?: throw HostError(.l2cap(error.code), error.reason)
+        case nil: throw HostError(.l2capChannelClosed, "the link of \(channel.localCID) is down")
+        }
         channel.delivery.sent(sdu.count)
         performL2CAP(actions, handle: channel.handle)
         if links[channel.handle]?.l2cap.queuedFrameCount(on: channel.localCID) == 0 {
@@ -299,8 +297,7 @@ extension HCIHost {
             if isCurrent(channel) {
                 links[handle]?.closingChannels.remove(cid)
                 channel.delivery.confirm(completedThrough: acl.flow.completedTotal(handle: handle))
-                if var link = links[handle], let actions = try? link.l2cap.disconnect(cid) {
-                    links[handle] = link
+                if let actions = links.update(handle, { try? $0.l2cap.disconnect(cid) }) ?? nil {
                     performL2CAP(actions, handle: handle)
                 }
             }
@@ -400,9 +397,7 @@ extension HCIHost {
 
     /// The consumer took an SDU: its credits may go back to the peer.
     private func sduConsumed(handle: ConnectionHandle, link: LinkID, cid: L2CAPChannelID) async {
-        guard var state = links[handle], state.connection.link == link else { return }
-        let actions = state.l2cap.consumed(on: cid)
-        links[handle] = state
+        guard current(handle, is: link), let actions = links.update(handle, { $0.l2cap.consumed(on: cid) }) else { return }
         performL2CAP(actions, handle: handle)
     }
 
@@ -425,9 +420,8 @@ extension HCIHost {
 
     private func l2capTimerFired(_ firing: TimerSet<L2CAPTimerKey>.Firing, handle: ConnectionHandle) {
         let key = firing.key
-        guard l2cap.timers.expire(firing), var link = links[handle], link.connection.link == key.link else { return }
-        let actions = link.l2cap.timerFired(key.timer)
-        links[handle] = link
+        guard l2cap.timers.expire(firing), current(handle, is: key.link),
+              let actions = links.update(handle, { $0.l2cap.timerFired(key.timer) }) else { return }
         performL2CAP(actions, handle: handle)
     }
 
