@@ -1,4 +1,5 @@
 import BLE
+import BLEFixtures
 import BLEHost
 import BLEProtocols
 import BLETestSupport
@@ -14,19 +15,30 @@ import Testing
     func peripheral(_ air: VirtualAir) async throws -> (PeripheralManager, VirtualController) {
         let controller = air.addController(.init())
         let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: "UART")
+        try await publishUART(on: manager)
+        return (manager, controller)
+    }
+
+    /// The UART-like service, advertised with its name in the scan response.
+    func publishUART(on manager: PeripheralManager) async throws {
         try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.rx, properties: [.write, .writeWithoutResponse], permissions: [.writeable]),
             GATTCharacteristicDefinition(uuid: Self.tx, properties: [.read, .notify], value: Array("ready".utf8)),
         ]))
         try await manager.startAdvertising(name: "A UART with a long name", serviceUUIDs: [Self.service])
-        return (manager, controller)
+    }
+
+    /// Two devices, the peripheral ("UART") publishing the UART-like service, the central `distance` metres away.
+    func uart(distance: Double = 1) async throws -> TwoDevices {
+        let devices = try await TwoDevices(peripheralName: "UART", distance: distance)
+        try await publishUART(on: devices.peripheral)
+        return devices
     }
 
     @Test func scanFiltersOnServicesAndMergesTheScanResponse() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let (manager, _) = try await peripheral(air)
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let devices = try await uart()
+        defer { devices.shutdown() }
+        let central = devices.central
         #expect(await central.state == .poweredOn)
         let results = try await central.scan(services: [Self.service])
         let seen = try await withTimeout { () async throws -> [DiscoveredPeripheral] in
@@ -52,16 +64,14 @@ import Testing
         try await Task.sleep(for: .milliseconds(500))
         sawAny.cancel()
         #expect(await sawAny.value == false)
-        withExtendedLifetime(manager) {}
     }
 
     @Test func centralAndPeripheralManagerEndToEnd() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let (manager, pc) = try await peripheral(air)
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 2))).makeHostTransport())
+        let devices = try await uart(distance: 2)
+        defer { devices.shutdown() }
+        let manager = devices.peripheral, central = devices.central
         let requests = await manager.requests()
-        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        let remote = try await devices.connect()
         #expect(try await remote.exchangeMTU() == 247)
         #expect(await remote.maximumWriteValueLength(for: .withoutResponse) == 244)
         let services = try await remote.discoverServices([Self.service])
@@ -132,10 +142,9 @@ import Testing
     /// The link is lost (the peripheral moves out of range: supervision timeout); the central reconnects with its
     /// policy once it is back and the same notification stream goes on.
     @Test func reconnectsAndRestoresSubscriptions() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let (manager, pc) = try await BLEAPITests().peripheral(air)
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let devices = try await BLEAPITests().uart()
+        defer { devices.shutdown() }
+        let manager = devices.peripheral, pc = devices.peripheralController, central = devices.central
         let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5),
                                                reconnect: ReconnectPolicy(maximumAttempts: 20, initialDelay: .milliseconds(100),
                                                                           maximumDelay: .milliseconds(200), attemptTimeout: .milliseconds(500)))
