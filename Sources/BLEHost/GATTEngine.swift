@@ -410,45 +410,36 @@ public actor GATTEngine {
         }
     }
 
-    /// Sends a PDU that gets no response (a Write Command, a notification).
+    /// Sends a PDU that gets no response (a Write Command, a notification): into the host's outbox in this step when
+    /// the link's queue has room (a notification, the common case, needs nothing else); otherwise it waits for room.
     func sendUnanswered(_ pdu: ATTPDU, on link: LinkID) async throws {
-        switch try startUnanswered(pdu, on: link) {
-        case .sent: return
-        case .sentMustDrain: await host.outbox.drainAfterHandOver()
-        case .waiting(let actions, let connection): await perform(actions, on: link, connection: connection)
-        }
-    }
-
-    /// How far ``startUnanswered(_:on:)`` got.
-    private enum Unanswered {
-        /// Handed to the host's outbox.
-        case sent
-        /// Handed to the host's outbox, which the caller must drain (nobody else is).
-        case sentMustDrain
-        /// The bearer's actions, still to be carried out with suspension (the link's queue is full, or they are more
-        /// than one PDU to send).
-        case waiting([ATTBearer.Action], HostConnection)
-    }
-
-    /// The start of ``sendUnanswered(_:on:)`` that never suspends: the bearer's PDU goes to the host's outbox in this
-    /// step when the link has room (a notification, the common case, needs nothing else).
-    private func startUnanswered(_ pdu: ATTPDU, on link: LinkID) throws -> Unanswered {
         // The bearer is read in place (a copy of the link's state would retain everything in it).
-        let actions = links.withValue(forKey: link) { state -> Result<([ATTBearer.Action], HostConnection), any Error> in
+        let started = links.withValue(forKey: link) { state -> Result<([ATTBearer.Action], HostConnection), any Error> in
             if let reason = state.bearer.closedReason { return .failure(reason) }
             return .success((state.bearer.unanswered(pdu), state.connection))
         }
-        guard let actions else { throw GATTError(.disconnected, "the link went down") }
-        let (sent, connection) = try actions.get()
-        if sent.count == 1, case .send(let bytes) = sent[0] {
-            // This engine runs on its host's executor.
-            switch host.assumeIsolated({ $0.sendL2CAPNow(bytes, channel: .att, on: connection) }) {
-            case .handedOver(let mustDrain): return mustDrain ? .sentMustDrain : .sent
-            case .notConnected, .transportEnded: throw GATTError(.disconnected, "the link went down")
-            case .noRoom: break
+        guard let started else { throw GATTError(.disconnected, "the link went down") }
+        let (actions, connection) = try started.get()
+        for case .send(let bytes) in actions {
+            switch sendATT(bytes, on: connection, whenFull: .refuse) {
+            case .handedOver:
+                continue
+            case .notConnected, .transportEnded:
+                throw GATTError(.disconnected, "the link went down")
+            case .noRoom:
+                do {
+                    try await host.sendL2CAP(bytes, channel: .att, on: connection)
+                } catch {
+                    throw GATTError(.disconnected, "the link went down")
+                }
             }
         }
-        return .waiting(sent, connection)
+    }
+
+    /// The engine's one way down: the host's non-suspending ``HCIHost/send(_:channel:on:whenFull:)`` on the ATT
+    /// channel. This engine runs on its host's executor.
+    func sendATT(_ bytes: [UInt8], on connection: HostConnection, whenFull: HCIHost.WhenFull) -> HCIHost.SendOutcome {
+        host.assumeIsolated { $0.send(bytes, channel: .att, on: connection, whenFull: whenFull) }
     }
 
     // MARK: Events
