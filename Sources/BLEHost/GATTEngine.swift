@@ -94,10 +94,6 @@ public actor GATTEngine {
     var linkOfHandle: [ConnectionHandle: LinkID] = [:]
     var waiters: [RequestKey: CheckedContinuation<ATTPDU, any Error>] = [:]
     var confirmationWaiters: [IndicationKey: CheckedContinuation<Void, any Error>] = [:]
-    /// Bearer actions of callers that registered their waiter first and do not suspend before it: carried out in
-    /// order by one task (see ``performInOrder(_:on:)``).
-    var outbox: [(link: LinkID, actions: [ATTBearer.Action])] = []
-    var drainingOutbox = false
     var serverSubscribers: [Int: AsyncStream<GATTServerEvent>.Continuation] = [:]
     var applicationConsumer: AsyncStream<GATTServerRequest>.Continuation?
     var nextApplicationRequest: UInt64 = 0
@@ -230,20 +226,20 @@ public actor GATTEngine {
 
     /// An ATT PDU from the host, on the host's executor, in the step that reassembled it. When nothing of the link is
     /// waiting, the bearer takes it at once and what needs no suspension (a notification to the subscribers, a
-    /// response to its waiter, timers) is done here; from the first action that may suspend (a PDU to send, a
-    /// request to serve), the rest goes to a task, and PDUs arriving meanwhile wait for it in order. Nothing here
-    /// waits: the host's reading of packets never does (only it reads what ends a wait for queue room).
+    /// response to its waiter, a PDU to send, timers) is done here; from the first action that may suspend (a request
+    /// to serve, closing the link), the rest goes to a task, and PDUs arriving meanwhile wait for it in order.
+    /// Nothing here waits: the host's reading of packets never does (only it reads what ends a wait for queue room).
     func receiveFromHost(_ payload: [UInt8], on link: LinkID) {
         // One look-up: the PDU waits behind a busy inbox, or the bearer takes it now.
-        guard let actions = links.withValue(forKey: link, { state -> [ATTBearer.Action]? in
+        guard let (actions, connection) = links.withValue(forKey: link, { state -> ([ATTBearer.Action], HostConnection)? in
             if state.inboxBusy {
                 state.inbox.append(.payload(payload))
                 return nil
             }
-            return state.bearer.receive(payload)
+            return (state.bearer.receive(payload), state.connection)
         }) ?? nil else { return }
         var next = 0
-        while next < actions.count, performNow(actions[next], on: link) { next += 1 }
+        while next < actions.count, performNow(actions[next], on: link, connection: connection) { next += 1 }
         guard next < actions.count else { return }
         links[link]?.inboxBusy = true
         let rest = Array(actions[next...])
@@ -278,14 +274,10 @@ public actor GATTEngine {
         }
     }
 
-    /// Carries out a bearer's actions, in order. `connection`, when the caller has it, is the link's connection (it
-    /// spares a look-up per PDU sent).
-    func perform(_ actions: [ATTBearer.Action], on link: LinkID, connection known: HostConnection? = nil) async {
+    /// Carries out a bearer's actions, in order.
+    func perform(_ actions: [ATTBearer.Action], on link: LinkID) async {
         for action in actions where !performNow(action, on: link) {
             switch action {
-            case .send(let bytes):
-                guard let connection = known ?? links.withValue(forKey: link, { $0.connection }) else { continue }
-                try? await host.sendL2CAP(bytes, channel: .att, on: connection)
             case .serve(let bytes):
                 await serve(bytes, on: link)
             case .closeLink:
@@ -298,11 +290,21 @@ public actor GATTEngine {
     }
 
     /// Carries out an action that needs no suspension and returns `true`; `false` (nothing done) for one that may
-    /// suspend (sending, serving, closing the link).
-    private func performNow(_ action: ATTBearer.Action, on link: LinkID) -> Bool {
+    /// suspend (serving, closing the link). `connection`, when the caller has it, is the link's connection (it spares
+    /// a look-up per PDU sent).
+    ///
+    /// A PDU the bearer sends goes to the host's outbox at once, past the link's queue limit if it must
+    /// (``HCIHost/WhenFull/queue``): ATT bounds these itself (one request and one indication outstanding, a
+    /// confirmation per indication, a response per request), and the packet-reading path that sends most of them
+    /// cannot wait. Only PDUs that get no response wait for room (``sendUnanswered(_:on:)``).
+    private func performNow(_ action: ATTBearer.Action, on link: LinkID, connection known: HostConnection? = nil) -> Bool {
         switch action {
-        case .send, .serve, .closeLink:
+        case .serve, .closeLink:
             return false
+        case .send(let bytes):
+            if let connection = known ?? links.withValue(forKey: link, { $0.connection }) {
+                _ = sendATT(bytes, on: connection, whenFull: .queue)
+            }
         case .startTimer(let timer, let duration):
                 links[link]?.timers.start(timer, after: duration) { [weak self] firing in await self?.timerFired(firing, on: link) }
             case .cancelTimer(let timer):
@@ -342,28 +344,22 @@ public actor GATTEngine {
         guard let (id, actions) = links[link]?.bearer.request(pdu) else { throw GATTError(.disconnected, "the link went down") }
         requestCount += 1
         let key = RequestKey(link: link, id: id)
-        // The waiter is in place before the request leaves: its response cannot come first.
+        // The waiter is in place before the request leaves, in this step: its response cannot come first.
         return try await withCheckedThrowingContinuation { continuation in
             waiters[key] = continuation
-            performInOrder(actions, on: link)
+            performInStep(actions, on: link)
         }
     }
 
-    /// Carries out `actions` after those handed over before, from one task, without suspending the caller: for a
-    /// caller that registers its waiter and then hands over the actions that send its request.
-    func performInOrder(_ actions: [ATTBearer.Action], on link: LinkID) {
-        outbox.append((link, actions))
-        guard !drainingOutbox else { return }
-        drainingOutbox = true
-        Task { await drainOutbox() }
-    }
-
-    private func drainOutbox() async {
-        while !outbox.isEmpty {
-            let (link, actions) = outbox.removeFirst()
-            await perform(actions, on: link)
-        }
-        drainingOutbox = false
+    /// Carries out `actions` in this step, without suspending the caller: for a caller that registers its waiter and
+    /// then hands over the actions that send its request or indication (which are all done in the step; anything
+    /// that would suspend goes to a task, in order).
+    func performInStep(_ actions: [ATTBearer.Action], on link: LinkID) {
+        var next = 0
+        while next < actions.count, performNow(actions[next], on: link) { next += 1 }
+        guard next < actions.count else { return }
+        let rest = Array(actions[next...])
+        Task { await self.perform(rest, on: link) }
     }
 
     /// Runs a client procedure on the current link of `handle`. When the server refuses for security (Insufficient
