@@ -432,10 +432,26 @@ public actor GATTEngine {
         }
     }
 
+    // MARK: The boundary with the host
+    //
+    // The engine and its host share one executor, and cross in three synchronous calls, all here: the host hands the
+    // engine a link's ATT PDUs (``hostDelivered(_:on:)``) and the end of its ATT channel (``hostEndedATT(on:)``), and
+    // the engine sends through the host's one non-suspending send (``sendATT(_:on:whenFull:)``).
+
     /// The engine's one way down: the host's non-suspending ``HCIHost/send(_:channel:on:whenFull:)`` on the ATT
     /// channel. This engine runs on its host's executor.
     func sendATT(_ bytes: [UInt8], on connection: HostConnection, whenFull: HCIHost.WhenFull) -> HCIHost.SendOutcome {
         host.assumeIsolated { $0.send(bytes, channel: .att, on: connection, whenFull: whenFull) }
+    }
+
+    /// The host hands over one ATT PDU of `link` in the step that reassembled it (``receiveFromHost(_:on:)``).
+    nonisolated func hostDelivered(_ payload: [UInt8], on link: LinkID) {
+        assumeIsolated { $0.receiveFromHost(payload, on: link) }
+    }
+
+    /// The host's ATT channel of `link` ended (``attChannelEnded(_:)``).
+    nonisolated func hostEndedATT(on link: LinkID) {
+        assumeIsolated { $0.attChannelEnded(link) }
     }
 
     // MARK: Events

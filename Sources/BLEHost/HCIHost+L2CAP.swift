@@ -22,7 +22,7 @@ extension HCIHost {
         let previous = links.update(handle) { $0.fixed.register(.stream(FixedChannelStream(continuation)), on: channel) } ?? nil
         switch previous {
         case .stream(let replaced)?: replaced.continuation.finish()
-        case .engine(let consumer)?: consumer.engine?.assumeIsolated { $0.attChannelEnded(connection.link) }
+        case .engine(let consumer)?: consumer.engine?.hostEndedATT(on: connection.link)
         case .held(let early)?: for payload in early { continuation.yield(payload) }
         case .signaling?, .securityManager?, nil: break
         }
@@ -39,11 +39,9 @@ extension HCIHost {
         switch previous {
         case .stream(let replaced)?: replaced.continuation.finish()
         case .engine(let consumer)?:
-            if let replaced = consumer.engine, replaced !== engine { replaced.assumeIsolated { $0.attChannelEnded(connection.link) } }
+            if let replaced = consumer.engine, replaced !== engine { replaced.hostEndedATT(on: connection.link) }
         case .held(let early)?:
-            engine.assumeIsolated { engine in
-                for payload in early { engine.receiveFromHost(payload, on: connection.link) }
-            }
+            for payload in early { engine.hostDelivered(payload, on: connection.link) }
         case .signaling?, .securityManager?, nil: break
         }
     }
@@ -95,7 +93,7 @@ extension HCIHost {
         switch route {
         case .engine(let engine):
             // The engine shares this executor: it takes the PDU now (and never waits in doing so).
-            engine?.assumeIsolated { $0.receiveFromHost(payload, on: link) }
+            engine?.hostDelivered(payload, on: link)
         case .stream(let stream):
             stream.continuation.yield(payload)
         case .securityManager:
