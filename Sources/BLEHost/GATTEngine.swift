@@ -406,8 +406,9 @@ public actor GATTEngine {
         }
     }
 
-    /// Sends a PDU that gets no response (a Write Command, a notification): into the host's outbox in this step when
-    /// the link's queue has room (a notification, the common case, needs nothing else); otherwise it waits for room.
+    /// Sends a PDU that gets no response (a Write Command, a notification) through the host's waiting send
+    /// (``HCIHost/sendL2CAP(_:channel:on:)``): into the host's outbox at once when the link's queue has room (the
+    /// outbox may have this caller drain it), otherwise once there is room.
     func sendUnanswered(_ pdu: ATTPDU, on link: LinkID) async throws {
         // The bearer is read in place (a copy of the link's state would retain everything in it).
         let started = links.withValue(forKey: link) { state -> Result<([ATTBearer.Action], HostConnection), any Error> in
@@ -417,17 +418,10 @@ public actor GATTEngine {
         guard let started else { throw GATTError(.disconnected, "the link went down") }
         let (actions, connection) = try started.get()
         for case .send(let bytes) in actions {
-            switch sendATT(bytes, on: connection, whenFull: .refuse) {
-            case .handedOver:
-                continue
-            case .notConnected, .transportEnded:
+            do {
+                try await host.sendL2CAP(bytes, channel: .att, on: connection)
+            } catch {
                 throw GATTError(.disconnected, "the link went down")
-            case .noRoom:
-                do {
-                    try await host.sendL2CAP(bytes, channel: .att, on: connection)
-                } catch {
-                    throw GATTError(.disconnected, "the link went down")
-                }
             }
         }
     }

@@ -44,11 +44,24 @@ extension HCIHost {
     /// ``send(_:channel:on:whenFull:)`` of an encoded L2CAP frame, by handle, on the link `link` when given (otherwise
     /// whichever has the handle).
     func sendFrame(_ pdu: [UInt8], handle: ConnectionHandle, link: LinkID?, whenFull: WhenFull) -> SendOutcome {
-        guard current(handle, is: link) else { return .notConnected }
-        if case .refuse = whenFull, !acl.hasRoom(on: handle) { return .noRoom }
-        // Handed over in this step, in the order the flow released them (after any fragments of an earlier PDU that
-        // Number Of Completed Packets let go).
-        return sendACL(acl.flow.enqueue(handle: handle, pdu: pdu)) ? .handedOver : .transportEnded
+        switch queue(pdu, handle: handle, link: link, whenFull: whenFull) {
+        case .success(let packets): sendACL(packets) ? .handedOver : .transportEnded
+        case .failure(let refusal): refusal.outcome
+        }
+    }
+
+    /// Why ``queue(_:handle:link:whenFull:)`` queued nothing.
+    struct Refusal: Error {
+        let outcome: SendOutcome
+    }
+
+    /// The one step every L2CAP send takes: checks the link and its queue room, fragments the frame into the link's
+    /// ACL queue and returns the packets the flow releases now (after any fragments of an earlier PDU that Number Of
+    /// Completed Packets let go), for the caller to hand to the outbox in this same step, in that order.
+    private func queue(_ pdu: [UInt8], handle: ConnectionHandle, link: LinkID?, whenFull: WhenFull) -> Result<[HCIACLPacket], Refusal> {
+        guard current(handle, is: link) else { return .failure(Refusal(outcome: .notConnected)) }
+        if case .refuse = whenFull, !acl.hasRoom(on: handle) { return .failure(Refusal(outcome: .noRoom)) }
+        return .success(acl.flow.enqueue(handle: handle, pdu: pdu))
     }
 
     /// Sends one L2CAP payload on a channel of `connection`'s link (never on a newer link that got its handle),
@@ -57,15 +70,25 @@ extension HCIHost {
     ///
     /// Back-pressure: while the link already has ``linkQueueLimit`` packets waiting for controller buffers, the call
     /// waits until Number Of Completed Packets drains them, so a sender can never queue without bound.
+    ///
+    /// It takes the same step as ``send(_:channel:on:whenFull:)``, and hands the packets to the outbox as a writer that
+    /// can wait (``HCIOutbox/writeOrDrain(_:)``): the outbox may have it drain them.
     public func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, on connection: HostConnection) async throws {
+        let frame = L2CAPBasicFrame(channelID: channel, payload: payload).encoded
         while true {
-            switch send(payload, channel: channel, on: connection, whenFull: .refuse) {
-            case .handedOver, .transportEnded:
+            switch queue(frame, handle: connection.handle, link: connection.link, whenFull: .refuse) {
+            case .success(let packets):
+                guard !packets.isEmpty else { return }
+                do {
+                    try await outbox.writeOrDrain(packets.map { .acl($0) })
+                } catch {
+                    transportEnded(error)
+                }
                 return
-            case .notConnected:
-                throw HostError(.notConnected, "no connection with handle \(connection.handle)")
-            case .noRoom:
+            case .failure(let refusal) where refusal.outcome == .noRoom:
                 await withCheckedContinuation { acl.waitForRoom($0) }
+            case .failure:
+                throw HostError(.notConnected, "no connection with handle \(connection.handle)")
             }
         }
     }

@@ -4,12 +4,13 @@ import Synchronization
 
 /// Where the host's packets leave for the controller: one queue, in order, drained by one sender at a time.
 ///
-/// Handing packets over never suspends (``write(_:)``, the one way in), so a driver registers the continuation that
-/// receives a reply before the request leaves, in one step, and no reply can overtake it; and packets keep the order
-/// in which the host's steps handed them over. The outbox alone decides how it drains and by whom: when packets
+/// Handing packets over never suspends (``write(_:)``, ``writeOrDrain(_:)``), so a driver registers the continuation
+/// that receives a reply before the request leaves, in one step, and no reply can overtake it; and packets keep the
+/// order in which the host's steps handed them over. The outbox alone decides how it drains and by whom: when packets
 /// arrive while nobody is draining, it sends them in the writer's step when the transport's write returns at once
-/// (``sendsInPlace``: a socket's), and otherwise starts a task that drains it off the host's executor, so the host
-/// goes on while the transport works and what it hands over meanwhile leaves in the same batch.
+/// (``sendsInPlace``: a socket's); otherwise a writer that can wait (``writeOrDrain(_:)``: the host's waiting send)
+/// drains it off the host's executor, and a writer that cannot (``write(_:)``) gets a task that does. Either way the
+/// host goes on while the transport works, and what it hands over meanwhile leaves in the same batch.
 final class HCIOutbox: Sendable {
     private let transport: any HCITransport
     /// The transport, when its write is a short system call that does not wait for the line (a socket's): the
@@ -47,6 +48,15 @@ final class HCIOutbox: Sendable {
     func write(_ packets: [HCIPacket]) throws {
         guard try enqueue(packets) else { return }
         if sendsInPlace { drainInPlace() } else { Task { await self.drain() } }
+    }
+
+    /// Hands `packets` over as ``write(_:)`` does, in the caller's step (before any suspension: the order of the
+    /// host's steps is kept); when nobody is draining and the transport is not written in place, the caller drains
+    /// the outbox itself, off its executor (`nonsending`: the hand-over runs on the caller's executor, with no hop),
+    /// and returns once it is empty. Throws when the transport has ended.
+    nonisolated(nonsending) func writeOrDrain(_ packets: [HCIPacket]) async throws {
+        guard try enqueue(packets) else { return }
+        if sendsInPlace { drainInPlace() } else { await drain() }
     }
 
     /// Sends what is queued, batch after batch, in the caller's step (``sendsInPlace`` transports only).
@@ -105,7 +115,8 @@ final class HCIOutbox: Sendable {
         return mustDrain
     }
 
-    /// Sends what is queued, batch after batch, until the queue is empty: the drainer's task.
+    /// Sends what is queued, batch after batch, until the queue is empty: the drainer (a task, or a writer that can
+    /// wait), off the host's executor.
     private func drain() async {
         while true {
             let batch = takeBatch()
