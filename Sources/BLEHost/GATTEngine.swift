@@ -428,12 +428,13 @@ public actor GATTEngine {
 
     // MARK: The boundary with the host
     //
-    // The engine and its host share one executor, and cross in three synchronous calls, all here: the host hands the
-    // engine a link's ATT PDUs (``hostDelivered(_:on:)``) and the end of its ATT channel (``hostEndedATT(on:)``), and
-    // the engine sends through the host's one non-suspending send (``sendATT(_:on:whenFull:)``).
+    // The engine and its host share one executor, and cross synchronously in three calls, all here: the host hands
+    // the engine a link's ATT PDUs (``hostDelivered(_:on:)``) and the end of its ATT channel (``hostEndedATT(on:)``),
+    // and the engine sends what its bearers send through the host's non-suspending send (``sendATT(_:on:whenFull:)``).
+    // The one other way down is the host's waiting send, an ordinary actor call (``sendUnanswered(_:on:)``).
 
-    /// The engine's one way down: the host's non-suspending ``HCIHost/send(_:channel:on:whenFull:)`` on the ATT
-    /// channel. This engine runs on its host's executor.
+    /// The bearers' way down: the host's non-suspending ``HCIHost/send(_:channel:on:whenFull:)`` on the ATT channel.
+    /// This engine runs on its host's executor.
     func sendATT(_ bytes: [UInt8], on connection: HostConnection, whenFull: HCIHost.WhenFull) -> HCIHost.SendOutcome {
         host.assumeIsolated { $0.send(bytes, channel: .att, on: connection, whenFull: whenFull) }
     }
