@@ -221,7 +221,7 @@ extension GATTEngine {
         // The waiter is in place before the indication leaves: its confirmation cannot come first.
         try await withCheckedThrowingContinuation { continuation in
             confirmationWaiters[key] = continuation
-            performInOrder(actions, on: link)
+            performInStep(actions, on: link)
         }
     }
 

@@ -94,10 +94,6 @@ public actor GATTEngine {
     var linkOfHandle: [ConnectionHandle: LinkID] = [:]
     var waiters: [RequestKey: CheckedContinuation<ATTPDU, any Error>] = [:]
     var confirmationWaiters: [IndicationKey: CheckedContinuation<Void, any Error>] = [:]
-    /// Bearer actions of callers that registered their waiter first and do not suspend before it: carried out in
-    /// order by one task (see ``performInOrder(_:on:)``).
-    var outbox: [(link: LinkID, actions: [ATTBearer.Action])] = []
-    var drainingOutbox = false
     var serverSubscribers: [Int: AsyncStream<GATTServerEvent>.Continuation] = [:]
     var applicationConsumer: AsyncStream<GATTServerRequest>.Continuation?
     var nextApplicationRequest: UInt64 = 0
@@ -230,20 +226,20 @@ public actor GATTEngine {
 
     /// An ATT PDU from the host, on the host's executor, in the step that reassembled it. When nothing of the link is
     /// waiting, the bearer takes it at once and what needs no suspension (a notification to the subscribers, a
-    /// response to its waiter, timers) is done here; from the first action that may suspend (a PDU to send, a
-    /// request to serve), the rest goes to a task, and PDUs arriving meanwhile wait for it in order. Nothing here
-    /// waits: the host's reading of packets never does (only it reads what ends a wait for queue room).
+    /// response to its waiter, a PDU to send, timers) is done here; from the first action that may suspend (a request
+    /// to serve, closing the link), the rest goes to a task, and PDUs arriving meanwhile wait for it in order.
+    /// Nothing here waits: the host's reading of packets never does (only it reads what ends a wait for queue room).
     func receiveFromHost(_ payload: [UInt8], on link: LinkID) {
         // One look-up: the PDU waits behind a busy inbox, or the bearer takes it now.
-        guard let actions = links.withValue(forKey: link, { state -> [ATTBearer.Action]? in
+        guard let (actions, connection) = links.withValue(forKey: link, { state -> ([ATTBearer.Action], HostConnection)? in
             if state.inboxBusy {
                 state.inbox.append(.payload(payload))
                 return nil
             }
-            return state.bearer.receive(payload)
+            return (state.bearer.receive(payload), state.connection)
         }) ?? nil else { return }
         var next = 0
-        while next < actions.count, performNow(actions[next], on: link) { next += 1 }
+        while next < actions.count, performNow(actions[next], on: link, connection: connection) { next += 1 }
         guard next < actions.count else { return }
         links[link]?.inboxBusy = true
         let rest = Array(actions[next...])
@@ -278,14 +274,10 @@ public actor GATTEngine {
         }
     }
 
-    /// Carries out a bearer's actions, in order. `connection`, when the caller has it, is the link's connection (it
-    /// spares a look-up per PDU sent).
-    func perform(_ actions: [ATTBearer.Action], on link: LinkID, connection known: HostConnection? = nil) async {
+    /// Carries out a bearer's actions, in order.
+    func perform(_ actions: [ATTBearer.Action], on link: LinkID) async {
         for action in actions where !performNow(action, on: link) {
             switch action {
-            case .send(let bytes):
-                guard let connection = known ?? links.withValue(forKey: link, { $0.connection }) else { continue }
-                try? await host.sendL2CAP(bytes, channel: .att, on: connection)
             case .serve(let bytes):
                 await serve(bytes, on: link)
             case .closeLink:
@@ -298,11 +290,21 @@ public actor GATTEngine {
     }
 
     /// Carries out an action that needs no suspension and returns `true`; `false` (nothing done) for one that may
-    /// suspend (sending, serving, closing the link).
-    private func performNow(_ action: ATTBearer.Action, on link: LinkID) -> Bool {
+    /// suspend (serving, closing the link). `connection`, when the caller has it, is the link's connection (it spares
+    /// a look-up per PDU sent).
+    ///
+    /// A PDU the bearer sends goes to the host's outbox at once, past the link's queue limit if it must
+    /// (``HCIHost/WhenFull/queue``): ATT bounds these itself (one request and one indication outstanding, a
+    /// confirmation per indication, a response per request), and the packet-reading path that sends most of them
+    /// cannot wait. Only PDUs that get no response wait for room (``sendUnanswered(_:on:)``).
+    private func performNow(_ action: ATTBearer.Action, on link: LinkID, connection known: HostConnection? = nil) -> Bool {
         switch action {
-        case .send, .serve, .closeLink:
+        case .serve, .closeLink:
             return false
+        case .send(let bytes):
+            if let connection = known ?? links.withValue(forKey: link, { $0.connection }) {
+                _ = sendATT(bytes, on: connection, whenFull: .queue)
+            }
         case .startTimer(let timer, let duration):
                 links[link]?.timers.start(timer, after: duration) { [weak self] firing in await self?.timerFired(firing, on: link) }
             case .cancelTimer(let timer):
@@ -342,28 +344,22 @@ public actor GATTEngine {
         guard let (id, actions) = links[link]?.bearer.request(pdu) else { throw GATTError(.disconnected, "the link went down") }
         requestCount += 1
         let key = RequestKey(link: link, id: id)
-        // The waiter is in place before the request leaves: its response cannot come first.
+        // The waiter is in place before the request leaves, in this step: its response cannot come first.
         return try await withCheckedThrowingContinuation { continuation in
             waiters[key] = continuation
-            performInOrder(actions, on: link)
+            performInStep(actions, on: link)
         }
     }
 
-    /// Carries out `actions` after those handed over before, from one task, without suspending the caller: for a
-    /// caller that registers its waiter and then hands over the actions that send its request.
-    func performInOrder(_ actions: [ATTBearer.Action], on link: LinkID) {
-        outbox.append((link, actions))
-        guard !drainingOutbox else { return }
-        drainingOutbox = true
-        Task { await drainOutbox() }
-    }
-
-    private func drainOutbox() async {
-        while !outbox.isEmpty {
-            let (link, actions) = outbox.removeFirst()
-            await perform(actions, on: link)
-        }
-        drainingOutbox = false
+    /// Carries out `actions` in this step, without suspending the caller: for a caller that registers its waiter and
+    /// then hands over the actions that send its request or indication (which are all done in the step; anything
+    /// that would suspend goes to a task, in order).
+    func performInStep(_ actions: [ATTBearer.Action], on link: LinkID) {
+        var next = 0
+        while next < actions.count, performNow(actions[next], on: link) { next += 1 }
+        guard next < actions.count else { return }
+        let rest = Array(actions[next...])
+        Task { await self.perform(rest, on: link) }
     }
 
     /// Runs a client procedure on the current link of `handle`. When the server refuses for security (Insufficient
@@ -410,45 +406,47 @@ public actor GATTEngine {
         }
     }
 
-    /// Sends a PDU that gets no response (a Write Command, a notification).
+    /// Sends a PDU that gets no response (a Write Command, a notification) through the host's waiting send
+    /// (``HCIHost/sendL2CAP(_:channel:on:)``): into the host's outbox at once when the link's queue has room (the
+    /// outbox may have this caller drain it), otherwise once there is room.
     func sendUnanswered(_ pdu: ATTPDU, on link: LinkID) async throws {
-        switch try startUnanswered(pdu, on: link) {
-        case .sent: return
-        case .sentMustDrain: await host.outbox.drainAfterHandOver()
-        case .waiting(let actions, let connection): await perform(actions, on: link, connection: connection)
-        }
-    }
-
-    /// How far ``startUnanswered(_:on:)`` got.
-    private enum Unanswered {
-        /// Handed to the host's outbox.
-        case sent
-        /// Handed to the host's outbox, which the caller must drain (nobody else is).
-        case sentMustDrain
-        /// The bearer's actions, still to be carried out with suspension (the link's queue is full, or they are more
-        /// than one PDU to send).
-        case waiting([ATTBearer.Action], HostConnection)
-    }
-
-    /// The start of ``sendUnanswered(_:on:)`` that never suspends: the bearer's PDU goes to the host's outbox in this
-    /// step when the link has room (a notification, the common case, needs nothing else).
-    private func startUnanswered(_ pdu: ATTPDU, on link: LinkID) throws -> Unanswered {
         // The bearer is read in place (a copy of the link's state would retain everything in it).
-        let actions = links.withValue(forKey: link) { state -> Result<([ATTBearer.Action], HostConnection), any Error> in
+        let started = links.withValue(forKey: link) { state -> Result<([ATTBearer.Action], HostConnection), any Error> in
             if let reason = state.bearer.closedReason { return .failure(reason) }
             return .success((state.bearer.unanswered(pdu), state.connection))
         }
-        guard let actions else { throw GATTError(.disconnected, "the link went down") }
-        let (sent, connection) = try actions.get()
-        if sent.count == 1, case .send(let bytes) = sent[0] {
-            // This engine runs on its host's executor.
-            switch host.assumeIsolated({ $0.sendL2CAPNow(bytes, channel: .att, on: connection) }) {
-            case .handedOver(let mustDrain): return mustDrain ? .sentMustDrain : .sent
-            case .notConnected, .transportEnded: throw GATTError(.disconnected, "the link went down")
-            case .noRoom: break
+        guard let started else { throw GATTError(.disconnected, "the link went down") }
+        let (actions, connection) = try started.get()
+        for case .send(let bytes) in actions {
+            do {
+                try await host.sendL2CAP(bytes, channel: .att, on: connection)
+            } catch {
+                throw GATTError(.disconnected, "the link went down")
             }
         }
-        return .waiting(sent, connection)
+    }
+
+    // MARK: The boundary with the host
+    //
+    // The engine and its host share one executor, and cross synchronously in three calls, all here: the host hands
+    // the engine a link's ATT PDUs (``hostDelivered(_:on:)``) and the end of its ATT channel (``hostEndedATT(on:)``),
+    // and the engine sends what its bearers send through the host's non-suspending send (``sendATT(_:on:whenFull:)``).
+    // The one other way down is the host's waiting send, an ordinary actor call (``sendUnanswered(_:on:)``).
+
+    /// The bearers' way down: the host's non-suspending ``HCIHost/send(_:channel:on:whenFull:)`` on the ATT channel.
+    /// This engine runs on its host's executor.
+    func sendATT(_ bytes: [UInt8], on connection: HostConnection, whenFull: HCIHost.WhenFull) -> HCIHost.SendOutcome {
+        host.assumeIsolated { $0.send(bytes, channel: .att, on: connection, whenFull: whenFull) }
+    }
+
+    /// The host hands over one ATT PDU of `link` in the step that reassembled it (``receiveFromHost(_:on:)``).
+    nonisolated func hostDelivered(_ payload: [UInt8], on link: LinkID) {
+        assumeIsolated { $0.receiveFromHost(payload, on: link) }
+    }
+
+    /// The host's ATT channel of `link` ended (``attChannelEnded(_:)``).
+    nonisolated func hostEndedATT(on link: LinkID) {
+        assumeIsolated { $0.attChannelEnded(link) }
     }
 
     // MARK: Events

@@ -22,7 +22,7 @@ extension HCIHost {
         let previous = links.update(handle) { $0.fixed.register(.stream(FixedChannelStream(continuation)), on: channel) } ?? nil
         switch previous {
         case .stream(let replaced)?: replaced.continuation.finish()
-        case .engine(let consumer)?: consumer.engine?.assumeIsolated { $0.attChannelEnded(connection.link) }
+        case .engine(let consumer)?: consumer.engine?.hostEndedATT(on: connection.link)
         case .held(let early)?: for payload in early { continuation.yield(payload) }
         case .signaling?, .securityManager?, nil: break
         }
@@ -39,63 +39,11 @@ extension HCIHost {
         switch previous {
         case .stream(let replaced)?: replaced.continuation.finish()
         case .engine(let consumer)?:
-            if let replaced = consumer.engine, replaced !== engine { replaced.assumeIsolated { $0.attChannelEnded(connection.link) } }
+            if let replaced = consumer.engine, replaced !== engine { replaced.hostEndedATT(on: connection.link) }
         case .held(let early)?:
-            engine.assumeIsolated { engine in
-                for payload in early { engine.receiveFromHost(payload, on: connection.link) }
-            }
+            for payload in early { engine.hostDelivered(payload, on: connection.link) }
         case .signaling?, .securityManager?, nil: break
         }
-    }
-
-    /// Sends one L2CAP payload on a channel of `connection`'s link (never on a newer link that got its handle), fragmented to the controller's buffers under flow control.
-    ///
-    /// Back-pressure: while the link already has ``linkQueueLimit`` packets waiting for controller buffers, the call
-    /// waits until Number Of Completed Packets drains them, so a sender can never queue without bound.
-    public func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, on connection: HostConnection) async throws {
-        try await sendL2CAP(payload, channel: channel, handle: connection.handle, link: connection.link)
-    }
-
-    private func sendL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle, link: LinkID?) async throws {
-        while true {
-            switch sendL2CAPNow(payload, channel: channel, handle: handle, link: link) {
-            case .handedOver(let mustDrain):
-                // Nothing waits for a reply here: the caller drains the outbox itself when nobody does, so what the
-                // host queues meanwhile joins the batch.
-                if mustDrain { await outbox.drainAfterHandOver() }
-                return
-            case .transportEnded:
-                return
-            case .notConnected:
-                throw HostError(.notConnected, "no connection with handle \(handle)")
-            case .noRoom:
-                await withCheckedContinuation { acl.waitForRoom($0) }
-            }
-        }
-    }
-
-    /// Queues one L2CAP payload without waiting for queue room: for the answers the packet-reading path sends itself.
-    /// Waiting there would deadlock: only that path reads the Number Of Completed Packets events that make room.
-    func enqueueL2CAP(_ payload: [UInt8], channel: L2CAPChannelID, handle: ConnectionHandle) {
-        guard links.contains(handle) else { return }
-        sendACL(acl.flow.enqueue(handle: handle, pdu: L2CAPBasicFrame(channelID: channel, payload: payload).encoded))
-    }
-
-    /// Packets a link may have waiting for controller buffers before senders wait.
-    public var linkQueueLimit: Int { acl.queueLimit }
-
-    /// Whether a send on `handle` would go out without waiting (the ready signal behind
-    /// `canSendWriteWithoutResponse` and `peripheralManagerIsReady(toUpdateSubscribers:)`).
-    public func isReadyToSend(_ connection: HostConnection) -> Bool { acl.hasRoom(on: connection.handle) }
-
-    /// Packets queued on the controller's behalf that it has no buffer for yet, over all links.
-    public var queuedACLPacketCount: Int { acl.flow.queuedPacketCount }
-
-    /// Hands packets the ACL flow released to the outbox, in order, all in one write (a byte-stream transport writes
-    /// them with one system call).
-    func sendACL(_ packets: [HCIACLPacket]) {
-        guard !packets.isEmpty else { return }
-        write(packets.map { .acl($0) })
     }
 
     func receiveACL(_ packet: HCIACLPacket) {
@@ -145,7 +93,7 @@ extension HCIHost {
         switch route {
         case .engine(let engine):
             // The engine shares this executor: it takes the PDU now (and never waits in doing so).
-            engine?.assumeIsolated { $0.receiveFromHost(payload, on: link) }
+            engine?.hostDelivered(payload, on: link)
         case .stream(let stream):
             stream.continuation.yield(payload)
         case .securityManager:

@@ -318,17 +318,17 @@ extension HCIHost {
 
     // MARK: Driving the managers
 
-    /// Performs a link's L2CAP actions. Never waits for anything but the transport: frames are queued for the
-    /// controller without back-pressure, so the packet-reading path can call this.
+    /// Performs a link's L2CAP actions. Never waits: frames go down with ``send(_:channel:on:whenFull:)``'s
+    /// ``WhenFull/queue`` (LE signaling is bounded by its protocol, K-frames by the peer's credits), so the
+    /// packet-reading path can call this.
     func performL2CAP(_ actions: [L2CAPChannelManager.Action], handle: ConnectionHandle) {
         guard let id = links.linkID(of: handle) else { return }
-        var packets: [HCIACLPacket] = []
         var updates: [L2CAPConnectionParameterUpdateRequest] = []
         for action in actions {
             switch action {
             case .send(let frame):
-                // Queued here, in order, before any suspension: K-frames of one channel never overtake each other.
-                packets += acl.flow.enqueue(handle: handle, pdu: frame.encoded)
+                // Handed over here, in order, before any suspension: K-frames of one channel never overtake each other.
+                _ = sendFrame(frame.encoded, handle: handle, link: id, whenFull: .queue)
             case .deliverFixed(let cid, let payload):
                 deliverFixed(payload, channel: cid, handle: handle)
             case .deliverSDU(let cid, let sdu):
@@ -362,12 +362,11 @@ extension HCIHost {
             case .cancelTimer(let timer):
                 l2cap.timers.cancel(L2CAPTimerKey(link: id, timer: timer))
             case .readyToSend(let cid):
-                // This channel's K-frames are all in the flow (queued above, in order).
+                // This channel's K-frames are all in the flow (handed over above, in order).
                 channelHandedOn(cid, handle: handle)
                 wakeCreditWaiters(cid, handle: handle)
             }
         }
-        sendACL(packets)
         for request in updates {
             submitDetached(HCILEConnectionUpdate(handle: handle, intervalMin: request.intervalMin,
                                                        intervalMax: request.intervalMax, maxLatency: request.latency,

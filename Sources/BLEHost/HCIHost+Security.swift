@@ -150,7 +150,7 @@ extension HCIHost {
             switch request {
             case .send(let pdu, let connection):
                 guard links.isCurrent(connection.handle, is: connection.link) else { continue }
-                enqueueL2CAP(pdu.encoded, channel: .smp, handle: connection.handle)
+                _ = send(pdu.encoded, channel: .smp, on: connection, whenFull: .queue)
             case .submit(let command, let connection):
                 guard links.isCurrent(connection.handle, is: connection.link) else { continue }
                 submit(command, on: connection)

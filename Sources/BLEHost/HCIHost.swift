@@ -552,7 +552,7 @@ public actor HCIHost {
         for handler in link.fixed.allHandlers {
             switch handler {
             case .stream(let stream): stream.continuation.finish()
-            case .engine(let consumer): consumer.engine?.assumeIsolated { $0.attChannelEnded(id) }
+            case .engine(let consumer): consumer.engine?.hostEndedATT(on: id)
             case .signaling, .securityManager, .held: break
             }
         }

@@ -4,12 +4,13 @@ import Synchronization
 
 /// Where the host's packets leave for the controller: one queue, in order, drained by one sender at a time.
 ///
-/// Handing packets over never suspends (``write(_:)``, ``handOver(_:)``), so a driver registers the continuation that
-/// receives a reply before the request leaves, in one step, and no reply can overtake it; and packets keep the order
-/// in which the host's steps handed them over. Whoever hands packets over while nobody is draining becomes the
-/// drainer: an async caller with nothing to register (the ACL data path: ``handOver(_:)`` in its step, then
-/// ``drain()``) drains itself, off the host's executor, so the host goes on while the transport works and what it
-/// queues meanwhile leaves in the same batch; a synchronous caller starts a task that drains.
+/// Handing packets over never suspends (``write(_:)``, ``writeOrDrain(_:)``), so a driver registers the continuation
+/// that receives a reply before the request leaves, in one step, and no reply can overtake it; and packets keep the
+/// order in which the host's steps handed them over. The outbox alone decides how it drains and by whom: when packets
+/// arrive while nobody is draining, it sends them in the writer's step when the transport's write returns at once
+/// (``sendsInPlace``: a socket's); otherwise a writer that can wait (``writeOrDrain(_:)``: the host's waiting send)
+/// drains it off the host's executor, and a writer that cannot (``write(_:)``) gets a task that does. Either way the
+/// host goes on while the transport works, and what it hands over meanwhile leaves in the same batch.
 final class HCIOutbox: Sendable {
     private let transport: any HCITransport
     /// The transport, when its write is a short system call that does not wait for the line (a socket's): the
@@ -30,10 +31,10 @@ final class HCIOutbox: Sendable {
         self.inPlace = (transport as? any HCISynchronousSending).flatMap { $0.writesWithoutWaiting ? $0 : nil }
     }
 
-    /// Whether the drainer sends in its own step (``drainInPlace()``) rather than off the host's executor
-    /// (``drain()``): for a socket, whose write is a short system call, a task and a thread's wake-up per batch would
-    /// cost more than the write, and they sit on the round trip that flow control waits for. (Not for a serial port,
-    /// whose write may wait for the line: the host's executor would wait with it.)
+    /// Whether the drainer sends in the writer's step (``drainInPlace()``) rather than in a task off the host's
+    /// executor (``drain()``): for a socket, whose write is a short system call, a task and a thread's wake-up per
+    /// batch would cost more than the write, and they sit on the round trip that flow control waits for. (Not for a
+    /// serial port, whose write may wait for the line: the host's executor would wait with it.)
     var sendsInPlace: Bool { inPlace != nil }
 
     /// Sets what is told when a write fails (the transport has ended).
@@ -41,22 +42,25 @@ final class HCIOutbox: Sendable {
         failureHandler.withLock { $0 = handler }
     }
 
-    /// Hands `packets` over without suspending, in order after everything handed over before; a task sends them
-    /// when nobody is draining. Throws when the transport has ended.
+    /// Hands `packets` over without suspending, in order after everything handed over before; when nobody is
+    /// draining, the outbox starts draining (in this step, or in a task: see the type's description). Throws when the
+    /// transport has ended.
     func write(_ packets: [HCIPacket]) throws {
         guard try enqueue(packets) else { return }
         if sendsInPlace { drainInPlace() } else { Task { await self.drain() } }
     }
 
-    /// What the drainer does after ``handOver(_:)`` made it one: sends in its own step when the transport allows
-    /// (``sendsInPlace``; `nonsending`: it runs on the caller's executor, with no hop), otherwise ``drain()``s off the
-    /// caller's executor.
-    nonisolated(nonsending) func drainAfterHandOver() async {
+    /// Hands `packets` over as ``write(_:)`` does, in the caller's step (before any suspension: the order of the
+    /// host's steps is kept); when nobody is draining and the transport is not written in place, the caller drains
+    /// the outbox itself, off its executor (`nonsending`: the hand-over runs on the caller's executor, with no hop),
+    /// and returns once it is empty. Throws when the transport has ended.
+    nonisolated(nonsending) func writeOrDrain(_ packets: [HCIPacket]) async throws {
+        guard try enqueue(packets) else { return }
         if sendsInPlace { drainInPlace() } else { await drain() }
     }
 
     /// Sends what is queued, batch after batch, in the caller's step (``sendsInPlace`` transports only).
-    func drainInPlace() {
+    private func drainInPlace() {
         guard let inPlace else { return }
         while true {
             let batch = takeBatch()
@@ -89,16 +93,6 @@ final class HCIOutbox: Sendable {
         Task { await handler?(error) }
     }
 
-    /// Hands `packets` over without suspending, in order after everything handed over before, and returns whether
-    /// the caller must now ``drain()`` (nobody is draining). Throws when the transport has ended.
-    ///
-    /// Not an async "send": a nonisolated async function starts on another executor, so two of the host's steps
-    /// could hand their packets over in the opposite order, and the fragments of two L2CAP PDUs (or a PDU's first
-    /// fragments and the ones Number Of Completed Packets released meanwhile) would leave interleaved.
-    func handOver(_ packets: [HCIPacket]) throws -> Bool {
-        try enqueue(packets)
-    }
-
     /// Drops what is waiting and refuses what comes (the transport ended): writes throw from now on.
     func close() {
         state.withLock { pending in
@@ -121,9 +115,9 @@ final class HCIOutbox: Sendable {
         return mustDrain
     }
 
-    /// Sends what is queued, batch after batch, until the queue is empty: for the caller ``handOver(_:)`` made the
-    /// drainer.
-    func drain() async {
+    /// Sends what is queued, batch after batch, until the queue is empty: the drainer (a task, or a writer that can
+    /// wait), off the host's executor.
+    private func drain() async {
         while true {
             let batch = takeBatch()
             guard !batch.isEmpty else { return }
