@@ -1,4 +1,5 @@
 import BLE
+import BLEFixtures
 import BLEHost
 import BLEProtocols
 import BLEVirtualController
@@ -24,33 +25,31 @@ final class JustWorksAgent: PairingAgent {
 /// about a Just Works pairing, an agreement pairs and a refusal fails it on both sides.
 @Suite(.timeLimit(.minutes(1))) struct JustWorksConfirmationTests {
     struct Pair {
-        let manager: PeripheralManager
-        let central: Central
-        let peripheralAddress: LEAddress
+        let devices: TwoDevices
+        var manager: PeripheralManager { devices.peripheral }
+        var central: Central { devices.central }
+        var peripheralAddress: LEAddress { devices.peripheralAddress }
         let events: AsyncStream<CentralEvent>
     }
 
-    func connectedPair(_ air: VirtualAir, peripheralAgent: JustWorksAgent, centralAgent: JustWorksAgent,
+    /// Two devices that both confirm Just Works (unless `confirms` is false), with these agents, connected.
+    func connectedPair(peripheralAgent: JustWorksAgent, centralAgent: JustWorksAgent,
                        confirms: Bool = true) async throws -> (Pair, RemotePeripheral) {
-        let controller = air.addController(.init())
-        let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: "Asked",
-                                                  security: SecurityConfiguration(confirmsJustWorks: confirms))
+        let devices = try await TwoDevices(peripheralName: "Asked", peripheralSecurity: SecurityConfiguration(confirmsJustWorks: confirms),
+                                           centralSecurity: SecurityConfiguration(confirmsJustWorks: confirms))
+        let manager = devices.peripheral
         await manager.setPairingAgent(peripheralAgent)
         let events = await manager.centralEvents()
         try await manager.startAdvertising(name: "Asked")
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport(),
-                                        security: SecurityConfiguration(confirmsJustWorks: confirms))
-        await central.setPairingAgent(centralAgent)
-        let address = LEAddress(controller.address, type: .public)
-        let remote = try await central.connect(address, timeout: .seconds(5), exchangeMTU: false)
-        return (Pair(manager: manager, central: central, peripheralAddress: address, events: events), remote)
+        await devices.central.setPairingAgent(centralAgent)
+        let remote = try await devices.central.connect(devices.peripheralAddress, timeout: .seconds(5), exchangeMTU: false)
+        return (Pair(devices: devices, events: events), remote)
     }
 
     @Test func bothAgentsAreAskedAndAgreementPairs() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
         let peripheralAgent = JustWorksAgent(answer: true), centralAgent = JustWorksAgent(answer: true)
-        let (pair, remote) = try await connectedPair(air, peripheralAgent: peripheralAgent, centralAgent: centralAgent)
+        let (pair, remote) = try await connectedPair(peripheralAgent: peripheralAgent, centralAgent: centralAgent)
+        defer { pair.devices.shutdown() }
         let security = try await remote.pair()
         #expect(security.isEncrypted && !security.isAuthenticated && security.isBonded)
         #expect(centralAgent.asked.withLock { $0 } == [pair.peripheralAddress])
@@ -66,10 +65,9 @@ final class JustWorksAgent: PairingAgent {
 
     @Test(arguments: [true, false])
     func aRefusalFailsThePairingOnBothSides(centralRefuses: Bool) async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
         let peripheralAgent = JustWorksAgent(answer: centralRefuses), centralAgent = JustWorksAgent(answer: !centralRefuses)
-        let (pair, remote) = try await connectedPair(air, peripheralAgent: peripheralAgent, centralAgent: centralAgent)
+        let (pair, remote) = try await connectedPair(peripheralAgent: peripheralAgent, centralAgent: centralAgent)
+        defer { pair.devices.shutdown() }
         let expected: SMPPairingFailure = centralRefuses ? .sent(.numericComparisonFailed) : .received(.numericComparisonFailed)
         await #expect {
             try await remote.pair()
@@ -89,12 +87,10 @@ final class JustWorksAgent: PairingAgent {
     }
 
     @Test func withoutTheSettingTheAgentIsNotAsked() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
         let peripheralAgent = JustWorksAgent(answer: false), centralAgent = JustWorksAgent(answer: false)
-        let (pair, remote) = try await connectedPair(air, peripheralAgent: peripheralAgent, centralAgent: centralAgent,
+        let (pair, remote) = try await connectedPair(peripheralAgent: peripheralAgent, centralAgent: centralAgent,
                                                      confirms: false)
-        defer { withExtendedLifetime(pair.manager) {} }
+        defer { pair.devices.shutdown() }
         #expect(try await remote.pair().isEncrypted)
         #expect(centralAgent.asked.withLock { $0 }.isEmpty && peripheralAgent.asked.withLock { $0 }.isEmpty)
     }

@@ -1,4 +1,5 @@
 import BLE
+import BLEFixtures
 import BLEHost
 import BLEProtocols
 import BLETestSupport
@@ -8,10 +9,11 @@ import Testing
 /// LE credit based channels on the public API: a peripheral publishes one, a central opens it, bytes go both ways.
 @Suite(.timeLimit(.minutes(1))) struct L2CAPChannelAPITests {
     @Test func aPublishedChannelEchoesWhatACentralSends() async throws {
-        let air = VirtualAir(clock: .realTime)
-        defer { air.shutdown() }
-        let pc = air.addController(.init(aclBufferSize: 251, aclBufferCount: 8))
-        let manager = try await PeripheralManager(transport: pc.makeHostTransport(), deviceName: "Echo")
+        let devices = try await TwoDevices(peripheralName: "Echo",
+                                           peripheralController: .init(aclBufferSize: 251, aclBufferCount: 8),
+                                           centralController: .init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 8))
+        defer { devices.shutdown() }
+        let manager = devices.peripheral
         let (psm, channels) = try await manager.publishL2CAPChannel()
         #expect(psm.isDynamic)
         let echo = Task {
@@ -21,8 +23,7 @@ import Testing
             }
         }
         try await manager.startAdvertising(name: "Echo")
-        let central = try await Central(transport: air.addController(.init(position: Position(x: 1), aclBufferSize: 251, aclBufferCount: 8)).makeHostTransport())
-        let remote = try await central.connect(LEAddress(pc.address, type: .public), timeout: .seconds(5))
+        let remote = try await devices.connect()
         let channel = try await remote.openL2CAPChannel(psm)
         let data = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         let received = Task { () -> [UInt8] in
