@@ -104,6 +104,10 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         var attempt = 0
         /// This central asked to disconnect: the disconnection is reported with a `nil` error.
         var cancelRequested = false
+        /// The connection was made with ``CBConnectPeripheralOptionEnableAutoReconnect``.
+        var autoReconnect = false
+        /// The current attempt is an automatic reconnection (a failed one is made again).
+        var reconnecting = false
         var services: [CBService]?
         var maximumWriteWithoutResponse = 20
         /// Writes without response queued and not yet handed to the controller.
@@ -170,17 +174,24 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         protected.withLock { $0.state == .connected && $0.pendingWritesWithoutResponse < Self.writeWithoutResponseQueueCapacity }
     }
 
+    /// Whether the user authorized Apple's Notification Center Service for this peripheral: always `false` on
+    /// Linux, which has no ANCS (``CBCentralManagerDelegate/centralManager(_:didUpdateANCSAuthorizationFor:)`` is never
+    /// called).
+    public var ancsAuthorized: Bool { false }
+
     private var manager: CBCentralManager? { protected.withLock { $0.manager } }
 
     // MARK: Connection (driven by the manager)
 
     /// Starts a connection attempt; returns its number, or `nil` when the peripheral is not disconnected.
-    func beginConnecting() -> Int? {
+    func beginConnecting(autoReconnect: Bool = false) -> Int? {
         protected.withLock { state in
             guard state.state == .disconnected else { return nil }
             state.state = .connecting
             state.attempt += 1
             state.cancelRequested = false
+            state.autoReconnect = autoReconnect
+            state.reconnecting = false
             return state.attempt
         }
     }
@@ -192,6 +203,20 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         do {
             remote = try await central.connect(address, name: name, timeout: CBCentralManager.connectionAttemptTimeout)
         } catch {
+            // An automatic reconnection is made again while the controller is on, after a pause, until it succeeds
+            // or the application cancels it.
+            let retry = protected.withLock { state in
+                state.attempt == attempt && state.state == .connecting && state.reconnecting
+            }
+            if retry, manager.state == .poweredOn {
+                Task { [weak self, weak manager] in
+                    try? await Task.sleep(for: .seconds(1))
+                    guard let self, let manager,
+                          self.protected.withLock({ $0.attempt == attempt && $0.state == .connecting }) else { return }
+                    manager.makeAttempt(attempt, to: self)
+                }
+                return
+            }
             let current = protected.withLock { state in
                 guard state.attempt == attempt, state.state == .connecting else { return false }
                 state.state = .disconnected
@@ -272,13 +297,21 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
     }
 
     private func linkEnded(_ remote: RemotePeripheral, reason: HCIStatus) {
-        let ours = protected.withLock { state -> Bool? in
+        let timestamp = Date().timeIntervalSinceReferenceDate
+        let ended = protected.withLock { state -> (ours: Bool, reconnection: Int?)? in
             guard state.remote === remote else { return nil }
             state.remote = nil
-            state.state = .disconnected
-            return state.cancelRequested
+            guard !state.cancelRequested, state.autoReconnect else {
+                state.state = .disconnected
+                return (state.cancelRequested, nil)
+            }
+            // Reconnecting by itself, as iOS 17 does for ``CBConnectPeripheralOptionEnableAutoReconnect``.
+            state.state = .connecting
+            state.attempt += 1
+            state.reconnecting = true
+            return (false, state.attempt)
         }
-        guard let ours, let manager else { return }
+        guard let (ours, reconnection) = ended, let manager else { return }
         let error: CBError? = ours ? nil : reason == .connectionTimeout
             ? CBError(.connectionTimeout, reason: "the link timed out (\(reason))")
             : CBError(.peripheralDisconnected, reason: "the peripheral disconnected (\(reason))")
@@ -286,8 +319,10 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
             for service in self.services ?? [] {
                 for characteristic in service.characteristics ?? [] { characteristic.stopNotifying() }
             }
-            m.delegate?.centralManager(m, didDisconnectPeripheral: self, error: error)
+            m.delegate?.centralManager(m, didDisconnectPeripheral: self, timestamp: timestamp,
+                                       isReconnecting: reconnection != nil, error: error)
         }
+        if let reconnection { manager.makeAttempt(reconnection, to: self) }
     }
 
     // MARK: Operations
