@@ -30,6 +30,10 @@ public protocol CBPeripheralDelegate: AnyObject {
     func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?)
     /// ``CBPeripheral/readRSSI()`` finished, with the link's RSSI in dBm.
     func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?)
+    /// macOS before 10.13: ``CBPeripheral/rssi`` was updated. Never called: ``CBPeripheral/readRSSI()`` answers with
+    /// ``peripheral(_:didReadRSSI:error:)``, as iOS 8 and later do.
+    @available(*, deprecated, renamed: "peripheral(_:didReadRSSI:error:)")
+    func peripheralDidUpdateRSSI(_ peripheral: CBPeripheral, error: (any Error)?)
     /// The peripheral's database changed (a Service Changed indication): `invalidatedServices` were removed from
     /// ``CBPeripheral/services``; discover them again to see what is there now.
     func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService])
@@ -72,6 +76,9 @@ extension CBPeripheralDelegate {
     public func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {}
+    /// Does nothing (never called).
+    @available(*, deprecated, renamed: "peripheral(_:didReadRSSI:error:)")
+    public func peripheralDidUpdateRSSI(_ peripheral: CBPeripheral, error: (any Error)?) {}
     /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
     public func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
         CBDelegateDiagnostics.unhandled("peripheral(_:didReadRSSI:error:)", of: self, protocol: "CBPeripheralDelegate", asked: "readRSSI()")
@@ -110,6 +117,8 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         var reconnecting = false
         var services: [CBService]?
         var maximumWriteWithoutResponse = 20
+        /// The RSSI of the last ``readRSSI()`` that succeeded.
+        var rssi: NSNumber?
         /// Writes without response queued and not yet handed to the controller.
         var pendingWritesWithoutResponse = 0
         /// The L2CAP channels opened to the device, while their application holds them.
@@ -173,6 +182,10 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
     public var canSendWriteWithoutResponse: Bool {
         protected.withLock { $0.state == .connected && $0.pendingWritesWithoutResponse < Self.writeWithoutResponseQueueCapacity }
     }
+
+    /// The RSSI in dBm of the last ``readRSSI()`` that succeeded (`nil` before), as before iOS 8.
+    @available(*, deprecated, message: "use readRSSI() and peripheral(_:didReadRSSI:error:)")
+    public var rssi: NSNumber? { protected.withLock { $0.rssi } }
 
     /// Whether the user authorized Apple's Notification Center Service for this peripheral: always `false` on
     /// Linux, which has no ANCS (``CBCentralManagerDelegate/centralManager(_:didUpdateANCSAuthorizationFor:)`` is never
@@ -526,6 +539,7 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
     public func readRSSI() {
         run({ try await $0.readRSSI() }) { peripheral, result in
             let rssi = (try? result.get()) ?? 0
+            if case .success(let value) = result { peripheral.protected.withLock { $0.rssi = NSNumber(value: value) } }
             peripheral.delegate?.peripheral(peripheral, didReadRSSI: NSNumber(value: rssi), error: result.error)
         }
     }
