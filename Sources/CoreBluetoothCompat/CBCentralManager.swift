@@ -6,7 +6,9 @@ import Foundation
 /// ``centralManagerDidUpdateState(_:)`` is required; the other methods have default implementations that do
 /// nothing, so a delegate implements those it needs, as with CoreBluetooth's optional methods. A method whose
 /// signature nearly matches one of them would never be called: see ``CBDelegateDiagnostics``.
-public protocol CBCentralManagerDelegate: AnyObject {
+///
+/// It refines `NSObjectProtocol`, as CoreBluetooth's does: a delegate is an `NSObject` subclass, as on iOS.
+public protocol CBCentralManagerDelegate: NSObjectProtocol {
     /// The manager's ``CBCentralManager/state`` changed. Scan and connect once it is `poweredOn`.
     func centralManagerDidUpdateState(_ central: CBCentralManager)
     /// A scan found `peripheral`, advertising `advertisementData` (under the `CBAdvertisementData…Key` keys),

@@ -8,7 +8,9 @@ import Foundation
 /// An `error` is a ``CBATTError`` when the peripheral answered with an ATT error (its code is the ATT code), a
 /// ``CBError`` otherwise (``CBError/Code/notConnected`` for a call made while the peripheral is not connected,
 /// ``CBError/Code/peripheralDisconnected`` when the link dropped during the operation).
-public protocol CBPeripheralDelegate: AnyObject {
+///
+/// It refines `NSObjectProtocol`, as CoreBluetooth's does: a delegate is an `NSObject` subclass, as on iOS.
+public protocol CBPeripheralDelegate: NSObjectProtocol {
     /// ``CBPeripheral/discoverServices(_:)`` finished: ``CBPeripheral/services`` holds what was found.
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?)
     /// ``CBPeripheral/discoverIncludedServices(_:for:)`` finished: ``CBService/includedServices`` is set.
