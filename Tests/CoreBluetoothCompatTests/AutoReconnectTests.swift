@@ -181,4 +181,68 @@ extension TutorialCentralTests {
         #expect(lines.firstIndex { $0.hasPrefix("event") }.map { $0 > 1 } == true)
         withExtendedLifetime((delegate, manager)) {}
     }
+
+    @Test("A connection event matches by a service discovered on the peripheral")
+    func connectionEventsMatchDiscoveredServices() async throws {
+        final class Delegate: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate {
+            let customServiceUUID = CBUUID(string: "12345678-1234-5678-1234-56789ABCDEF0")
+            let log: AsyncStream<String>.Continuation
+            var device: CBPeripheral?
+            var finished = (disconnected: false, event: false)
+            init(log: AsyncStream<String>.Continuation) { self.log = log }
+            func centralManagerDidUpdateState(_ central: CBCentralManager) {
+                guard central.state == .poweredOn else { return }
+                central.registerForConnectionEvents(options: [.serviceUUIDs: [customServiceUUID]])
+                central.scanForPeripherals(withServices: nil)
+            }
+            func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
+                                advertisementData: [String: Any], rssi RSSI: NSNumber) {
+                guard device == nil, peripheral.name == "SwiftBLELab" else { return }
+                device = peripheral
+                central.stopScan()
+                central.connect(peripheral)
+            }
+            func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
+                peripheral.delegate = self
+                peripheral.discoverServices([customServiceUUID])
+            }
+            func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: Error?) {
+                log.yield("services \(peripheral.services?.count ?? 0)")
+                // The link's end is matched by the service now known.
+                manager?.cancelPeripheralConnection(peripheral)
+            }
+            weak var manager: CBCentralManager?
+            func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: Error?) {
+                log.yield("disconnected")
+                finished.disconnected = true
+                if finished.event { log.finish() }
+            }
+            func centralManager(_ central: CBCentralManager, connectionEventDidOccur event: CBConnectionEvent, for peripheral: CBPeripheral) {
+                guard event == .peerDisconnected else { return }
+                log.yield("event down")
+                finished.event = true
+                if finished.disconnected { log.finish() }
+            }
+        }
+        let queue = DispatchQueue(label: "connection events by service")
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let delegate = Delegate(log: continuation)
+        let manager = queue.sync {
+            let manager = CBCentralManager(delegate: delegate, queue: queue)
+            delegate.manager = manager
+            return manager
+        }
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(30))
+            continuation.yield("timed out")
+            continuation.finish()
+        }
+        var lines: [String] = []
+        for await line in stream { lines.append(line) }
+        timeout.cancel()
+        #expect(lines.first == "services 1")
+        #expect(Set(lines.dropFirst()) == ["disconnected", "event down"])
+        #expect(lines.count == 3)
+        withExtendedLifetime((delegate, manager)) {}
+    }
 }
