@@ -12,8 +12,10 @@ let strict: [SwiftSetting] = [
 // Apple's, and swift-ble's implementation stays reachable as `import CoreBluetoothCompat`).
 #if os(Linux)
 let coreBluetooth: Target.Dependency = "CoreBluetooth"
+let coreBluetoothOnLinux: [Target.Dependency] = ["CoreBluetooth"]
 #else
 let coreBluetooth: Target.Dependency = "CoreBluetoothCompat"
+let coreBluetoothOnLinux: [Target.Dependency] = []
 #endif
 
 let package = Package(
@@ -226,7 +228,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "CoreBluetoothCompatTests",
-            dependencies: ["CoreBluetoothCompat", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEWire"],
+            // The CoreBluetooth module (Linux) is built before the tests, which type-check Apple's API against it.
+            dependencies: ["CoreBluetoothCompat", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEWire"] + coreBluetoothOnLinux,
             // Swift 6, without ExistentialAny: the tutorial-style central is written as iOS code is (`Error?`).
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(

@@ -92,6 +92,10 @@ public class CBCharacteristic: CBAttribute, @unchecked Sendable {
     public var value: Data? { protected.withLock { $0.value } }
     /// Whether notifications or indications are on (see ``CBPeripheral/setNotifyValue(_:for:)``).
     public var isNotifying: Bool { protected.withLock { $0.isNotifying } }
+    /// Whether the characteristic's value is broadcast (its Server Characteristic Configuration): always `false`,
+    /// as Apple's deprecated property always was; broadcasting is not read.
+    @available(*, deprecated, message: "always false")
+    public var isBroadcasted: Bool { false }
     /// Its descriptors (`nil` before ``CBPeripheral/discoverDescriptors(for:)`` succeeded).
     public var descriptors: [CBDescriptor]? { protected.withLock { $0.descriptors } }
 

@@ -6,7 +6,9 @@ import Foundation
 /// ``centralManagerDidUpdateState(_:)`` is required; the other methods have default implementations that do
 /// nothing, so a delegate implements those it needs, as with CoreBluetooth's optional methods. A method whose
 /// signature nearly matches one of them would never be called: see ``CBDelegateDiagnostics``.
-public protocol CBCentralManagerDelegate: AnyObject {
+///
+/// It refines `NSObjectProtocol`, as CoreBluetooth's does: a delegate is an `NSObject` subclass, as on iOS.
+public protocol CBCentralManagerDelegate: NSObjectProtocol {
     /// The manager's ``CBCentralManager/state`` changed. Scan and connect once it is `poweredOn`.
     func centralManagerDidUpdateState(_ central: CBCentralManager)
     /// A scan found `peripheral`, advertising `advertisementData` (under the `CBAdvertisementData…Key` keys),
@@ -20,6 +22,22 @@ public protocol CBCentralManagerDelegate: AnyObject {
     /// A peripheral's link ended: `error` is `nil` when this central cancelled it
     /// (``CBCentralManager/cancelPeripheralConnection(_:)``), a ``CBError`` otherwise.
     func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?)
+    /// A peripheral's link ended at `timestamp`, as iOS 17 reports it; `isReconnecting` says whether the manager
+    /// reconnects by itself (the connection was made with ``CBConnectPeripheralOptionEnableAutoReconnect`` and this
+    /// central did not cancel it). The manager calls this method for every disconnection; its default implementation
+    /// calls ``centralManager(_:didDisconnectPeripheral:error:)``, so a delegate implements either, as on iOS.
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral,
+                        timestamp: CFAbsoluteTime, isReconnecting: Bool, error: (any Error)?)
+    /// iOS's state restoration hands back the managers' state after relaunching the app. Never called on Linux,
+    /// where no system relaunches a program (``CBCentralManagerOptionRestoreIdentifierKey`` has no effect).
+    func centralManager(_ central: CBCentralManager, willRestoreState dict: [String: Any])
+    /// A link matching the options of ``CBCentralManager/registerForConnectionEvents(options:)`` came up or went
+    /// down (on Linux, a link of this manager's controller in the central role, whoever made it).
+    func centralManager(_ central: CBCentralManager, connectionEventDidOccur event: CBConnectionEvent,
+                        for peripheral: CBPeripheral)
+    /// iOS: the user's authorization of the Apple Notification Center Service for `peripheral` changed. Never called
+    /// on Linux, which has no ANCS (``CBPeripheral/ancsAuthorized`` stays `false`).
+    func centralManager(_ central: CBCentralManager, didUpdateANCSAuthorizationFor peripheral: CBPeripheral)
 }
 
 extension CBCentralManagerDelegate {
@@ -36,6 +54,20 @@ extension CBCentralManagerDelegate {
     public func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: (any Error)?) {}
     /// Does nothing.
     public func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {}
+    /// Calls ``centralManager(_:didDisconnectPeripheral:error:)`` (the delegate of iOS 16 and earlier).
+    public func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral,
+                               timestamp: CFAbsoluteTime, isReconnecting: Bool, error: (any Error)?) {
+        centralManager(central, didDisconnectPeripheral: peripheral, error: error)
+    }
+    /// Does nothing (never called on Linux).
+    public func centralManager(_ central: CBCentralManager, willRestoreState dict: [String: Any]) {}
+    /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
+    public func centralManager(_ central: CBCentralManager, connectionEventDidOccur event: CBConnectionEvent, for peripheral: CBPeripheral) {
+        CBDelegateDiagnostics.unhandled("centralManager(_:connectionEventDidOccur:for:)", of: self, protocol: "CBCentralManagerDelegate",
+                                        asked: "registerForConnectionEvents(options:)")
+    }
+    /// Does nothing (never called on Linux).
+    public func centralManager(_ central: CBCentralManager, didUpdateANCSAuthorizationFor peripheral: CBPeripheral) {}
 }
 
 /// The central role with CoreBluetooth's names and semantics: scanning, connecting, and delegate callbacks.
@@ -63,6 +95,9 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         var scanTask: Task<Void, Never>?
         var peripherals: [LEAddress: CBPeripheral] = [:]
         var stateTask: Task<Void, Never>?
+        /// The options of ``registerForConnectionEvents(options:)`` (`nil` until it is called), and its task.
+        var connectionEventOptions: [CBConnectionEventMatchingOption: Any]?
+        var connectionEventTask: Task<Void, Never>?
     }
 
     private let protected = Locked(State())
@@ -84,7 +119,8 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     ///   - delegate: receives the events (held weakly).
     ///   - queue: where the callbacks run; `nil` means the main queue (a command-line program must then run it, with
     ///     `dispatchMain()` or `RunLoop.main.run()`).
-    ///   - options: CoreBluetooth's initialization options; none has an effect on Linux (there is no power alert to
+    ///   - options: CoreBluetooth's initialization options, ``CBCentralManagerOptionShowPowerAlertKey`` and
+    ///     ``CBCentralManagerOptionRestoreIdentifierKey``; neither has an effect on Linux (there is no power alert to
     ///     show and no state to restore).
     public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
         delegateQueue = makeDelegateQueue("CoreBluetoothCompat.CBCentralManager", target: queue)
@@ -98,6 +134,13 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         let task = Task { [weak self] in
             let updates = await opening.value.stateUpdates()
             for await state in updates {
+                if state == .poweredOn {
+                    // What `supports(_:)` answers: read before the delegate hears of the new state.
+                    let capabilities = await opening.value.adapter.capabilities
+                    CBCentralManager.supportedFeatures.withLock {
+                        $0 = capabilities.supportsExtendedAdvertising ? .extendedScanAndConnect : []
+                    }
+                }
                 guard let self else { return }
                 self.adapterStateChanged(CBManagerState(state))
             }
@@ -111,9 +154,10 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     }
 
     deinit {
-        let (stateTask, scanTask) = protected.withLock { ($0.stateTask, $0.scanTask) }
+        let (stateTask, scanTask, eventTask) = protected.withLock { ($0.stateTask, $0.scanTask, $0.connectionEventTask) }
         stateTask?.cancel()
         scanTask?.cancel()
+        eventTask?.cancel()
         operations.finish()
         connections.finish()
         let opening = central
@@ -132,6 +176,71 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
 
     /// Whether a scan is running: `true` from ``scanForPeripherals(withServices:options:)`` until ``stopScan()``.
     public var isScanning: Bool { protected.withLock { $0.isScanning } }
+
+    /// The features of the controller of the central manager that last powered on (none before any did).
+    static let supportedFeatures = Locked<Feature>([])
+
+    /// Whether the controller supports `features`: CoreBluetooth's class method asks the device's one controller;
+    /// on Linux it answers for the controller of the central manager of this process that last reached
+    /// `poweredOn` (`false` before any did). ``Feature/extendedScanAndConnect`` is supported when the controller lists
+    /// every command of LE extended advertising, scanning and connecting (the host then uses them).
+    public class func supports(_ features: Feature) -> Bool {
+        supportedFeatures.withLock { $0.isSuperset(of: features) }
+    }
+
+    /// Asks for ``CBCentralManagerDelegate/centralManager(_:connectionEventDidOccur:for:)`` when a link matching
+    /// `options` comes up or goes down: ``CBConnectionEventMatchingOption/peripheralUUIDs`` (`[UUID]`) matches
+    /// peripherals by identifier, ``CBConnectionEventMatchingOption/serviceUUIDs`` (`[CBUUID]`) peripherals having
+    /// one of these services among those discovered (at the event); a peripheral matching either is reported.
+    /// `nil` or empty options match every link. A new call replaces the options.
+    ///
+    /// iOS reports the links of the whole system (other apps' too); on Linux, the links of this manager's
+    /// controller in the central role (those of this manager, and any other host program's on a shared controller).
+    public func registerForConnectionEvents(options: [CBConnectionEventMatchingOption: Any]? = nil) {
+        let previous = protected.withLock { state -> Task<Void, Never>? in
+            state.connectionEventOptions = options ?? [:]
+            let previous = state.connectionEventTask
+            state.connectionEventTask = nil
+            return previous
+        }
+        previous?.cancel()
+        // Subscribed in the queue of the connection attempts, so that an attempt asked for after this call is seen.
+        let opening = central
+        connections.submit { [weak self] in
+            guard let self, self.protected.withLock({ $0.connectionEventTask == nil }) else { return }
+            let events = await opening.value.connectionEvents()
+            let task = Task { [weak self] in
+                for await event in events {
+                    guard let self else { return }
+                    switch event {
+                    case .connected(let link) where link.role == .central:
+                        self.connectionEvent(.peerConnected, peer: link.peer)
+                    case .disconnected(let link, _) where link.role == .central:
+                        self.connectionEvent(.peerDisconnected, peer: link.peer)
+                    default:
+                        continue
+                    }
+                }
+            }
+            self.protected.withLock { $0.connectionEventTask = task }
+        }
+    }
+
+    private func connectionEvent(_ event: CBConnectionEvent, peer: LEAddress) {
+        deliver { manager in
+            guard let options = manager.protected.withLock({ $0.connectionEventOptions }) else { return }
+            let peripheral = manager.peripheral(for: peer, name: nil)
+            let identifiers = options[.peripheralUUIDs] as? [UUID]
+            let services = options[.serviceUUIDs] as? [CBUUID]
+            if identifiers != nil || services != nil {
+                let byIdentifier = identifiers?.contains(peripheral.identifier) ?? false
+                let discovered = (peripheral.services ?? []).map(\.uuid)
+                let byService = services?.contains(where: discovered.contains) ?? false
+                guard byIdentifier || byService else { return }
+            }
+            manager.delegate?.centralManager(manager, connectionEventDidOccur: event, for: peripheral)
+        }
+    }
 
     /// Runs `body` on the delegate queue, after the callbacks already queued.
     func deliver(_ body: @escaping @Sendable (CBCentralManager) -> Void) {
@@ -312,9 +421,19 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - peripheral: a peripheral of this manager.
-    ///   - options: CoreBluetooth's connection options; none has an effect on Linux (they ask iOS for alerts).
+    ///   - options: CoreBluetooth's connection options. ``CBConnectPeripheralOptionEnableAutoReconnect`` makes the
+    ///     manager reconnect by itself when the link is lost (see there); the others have no effect on Linux (the
+    ///     `NotifyOn…` keys ask iOS for alerts, ``CBConnectPeripheralOptionStartDelayKey`` for a delay,
+    ///     ``CBConnectPeripheralOptionEnableTransportBridgingKey`` for BR/EDR, ``CBConnectPeripheralOptionRequiresANCS``
+    ///     for Apple's notification service).
     public func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
-        guard let attempt = peripheral.beginConnecting() else { return }
+        guard let attempt = peripheral.beginConnecting(autoReconnect: Self.bool(options?[CBConnectPeripheralOptionEnableAutoReconnect]))
+        else { return }
+        makeAttempt(attempt, to: peripheral)
+    }
+
+    /// Queues connection attempt `attempt` to `peripheral` (one of ``connect(_:options:)``, or of a reconnection).
+    func makeAttempt(_ attempt: Int, to peripheral: CBPeripheral) {
         let opening = central
         connections.submit { [weak self] in
             guard let self else { return }

@@ -8,7 +8,9 @@ import Foundation
 /// An `error` is a ``CBATTError`` when the peripheral answered with an ATT error (its code is the ATT code), a
 /// ``CBError`` otherwise (``CBError/Code/notConnected`` for a call made while the peripheral is not connected,
 /// ``CBError/Code/peripheralDisconnected`` when the link dropped during the operation).
-public protocol CBPeripheralDelegate: AnyObject {
+///
+/// It refines `NSObjectProtocol`, as CoreBluetooth's does: a delegate is an `NSObject` subclass, as on iOS.
+public protocol CBPeripheralDelegate: NSObjectProtocol {
     /// ``CBPeripheral/discoverServices(_:)`` finished: ``CBPeripheral/services`` holds what was found.
     func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?)
     /// ``CBPeripheral/discoverIncludedServices(_:for:)`` finished: ``CBService/includedServices`` is set.
@@ -30,6 +32,10 @@ public protocol CBPeripheralDelegate: AnyObject {
     func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?)
     /// ``CBPeripheral/readRSSI()`` finished, with the link's RSSI in dBm.
     func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?)
+    /// macOS before 10.13: ``CBPeripheral/rssi`` was updated. Never called: ``CBPeripheral/readRSSI()`` answers with
+    /// ``peripheral(_:didReadRSSI:error:)``, as iOS 8 and later do.
+    @available(*, deprecated, renamed: "peripheral(_:didReadRSSI:error:)")
+    func peripheralDidUpdateRSSI(_ peripheral: CBPeripheral, error: (any Error)?)
     /// The peripheral's database changed (a Service Changed indication): `invalidatedServices` were removed from
     /// ``CBPeripheral/services``; discover them again to see what is there now.
     func peripheral(_ peripheral: CBPeripheral, didModifyServices invalidatedServices: [CBService])
@@ -72,6 +78,9 @@ extension CBPeripheralDelegate {
     public func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?) {}
     /// Does nothing.
     public func peripheral(_ peripheral: CBPeripheral, didUpdateNotificationStateFor characteristic: CBCharacteristic, error: (any Error)?) {}
+    /// Does nothing (never called).
+    @available(*, deprecated, renamed: "peripheral(_:didReadRSSI:error:)")
+    public func peripheralDidUpdateRSSI(_ peripheral: CBPeripheral, error: (any Error)?) {}
     /// Does nothing but report the dropped event (see ``CBDelegateDiagnostics``).
     public func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
         CBDelegateDiagnostics.unhandled("peripheral(_:didReadRSSI:error:)", of: self, protocol: "CBPeripheralDelegate", asked: "readRSSI()")
@@ -104,8 +113,14 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         var attempt = 0
         /// This central asked to disconnect: the disconnection is reported with a `nil` error.
         var cancelRequested = false
+        /// The connection was made with ``CBConnectPeripheralOptionEnableAutoReconnect``.
+        var autoReconnect = false
+        /// The current attempt is an automatic reconnection (a failed one is made again).
+        var reconnecting = false
         var services: [CBService]?
         var maximumWriteWithoutResponse = 20
+        /// The RSSI of the last ``readRSSI()`` that succeeded.
+        var rssi: NSNumber?
         /// Writes without response queued and not yet handed to the controller.
         var pendingWritesWithoutResponse = 0
         /// The L2CAP channels opened to the device, while their application holds them.
@@ -170,17 +185,28 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         protected.withLock { $0.state == .connected && $0.pendingWritesWithoutResponse < Self.writeWithoutResponseQueueCapacity }
     }
 
+    /// The RSSI in dBm of the last ``readRSSI()`` that succeeded (`nil` before), as before iOS 8.
+    @available(*, deprecated, message: "use readRSSI() and peripheral(_:didReadRSSI:error:)")
+    public var rssi: NSNumber? { protected.withLock { $0.rssi } }
+
+    /// Whether the user authorized Apple's Notification Center Service for this peripheral: always `false` on
+    /// Linux, which has no ANCS (``CBCentralManagerDelegate/centralManager(_:didUpdateANCSAuthorizationFor:)`` is never
+    /// called).
+    public var ancsAuthorized: Bool { false }
+
     private var manager: CBCentralManager? { protected.withLock { $0.manager } }
 
     // MARK: Connection (driven by the manager)
 
     /// Starts a connection attempt; returns its number, or `nil` when the peripheral is not disconnected.
-    func beginConnecting() -> Int? {
+    func beginConnecting(autoReconnect: Bool = false) -> Int? {
         protected.withLock { state in
             guard state.state == .disconnected else { return nil }
             state.state = .connecting
             state.attempt += 1
             state.cancelRequested = false
+            state.autoReconnect = autoReconnect
+            state.reconnecting = false
             return state.attempt
         }
     }
@@ -192,6 +218,20 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         do {
             remote = try await central.connect(address, name: name, timeout: CBCentralManager.connectionAttemptTimeout)
         } catch {
+            // An automatic reconnection is made again while the controller is on, after a pause, until it succeeds
+            // or the application cancels it.
+            let retry = protected.withLock { state in
+                state.attempt == attempt && state.state == .connecting && state.reconnecting
+            }
+            if retry, manager.state == .poweredOn {
+                Task { [weak self, weak manager] in
+                    try? await Task.sleep(for: .seconds(1))
+                    guard let self, let manager,
+                          self.protected.withLock({ $0.attempt == attempt && $0.state == .connecting }) else { return }
+                    manager.makeAttempt(attempt, to: self)
+                }
+                return
+            }
             let current = protected.withLock { state in
                 guard state.attempt == attempt, state.state == .connecting else { return false }
                 state.state = .disconnected
@@ -272,13 +312,21 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
     }
 
     private func linkEnded(_ remote: RemotePeripheral, reason: HCIStatus) {
-        let ours = protected.withLock { state -> Bool? in
+        let timestamp = Date().timeIntervalSinceReferenceDate
+        let ended = protected.withLock { state -> (ours: Bool, reconnection: Int?)? in
             guard state.remote === remote else { return nil }
             state.remote = nil
-            state.state = .disconnected
-            return state.cancelRequested
+            guard !state.cancelRequested, state.autoReconnect else {
+                state.state = .disconnected
+                return (state.cancelRequested, nil)
+            }
+            // Reconnecting by itself, as iOS 17 does for ``CBConnectPeripheralOptionEnableAutoReconnect``.
+            state.state = .connecting
+            state.attempt += 1
+            state.reconnecting = true
+            return (false, state.attempt)
         }
-        guard let ours, let manager else { return }
+        guard let (ours, reconnection) = ended, let manager else { return }
         let error: CBError? = ours ? nil : reason == .connectionTimeout
             ? CBError(.connectionTimeout, reason: "the link timed out (\(reason))")
             : CBError(.peripheralDisconnected, reason: "the peripheral disconnected (\(reason))")
@@ -286,8 +334,10 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
             for service in self.services ?? [] {
                 for characteristic in service.characteristics ?? [] { characteristic.stopNotifying() }
             }
-            m.delegate?.centralManager(m, didDisconnectPeripheral: self, error: error)
+            m.delegate?.centralManager(m, didDisconnectPeripheral: self, timestamp: timestamp,
+                                       isReconnecting: reconnection != nil, error: error)
         }
+        if let reconnection { manager.makeAttempt(reconnection, to: self) }
     }
 
     // MARK: Operations
@@ -491,6 +541,7 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
     public func readRSSI() {
         run({ try await $0.readRSSI() }) { peripheral, result in
             let rssi = (try? result.get()) ?? 0
+            if case .success(let value) = result { peripheral.protected.withLock { $0.rssi = NSNumber(value: value) } }
             peripheral.delegate?.peripheral(peripheral, didReadRSSI: NSNumber(value: rssi), error: result.error)
         }
     }

@@ -35,7 +35,9 @@ public let CBPeripheralManagerOptionRestoreIdentifierKey = "kCBRestoreIdentifier
 /// nothing, as CoreBluetooth's optional methods. A method whose signature nearly matches one of them (a typo in a
 /// label or type) would never be called: see ``CBDelegateDiagnostics`` for the compile-time warning and the run-time
 /// report that catch it.
-public protocol CBPeripheralManagerDelegate: AnyObject {
+///
+/// It refines `NSObjectProtocol`, as CoreBluetooth's does: a delegate is an `NSObject` subclass, as on iOS.
+public protocol CBPeripheralManagerDelegate: NSObjectProtocol {
     /// The manager's ``CBPeripheralManager/state`` changed. Publish services and advertise once it is `poweredOn`.
     func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager)
     /// Never called on Linux (there is no state restoration); present so that iOS code compiles.

@@ -103,3 +103,35 @@ public let CBUUIDServerCharacteristicConfigurationString = "2903"
 public let CBUUIDCharacteristicFormatString = "2904"
 /// The 16-bit UUID string of the Characteristic Aggregate Format descriptor (0x2905).
 public let CBUUIDCharacteristicAggregateFormatString = "2905"
+/// The 16-bit UUID string of the Valid Range descriptor (0x2906).
+public let CBUUIDCharacteristicValidRangeString = "2906"
+/// The 16-bit UUID string of the Observation Schedule descriptor (0x2910).
+public let CBUUIDCharacteristicObservationScheduleString = "2910"
+/// The UUID string of Apple's characteristic that holds the PSM of a peripheral's published L2CAP channel (a
+/// `UInt16`, little-endian), which a central reads before ``CBPeripheral/openL2CAPChannel(_:)``.
+public let CBUUIDL2CAPPSMCharacteristicString = "ABDD3056-28FA-441D-A470-55A75A52553A"
+
+/// The Generic Access service (0x1800); a macOS constant Apple deprecated.
+@available(*, deprecated, message: "use CBUUID(string: \"1800\")")
+public let CBUUIDGenericAccessProfileString = "1800"
+/// The Generic Attribute service (0x1801); a macOS constant Apple deprecated.
+@available(*, deprecated, message: "use CBUUID(string: \"1801\")")
+public let CBUUIDGenericAttributeProfileString = "1801"
+/// The Device Name characteristic (0x2A00); a macOS constant Apple deprecated.
+@available(*, deprecated, message: "use CBUUID(string: \"2A00\")")
+public let CBUUIDDeviceNameString = "2A00"
+/// The Appearance characteristic (0x2A01); a macOS constant Apple deprecated.
+@available(*, deprecated, message: "use CBUUID(string: \"2A01\")")
+public let CBUUIDAppearanceString = "2A01"
+/// The Peripheral Privacy Flag characteristic (0x2A02); a macOS constant Apple deprecated.
+@available(*, deprecated, message: "use CBUUID(string: \"2A02\")")
+public let CBUUIDPeripheralPrivacyFlagString = "2A02"
+/// The Reconnection Address characteristic (0x2A03); a macOS constant Apple deprecated.
+@available(*, deprecated, message: "use CBUUID(string: \"2A03\")")
+public let CBUUIDReconnectionAddressString = "2A03"
+/// The Peripheral Preferred Connection Parameters characteristic (0x2A04); a macOS constant Apple deprecated.
+@available(*, deprecated, message: "use CBUUID(string: \"2A04\")")
+public let CBUUIDPeripheralPreferredConnectionParametersString = "2A04"
+/// The Service Changed characteristic (0x2A05); a macOS constant Apple deprecated.
+@available(*, deprecated, message: "use CBUUID(string: \"2A05\")")
+public let CBUUIDServiceChangedString = "2A05"

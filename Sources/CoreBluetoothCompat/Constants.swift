@@ -144,8 +144,11 @@ public let CBErrorDomain = "CBErrorDomain"
 /// The error domain of ``CBATTError``.
 public let CBATTErrorDomain = "CBATTErrorDomain"
 
-/// A CoreBluetooth error, with CoreBluetooth's codes (domain ``CBErrorDomain``).
-public struct CBError: Error, Hashable, CustomNSError, CustomStringConvertible {
+/// A CoreBluetooth error, with CoreBluetooth's codes (domain ``CBErrorDomain``), in the shape Apple's Swift overlay
+/// gives it: a wrapper of an `NSError` (``_nsError``, ``init(_nsError:)``) with a ``Code`` enumeration, a static
+/// shortcut per code (`CBError.peripheralDisconnected`, so that `catch CBError.peripheralDisconnected` and
+/// `if case CBError.notConnected = error` work), ``code``, ``errorCode`` and ``userInfo``.
+public struct CBError: Error, Hashable, CustomNSError, CustomStringConvertible, @unchecked Sendable {
     /// CoreBluetooth's error codes.
     public enum Code: Int, Sendable {
         /// An unknown error.
@@ -182,37 +185,102 @@ public struct CBError: Error, Hashable, CustomNSError, CustomStringConvertible {
         case encryptionTimedOut = 15
         /// Too many LE devices are paired.
         case tooManyLEPairedDevices = 16
+        /// iOS: a background application exceeded its notification limit (never reported on Linux, which has no such limit).
+        case leGattExceededBackgroundNotificationLimit = 17
+        /// iOS: a background application nears its notification limit (never reported on Linux, which has no such limit).
+        case leGattNearBackgroundNotificationLimit = 18
+
+        /// Whether `error` is a ``CBError`` with this code (what `catch CBError.notConnected` asks).
+        public static func ~= (match: Code, error: any Error) -> Bool {
+            guard let error = error as? CBError else { return false }
+            return error.errorCode == match.rawValue
+        }
     }
 
-    /// The error code.
-    public let code: Code
-    /// What happened, in words (the stack's own explanation when there is one).
-    public let reason: String
+    /// The `NSError` this error wraps (domain ``CBErrorDomain``).
+    public let _nsError: NSError
 
-    /// Creates an error.
-    public init(_ code: Code, reason: String = "") {
-        self.code = code
-        self.reason = reason
+    /// Wraps an `NSError` of domain ``CBErrorDomain``.
+    public init(_nsError error: NSError) {
+        _nsError = error
     }
+
+    /// Creates an error with a code and the `NSError`'s user info.
+    public init(_ code: Code, userInfo: [String: Any] = [:]) {
+        _nsError = NSError(domain: CBErrorDomain, code: code.rawValue, userInfo: userInfo)
+    }
+
+    /// Creates an error whose user info explains it in words, under `NSLocalizedDescriptionKey`.
+    public init(_ code: Code, reason: String) {
+        self.init(code, userInfo: reason.isEmpty ? [:] : [NSLocalizedDescriptionKey: reason])
+    }
+
+    /// The error code (``Code/unknown`` for a code this version does not name).
+    public var code: Code { Code(rawValue: _nsError.code) ?? .unknown }
+    /// What happened, in words (the stack's own explanation when there is one, else empty).
+    public var reason: String { _nsError.userInfo[NSLocalizedDescriptionKey] as? String ?? "" }
 
     /// ``CBErrorDomain``.
     public static var errorDomain: String { CBErrorDomain }
     /// The code's raw value.
-    public var errorCode: Int { code.rawValue }
-    /// The reason, under `NSLocalizedDescriptionKey`.
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: description] }
+    public var errorCode: Int { _nsError.code }
+    /// The `NSError`'s user info (the reason under `NSLocalizedDescriptionKey`).
+    public var userInfo: [String: Any] { _nsError.userInfo }
+    /// The same as ``userInfo``.
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: description].merging(userInfo) { $1 } }
     /// The reason, or the code when there is none.
     public var description: String { reason.isEmpty ? "CBError \(code)" : reason }
     /// Errors are equal when their codes are (the reason is for people).
-    public static func == (lhs: CBError, rhs: CBError) -> Bool { lhs.code == rhs.code }
+    public static func == (lhs: CBError, rhs: CBError) -> Bool { lhs.errorCode == rhs.errorCode }
     /// Hashes the code.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(errorCode) }
+
+    /// ``Code/unknown``, as Apple's overlay names it on `CBError` itself.
+    public static var unknown: Code { .unknown }
+    /// ``Code/invalidParameters``, as Apple's overlay names it on `CBError` itself.
+    public static var invalidParameters: Code { .invalidParameters }
+    /// ``Code/invalidHandle``, as Apple's overlay names it on `CBError` itself.
+    public static var invalidHandle: Code { .invalidHandle }
+    /// ``Code/notConnected``, as Apple's overlay names it on `CBError` itself.
+    public static var notConnected: Code { .notConnected }
+    /// ``Code/outOfSpace``, as Apple's overlay names it on `CBError` itself.
+    public static var outOfSpace: Code { .outOfSpace }
+    /// ``Code/operationCancelled``, as Apple's overlay names it on `CBError` itself.
+    public static var operationCancelled: Code { .operationCancelled }
+    /// ``Code/connectionTimeout``, as Apple's overlay names it on `CBError` itself.
+    public static var connectionTimeout: Code { .connectionTimeout }
+    /// ``Code/peripheralDisconnected``, as Apple's overlay names it on `CBError` itself.
+    public static var peripheralDisconnected: Code { .peripheralDisconnected }
+    /// ``Code/uuidNotAllowed``, as Apple's overlay names it on `CBError` itself.
+    public static var uuidNotAllowed: Code { .uuidNotAllowed }
+    /// ``Code/alreadyAdvertising``, as Apple's overlay names it on `CBError` itself.
+    public static var alreadyAdvertising: Code { .alreadyAdvertising }
+    /// ``Code/connectionFailed``, as Apple's overlay names it on `CBError` itself.
+    public static var connectionFailed: Code { .connectionFailed }
+    /// ``Code/connectionLimitReached``, as Apple's overlay names it on `CBError` itself.
+    public static var connectionLimitReached: Code { .connectionLimitReached }
+    /// ``Code/unknownDevice``, as Apple's overlay names it on `CBError` itself.
+    public static var unknownDevice: Code { .unknownDevice }
+    /// ``Code/operationNotSupported``, as Apple's overlay names it on `CBError` itself.
+    public static var operationNotSupported: Code { .operationNotSupported }
+    /// ``Code/peerRemovedPairingInformation``, as Apple's overlay names it on `CBError` itself.
+    public static var peerRemovedPairingInformation: Code { .peerRemovedPairingInformation }
+    /// ``Code/encryptionTimedOut``, as Apple's overlay names it on `CBError` itself.
+    public static var encryptionTimedOut: Code { .encryptionTimedOut }
+    /// ``Code/tooManyLEPairedDevices``, as Apple's overlay names it on `CBError` itself.
+    public static var tooManyLEPairedDevices: Code { .tooManyLEPairedDevices }
+    /// ``Code/leGattExceededBackgroundNotificationLimit``, as Apple's overlay names it on `CBError` itself.
+    public static var leGattExceededBackgroundNotificationLimit: Code { .leGattExceededBackgroundNotificationLimit }
+    /// ``Code/leGattNearBackgroundNotificationLimit``, as Apple's overlay names it on `CBError` itself.
+    public static var leGattNearBackgroundNotificationLimit: Code { .leGattNearBackgroundNotificationLimit }
 }
 
-/// An ATT error the peripheral answered with (domain ``CBATTErrorDomain``); its codes are the ATT error codes.
-public struct CBATTError: Error, Hashable, CustomNSError, CustomStringConvertible {
+/// An ATT error the peripheral answered with (domain ``CBATTErrorDomain``); its codes are the ATT error codes. The
+/// shape of Apple's Swift overlay, as ``CBError``'s: ``_nsError``, ``init(_nsError:)``, a ``Code`` enumeration, a
+/// static shortcut per code (`catch CBATTError.insufficientAuthentication`), ``code``, ``errorCode``, ``userInfo``.
+public struct CBATTError: Error, Hashable, CustomNSError, CustomStringConvertible, @unchecked Sendable {
     /// The ATT error codes CoreBluetooth names; any other ATT code (an application error 0x80–0x9F, a common
-    /// profile error 0xFC–0xFF) is kept in ``rawCode``.
+    /// profile error 0xFC–0xFF) is kept in ``rawCode`` and ``errorCode``.
     public enum Code: Int, Sendable {
         /// Success (0x00).
         case success = 0x00
@@ -250,41 +318,98 @@ public struct CBATTError: Error, Hashable, CustomNSError, CustomStringConvertibl
         case unsupportedGroupType = 0x10
         /// Insufficient resources (0x11).
         case insufficientResources = 0x11
+
+        /// Whether `error` is a ``CBATTError`` with this code (what `catch CBATTError.insufficientAuthentication` asks).
+        public static func ~= (match: Code, error: any Error) -> Bool {
+            guard let error = error as? CBATTError else { return false }
+            return error.errorCode == match.rawValue
+        }
     }
 
-    /// The ATT error code as sent by the peripheral (any value, including application errors).
-    public let rawCode: UInt8
-    /// What happened, in words.
-    public let reason: String
+    /// The `NSError` this error wraps (domain ``CBATTErrorDomain``).
+    public let _nsError: NSError
 
-    /// Creates an error from a named code.
-    public init(_ code: Code, reason: String = "") {
-        self.rawCode = UInt8(code.rawValue)
-        self.reason = reason
+    /// Wraps an `NSError` of domain ``CBATTErrorDomain``.
+    public init(_nsError error: NSError) {
+        _nsError = error
+    }
+
+    /// Creates an error with a named code and the `NSError`'s user info.
+    public init(_ code: Code, userInfo: [String: Any] = [:]) {
+        _nsError = NSError(domain: CBATTErrorDomain, code: code.rawValue, userInfo: userInfo)
+    }
+
+    /// Creates an error from a named code, explained in words under `NSLocalizedDescriptionKey`.
+    public init(_ code: Code, reason: String) {
+        self.init(code, userInfo: reason.isEmpty ? [:] : [NSLocalizedDescriptionKey: reason])
     }
 
     /// Creates an error from an ATT error code as it came from the peripheral.
     public init(attCode: UInt8, reason: String = "") {
-        self.rawCode = attCode
-        self.reason = reason
+        _nsError = NSError(domain: CBATTErrorDomain, code: Int(attCode),
+                           userInfo: reason.isEmpty ? [:] : [NSLocalizedDescriptionKey: reason])
     }
+
+    /// The ATT error code as sent by the peripheral (any value, including application errors).
+    public var rawCode: UInt8 { UInt8(truncatingIfNeeded: _nsError.code) }
+    /// What happened, in words (empty when nothing was said).
+    public var reason: String { _nsError.userInfo[NSLocalizedDescriptionKey] as? String ?? "" }
 
     /// The named code; codes CoreBluetooth does not name (application errors...) read as `unlikelyError`, while
     /// ``errorCode`` and ``rawCode`` keep the value sent.
-    public var code: Code { Code(rawValue: Int(rawCode)) ?? .unlikelyError }
+    public var code: Code { Code(rawValue: _nsError.code) ?? .unlikelyError }
 
     /// ``CBATTErrorDomain``.
     public static var errorDomain: String { CBATTErrorDomain }
     /// The ATT error code.
-    public var errorCode: Int { Int(rawCode) }
-    /// The reason, under `NSLocalizedDescriptionKey`.
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: description] }
+    public var errorCode: Int { _nsError.code }
+    /// The `NSError`'s user info (the reason under `NSLocalizedDescriptionKey`).
+    public var userInfo: [String: Any] { _nsError.userInfo }
+    /// The user info, with a description under `NSLocalizedDescriptionKey` when it has none.
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: description].merging(userInfo) { $1 } }
     /// The reason, or the code when there is none.
     public var description: String { reason.isEmpty ? "CBATTError 0x\(String(rawCode, radix: 16, uppercase: true))" : reason }
     /// Errors are equal when their codes are (the reason is for people).
-    public static func == (lhs: CBATTError, rhs: CBATTError) -> Bool { lhs.rawCode == rhs.rawCode }
+    public static func == (lhs: CBATTError, rhs: CBATTError) -> Bool { lhs.errorCode == rhs.errorCode }
     /// Hashes the code.
-    public func hash(into hasher: inout Hasher) { hasher.combine(rawCode) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(errorCode) }
+
+    /// ``Code/success``, as Apple's overlay names it on `CBATTError` itself.
+    public static var success: Code { .success }
+    /// ``Code/invalidHandle``, as Apple's overlay names it on `CBATTError` itself.
+    public static var invalidHandle: Code { .invalidHandle }
+    /// ``Code/readNotPermitted``, as Apple's overlay names it on `CBATTError` itself.
+    public static var readNotPermitted: Code { .readNotPermitted }
+    /// ``Code/writeNotPermitted``, as Apple's overlay names it on `CBATTError` itself.
+    public static var writeNotPermitted: Code { .writeNotPermitted }
+    /// ``Code/invalidPdu``, as Apple's overlay names it on `CBATTError` itself.
+    public static var invalidPdu: Code { .invalidPdu }
+    /// ``Code/insufficientAuthentication``, as Apple's overlay names it on `CBATTError` itself.
+    public static var insufficientAuthentication: Code { .insufficientAuthentication }
+    /// ``Code/requestNotSupported``, as Apple's overlay names it on `CBATTError` itself.
+    public static var requestNotSupported: Code { .requestNotSupported }
+    /// ``Code/invalidOffset``, as Apple's overlay names it on `CBATTError` itself.
+    public static var invalidOffset: Code { .invalidOffset }
+    /// ``Code/insufficientAuthorization``, as Apple's overlay names it on `CBATTError` itself.
+    public static var insufficientAuthorization: Code { .insufficientAuthorization }
+    /// ``Code/prepareQueueFull``, as Apple's overlay names it on `CBATTError` itself.
+    public static var prepareQueueFull: Code { .prepareQueueFull }
+    /// ``Code/attributeNotFound``, as Apple's overlay names it on `CBATTError` itself.
+    public static var attributeNotFound: Code { .attributeNotFound }
+    /// ``Code/attributeNotLong``, as Apple's overlay names it on `CBATTError` itself.
+    public static var attributeNotLong: Code { .attributeNotLong }
+    /// ``Code/insufficientEncryptionKeySize``, as Apple's overlay names it on `CBATTError` itself.
+    public static var insufficientEncryptionKeySize: Code { .insufficientEncryptionKeySize }
+    /// ``Code/invalidAttributeValueLength``, as Apple's overlay names it on `CBATTError` itself.
+    public static var invalidAttributeValueLength: Code { .invalidAttributeValueLength }
+    /// ``Code/unlikelyError``, as Apple's overlay names it on `CBATTError` itself.
+    public static var unlikelyError: Code { .unlikelyError }
+    /// ``Code/insufficientEncryption``, as Apple's overlay names it on `CBATTError` itself.
+    public static var insufficientEncryption: Code { .insufficientEncryption }
+    /// ``Code/unsupportedGroupType``, as Apple's overlay names it on `CBATTError` itself.
+    public static var unsupportedGroupType: Code { .unsupportedGroupType }
+    /// ``Code/insufficientResources``, as Apple's overlay names it on `CBATTError` itself.
+    public static var insufficientResources: Code { .insufficientResources }
 }
 
 /// Translates the BLE module's errors into CoreBluetooth's: an ATT error answer becomes a ``CBATTError`` with the

@@ -203,7 +203,7 @@ public final class CBMutableDescriptor: CBDescriptor, @unchecked Sendable {
 
 /// A remote device seen by a manager: the common base of ``CBPeripheral`` and ``CBCentral``, as CoreBluetooth's
 /// `CBPeer`.
-public class CBPeer: NSObject, @unchecked Sendable {
+public class CBPeer: NSObject, NSCopying, @unchecked Sendable {
     /// An identifier derived from the device's address, the same in every run:
     /// `53424C45-0000-800T-8000-AAAAAAAAAAAA`, where `T` is the address type (0 public, 1 random, 2 public identity,
     /// 3 random identity) and the last group is the address, most significant byte first ("SBLE" in ASCII, then an
@@ -225,6 +225,9 @@ public class CBPeer: NSObject, @unchecked Sendable {
         let t = address.type.rawValue & 0x0F
         return UUID(uuid: (0x53, 0x42, 0x4C, 0x45, 0x00, 0x00, 0x80, t, 0x80, 0x00, a[0], a[1], a[2], a[3], a[4], a[5]))
     }
+
+    /// Returns `self`, as a peer stands for its device (`CBPeer` is `NSCopying` in CoreBluetooth).
+    public func copy(with zone: NSZone? = nil) -> Any { self }
 
     /// The address an identifier of the form ``identifier(for:)`` documents holds, or `nil` for another identifier.
     static func address(from identifier: UUID) -> LEAddress? {

@@ -103,6 +103,35 @@ struct ValueTypeTests {
         #expect(application.code == .unlikelyError)
     }
 
+    @Test("CBError and CBATTError have the shape of Apple's overlay: NSError inside, static code shortcuts, catch patterns, userInfo")
+    func errorOverlayShape() {
+        func thrown(_ error: any Error) -> String {
+            do { throw error } catch CBError.peripheralDisconnected { return "disconnected" } catch CBATTError.insufficientAuthentication {
+                return "authentication"
+            } catch { return "other" }
+        }
+        #expect(thrown(CBError(.peripheralDisconnected, reason: "gone")) == "disconnected")
+        #expect(thrown(CBATTError(.insufficientAuthentication)) == "authentication")
+        #expect(thrown(CBError(.notConnected)) == "other")
+        #expect(CBError.peripheralDisconnected == CBError.Code.peripheralDisconnected)
+        #expect(CBATTError.attributeNotFound == CBATTError.Code.attributeNotFound)
+        #expect(CBError.Code.leGattExceededBackgroundNotificationLimit.rawValue == 17)
+        #expect(CBError.Code.leGattNearBackgroundNotificationLimit.rawValue == 18)
+        let wrapped = CBError(_nsError: NSError(domain: CBErrorDomain, code: 10, userInfo: ["key": "value"]))
+        #expect(wrapped.code == .connectionFailed)
+        #expect(wrapped.errorCode == 10)
+        #expect(wrapped.userInfo["key"] as? String == "value")
+        #expect(wrapped._nsError.domain == CBErrorDomain)
+        let explained = CBError(.connectionTimeout, reason: "the link timed out")
+        #expect(explained.userInfo[NSLocalizedDescriptionKey] as? String == "the link timed out")
+        #expect(explained.reason == "the link timed out")
+        #expect((explained as NSError).code == 6)
+        #expect(CBError(.unknown, userInfo: ["a": 1]).userInfo["a"] as? Int == 1)
+        let application = CBATTError(_nsError: NSError(domain: CBATTErrorDomain, code: 0x80))
+        #expect(application.errorCode == 0x80 && application.rawCode == 0x80 && application.code == .unlikelyError)
+        #expect(CBError.errorDomain == "CBErrorDomain" && CBATTError.errorDomain == "CBATTErrorDomain")
+    }
+
     @Test("The stack's errors become CoreBluetooth's: an ATT error keeps its code")
     func errorMapping() {
         let refused = cbError(GATTError(.att(.readNotPermitted, handle: AttributeHandle(rawValue: 3)), "read not permitted"))
