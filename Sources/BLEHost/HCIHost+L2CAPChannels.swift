@@ -318,53 +318,34 @@ extension HCIHost {
 
     // MARK: Driving the managers
 
-    /// Performs a link's L2CAP actions. Never waits: frames go down with ``send(_:channel:on:whenFull:)``'s
-    /// ``WhenFull/queue`` (LE signaling is bounded by its protocol, K-frames by the peer's credits), so the
-    /// packet-reading path can call this.
+    /// Performs a link's L2CAP actions: the ``L2CAPDriver`` carries them out on the link in place, and this host
+    /// what it asked for through its port, in order. Never waits: frames go down with
+    /// ``send(_:channel:on:whenFull:)``'s ``WhenFull/queue`` (LE signaling is bounded by its protocol, K-frames by the
+    /// peer's credits), so the packet-reading path can call this.
     func performL2CAP(_ actions: [L2CAPChannelManager.Action], handle: ConnectionHandle) {
-        guard let id = links.linkID(of: handle) else { return }
+        guard !actions.isEmpty else { return }
+        var port = HostL2CAPPort(handle: handle, host: self)
+        guard let id = links.update(handle, { link -> LinkID in
+            l2cap.perform(actions, on: &link, port: &port, logger: logger)
+            return link.connection.link
+        }) else { return }
         var updates: [L2CAPConnectionParameterUpdateRequest] = []
-        for action in actions {
-            switch action {
+        for request in port.requests {
+            switch request {
             case .send(let frame):
                 // Handed over here, in order, before any suspension: K-frames of one channel never overtake each other.
-                _ = sendFrame(frame.encoded, handle: handle, link: id, whenFull: .queue)
-            case .deliverFixed(let cid, let payload):
+                _ = sendFrame(frame, handle: handle, link: id, whenFull: .queue)
+            case .deliverFixed(let payload, let cid):
                 deliverFixed(payload, channel: cid, handle: handle)
-            case .deliverSDU(let cid, let sdu):
-                links[handle]?.sduStreams[cid]?.yield(sdu)
-            case .channelOpened(let info):
-                channelOpened(info, handle: handle, link: id)
-            case .connectionFailed(let cid, let failure):
-                resolveOpen(cid, handle: handle,
-                            .failure(HostError(.l2capConnectionFailed(failure), "\(cid) did not open: \(failure)")))
-            case .channelClosed(let cid, let reason):
-                logger.debug("handle \(handle): \(cid) closed: \(reason)")
-                links[handle]?.sduStreams.removeValue(forKey: cid)?.finish()
-                wakeCreditWaiters(cid, handle: handle)
-                // Nothing more leaves on it (what it still held is dropped, and stays unconfirmed in its ledger): a close
-                // waiting behind its queue waits for what the flow has.
-                if !acl.drain.isEmpty { performDrain(acl.drain.channelQueueEmptied(cid, handle: handle, flow: acl.flow)) }
-            case .updateConnectionParameters(let request):
-                updates.append(request)
-            case .connectionParameterUpdateFinished(let outcome):
-                logger.debug("handle \(handle): connection parameter update request: \(outcome)")
-                // Accepted: the wait ends with LE Connection Update Complete (the link's teardown ends it otherwise).
-                if outcome != .answered(.accepted) && outcome != .linkClosed {
-                    finishUpdateWaiters(on: handle, .failure(HostError(.connectionParameterUpdateRefused(outcome),
-                                                                       "the central did not take the parameters: \(outcome)")))
-                }
-            case .reconfigurationFinished(let cids, let outcome):
-                logger.debug("handle \(handle): reconfiguration of \(cids): \(outcome)")
-            case .startTimer(let timer, let duration):
-                let key = L2CAPTimerKey(link: id, timer: timer)
-                l2cap.timers.start(key, after: duration) { [weak self] firing in await self?.l2capTimerFired(firing, handle: handle) }
-            case .cancelTimer(let timer):
-                l2cap.timers.cancel(L2CAPTimerKey(link: id, timer: timer))
-            case .readyToSend(let cid):
-                // This channel's K-frames are all in the flow (handed over above, in order).
+            case .opened(let info, let stream, let delivery):
+                channelOpened(info, stream: stream, delivery: delivery, handle: handle, link: id)
+            case .handedOn(let cid):
                 channelHandedOn(cid, handle: handle)
-                wakeCreditWaiters(cid, handle: handle)
+            case .closed(let cid):
+                // A close waiting behind its queue waits for what the flow has.
+                if !acl.drain.isEmpty { performDrain(acl.drain.channelQueueEmptied(cid, handle: handle, flow: acl.flow)) }
+            case .updateConnection(let request):
+                updates.append(request)
             }
         }
         for request in updates {
@@ -374,12 +355,10 @@ extension HCIHost {
         }
     }
 
-    private func channelOpened(_ info: L2CAPChannelInfo, handle: ConnectionHandle, link: LinkID) {
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-        let delivery = ChannelDelivery()
-        links[handle]?.sduStreams[info.localCID] = continuation
-        links[handle]?.deliveries[info.localCID] = delivery
-        links[handle]?.closingChannels.remove(info.localCID)
+    /// A channel opened (its stream and ledger are on the link already): the channel goes to whoever opened it, or
+    /// to the listener of its SPSM.
+    private func channelOpened(_ info: L2CAPChannelInfo, stream: AsyncStream<[UInt8]>, delivery: ChannelDelivery,
+                               handle: ConnectionHandle, link: LinkID) {
         let incoming = L2CAPIncomingSDUs(stream: stream) { [self] in
             await self.sduConsumed(handle: handle, link: link, cid: info.localCID)
         }
@@ -390,7 +369,7 @@ extension HCIHost {
             listener.continuation.yield(channel)
         } else {
             // Nobody listens any more: close it again.
-            continuation.finish()
+            links[handle]?.sduStreams[info.localCID]?.finish()
         }
     }
 
@@ -404,20 +383,12 @@ extension HCIHost {
         links[handle]?.openWaiters.removeValue(forKey: cid)?(outcome)
     }
 
-    private func wakeCreditWaiters(_ cid: L2CAPChannelID, handle: ConnectionHandle) {
-        guard let waiters = links[handle]?.creditWaiters.filter({ $0.value.cid == cid }) else { return }
-        for (id, waiter) in waiters {
-            links[handle]?.creditWaiters[id] = nil
-            waiter.continuation.resume()
-        }
-    }
-
     /// A sender waiting for credits was cancelled.
     private func stopWaitingForCredits(_ waiter: Int, handle: ConnectionHandle) {
         links[handle]?.creditWaiters.removeValue(forKey: waiter)?.continuation.resume()
     }
 
-    private func l2capTimerFired(_ firing: TimerSet<L2CAPTimerKey>.Firing, handle: ConnectionHandle) {
+    func l2capTimerFired(_ firing: TimerSet<L2CAPTimerKey>.Firing, handle: ConnectionHandle) {
         let key = firing.key
         guard l2cap.timers.expire(firing), current(handle, is: key.link),
               let actions = links.update(handle, { $0.l2cap.timerFired(key.timer) }) else { return }

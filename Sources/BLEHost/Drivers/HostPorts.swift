@@ -70,3 +70,37 @@ struct HostGAPPort: GAPPort {
         { [weak host] firing in await host?.gapTimerFired(firing) }
     }
 }
+
+/// The host's side of the ``L2CAPPort``: it records what the L2CAP driver asks while it works on a link in place,
+/// and ``HCIHost/performL2CAP(_:handle:)`` carries it out, in order, once that step is over.
+struct HostL2CAPPort: L2CAPPort {
+    /// One thing the driver asked.
+    enum Request {
+        case send([UInt8])
+        case deliverFixed([UInt8], L2CAPChannelID)
+        case opened(L2CAPChannelInfo, AsyncStream<[UInt8]>, ChannelDelivery)
+        case handedOn(L2CAPChannelID)
+        case closed(L2CAPChannelID)
+        case updateConnection(L2CAPConnectionParameterUpdateRequest)
+    }
+
+    /// The link's handle.
+    let handle: ConnectionHandle
+    /// The host whose timers call back (held weakly: a timer outlives nothing).
+    weak var host: HCIHost?
+    /// What was asked, in order.
+    private(set) var requests: [Request] = []
+
+    mutating func send(_ frame: [UInt8]) { requests.append(.send(frame)) }
+    mutating func deliverFixed(_ payload: [UInt8], channel: L2CAPChannelID) { requests.append(.deliverFixed(payload, channel)) }
+    mutating func opened(_ info: L2CAPChannelInfo, stream: AsyncStream<[UInt8]>, delivery: ChannelDelivery) {
+        requests.append(.opened(info, stream, delivery))
+    }
+    mutating func handedOn(_ cid: L2CAPChannelID) { requests.append(.handedOn(cid)) }
+    mutating func closed(_ cid: L2CAPChannelID) { requests.append(.closed(cid)) }
+    mutating func updateConnection(_ request: L2CAPConnectionParameterUpdateRequest) { requests.append(.updateConnection(request)) }
+
+    func timerHandler(for key: L2CAPTimerKey) -> @Sendable (TimerSet<L2CAPTimerKey>.Firing) async -> Void {
+        { [weak host, handle] firing in await host?.l2capTimerFired(firing, handle: handle) }
+    }
+}
