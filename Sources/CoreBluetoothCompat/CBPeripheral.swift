@@ -336,8 +336,10 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
             }
             m.delegate?.centralManager(m, didDisconnectPeripheral: self, timestamp: timestamp,
                                        isReconnecting: reconnection != nil, error: error)
+            // The reconnection starts once the delegate heard of the loss, as on iOS: during the callback the
+            // peripheral is `connecting`, whatever the load (a reconnection begun before could already be up).
+            if let reconnection { m.makeAttempt(reconnection, to: self) }
         }
-        if let reconnection { manager.makeAttempt(reconnection, to: self) }
     }
 
     // MARK: Operations
