@@ -1,504 +1,307 @@
 import BLEProtocols
 import BLEWire
 
-/// GATT over every link of an ``HCIHost``: a thin driver that runs one ``ATTBearer`` per link (the server role over a
-/// ``GATTDatabase`` with ``ATTServer``, the client procedures of ``GATTProcedure``) and carries out their actions:
-/// sending PDUs, timers, handing results to the callers. Core 5.4, Vol 3, Parts F and G.
+/// GATT over every link of an ``HCIHost``: the client procedures, the served database, notifications and indications,
+/// the application's requests. Core 5.4, Vol 3, Parts F and G.
+///
+/// An engine is a view of its host's GATT: the host owns the one GATT driver of its links (a link has one ATT
+/// bearer), and every call here runs on the host, in its isolation, straight down to its outbox. Any number of
+/// engines of one host (``HCIHost/gattEngine()``, or created with ``init(host:database:preferredMTU:)``) are views of
+/// the same state.
 ///
 /// Everything that belongs to a link (its bearer, waiters, subscriptions, timers) is keyed by its ``LinkID``, never by
 /// its connection handle: a controller may give the handle to the next link at once, and nothing of the old link can
 /// reach the new one.
-public actor GATTEngine {
-    struct LinkState {
-        let connection: HostConnection
-        var bearer: ATTBearer
-        var server = ATTServerConnection()
-        /// Notification subscribers per value handle, in the order they subscribed.
-        var subscribers: [AttributeHandle: [(id: Int, sink: NotificationSink)]] = [:]
-        var timers = TimerSet<ATTBearer.Timer>()
-        /// ATT PDUs from the host waiting for the PDU before them to be carried out (see ``GATTEngine/receiveFromHost(_:on:)``).
-        var inbox: [Inbound] = []
-        /// A task is carrying out this link's inbound PDUs: what arrives meanwhile waits in ``inbox``, in order.
-        var inboxBusy = false
-        /// The peer's request being answered by the application, if any (see ``GATTEngine/applicationRequests()``).
-        var application: ApplicationPending?
-        /// This side exchanged MTUs as a client (at most once per link: Core 5.4, Vol 3, Part F, 3.4.2.1).
-        var exchangedMTU = false
-        /// The link is being detached (its disconnection event and the end of its ATT channel both detach it).
-        var detaching = false
-        /// The peer's bond, once found (its local identity and the peer's identity address): the bond store keeps
-        /// the client's GATT state with it between connections (``BondedGATTClient``).
-        var bondedClient: BondName?
-        /// The bond was looked for (once per link, when the host first counts the link as bonded).
-        var lookedForBond = false
-        /// The Database Hash of the database the bonded client was last aware of.
-        var awareHash: [UInt8]?
-        /// The client's GATT state as the bond store has it (last read or written).
-        var storedClient: BondedGATTClient?
-        /// As a client: the key of the peer's entry in the ``GATTCache`` and its Service Changed value handle.
-        var cachedPeer: LEAddress?
-        var peerServiceChanged: AttributeHandle?
-        /// As a client: robust caching was enabled on the peer (Client Supported Features written) on this link.
-        var enabledRobustCaching = false
+public struct GATTEngine: Sendable {
+    /// The host whose GATT this is.
+    public let host: HCIHost
+    private let initialDatabase: GATTDatabase?
+    private let initialMTU: Int?
+
+    /// A view of `host`'s GATT that, once ``start()`` is called, serves `database` (when given) and asks for and offers
+    /// `preferredMTU` (when given) on links from then on.
+    public init(host: HCIHost, database: GATTDatabase? = nil, preferredMTU: Int? = nil) {
+        self.host = host
+        self.initialDatabase = database
+        self.initialMTU = preferredMTU
     }
 
-    /// What the host hands this engine on a link's ATT channel.
-    enum Inbound {
-        case payload([UInt8])
-        /// The channel ended (the link went down, or another consumer took the channel over).
-        case end
+    /// Starts serving: every current and future link of the host gets an ATT bearer, and the database and MTU given
+    /// to ``init(host:database:preferredMTU:)`` take effect.
+    public func start() async {
+        let database = initialDatabase, mtu = initialMTU
+        await host.withGATT { _, gatt in
+            if let database { gatt.database = database }
+            if let mtu { gatt.setPreferredMTU(mtu) }
+        }
     }
 
-    /// What names a bond in the bond store.
-    struct BondName: Hashable {
-        var local: LEAddress
-        var peer: LEAddress
-    }
+    // MARK: Settings and counters
 
-    /// A request the application answers, with the server's state for completing it.
-    struct ApplicationPending {
-        let pending: ATTServer.Pending
-        /// The ``GATTServerRequest`` ids handed to the application, one per ``ATTServer/Pending/requests`` entry.
-        let requestIDs: [UInt64]
-        var answers: [UInt64: ATTApplicationAnswer] = [:]
-        /// Whether the peer waits for the answer (a request, not a command).
-        let isRequest: Bool
-
-        var isAnswered: Bool { answers.count == requestIDs.count }
-        var orderedAnswers: [ATTApplicationAnswer] { requestIDs.map { answers[$0] ?? .error(.unlikelyError) } }
-    }
-
-    struct RequestKey: Hashable {
-        let link: LinkID
-        let id: ATTBearer.RequestID
-    }
-
-    struct IndicationKey: Hashable {
-        let link: LinkID
-        let id: ATTBearer.IndicationID
-    }
-
-    let host: HCIHost
     /// The local database served to peers.
-    public internal(set) var database: GATTDatabase
+    public var database: GATTDatabase { get async { await host.withGATT { _, gatt in gatt.database } } }
     /// The ATT transaction timeout (Core 5.4, Vol 3, Part F, 3.3.3), for links attached from now on.
-    public private(set) var transactionTimeout: Duration = .seconds(30)
+    public var transactionTimeout: Duration { get async { await host.withGATT { _, gatt in gatt.transactionTimeout } } }
     /// Sets the ATT transaction timeout (30 s by default) of links attached from now on.
-    public func setTransactionTimeout(_ timeout: Duration) { transactionTimeout = timeout }
-
+    public func setTransactionTimeout(_ timeout: Duration) async {
+        await host.withGATT { _, gatt in gatt.transactionTimeout = timeout }
+    }
     /// The MTU this side asks for and offers.
-    public let preferredMTU: Int
-    /// Each link's state; looked up on every PDU: a `SmallMap` (no hashing for the few links up).
-    var links = SmallMap<LinkID, LinkState>()
-    /// The current link of each connection handle.
-    var linkOfHandle: [ConnectionHandle: LinkID] = [:]
-    var waiters: [RequestKey: CheckedContinuation<ATTPDU, any Error>] = [:]
-    var confirmationWaiters: [IndicationKey: CheckedContinuation<Void, any Error>] = [:]
-    var serverSubscribers: [Int: AsyncStream<GATTServerEvent>.Continuation] = [:]
-    var applicationConsumer: AsyncStream<GATTServerRequest>.Continuation?
-    var nextApplicationRequest: UInt64 = 0
-    /// Write Commands of application attributes waiting for the application (their answers are not sent).
-    var commands: [UInt64: (link: LinkID, pending: ApplicationPending)] = [:]
-    var nextSubscriber = 0
-    var watcher: Task<Void, Never>?
+    public var preferredMTU: Int { get async { await host.withGATT { _, gatt in gatt.preferredMTU } } }
     /// Values a subscriber (``subscribe(_:valueHandle:cccdHandle:indications:)``) holds at most before it loses the
     /// oldest, for subscriptions made from now on.
-    public private(set) var notificationBufferingLimit = 4096
+    public var notificationBufferingLimit: Int { get async { await host.withGATT { _, gatt in gatt.notificationBufferingLimit } } }
     /// Sets ``notificationBufferingLimit`` (at least 1).
-    public func setNotificationBufferingLimit(_ limit: Int) { notificationBufferingLimit = max(1, limit) }
+    public func setNotificationBufferingLimit(_ limit: Int) async {
+        await host.withGATT { _, gatt in gatt.notificationBufferingLimit = max(1, limit) }
+    }
     /// Values dropped because a subscriber fell more than ``notificationBufferingLimit`` behind.
-    public private(set) var droppedNotificationCount = 0
+    public var droppedNotificationCount: Int { get async { await host.withGATT { _, gatt in gatt.droppedNotificationCount } } }
     /// How the last ``discoverDatabase(_:descriptors:)`` went: its requests (round trips) before the result was
     /// ready, and whether the cache answered. Requests of other callers meanwhile are counted too.
-    public internal(set) var lastDiscovery: GATTDiscoveryReport?
+    public var lastDiscovery: GATTDiscoveryReport? { get async { await host.withGATT { _, gatt in gatt.lastDiscovery } } }
     /// The client's cache of peers' databases (``discoverDatabase(_:descriptors:)``), if any.
-    public internal(set) var cache: GATTCache?
-    /// ATT requests this engine has sent as a client (round trips), over all links.
-    public private(set) var requestCount = 0
+    public var cache: GATTCache? { get async { await host.withGATT { _, gatt in gatt.cache } } }
+    /// Uses `cache` for ``discoverDatabase(_:descriptors:)`` from now on (`nil`: no cache).
+    public func setCache(_ cache: GATTCache?) async { await host.setSharedGATTCache(cache) }
+    /// ATT requests sent as a client (round trips), over all links.
+    public var requestCount: Int { get async { await host.withGATT { _, gatt in gatt.requestCount } } }
 
-    /// The engine runs on its host's executor: the host hands it each ATT PDU in the same step that reassembled it
-    /// (no stream, no task in between), and its calls into the host (sending a PDU) are no executor switch.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { host.unownedExecutor }
-
-    /// Creates an engine serving `database` on `host`'s links. Call ``start()``.
-    public init(host: HCIHost, database: GATTDatabase = GATTDatabase(services: []), preferredMTU: Int = 247) {
-        self.host = host
-        self.database = database
-        self.preferredMTU = max(ATT.defaultLEMTU, min(preferredMTU, ATT.maximumMTU))
-    }
-
-    /// Starts serving: every current and future link gets an ATT bearer.
-    public func start() async {
-        guard watcher == nil else { return }
-        let events = await host.events()
-        for connection in await host.connections { await attach(connection) }
-        watcher = Task { [weak self] in
-            for await event in events {
-                guard let self else { return }
-                switch event {
-                case .connected(let c): await self.attach(c)
-                case .disconnected(let c, _): await self.detach(c.link)
-                case .securityChanged(let c, let security):
-                    await self.setSecurity(security, on: c.link)
-                    await self.identifyBondedClient(security, on: c.link)
-                default: break
-                }
-            }
-        }
-    }
-
-    func attach(_ connection: HostConnection) async {
-        let link = connection.link
-        guard links[link] == nil else { return }
-        // Reserve the link before suspending, so a concurrent attach of the same link does nothing.
-        var state = LinkState(connection: connection, bearer: ATTBearer(transactionTimeout: transactionTimeout))
-        state.server.serverMTU = preferredMTU
-        state.server.minimumKeySize = Int(host.configuration.security.minimumKeySize)
-        links[link] = state
-        linkOfHandle[connection.handle] = link
-        if let security = await host.security(of: connection) {
-            setSecurity(security, on: link)
-            // A bonded client finds its GATT state as it left it before anything is served.
-            await identifyBondedClient(security, on: link)
-        }
-        // From here on the host hands this engine the link's ATT PDUs directly (``receiveFromHost(_:on:)``), the
-        // ones it kept since the link came up first.
-        do {
-            try await host.openATT(for: self, on: connection)
-        } catch {
-            await detach(link)
-        }
-    }
-
-    /// Drops a link's ATT state: its bearer closes and everything waiting on it fails.
-    func detach(_ link: LinkID) async {
-        guard var state = links[link], !state.detaching else { return }
-        state.detaching = true
-        // A central that drops its link is no longer subscribed to anything.
-        for valueHandle in state.server.clientConfigurations.keys.sorted() {
-            publishServerEvent(.subscriptionChanged(valueHandle: valueHandle, notify: false, indicate: false), on: link)
-        }
-        let actions = state.bearer.close(GATTError(.disconnected, "the link went down"))
-        links[link] = state
-        await perform(actions, on: link)
-        guard let state = links.removeValue(forKey: link) else { return }
-        if linkOfHandle[state.connection.handle] == link { linkOfHandle[state.connection.handle] = nil }
-        commands = commands.filter { $0.value.link != link }
-        for subscribers in state.subscribers.values { for s in subscribers { s.sink.end() } }
-        var timers = state.timers
-        timers.cancelAll()
-    }
-
-    /// Records a link's security in its server state (what protected attributes are checked against).
-    func setSecurity(_ security: LinkSecurity, on link: LinkID) {
-        links[link]?.server.isEncrypted = security.isEncrypted
-        links[link]?.server.isAuthenticated = security.isAuthenticated
-        links[link]?.server.isSecureConnections = security.level?.secureConnections == true
-        links[link]?.server.keySize = security.level?.keySize ?? 0
-        links[link]?.server.hasLongTermKey = security.isBonded
-    }
-
-    /// Asks the host for a link's security now; returns whether it differed from what this engine knew.
-    func refreshSecurity(of link: LinkID) async -> Bool {
-        guard let connection = links[link]?.connection, let before = links[link]?.server,
-              let security = await host.security(of: connection) else { return false }
-        setSecurity(security, on: link)
-        guard let after = links[link]?.server else { return false }
-        return before.isEncrypted != after.isEncrypted || before.isAuthenticated != after.isAuthenticated
-            || before.isSecureConnections != after.isSecureConnections || before.keySize != after.keySize
-            || before.hasLongTermKey != after.hasLongTermKey
-    }
-
-    /// The current link of `handle`, attaching it when the host has it but its connection event is still in flight.
-    func link(_ connection: HostConnection) async throws -> LinkID {
-        if links[connection.link] != nil { return connection.link }
-        if await host.connections.contains(where: { $0.link == connection.link }) { await attach(connection) }
-        guard links[connection.link] != nil else { throw GATTError(.disconnected, "no ATT bearer on \(connection.link)") }
-        return connection.link
-    }
-
-    // MARK: Driving the bearer
-
-    func receive(_ payload: [UInt8], on link: LinkID) async {
-        guard let actions = links[link]?.bearer.receive(payload) else { return }
-        await perform(actions, on: link)
-    }
-
-    /// An ATT PDU from the host, on the host's executor, in the step that reassembled it. When nothing of the link is
-    /// waiting, the bearer takes it at once and what needs no suspension (a notification to the subscribers, a
-    /// response to its waiter, a PDU to send, timers) is done here; from the first action that may suspend (a request
-    /// to serve, closing the link), the rest goes to a task, and PDUs arriving meanwhile wait for it in order.
-    /// Nothing here waits: the host's reading of packets never does (only it reads what ends a wait for queue room).
-    func receiveFromHost(_ payload: [UInt8], on link: LinkID) {
-        // One look-up: the PDU waits behind a busy inbox, or the bearer takes it now.
-        guard let (actions, connection) = links.withValue(forKey: link, { state -> ([ATTBearer.Action], HostConnection)? in
-            if state.inboxBusy {
-                state.inbox.append(.payload(payload))
-                return nil
-            }
-            return (state.bearer.receive(payload), state.connection)
-        }) ?? nil else { return }
-        var next = 0
-        while next < actions.count, performNow(actions[next], on: link, connection: connection) { next += 1 }
-        guard next < actions.count else { return }
-        links[link]?.inboxBusy = true
-        let rest = Array(actions[next...])
-        Task { await self.drainInbox(link, first: rest) }
-    }
-
-    /// The host's ATT channel of `link` ended: the link is detached, after the PDUs waiting before the end.
-    func attChannelEnded(_ link: LinkID) {
-        guard let busy = links.withValue(forKey: link, { state -> Bool in
-            if state.inboxBusy { state.inbox.append(.end) }
-            return state.inboxBusy
-        }), !busy else { return }
-        Task { await self.detach(link) }
-    }
-
-    /// Carries out `first`, then the link's waiting PDUs in order, until none is left.
-    private func drainInbox(_ link: LinkID, first: [ATTBearer.Action]) async {
-        await perform(first, on: link)
-        while let item = links.withValue(forKey: link, { state -> Inbound? in
-            guard !state.inbox.isEmpty else {
-                state.inboxBusy = false
-                return nil
-            }
-            return state.inbox.removeFirst()
-        }) ?? nil {
-            switch item {
-            case .payload(let payload): await receive(payload, on: link)
-            case .end:
-                await detach(link)
-                return
-            }
-        }
-    }
-
-    /// Carries out a bearer's actions, in order.
-    func perform(_ actions: [ATTBearer.Action], on link: LinkID) async {
-        for action in actions where !performNow(action, on: link) {
-            switch action {
-            case .serve(let bytes):
-                await serve(bytes, on: link)
-            case .closeLink:
-                // Core 5.4, Vol 3, Part F, 3.3.3: no further ATT on this bearer; the link is closed.
-                if let connection = links[link]?.connection { _ = try? await host.disconnect(connection) }
-            default:
-                break
-            }
-        }
-    }
-
-    /// Carries out an action that needs no suspension and returns `true`; `false` (nothing done) for one that may
-    /// suspend (serving, closing the link). `connection`, when the caller has it, is the link's connection (it spares
-    /// a look-up per PDU sent).
-    ///
-    /// A PDU the bearer sends goes to the host's outbox at once, past the link's queue limit if it must
-    /// (``HCIHost/WhenFull/queue``): ATT bounds these itself (one request and one indication outstanding, a
-    /// confirmation per indication, a response per request), and the packet-reading path that sends most of them
-    /// cannot wait. Only PDUs that get no response wait for room (``sendUnanswered(_:on:)``).
-    private func performNow(_ action: ATTBearer.Action, on link: LinkID, connection known: HostConnection? = nil) -> Bool {
-        switch action {
-        case .serve, .closeLink:
-            return false
-        case .send(let bytes):
-            if let connection = known ?? links.withValue(forKey: link, { $0.connection }) {
-                _ = sendATT(bytes, on: connection, whenFull: .queue)
-            }
-        case .startTimer(let timer, let duration):
-                links[link]?.timers.start(timer, after: duration) { [weak self] firing in await self?.timerFired(firing, on: link) }
-            case .cancelTimer(let timer):
-                links[link]?.timers.cancel(timer)
-            case .complete(let id, let result):
-                let key = RequestKey(link: link, id: id)
-                waiters.removeValue(forKey: key)?.resume(with: result.mapError { $0 })
-            case .confirmed(let id, let result):
-                let key = IndicationKey(link: link, id: id)
-                if case .success = result { publishServerEvent(.indicationConfirmed, on: link) }
-                confirmationWaiters.removeValue(forKey: key)?.resume(with: result.mapError { $0 })
-            case .notification(let handle, let value), .indication(let handle, let value):
-                // Service Changed from a peer whose database is cached: the cache no longer describes it. (The link's
-                // state is read in place: a copy of it per value would retain everything in it.)
-                let (dropped, serviceChanged) = links.withValue(forKey: link) { state in
-                    var dropped = 0
-                    if let subscribers = state.subscribers[handle] {
-                        for s in subscribers where s.sink.deliver(value) { dropped += 1 }
-                    }
-                    return (dropped, handle == state.peerServiceChanged)
-                } ?? (0, false)
-                droppedNotificationCount += dropped
-                if serviceChanged { forgetCachedDatabase(of: link) }
-        }
-        return true
-    }
-
-    private func timerFired(_ firing: TimerSet<ATTBearer.Timer>.Firing, on link: LinkID) async {
-        guard links[link]?.timers.expire(firing) == true else { return }
-        let timer = firing.key
-        guard let actions = links[link]?.bearer.timerFired(timer) else { return }
-        await perform(actions, on: link)
-    }
-
-    /// Sends a request on `link` and returns its response (an Error Response included).
-    func transact(_ pdu: ATTPDU, on link: LinkID) async throws -> ATTPDU {
-        guard let (id, actions) = links[link]?.bearer.request(pdu) else { throw GATTError(.disconnected, "the link went down") }
-        requestCount += 1
-        let key = RequestKey(link: link, id: id)
-        // The waiter is in place before the request leaves, in this step: its response cannot come first.
-        return try await withCheckedThrowingContinuation { continuation in
-            waiters[key] = continuation
-            performInStep(actions, on: link)
-        }
-    }
-
-    /// Carries out `actions` in this step, without suspending the caller: for a caller that registers its waiter and
-    /// then hands over the actions that send its request or indication (which are all done in the step; anything
-    /// that would suspend goes to a task, in order).
-    func performInStep(_ actions: [ATTBearer.Action], on link: LinkID) {
-        var next = 0
-        while next < actions.count, performNow(actions[next], on: link) { next += 1 }
-        guard next < actions.count else { return }
-        let rest = Array(actions[next...])
-        Task { await self.perform(rest, on: link) }
-    }
-
-    /// Runs a client procedure on the current link of `handle`. When the server refuses for security (Insufficient
-    /// Authentication, Insufficient Encryption, Encryption Key Size Too Short) and the host pairs on demand
-    /// (``HCIHost/pairsOnDemand``), the link is secured (the bond's key, or pairing) and the procedure runs again, as
-    /// CoreBluetooth does. An unencrypted link first gets the host's usual pairing; a link already encrypted and still
-    /// refused for authentication gets an authenticated (MITM) pairing: at most these two attempts.
-    public func run<P: GATTProcedure>(_ procedure: P, on connection: HostConnection) async throws -> P.Output {
-        let link = try await link(connection)
-        var attempts = 0
-        while true {
-            do {
-                return try await runOnce(procedure, on: link)
-            } catch let error as GATTError {
-                // Robust caching: the server's database changed under this client, whose cache is stale.
-                if error.code.attError == .databaseOutOfSync { forgetCachedDatabase(of: link) }
-                guard attempts < 2, let code = error.code.attError,
-                      [.insufficientAuthentication, .insufficientEncryption, .encryptionKeySizeTooShort].contains(code),
-                      let connection = links[link]?.connection, await host.pairsOnDemand,
-                      let security = await host.security(of: connection) else { throw error }
-                // Encrypted and still refused for authentication: only an authenticated key will do. Encrypted with a
-                // short key: pair again for a longer one.
-                let mitm = security.isEncrypted && code == .insufficientAuthentication
-                if mitm && security.isAuthenticated { throw error }
-                attempts += 1
-                do {
-                    _ = try await host.pair(connection, mitm: mitm, force: security.isEncrypted && code != .insufficientEncryption)
-                } catch let failure {
-                    // The refusal stands; the reason says why the link could not be secured.
-                    throw GATTError(error.code, "\(error.reason); securing the link failed: \(failure)")
-                }
-            }
-        }
-    }
-
-    private func runOnce<P: GATTProcedure>(_ procedure: P, on link: LinkID) async throws -> P.Output {
-        var procedure = procedure
-        var step = try procedure.start()
-        while true {
-            switch step {
-            case .finished(let output): return output
-            case .request(let pdu): step = try procedure.receive(try await transact(pdu, on: link))
-            }
-        }
-    }
-
-    /// Sends a PDU that gets no response (a Write Command, a notification) through the host's waiting send
-    /// (``HCIHost/sendL2CAP(_:channel:on:)``): into the host's outbox at once when the link's queue has room (the
-    /// outbox may have this caller drain it), otherwise once there is room.
-    func sendUnanswered(_ pdu: ATTPDU, on link: LinkID) async throws {
-        // The bearer is read in place (a copy of the link's state would retain everything in it).
-        let started = links.withValue(forKey: link) { state -> Result<([ATTBearer.Action], HostConnection), any Error> in
-            if let reason = state.bearer.closedReason { return .failure(reason) }
-            return .success((state.bearer.unanswered(pdu), state.connection))
-        }
-        guard let started else { throw GATTError(.disconnected, "the link went down") }
-        let (actions, connection) = try started.get()
-        for case .send(let bytes) in actions {
-            do {
-                try await host.sendL2CAP(bytes, channel: .att, on: connection)
-            } catch {
-                throw GATTError(.disconnected, "the link went down")
-            }
-        }
-    }
-
-    // MARK: The boundary with the host
-    //
-    // The engine and its host share one executor, and cross synchronously in three calls, all here: the host hands
-    // the engine a link's ATT PDUs (``hostDelivered(_:on:)``) and the end of its ATT channel (``hostEndedATT(on:)``),
-    // and the engine sends what its bearers send through the host's non-suspending send (``sendATT(_:on:whenFull:)``).
-    // The one other way down is the host's waiting send, an ordinary actor call (``sendUnanswered(_:on:)``).
-
-    /// The bearers' way down: the host's non-suspending ``HCIHost/send(_:channel:on:whenFull:)`` on the ATT channel.
-    /// This engine runs on its host's executor.
-    func sendATT(_ bytes: [UInt8], on connection: HostConnection, whenFull: HCIHost.WhenFull) -> HCIHost.SendOutcome {
-        host.assumeIsolated { $0.send(bytes, channel: .att, on: connection, whenFull: whenFull) }
-    }
-
-    /// The host hands over one ATT PDU of `link` in the step that reassembled it (``receiveFromHost(_:on:)``).
-    nonisolated func hostDelivered(_ payload: [UInt8], on link: LinkID) {
-        assumeIsolated { $0.receiveFromHost(payload, on: link) }
-    }
-
-    /// The host's ATT channel of `link` ended (``attChannelEnded(_:)``).
-    nonisolated func hostEndedATT(on link: LinkID) {
-        assumeIsolated { $0.attChannelEnded(link) }
-    }
-
-    // MARK: Events
-
-    /// Server-side events (writes, subscriptions, MTU), each attributed to its link. Each call is a new subscriber.
-    public func serverEvents() -> AsyncStream<GATTServerEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: GATTServerEvent.self)
-        let id = nextSubscriber
-        nextSubscriber += 1
-        serverSubscribers[id] = continuation
-        continuation.onTermination = { [weak self] _ in Task { await self?.dropServerSubscriber(id) } }
-        return stream
-    }
-
-    private func dropServerSubscriber(_ id: Int) { serverSubscribers[id] = nil }
-
-    func publishServerEvent(_ event: ATTServerEvent, on link: LinkID) {
-        guard let connection = links[link]?.connection else { return }
-        for s in serverSubscribers.values { s.yield(GATTServerEvent(connection: connection, event: event)) }
-    }
-
-    /// The effective ATT_MTU of the link with `handle`.
-    public func mtu(_ connection: HostConnection) -> Int {
-        links[connection.link]?.server.mtu ?? ATT.defaultLEMTU
+    /// The effective ATT_MTU of the link.
+    public func mtu(_ connection: HostConnection) async -> Int {
+        await host.withGATT { _, gatt in gatt.mtu(connection) }
     }
 
     /// The longest value one write carries: ATT_MTU − 3 without response (one Write Command); 512 with response,
     /// since ``write(_:attribute:value:)`` sends longer values as prepared writes (what CoreBluetooth's
     /// `maximumWriteValueLength(for:)` answers too).
-    public func maximumWriteValueLength(_ connection: HostConnection, withResponse: Bool) -> Int {
-        withResponse ? ATT.maximumAttributeValueLength : ATT.maximumWriteValueLength(mtu: mtu(connection))
+    public func maximumWriteValueLength(_ connection: HostConnection, withResponse: Bool) async -> Int {
+        await host.withGATT { _, gatt in gatt.maximumWriteValueLength(connection, withResponse: withResponse) }
+    }
+
+    // MARK: Client
+
+    /// Runs a client procedure on the link. When the server refuses for security (Insufficient Authentication,
+    /// Insufficient Encryption, Encryption Key Size Too Short) and the host pairs on demand (``HCIHost/pairsOnDemand``),
+    /// the link is secured (the bond's key, or pairing) and the procedure runs again, as CoreBluetooth does. An
+    /// unencrypted link first gets the host's usual pairing; a link already encrypted and still refused for
+    /// authentication gets an authenticated (MITM) pairing: at most these two attempts.
+    public func run<P: GATTProcedure>(_ procedure: P, on connection: HostConnection) async throws -> P.Output
+    where P.Output: Sendable {
+        try await host.withGATT { host, gatt in try await gatt.run(procedure, on: connection, host: host) }
+    }
+
+    /// Exchanges MTUs (the client asks for ``preferredMTU``); returns the effective ATT_MTU. A client exchanges MTUs
+    /// once per link (Core 5.4, Vol 3, Part F, 3.4.2.1): later calls return the MTU without asking again.
+    public func exchangeMTU(_ connection: HostConnection) async throws -> Int {
+        try await host.withGATT { host, gatt in try await gatt.exchangeMTU(connection, host: host) }
+    }
+
+    /// Discovers primary services (all, or those of type `uuid`).
+    public func discoverPrimaryServices(_ connection: HostConnection, uuid: BluetoothUUID? = nil) async throws -> [GATTService] {
+        try await host.withGATT { host, gatt in try await gatt.discoverPrimaryServices(connection, uuid: uuid, host: host) }
+    }
+
+    /// Discovers the characteristics of `service` (all, or those of type `uuid`).
+    public func discoverCharacteristics(_ connection: HostConnection, of service: GATTService,
+                                        uuid: BluetoothUUID? = nil) async throws -> [GATTCharacteristic] {
+        try await host.withGATT { host, gatt in
+            try await gatt.discoverCharacteristics(connection, of: service, uuid: uuid, host: host)
+        }
+    }
+
+    /// Discovers the descriptors of `characteristic`.
+    public func discoverDescriptors(_ connection: HostConnection, of characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
+        try await host.withGATT { host, gatt in try await gatt.discoverDescriptors(connection, of: characteristic, host: host) }
+    }
+
+    /// Discovers every primary service, its characteristics and (unless `descriptors` is false) their descriptors in
+    /// as few round trips as the Core Specification allows: the characteristics of all services in one walk, the
+    /// descriptors only where a characteristic leaves room for them, several gaps per request (``DatabaseDiscovery``).
+    /// The result equals discovering each service and characteristic separately.
+    ///
+    /// With a ``cache`` (``setCache(_:)``), the peer's Database Hash is read first (one Read By Type over the whole
+    /// range): when it equals the cached entry's, the cached database is the answer, one round trip in all. Otherwise
+    /// the database is discovered and cached with the hash. Either way, when the peer has Client Supported Features,
+    /// this client enables robust caching there, so that the peer answers Database Out Of Sync if its database
+    /// changes during the connection (after a fresh discovery before returning; after a cached one in the background,
+    /// as the next request). Core 5.4, Vol 3, Part G, 2.5.2.
+    public func discoverDatabase(_ connection: HostConnection, descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
+        try await discoverDatabaseReporting(connection, descriptors: descriptors).services
+    }
+
+    /// ``discoverDatabase(_:descriptors:)`` with how it went: the round trips before the result was ready, and
+    /// whether the cache answered.
+    public func discoverDatabaseReporting(_ connection: HostConnection, descriptors: Bool = true) async throws
+        -> (services: [GATTDiscoveredService], report: GATTDiscoveryReport) {
+        try await host.withGATT { host, gatt in
+            let (services, report) = try await gatt.discoverDatabaseReporting(connection, descriptors: descriptors, host: host)
+            return DiscoveryResult(services: services, report: report)
+        }.tuple
+    }
+
+    /// The peer's Database Hash (Read Using Characteristic UUID over the whole range), `nil` when it has none.
+    public func readDatabaseHash(_ connection: HostConnection) async throws -> [UInt8]? {
+        try await host.withGATT { host, gatt in try await gatt.readDatabaseHash(connection, host: host) }
+    }
+
+    /// Discovers the services a service includes. Core 5.4, Vol 3, Part G, 4.5.1.
+    public func discoverIncludedServices(_ connection: HostConnection, of service: GATTService) async throws -> [GATTService] {
+        try await host.withGATT { host, gatt in try await gatt.discoverIncludedServices(connection, of: service, host: host) }
+    }
+
+    /// Reads the values of characteristics of type `uuid` in `range` without discovering them (Read Using
+    /// Characteristic UUID). Core 5.4, Vol 3, Part G, 4.8.2.
+    public func read(_ connection: HostConnection, byType uuid: BluetoothUUID,
+                     in range: ClosedRange<AttributeHandle> = 1...0xFFFF) async throws -> [(handle: AttributeHandle, value: [UInt8])] {
+        try await host.withGATT { host, gatt in
+            try await gatt.read(connection, byType: uuid, in: range, host: host).map { HandleValue(handle: $0.handle, value: $0.value) }
+        }.map { ($0.handle, $0.value) }
+    }
+
+    /// Reads several values in one request (Read Multiple Variable Length Values, each value whole up to the MTU).
+    /// Core 5.4, Vol 3, Part G, 4.8.5.
+    public func readMultiple(_ connection: HostConnection, attributes: [AttributeHandle]) async throws -> [[UInt8]] {
+        try await host.withGATT { host, gatt in try await gatt.readMultiple(connection, attributes: attributes, host: host) }
+    }
+
+    /// Reads a value; long values are read whole with Read Blob. Core 5.4, Vol 3, Part G, 4.8.1 and 4.8.3.
+    public func read(_ connection: HostConnection, attribute: AttributeHandle) async throws -> [UInt8] {
+        try await host.withGATT { host, gatt in try await gatt.read(connection, attribute: attribute, host: host) }
+    }
+
+    /// Writes a value with a Write Request, or with prepared writes (reliably: each echo is checked) when it does
+    /// not fit one PDU. Core 5.4, Vol 3, Part G, 4.9.3 and 4.9.4.
+    public func write(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8]) async throws {
+        try await host.withGATT { host, gatt in try await gatt.write(connection, attribute: attribute, value: value, host: host) }
+    }
+
+    /// Writes without response (a Write Command of at most ATT_MTU − 3 bytes).
+    public func writeWithoutResponse(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8]) async throws {
+        try await host.withGATT { host, gatt in
+            try await gatt.writeWithoutResponse(connection, attribute: attribute, value: value, host: host)
+        }
+    }
+
+    /// Subscribes to notifications (or indications) of a characteristic by writing its CCCD; the stream delivers
+    /// the values and finishes when the link goes down. Several subscribers of one characteristic each get every
+    /// value. A subscriber more than ``notificationBufferingLimit`` values behind loses the oldest
+    /// (``droppedNotificationCount``): notifications have no flow control, and memory stays bounded.
+    public func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle,
+                          indications: Bool = false) async throws -> NotificationStream {
+        try await host.withGATT { host, gatt in
+            try await gatt.subscribe(connection, valueHandle: valueHandle, cccdHandle: cccdHandle, indications: indications, host: host)
+        }
+    }
+
+    /// Subscribes `sink` to the values of `valueHandle` on a link, writing the CCCD, and returns the subscriber's id
+    /// (for ``dropSubscriber(_:valueHandle:on:)``). The sink's `deliver` runs on the host, once per value, in order;
+    /// its `end` runs once, when the link goes down or ``unsubscribe(_:valueHandle:cccdHandle:)`` ends the
+    /// subscription (and not after ``dropSubscriber(_:valueHandle:on:)``).
+    package func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle,
+                           indications: Bool, sink: NotificationSink) async throws -> Int {
+        try await host.withGATT { host, gatt in
+            try await gatt.subscribe(connection, valueHandle: valueHandle, cccdHandle: cccdHandle, indications: indications,
+                                     sink: sink, host: host)
+        }
+    }
+
+    /// Forgets a subscriber (its `end` does not run).
+    package func dropSubscriber(_ id: Int, valueHandle: AttributeHandle, on link: LinkID) async {
+        await host.withGATT { _, gatt in gatt.dropSubscriber(id, valueHandle: valueHandle, on: link) }
+    }
+
+    /// Stops notifications: writes 0 to the CCCD and finishes the streams.
+    public func unsubscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle) async throws {
+        try await host.withGATT { host, gatt in
+            try await gatt.unsubscribe(connection, valueHandle: valueHandle, cccdHandle: cccdHandle, host: host)
+        }
+    }
+
+    /// Subscribes to the peer's Service Changed indications; each one yields the affected handle range.
+    public func serviceChanges(_ connection: HostConnection) async throws -> AsyncStream<ClosedRange<AttributeHandle>> {
+        try await host.withGATT { host, gatt in try await gatt.serviceChanges(connection, host: host) }
+    }
+
+    // MARK: Server
+
+    /// Server-side events (writes, subscriptions, MTU), each attributed to its link. Each call is a new subscriber.
+    public func serverEvents() async -> AsyncStream<GATTServerEvent> {
+        await host.withGATT { host, gatt in gatt.serverEvents(host: host) }
+    }
+
+    /// The application's requests (reads and writes of its attributes). One consumer at a time: a new call finishes
+    /// the previous stream. Without a consumer such requests are refused with Unlikely Error.
+    public func applicationRequests() async -> AsyncStream<GATTServerRequest> {
+        await host.withGATT { _, gatt in gatt.applicationRequests() }
+    }
+
+    /// Answers an application request. Answers to requests whose link went down, or answered already, are ignored.
+    public func respond(to request: GATTServerRequest, with answer: ATTApplicationAnswer) async {
+        await host.withGATT { host, gatt in await gatt.respond(to: request, with: answer, host: host) }
+    }
+
+    /// Sets the Device Name the database serves (Generic Access 0x2A00).
+    public func setDeviceName(_ name: String) async {
+        await host.withGATT { _, gatt in gatt.setDeviceName(name) }
+    }
+
+    /// Adds a service after the last handle (the others keep their handles) and tells the clients that subscribed
+    /// to Service Changed about its range, which it returns. Core 5.4, Vol 3, Part G, 7.1.
+    @discardableResult
+    public func addService(_ service: GATTServiceDefinition) async throws -> ClosedRange<AttributeHandle> {
+        try await host.withGATT { host, gatt in try await gatt.addService(service, host: host) }
+    }
+
+    /// Removes the service declared at `start` (the others keep their handles); clients forget their
+    /// subscriptions in its range and those subscribed to Service Changed are told about it.
+    public func removeService(at start: AttributeHandle) async throws {
+        try await host.withGATT { host, gatt in try await gatt.removeService(at: start, host: host) }
+    }
+
+    /// Replaces the served database (for example after services were added). Connected clients keep their MTU and
+    /// their Service Changed subscription; other subscriptions are cleared (handles may have moved), and every client
+    /// that asked for Service Changed indications is told the whole handle range changed. Core 5.4, Vol 3, Part G, 7.1.
+    public func replaceDatabase(_ database: GATTDatabase) async {
+        await host.withGATT { host, gatt in await gatt.replaceDatabase(database, host: host) }
+    }
+
+    /// Changes a value in the local database and notifies (or indicates, when that is what a client subscribed to)
+    /// every subscribed client, or only those on `links` (like `updateValue(_:for:onSubscribedCentrals:)`). Returns the
+    /// connections that were sent the value. Indications wait for each client's confirmation, and one indication at a
+    /// time goes to a client (concurrent calls queue). A link that goes down or times out meanwhile is left out of the
+    /// result; the call throws only when no link could be sent the value and one of them failed. A value longer than
+    /// a subscriber's ATT_MTU − 3 is refused (``GATTErrorCode/invalidValueLength``) rather than cut.
+    @discardableResult
+    public func updateValue(_ value: [UInt8], for valueHandle: AttributeHandle,
+                            onLinks only: Set<LinkID>? = nil) async throws -> [HostConnection] {
+        try await host.withGATT { host, gatt in try await gatt.updateValue(value, for: valueHandle, onLinks: only, host: host) }
+    }
+
+    /// Whether every link has room to send now (the ready signal behind
+    /// `peripheralManagerIsReady(toUpdateSubscribers:)`).
+    public func isReadyToUpdateSubscribers() async -> Bool {
+        await host.withGATT { host, gatt in gatt.isReadyToUpdateSubscribers(host: host) }
+    }
+
+    /// Whether a client on the link subscribed to `valueHandle`.
+    public func isSubscribed(_ connection: HostConnection, valueHandle: AttributeHandle) async -> Bool {
+        await host.withGATT { _, gatt in gatt.isSubscribed(connection, valueHandle: valueHandle) }
     }
 }
 
-extension HCIHost {
-    /// Sets the GATT cache of the shared engine (``gattEngine()``), now and for engines created later.
-    public func setSharedGATTCache(_ cache: GATTCache?) async {
-        gatt.cache = cache
-        await gatt.engine?.setCache(cache)
-    }
+/// What crosses out of the host for ``GATTEngine/discoverDatabaseReporting(_:descriptors:)`` (a tuple is not
+/// `Sendable`).
+private struct DiscoveryResult: Sendable {
+    var services: [GATTDiscoveredService]
+    var report: GATTDiscoveryReport
+    var tuple: (services: [GATTDiscoveredService], report: GATTDiscoveryReport) { (services, report) }
+}
 
-    /// The GATT engine of this host's links, created and started on first use: one per host, shared by every user
-    /// of the host (a central and a peripheral manager on one controller), since a link has one ATT bearer. The host
-    /// holds it weakly: it lives as long as one of its users does.
-    public func gattEngine() async -> GATTEngine {
-        if let engine = gatt.engine { return engine }
-        let engine = GATTEngine(host: self)
-        await engine.setCache(gatt.cache)
-        gatt.engine = engine
-        await engine.start()
-        return engine
-    }
+/// One handle and value, for ``GATTEngine/read(_:byType:in:)`` (a tuple is not `Sendable`).
+private struct HandleValue: Sendable {
+    var handle: AttributeHandle
+    var value: [UInt8]
 }
 
 /// How a whole-database discovery went (``GATTEngine/lastDiscovery``).

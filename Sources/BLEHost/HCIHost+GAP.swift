@@ -471,6 +471,7 @@ extension HCIHost {
         link.syncL2CAPSecurity()
         links[handle] = link
         performGAP(actions)
+        gatt.driver?.attach(connection, host: self)
         publish(.connected(connection))
     }
 }

@@ -22,27 +22,26 @@ extension HCIHost {
         let previous = links.update(handle) { $0.fixed.register(.stream(FixedChannelStream(continuation)), on: channel) } ?? nil
         switch previous {
         case .stream(let replaced)?: replaced.continuation.finish()
-        case .engine(let consumer)?: consumer.engine?.hostEndedATT(on: connection.link)
+        case .gatt?: gatt.driver?.attChannelEnded(connection.link, host: self)
         case .held(let early)?: for payload in early { continuation.yield(payload) }
         case .signaling?, .securityManager?, nil: break
         }
         return stream
     }
 
-    /// Hands `connection`'s ATT PDUs to `engine` from now on, in the step that reassembles each
-    /// (``GATTEngine/receiveFromHost(_:on:)``, on this host's executor, which the engine shares): the ones kept since
-    /// the link came up at once, in order. Another consumer of the channel (``openFixedChannel(_:on:)``) ends.
-    func openATT(for engine: GATTEngine, on connection: HostConnection) throws {
+    /// Hands `connection`'s ATT PDUs to the GATT driver from now on, in the step that reassembles each
+    /// (``GATTDriver/receiveFromHost(_:on:host:)``): the ones kept since the link came up at once, in order. Another
+    /// consumer of the channel (``openFixedChannel(_:on:)``) ends.
+    func openATT(on connection: HostConnection) throws {
         let handle = connection.handle
         guard current(handle, is: connection.link) else { throw HostError(.notConnected, "no connection with handle \(handle)") }
-        let previous = links.update(handle) { $0.fixed.register(.engine(ATTConsumer(engine: engine)), on: .att) } ?? nil
+        guard let driver = gatt.driver else { return }
+        let previous = links.update(handle) { $0.fixed.register(.gatt, on: .att) } ?? nil
         switch previous {
         case .stream(let replaced)?: replaced.continuation.finish()
-        case .engine(let consumer)?:
-            if let replaced = consumer.engine, replaced !== engine { replaced.hostEndedATT(on: connection.link) }
         case .held(let early)?:
-            for payload in early { engine.hostDelivered(payload, on: connection.link) }
-        case .signaling?, .securityManager?, nil: break
+            for payload in early { driver.receiveFromHost(payload, on: connection.link, host: self) }
+        case .gatt?, .signaling?, .securityManager?, nil: break
         }
     }
 
@@ -91,9 +90,9 @@ extension HCIHost {
     @inline(__always)
     private func deliverFixed(_ payload: [UInt8], by route: FixedChannelTable.Route, handle: ConnectionHandle, link: LinkID) {
         switch route {
-        case .engine(let engine):
-            // The engine shares this executor: it takes the PDU now (and never waits in doing so).
-            engine?.hostDelivered(payload, on: link)
+        case .gatt:
+            // The driver takes the PDU now (and never waits in doing so).
+            gatt.driver?.receiveFromHost(payload, on: link, host: self)
         case .stream(let stream):
             stream.continuation.yield(payload)
         case .securityManager:

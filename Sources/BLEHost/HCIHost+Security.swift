@@ -156,6 +156,9 @@ extension HCIHost {
                 submit(command, on: connection)
             case .publish(let event, let connection):
                 guard links.isCurrent(connection.handle, is: connection.link) else { continue }
+                if case .securityChanged(_, let security) = event {
+                    gatt.driver?.securityChanged(security, on: connection.link, host: self)
+                }
                 publish(event)
             case .ask(let agent, let question, let connection):
                 guard links.isCurrent(connection.handle, is: connection.link) else { continue }

@@ -60,7 +60,7 @@ public actor HCIHost {
     var hub = EventHub()
     /// What the host knows of its controller.
     var controller = ControllerState()
-    /// The GATT engine of this host's links, while someone holds it (see ``gattEngine()``).
+    /// The GATT driver of this host's links, once GATT was used (see ``gattDriver()``), and its cache.
     var gatt = SharedGATT()
     /// The task reading the transport.
     var reader: Task<Void, Never>?
@@ -552,7 +552,7 @@ public actor HCIHost {
         for handler in link.fixed.allHandlers {
             switch handler {
             case .stream(let stream): stream.continuation.finish()
-            case .engine(let consumer): consumer.engine?.hostEndedATT(on: id)
+            case .gatt: gatt.driver?.attChannelEnded(id, host: self)
             case .signaling, .securityManager, .held: break
             }
         }

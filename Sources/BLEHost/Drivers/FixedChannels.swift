@@ -7,9 +7,9 @@ enum FixedChannelHandler {
     case signaling
     /// The host's Security Manager (SMP, 0x0006).
     case securityManager
-    /// A GATT engine sharing the host's executor, called in the step that reassembled the PDU (ATT, 0x0004; see
-    /// ``HCIHost/openATT(for:on:)``).
-    case engine(ATTConsumer)
+    /// The host's GATT driver, called in the step that reassembled the PDU (ATT, 0x0004; see
+    /// ``HCIHost/openATT(on:)``).
+    case gatt
     /// A stream consumer (``HCIHost/openFixedChannel(_:on:)``): it took the channel over.
     case stream(FixedChannelStream)
     /// Nobody yet: payloads kept, in order, for the consumer to come (so nothing sent right after connecting is lost).
@@ -56,8 +56,8 @@ struct FixedChannelTable {
         case signaling
         /// The Security Manager is to take it.
         case securityManager
-        /// The engine is to take it (`nil`: it is gone, the payload is dropped).
-        case engine(GATTEngine?)
+        /// The host's GATT driver is to take it.
+        case gatt
         /// The stream consumer is to take it.
         case stream(FixedChannelStream)
         /// Kept for the consumer to come.
@@ -72,7 +72,7 @@ struct FixedChannelTable {
             switch handler {
             case .signaling: return .signaling
             case .securityManager: return .securityManager
-            case .engine(let consumer): return .engine(consumer.engine)
+            case .gatt: return .gatt
             case .stream(let stream): return .stream(stream)
             case .held(var payloads):
                 guard payloads.count < Self.heldLimit else { return .dropped }

@@ -38,9 +38,8 @@ struct EventHub {
     }
 }
 
-/// The GATT engine a host's users share, while someone holds it, and the cache it uses (kept here: the engine lives
-/// only while it has users).
+/// The host's GATT driver, once someone used GATT on it (``HCIHost/gattDriver()``), and the cache it is to use.
 struct SharedGATT {
-    weak var engine: GATTEngine?
+    var driver: GATTDriver?
     var cache: GATTCache?
 }

@@ -31,12 +31,6 @@ struct Link {
     var updateWaiters: [Int: CheckedContinuation<HostConnection, any Error>] = [:]
 }
 
-/// A GATT engine consuming a link's ATT channel: it shares the host's executor, and the host calls it in the step
-/// that reassembled each PDU. Held weakly (the engine holds its host).
-struct ATTConsumer {
-    weak var engine: GATTEngine?
-}
-
 /// The links up now, by connection handle, and the identities given to them: one ``LinkID`` per link, never reused
 /// (controllers give a handle to the next link at once, so nothing that outlives a link is keyed on its handle).
 /// The data path finds a link on every packet: a `SmallMap` (a linear search over the few links up, no hashing).

@@ -3,16 +3,16 @@ import BLEWire
 
 /// GATT client procedures on a link (its ``HostConnection``): each runs one ``GATTProcedure`` over the link's
 /// ``ATTBearer``. Core 5.4, Vol 3, Part G, 4.
-extension GATTEngine {
+extension GATTDriver {
     /// Exchanges MTUs (the client asks for ``preferredMTU``); returns the effective ATT_MTU. A client exchanges MTUs
     /// once per link (Core 5.4, Vol 3, Part F, 3.4.2.1): later calls return the MTU without asking again.
-    public func exchangeMTU(_ connection: HostConnection) async throws -> Int {
-        let link = try await link(connection)
+    func exchangeMTU(_ connection: HostConnection, host: isolated HCIHost) async throws -> Int {
+        let link = try link(connection, host: host)
         if links[link]?.exchangedMTU == true, let mtu = links[link]?.server.mtu { return mtu }
         links[link]?.exchangedMTU = true
         let mtu: Int
         do {
-            mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: connection)
+            mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: connection, host: host)
         } catch {
             links[link]?.exchangedMTU = false
             throw error
@@ -22,18 +22,18 @@ extension GATTEngine {
     }
 
     /// Discovers primary services (all, or those of type `uuid`).
-    public func discoverPrimaryServices(_ connection: HostConnection, uuid: BluetoothUUID? = nil) async throws -> [GATTService] {
-        try await run(PrimaryServiceDiscovery(uuid: uuid), on: connection)
+    func discoverPrimaryServices(_ connection: HostConnection, uuid: BluetoothUUID? = nil, host: isolated HCIHost) async throws -> [GATTService] {
+        try await run(PrimaryServiceDiscovery(uuid: uuid), on: connection, host: host)
     }
 
     /// Discovers the characteristics of `service` (all, or those of type `uuid`).
-    public func discoverCharacteristics(_ connection: HostConnection, of service: GATTService, uuid: BluetoothUUID? = nil) async throws -> [GATTCharacteristic] {
-        try await run(CharacteristicDiscovery(of: service, uuid: uuid), on: connection)
+    func discoverCharacteristics(_ connection: HostConnection, of service: GATTService, uuid: BluetoothUUID? = nil, host: isolated HCIHost) async throws -> [GATTCharacteristic] {
+        try await run(CharacteristicDiscovery(of: service, uuid: uuid), on: connection, host: host)
     }
 
     /// Discovers the descriptors of `characteristic`.
-    public func discoverDescriptors(_ connection: HostConnection, of characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
-        try await run(DescriptorDiscovery(of: characteristic), on: connection)
+    func discoverDescriptors(_ connection: HostConnection, of characteristic: GATTCharacteristic, host: isolated HCIHost) async throws -> [GATTDescriptor] {
+        try await run(DescriptorDiscovery(of: characteristic), on: connection, host: host)
     }
 
     /// Discovers every primary service, its characteristics and (unless `descriptors` is false) their descriptors in
@@ -47,32 +47,32 @@ extension GATTEngine {
     /// this client enables robust caching there, so that the peer answers Database Out Of Sync if its database
     /// changes during the connection (after a fresh discovery before returning; after a cached one in the background,
     /// as the next request). Core 5.4, Vol 3, Part G, 2.5.2.
-    public func discoverDatabase(_ connection: HostConnection, descriptors: Bool = true) async throws -> [GATTDiscoveredService] {
-        try await discoverDatabaseReporting(connection, descriptors: descriptors).services
+    func discoverDatabase(_ connection: HostConnection, descriptors: Bool = true, host: isolated HCIHost) async throws -> [GATTDiscoveredService] {
+        try await discoverDatabaseReporting(connection, descriptors: descriptors, host: host).services
     }
 
-    /// ``discoverDatabase(_:descriptors:)`` with how it went: the round trips before the result was ready, and
+    /// ``discoverDatabase(_:descriptors:host:)`` with how it went: the round trips before the result was ready, and
     /// whether the cache answered.
-    public func discoverDatabaseReporting(_ connection: HostConnection, descriptors: Bool = true) async throws
+    func discoverDatabaseReporting(_ connection: HostConnection, descriptors: Bool = true, host: isolated HCIHost) async throws
         -> (services: [GATTDiscoveredService], report: GATTDiscoveryReport) {
         let start = requestCount
         guard let cache else {
-            let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: connection)
+            let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: connection, host: host)
             let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
             lastDiscovery = report
             return (services, report)
         }
-        let link = try await link(connection)
+        let link = try link(connection, host: host)
         guard let connection = links[link]?.connection else { throw GATTError(.disconnected, "the link went down") }
-        let peer = await host.security(of: connection)?.peerIdentity ?? connection.peer
-        let hash = try await readDatabaseHash(connection)
+        let peer = host.security(of: connection)?.peerIdentity ?? connection.peer
+        let hash = try await readDatabaseHash(connection, host: host)
         if let hash, let entry = cache.entry(for: peer), entry.hash == hash, entry.hasDescriptors || !descriptors {
             adopt(entry.services, of: peer, on: link)
             let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: true)
             lastDiscovery = report
             if let features = robustCachingTarget(entry.services, on: link) {
                 links[link]?.enabledRobustCaching = true
-                Task { try? await self.write(connection, attribute: features, value: [0x01]) }
+                Task { try? await self.write(connection, attribute: features, value: [0x01], host: host) }
             }
             return (descriptors ? entry.services : entry.services.map { service in
                 GATTDiscoveredService(service: service.service, characteristics: service.characteristics.map {
@@ -80,7 +80,7 @@ extension GATTEngine {
                 })
             }, report)
         }
-        let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: connection)
+        let services = try await run(DatabaseDiscovery(descriptors: descriptors), on: connection, host: host)
         if let hash {
             cache.store(GATTCache.Entry(hash: hash, services: services, hasDescriptors: descriptors), for: peer)
             adopt(services, of: peer, on: link)
@@ -89,20 +89,20 @@ extension GATTEngine {
         }
         if let features = robustCachingTarget(services, on: link) {
             links[link]?.enabledRobustCaching = true
-            try? await write(connection, attribute: features, value: [0x01])
+            try? await write(connection, attribute: features, value: [0x01], host: host)
         }
         let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
         lastDiscovery = report
         return (services, report)
     }
 
-    /// Uses `cache` for ``discoverDatabase(_:descriptors:)`` from now on (`nil`: no cache).
-    public func setCache(_ cache: GATTCache?) { self.cache = cache }
+    /// Uses `cache` for ``discoverDatabase(_:descriptors:host:)`` from now on (`nil`: no cache).
+    func setCache(_ cache: GATTCache?) { self.cache = cache }
 
     /// The peer's Database Hash (Read Using Characteristic UUID over the whole range), `nil` when it has none.
-    public func readDatabaseHash(_ connection: HostConnection) async throws -> [UInt8]? {
+    func readDatabaseHash(_ connection: HostConnection, host: isolated HCIHost) async throws -> [UInt8]? {
         do {
-            return try await read(connection, byType: 0x2B2A).first { $0.value.count == 16 }?.value
+            return try await read(connection, byType: 0x2B2A, host: host).first { $0.value.count == 16 }?.value
         } catch let error as GATTError {
             if error.code.attError != nil { return nil }
             throw error
@@ -131,74 +131,74 @@ extension GATTEngine {
     }
 
     /// Discovers the services a service includes. Core 5.4, Vol 3, Part G, 4.5.1.
-    public func discoverIncludedServices(_ connection: HostConnection, of service: GATTService) async throws -> [GATTService] {
-        try await run(IncludedServiceDiscovery(of: service), on: connection)
+    func discoverIncludedServices(_ connection: HostConnection, of service: GATTService, host: isolated HCIHost) async throws -> [GATTService] {
+        try await run(IncludedServiceDiscovery(of: service), on: connection, host: host)
     }
 
     /// Reads the values of characteristics of type `uuid` in `range` without discovering them (Read Using
     /// Characteristic UUID). Core 5.4, Vol 3, Part G, 4.8.2.
-    public func read(_ connection: HostConnection, byType uuid: BluetoothUUID, in range: ClosedRange<AttributeHandle> = 1...0xFFFF) async throws -> [(handle: AttributeHandle, value: [UInt8])] {
-        try await run(ReadByType(type: uuid, in: range), on: connection)
+    func read(_ connection: HostConnection, byType uuid: BluetoothUUID, in range: ClosedRange<AttributeHandle> = 1...0xFFFF, host: isolated HCIHost) async throws -> [(handle: AttributeHandle, value: [UInt8])] {
+        try await run(ReadByType(type: uuid, in: range), on: connection, host: host)
     }
 
     /// Reads several values in one request (Read Multiple Variable Length Values, each value whole up to the MTU).
     /// Core 5.4, Vol 3, Part G, 4.8.5.
-    public func readMultiple(_ connection: HostConnection, attributes: [AttributeHandle]) async throws -> [[UInt8]] {
+    func readMultiple(_ connection: HostConnection, attributes: [AttributeHandle], host: isolated HCIHost) async throws -> [[UInt8]] {
         guard attributes.count >= 2 else {
             var values: [[UInt8]] = []
-            for attribute in attributes { values.append(try await read(connection, attribute: attribute)) }
+            for attribute in attributes { values.append(try await read(connection, attribute: attribute, host: host)) }
             return values
         }
-        return try await run(MultipleRead(handles: attributes), on: connection)
+        return try await run(MultipleRead(handles: attributes), on: connection, host: host)
     }
 
     /// Reads a value; long values are read whole with Read Blob. Core 5.4, Vol 3, Part G, 4.8.1 and 4.8.3.
-    public func read(_ connection: HostConnection, attribute: AttributeHandle) async throws -> [UInt8] {
-        try await run(ValueRead(handle: attribute, mtu: mtu(connection)), on: connection)
+    func read(_ connection: HostConnection, attribute: AttributeHandle, host: isolated HCIHost) async throws -> [UInt8] {
+        try await run(ValueRead(handle: attribute, mtu: mtu(connection)), on: connection, host: host)
     }
 
     /// Writes a value with a Write Request, or with prepared writes (reliably: each echo is checked) when it does
     /// not fit one PDU. Core 5.4, Vol 3, Part G, 4.9.3 and 4.9.4.
-    public func write(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8]) async throws {
-        try await run(ValueWrite(handle: attribute, value: value, mtu: mtu(connection)), on: connection)
+    func write(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8], host: isolated HCIHost) async throws {
+        try await run(ValueWrite(handle: attribute, value: value, mtu: mtu(connection)), on: connection, host: host)
     }
 
     /// Writes without response (a Write Command of at most ATT_MTU − 3 bytes).
-    public func writeWithoutResponse(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8]) async throws {
+    func writeWithoutResponse(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8], host: isolated HCIHost) async throws {
         guard value.count <= ATT.maximumWriteValueLength(mtu: mtu(connection)) else {
             throw GATTError(.invalidValueLength, "\(value.count) bytes exceed ATT_MTU − 3 = \(ATT.maximumWriteValueLength(mtu: mtu(connection)))")
         }
-        try await sendUnanswered(.writeCommand(.init(handle: attribute, value: value)), on: try await link(connection))
+        try await sendUnanswered(.writeCommand(.init(handle: attribute, value: value)), on: try link(connection, host: host), host: host)
     }
 
     /// Subscribes to notifications (or indications) of a characteristic by writing its CCCD; the stream delivers
     /// the values and finishes when the link goes down. Several subscribers of one characteristic each get every
     /// value. A subscriber more than ``notificationBufferingLimit`` values behind loses the oldest
     /// (``droppedNotificationCount``): notifications have no flow control, and memory stays bounded.
-    public func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool = false) async throws -> NotificationStream {
+    func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool = false, host: isolated HCIHost) async throws -> NotificationStream {
         let (stream, source) = NotificationStream.makeStream(bufferingLimit: notificationBufferingLimit)
         let id = try await subscribe(connection, valueHandle: valueHandle, cccdHandle: cccdHandle, indications: indications,
-                                     sink: NotificationSink(deliver: { source.yield($0) == .dropped }, end: { source.finish() }))
+                                     sink: NotificationSink(deliver: { source.yield($0) == .dropped }, end: { source.finish() }), host: host)
         let link = connection.link
-        source.onTermination = { [weak self] termination in
+        source.onTermination = { [weak host] termination in
             guard termination == .cancelled else { return }
-            Task { await self?.dropSubscriber(id, valueHandle: valueHandle, on: link) }
+            Task { await host?.withGATT { _, gatt in gatt.dropSubscriber(id, valueHandle: valueHandle, on: link) } }
         }
         return stream
     }
 
     /// Subscribes `sink` to the values of `valueHandle` on a link, writing the CCCD, and returns the subscriber's id
-    /// (for ``dropSubscriber(_:valueHandle:on:)``). The sink's `deliver` runs on this engine, once per value, in
-    /// order; its `end` runs once, when the link goes down or ``unsubscribe(_:valueHandle:cccdHandle:)`` ends the
+    /// (for ``dropSubscriber(_:valueHandle:on:)``). The sink's `deliver` runs on this driver, once per value, in
+    /// order; its `end` runs once, when the link goes down or ``unsubscribe(_:valueHandle:cccdHandle:host:)`` ends the
     /// subscription (and not after ``dropSubscriber(_:valueHandle:on:)``).
-    package func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool,
-                           sink: NotificationSink) async throws -> Int {
-        let link = try await link(connection)
+    func subscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, indications: Bool,
+                           sink: NotificationSink, host: isolated HCIHost) async throws -> Int {
+        let link = try link(connection, host: host)
         let id = nextSubscriber
         nextSubscriber += 1
         links[link]?.subscribers[valueHandle, default: []].append((id, sink))
         do {
-            try await write(connection, attribute: cccdHandle, value: indications ? [0x02, 0x00] : [0x01, 0x00])
+            try await write(connection, attribute: cccdHandle, value: indications ? [0x02, 0x00] : [0x01, 0x00], host: host)
         } catch {
             dropSubscriber(id, valueHandle: valueHandle, on: link)
             sink.end()
@@ -208,25 +208,25 @@ extension GATTEngine {
     }
 
     /// Forgets a subscriber (its `end` does not run).
-    package func dropSubscriber(_ id: Int, valueHandle: AttributeHandle, on link: LinkID) {
+    func dropSubscriber(_ id: Int, valueHandle: AttributeHandle, on link: LinkID) {
         links[link]?.subscribers[valueHandle]?.removeAll { $0.id == id }
         if links[link]?.subscribers[valueHandle]?.isEmpty == true { links[link]?.subscribers[valueHandle] = nil }
     }
 
     /// Stops notifications: writes 0 to the CCCD and finishes the streams.
-    public func unsubscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle) async throws {
-        let link = try await link(connection)
+    func unsubscribe(_ connection: HostConnection, valueHandle: AttributeHandle, cccdHandle: AttributeHandle, host: isolated HCIHost) async throws {
+        let link = try link(connection, host: host)
         for s in links[link]?.subscribers.removeValue(forKey: valueHandle) ?? [] { s.sink.end() }
-        try await write(connection, attribute: cccdHandle, value: [0x00, 0x00])
+        try await write(connection, attribute: cccdHandle, value: [0x00, 0x00], host: host)
     }
 
     /// Subscribes to the peer's Service Changed indications; each one yields the affected handle range.
-    public func serviceChanges(_ connection: HostConnection) async throws -> AsyncStream<ClosedRange<AttributeHandle>> {
-        guard let gatt = try await discoverPrimaryServices(connection, uuid: 0x1801).first,
-              let characteristic = try await discoverCharacteristics(connection, of: gatt, uuid: 0x2A05).first,
-              let cccd = try await discoverDescriptors(connection, of: characteristic).first(where: { $0.uuid == BluetoothUUID(0x2902) })
+    func serviceChanges(_ connection: HostConnection, host: isolated HCIHost) async throws -> AsyncStream<ClosedRange<AttributeHandle>> {
+        guard let gatt = try await discoverPrimaryServices(connection, uuid: 0x1801, host: host).first,
+              let characteristic = try await discoverCharacteristics(connection, of: gatt, uuid: 0x2A05, host: host).first,
+              let cccd = try await discoverDescriptors(connection, of: characteristic, host: host).first(where: { $0.uuid == BluetoothUUID(0x2902) })
         else { throw GATTError(.att(.attributeNotFound, handle: 0), "the peer has no Service Changed characteristic") }
-        let values = try await subscribe(connection, valueHandle: characteristic.valueHandle, cccdHandle: cccd.handle, indications: true)
+        let values = try await subscribe(connection, valueHandle: characteristic.valueHandle, cccdHandle: cccd.handle, indications: true, host: host)
         return AsyncStream { continuation in
             let task = Task {
                 for await value in values where value.count == 4 {

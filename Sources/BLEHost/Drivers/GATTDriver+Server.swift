@@ -1,30 +1,16 @@
 import BLEProtocols
 import BLEWire
 
-/// A read or write of an attribute the application answers (``GATTValueSource/application``), attributed to the
-/// central that sent it. Answer it with ``GATTEngine/respond(to:with:)``, now or later: the ATT response goes out
-/// then. A peer waits at most its transaction timeout (30 s) before it gives up on the link.
-public struct GATTServerRequest: Sendable, Hashable, Identifiable {
-    /// Identifies the request within its engine.
-    public let id: UInt64
-    /// The central's link.
-    public let connection: HostConnection
-    /// What is asked.
-    public let request: ATTApplicationRequest
-    /// Whether the central waits for the answer (false for a write without response: the answer is not sent).
-    public let needsResponse: Bool
-}
-
 /// GATT server operations: serving the peers' requests, application answers, notifications and indications.
-extension GATTEngine {
+extension GATTDriver {
     /// Serves one PDU the bearer handed up (a request, answered through the bearer, or a command).
-    func serve(_ bytes: [UInt8], on link: LinkID) async {
+    func serve(_ bytes: [UInt8], on link: LinkID, host: isolated HCIHost) async {
         guard var state = links[link] else { return }
         var output = ATTServer.handle(bytes, connection: &state.server, database: &database)
         // Stored before any suspension: what happens to the link meanwhile is never overwritten by this copy.
         links[link]?.server = state.server
-        if output.refusesForSecurity, await refreshSecurity(of: link), var refreshed = links[link] {
-            // The link's security changed after this engine last heard (the host's event is still on its way): the
+        if output.refusesForSecurity, refreshSecurity(of: link, host: host), var refreshed = links[link] {
+            // The link's security changed after this driver last heard (the host's event is still on its way): the
             // request is judged again against the link as it is now. A refusal changed nothing, so this is safe.
             output = ATTServer.handle(bytes, connection: &refreshed.server, database: &database)
             links[link]?.server = refreshed.server
@@ -32,17 +18,17 @@ extension GATTEngine {
         }
         for event in output.events { publishServerEvent(event, on: link) }
         // A bonded client's Service Changed subscription, features and awareness go to its bond as they change.
-        storeBondedClient(link)
+        storeBondedClient(link, host: host)
         let isRequest = !ATTOpcode(rawValue: bytes.first ?? 0).isCommand
         if let pending = output.pending {
-            await ask(pending, connection: state.connection, isRequest: isRequest)
+            await ask(pending, connection: state.connection, isRequest: isRequest, host: host)
             return
         }
-        if isRequest, let actions = links[link]?.bearer.respond(output.response) { await perform(actions, on: link) }
+        if isRequest, let actions = links[link]?.bearer.respond(output.response) { await perform(actions, on: link, host: host) }
     }
 
     /// Hands a pending request to the application, one ``GATTServerRequest`` per attribute asked about.
-    private func ask(_ pending: ATTServer.Pending, connection: HostConnection, isRequest: Bool) async {
+    private func ask(_ pending: ATTServer.Pending, connection: HostConnection, isRequest: Bool, host: isolated HCIHost) async {
         let ids = pending.requests.map { _ in
             nextApplicationRequest += 1
             return nextApplicationRequest
@@ -50,7 +36,7 @@ extension GATTEngine {
         let waiting = ApplicationPending(pending: pending, requestIDs: ids, isRequest: isRequest)
         guard let consumer = applicationConsumer else {
             // Nobody answers for the application: the peer gets Unlikely Error at once rather than a timeout.
-            await finish(waiting, on: connection.link, with: ids.map { _ in .error(.unlikelyError) })
+            await finish(waiting, on: connection.link, with: ids.map { _ in .error(.unlikelyError) }, host: host)
             return
         }
         if isRequest {
@@ -65,7 +51,7 @@ extension GATTEngine {
 
     /// The application's requests (reads and writes of its attributes). One consumer at a time: a new call finishes
     /// the previous stream. Without a consumer such requests are refused with Unlikely Error.
-    public func applicationRequests() -> AsyncStream<GATTServerRequest> {
+    func applicationRequests() -> AsyncStream<GATTServerRequest> {
         applicationConsumer?.finish()
         let (stream, continuation) = AsyncStream.makeStream(of: GATTServerRequest.self)
         applicationConsumer = continuation
@@ -73,28 +59,28 @@ extension GATTEngine {
     }
 
     /// Answers an application request. Answers to requests whose link went down, or answered already, are ignored.
-    public func respond(to request: GATTServerRequest, with answer: ATTApplicationAnswer) async {
+    func respond(to request: GATTServerRequest, with answer: ATTApplicationAnswer, host: isolated HCIHost) async {
         let link = request.connection.link
         if var waiting = links[link]?.application, waiting.requestIDs.contains(request.id) {
             guard waiting.answers[request.id] == nil else { return }
             waiting.answers[request.id] = answer
             links[link]?.application = waiting.isAnswered ? nil : waiting
-            if waiting.isAnswered { await finish(waiting, on: link, with: waiting.orderedAnswers) }
+            if waiting.isAnswered { await finish(waiting, on: link, with: waiting.orderedAnswers, host: host) }
         } else if let command = commands.removeValue(forKey: request.id), command.link == link {
-            await finish(command.pending, on: link, with: [answer])
+            await finish(command.pending, on: link, with: [answer], host: host)
         }
     }
 
-    private func finish(_ waiting: ApplicationPending, on link: LinkID, with answers: [ATTApplicationAnswer]) async {
+    private func finish(_ waiting: ApplicationPending, on link: LinkID, with answers: [ATTApplicationAnswer], host: isolated HCIHost) async {
         guard var state = links[link] else { return }
         let output = ATTServer.complete(waiting.pending, with: answers, connection: &state.server, database: &database)
         links[link]?.server = state.server
         for event in output.events { publishServerEvent(event, on: link) }
-        if waiting.isRequest, let actions = links[link]?.bearer.respond(output.response) { await perform(actions, on: link) }
+        if waiting.isRequest, let actions = links[link]?.bearer.respond(output.response) { await perform(actions, on: link, host: host) }
     }
 
     /// Sets the Device Name the database serves (Generic Access 0x2A00).
-    public func setDeviceName(_ name: String) {
+    func setDeviceName(_ name: String) {
         guard let handle = database.valueHandle(of: 0x2A00) else { return }
         database.setValue(Array(name.utf8), for: handle)
     }
@@ -102,17 +88,17 @@ extension GATTEngine {
     /// Adds a service after the last handle (the others keep their handles) and tells the clients that subscribed
     /// to Service Changed about its range, which it returns. Core 5.4, Vol 3, Part G, 7.1.
     @discardableResult
-    public func addService(_ service: GATTServiceDefinition) async throws -> ClosedRange<AttributeHandle> {
+    func addService(_ service: GATTServiceDefinition, host: isolated HCIHost) async throws -> ClosedRange<AttributeHandle> {
         guard let range = database.add(service) else {
             throw GATTError(.invalidValueLength, "no room for \(GATTDatabase.handleCount(service)) more handles")
         }
-        await announceServiceChange(range)
+        await announceServiceChange(range, host: host)
         return range
     }
 
     /// Removes the service declared at `start` (the others keep their handles); clients forget their
     /// subscriptions in its range and those subscribed to Service Changed are told about it.
-    public func removeService(at start: AttributeHandle) async throws {
+    func removeService(at start: AttributeHandle, host: isolated HCIHost) async throws {
         guard let range = database.removeService(at: start) else {
             throw GATTError(.att(.attributeNotFound, handle: start), "no removable service is declared at \(start)")
         }
@@ -121,7 +107,7 @@ extension GATTEngine {
                 links[link]?.server.setClientConfiguration(0, for: valueHandle)
             }
         }
-        await announceServiceChange(range)
+        await announceServiceChange(range, host: host)
     }
 
     /// Makes every client change-unaware (connected ones and bonded ones away) and indicates Service Changed with
@@ -129,23 +115,23 @@ extension GATTEngine {
     /// Part G, 2.5.2.1 and 7.1.
     ///
     /// Bonded clients away are not visited: the Database Hash kept with each bond is the one of the database it was
-    /// aware of, and no longer the database's (see ``identifyBondedClient(_:on:)``).
-    private func announceServiceChange(_ range: ClosedRange<AttributeHandle>) async {
+    /// aware of, and no longer the database's (see ``identifyBondedClient(_:on:host:)``).
+    private func announceServiceChange(_ range: ClosedRange<AttributeHandle>, host: isolated HCIHost) async {
         for link in links.keys { links[link]?.server.databaseChanged() }
         guard let serviceChanged = database.valueHandle(of: 0x2A05) else { return }
-        let confirmed = (try? await updateValue(Self.serviceChangedValue(range), for: serviceChanged)) ?? []
+        let confirmed = (try? await updateValue(Self.serviceChangedValue(range), for: serviceChanged, host: host)) ?? []
         for connection in confirmed {
             let link = connection.link
             guard links[link]?.server.isSubscribed(serviceChanged, indications: true) == true else { continue }
             links[link]?.server.becameChangeAware()
-            storeBondedClient(link)
+            storeBondedClient(link, host: host)
         }
     }
 
     /// Replaces the served database (for example after services were added). Connected clients keep their MTU and
     /// their Service Changed subscription; other subscriptions are cleared (handles may have moved), and every client
     /// that asked for Service Changed indications is told the whole handle range changed. Core 5.4, Vol 3, Part G, 7.1.
-    public func replaceDatabase(_ database: GATTDatabase) async {
+    func replaceDatabase(_ database: GATTDatabase, host: isolated HCIHost) async {
         let serviceChanged = database.valueHandle(of: 0x2A05)
         self.database = database
         for link in links.keys {
@@ -163,18 +149,18 @@ extension GATTEngine {
             if let sc = serviceChanged, let bits = old.clientConfigurations[sc] { fresh.setClientConfiguration(bits, for: sc) }
             links[link]?.server = fresh
         }
-        await announceServiceChange(0x0001...0xFFFF)
+        await announceServiceChange(0x0001...0xFFFF, host: host)
     }
 
     /// Changes a value in the local database and notifies (or indicates, when that is what a client subscribed to)
-    /// every subscribed client, or only those on `links` (like `updateValue(_:for:onSubscribedCentrals:)`). Returns the
+    /// every subscribed client, or only those on `links` (like `updateValue(_:for:onSubscribedCentrals:host:)`). Returns the
     /// connection handles that were sent the value. Indications wait for each client's confirmation, and one
     /// indication at a time goes to a client (concurrent calls queue). A link that goes down or times out meanwhile is
     /// left out of the result; the call throws only when no link could be sent the value and one of them failed.
     /// A value longer than a subscriber's ATT_MTU − 3 is refused (``GATTErrorCode/invalidValueLength``) rather than
     /// cut.
     @discardableResult
-    public func updateValue(_ value: [UInt8], for valueHandle: AttributeHandle, onLinks only: Set<LinkID>? = nil) async throws -> [HostConnection] {
+    func updateValue(_ value: [UInt8], for valueHandle: AttributeHandle, onLinks only: Set<LinkID>? = nil, host: isolated HCIHost) async throws -> [HostConnection] {
         // A change-unaware client with robust caching gets nothing but Service Changed until it catches up (its
         // handles may mean something else to it). Core 5.4, Vol 3, Part G, 2.5.2.1.
         let isServiceChanged = database.attribute(valueHandle)?.type == BluetoothUUID(0x2A05)
@@ -198,9 +184,9 @@ extension GATTEngine {
             let link = target.connection.link
             do {
                 if target.notify {
-                    try await sendUnanswered(.handleValueNotification(.init(handle: valueHandle, value: value)), on: link)
+                    try await sendUnanswered(.handleValueNotification(.init(handle: valueHandle, value: value)), on: link, host: host)
                 } else {
-                    try await indicate(value, valueHandle: valueHandle, on: link)
+                    try await indicate(value, valueHandle: valueHandle, on: link, host: host)
                 }
                 sent.append(target.connection)
             } catch {
@@ -213,7 +199,7 @@ extension GATTEngine {
 
     /// Sends one indication on a link once the previous one is confirmed, and waits for its confirmation (the
     /// bearer queues them and closes the link when one is not confirmed in time).
-    func indicate(_ value: [UInt8], valueHandle: AttributeHandle, on link: LinkID) async throws {
+    func indicate(_ value: [UInt8], valueHandle: AttributeHandle, on link: LinkID, host: isolated HCIHost) async throws {
         guard let (id, actions) = links[link]?.bearer.indicate(handle: valueHandle, value: value) else {
             throw GATTError(.disconnected, "the link went down")
         }
@@ -221,19 +207,19 @@ extension GATTEngine {
         // The waiter is in place before the indication leaves: its confirmation cannot come first.
         try await withCheckedThrowingContinuation { continuation in
             confirmationWaiters[key] = continuation
-            performInStep(actions, on: link)
+            performInStep(actions, on: link, host: host)
         }
     }
 
     /// Whether every link has room to send now (the ready signal behind
     /// `peripheralManagerIsReady(toUpdateSubscribers:)`).
-    public func isReadyToUpdateSubscribers() async -> Bool {
-        for state in links.values where !(await host.isReadyToSend(state.connection)) { return false }
+    func isReadyToUpdateSubscribers(host: isolated HCIHost) -> Bool {
+        for state in links.values where !host.isReadyToSend(state.connection) { return false }
         return true
     }
 
     /// Whether a client on `handle` subscribed to `valueHandle`.
-    public func isSubscribed(_ connection: HostConnection, valueHandle: AttributeHandle) -> Bool {
+    func isSubscribed(_ connection: HostConnection, valueHandle: AttributeHandle) -> Bool {
         guard let s = links[connection.link]?.server else { return false }
         return s.isSubscribed(valueHandle) || s.isSubscribed(valueHandle, indications: true)
     }
