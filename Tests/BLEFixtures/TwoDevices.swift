@@ -55,9 +55,9 @@ public final class TwoDevices: Sendable {
     /// The peripheral's public address, which it advertises with unless the test chose another.
     public var peripheralAddress: LEAddress { LEAddress(peripheralController.address, type: .public) }
 
-    /// Connects the central to the advertising peripheral (``peripheralAddress``).
-    public func connect(timeout: Duration = .seconds(5)) async throws -> RemotePeripheral {
-        try await central.connect(peripheralAddress, timeout: timeout)
+    /// Connects the central to the advertising peripheral (``peripheralAddress``), exchanging MTUs unless told not to.
+    public func connect(timeout: Duration = .seconds(5), exchangeMTU: Bool = true) async throws -> RemotePeripheral {
+        try await central.connect(peripheralAddress, timeout: timeout, exchangeMTU: exchangeMTU)
     }
 
     /// Shuts the air down: both devices' controllers stop.

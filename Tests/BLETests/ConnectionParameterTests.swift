@@ -1,5 +1,5 @@
 import BLE
-import BLEVirtualController
+import BLEFixtures
 import Testing
 
 /// Connection parameter updates on the public API, on a virtual air: the central changes them
@@ -8,27 +8,23 @@ import Testing
 /// L2CAP Connection Parameter Update Request), and both sides see the values the controllers report.
 @Suite(.timeLimit(.minutes(1))) struct ConnectionParameterTests {
     struct Pair {
-        let air: VirtualAir
-        let manager: PeripheralManager
-        let peripheralAdapter: Adapter
-        let central: Central
+        let devices: TwoDevices
         let remote: RemotePeripheral
         let atPeripheral: HostConnection
+        var manager: PeripheralManager { devices.peripheral }
+        var peripheralAdapter: Adapter { devices.peripheral.adapter }
+        var central: Central { devices.central }
+        func shutdown() { devices.shutdown() }
     }
 
     static func connected() async throws -> Pair {
-        let air = VirtualAir(clock: .realTime)
-        let controller = air.addController()
-        let peripheralAdapter = try await Adapter(transport: controller.makeHostTransport())
-        let manager = await PeripheralManager(adapter: peripheralAdapter, deviceName: "P")
-        let events = await manager.centralEvents()
-        try await manager.startAdvertising(name: "P")
-        let central = try await Central(transport: air.addController().makeHostTransport())
-        let remote = try await central.connect(LEAddress(controller.address, type: .public), exchangeMTU: false)
+        let devices = try await TwoDevices(peripheralName: "P")
+        let events = await devices.peripheral.centralEvents()
+        try await devices.peripheral.startAdvertising(name: "P")
+        let remote = try await devices.connect(exchangeMTU: false)
         for await event in events {
             if case .connected(let connection) = event {
-                return Pair(air: air, manager: manager, peripheralAdapter: peripheralAdapter, central: central, remote: remote,
-                            atPeripheral: connection)
+                return Pair(devices: devices, remote: remote, atPeripheral: connection)
             }
         }
         throw HostError(.notConnected, "the peripheral saw no connection")
@@ -40,7 +36,7 @@ import Testing
 
     @Test func theCentralUpdatesAndBothSidesSeeTheNewParameters() async throws {
         let pair = try await Self.connected()
-        defer { pair.air.shutdown() }
+        defer { pair.shutdown() }
         let before = await pair.remote.connection
         #expect(!(80...80).contains(before.interval))
         let events = await pair.peripheralAdapter.events()
@@ -61,7 +57,7 @@ import Testing
 
     @Test func thePeripheralAsksAndTheCentralApplies() async throws {
         let pair = try await Self.connected()
-        defer { pair.air.shutdown() }
+        defer { pair.shutdown() }
         let updated = try await pair.manager.requestConnectionParameters(interval: 60...60, latency: 1, supervisionTimeout: 400,
                                                                          for: pair.atPeripheral)
         #expect(Self.parameters(updated) == [60, 1, 400])

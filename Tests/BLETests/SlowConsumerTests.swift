@@ -1,4 +1,5 @@
 import BLE
+import BLEFixtures
 import BLEVirtualController
 import Testing
 
@@ -7,18 +8,15 @@ import Testing
 /// gets everything.
 @Suite(.timeLimit(.minutes(1))) struct SlowConsumerTests {
     @Test func aSlowConsumerKeepsTheNewestValuesWithinItsLimit() async throws {
-        let air = VirtualAir(clock: .realTime, seed: 5)
-        defer { air.shutdown() }
-        let peripheralAdapter = try await Adapter(transport: air.addController(.init(aclBufferSize: 251)).makeHostTransport())
-        let manager = await PeripheralManager(adapter: peripheralAdapter, deviceName: "Fast")
+        let devices = try await TwoDevices(peripheralName: "Fast", peripheralController: .init(aclBufferSize: 251),
+                                           centralController: .init(position: Position(x: 1), aclBufferSize: 251), seed: 5)
+        defer { devices.shutdown() }
+        let manager = devices.peripheral
         try await manager.add(GATTServiceDefinition(uuid: 0xFE00, characteristics: [
             GATTCharacteristicDefinition(uuid: 0xFE01, properties: .notify),
         ]))
         try await manager.startAdvertising(name: "Fast")
-        let address = try #require(await peripheralAdapter.address)
-        let centralAdapter = try await Adapter(transport: air.addController(.init(position: Position(x: 1), aclBufferSize: 251)).makeHostTransport())
-        let central = Central(adapter: centralAdapter)
-        let device = try await central.connect(address)
+        let device = try await devices.connect()
         let service = try #require(try await device.discoverServices([0xFE00]).first)
         let characteristic = try #require(try await device.discoverCharacteristics(for: service).first)
         let slow = try await device.notifications(for: characteristic, bufferingLimit: 16)
@@ -31,6 +29,5 @@ import Testing
         #expect(await device.droppedNotificationCount == 184)
         let kept = await slow.prefix(16).reduce(into: [UInt8]()) { $0.append($1.first ?? 0) }
         #expect(kept == (184..<200).map { UInt8($0) })
-        withExtendedLifetime((central, manager)) {}
     }
 }
