@@ -180,7 +180,9 @@ public final class Central: Sendable {
 
     /// Connects to a peripheral. Throws ``HostError`` (`connectionTimedOut`, `connectionFailed`) when it cannot.
     /// With a `reconnect` policy, a lost link is reconnected automatically and subscriptions are restored. Like iOS,
-    /// the central exchanges MTUs right after connecting unless `exchangeMTU` is false. `ownAddress` is the address
+    /// the central starts the MTU exchange as the link comes up unless `exchangeMTU` is false, and returns without
+    /// waiting for the peer's answer: ``RemotePeripheral/mtu`` and writes wait for it, nothing else does (a link to a
+    /// peer that never answers ATT is usable for L2CAP channels). `ownAddress` is the address
     /// this central initiates with, the one the peripheral sees (``OwnAddress``; by default the resolvable private
     /// address with privacy on, the identity address otherwise); reconnections use the default.
     public func connect(_ peripheral: DiscoveredPeripheral, timeout: Duration = .seconds(10),
@@ -203,7 +205,9 @@ public final class Central: Sendable {
         let engine = await engine()
         let peripheral = RemotePeripheral(central: self, engine: engine, connection: connection, name: name)
         await peripheral.link.startWatching(peripheral, policy: reconnect)
-        if exchangeMTU { _ = try? await engine.exchangeMTU(connection) }
+        // As iOS does: the exchange starts now and the connection does not wait for it (a peer without an ATT server
+        // still gets a usable link); whatever needs the MTU waits for it.
+        if exchangeMTU { await engine.beginMTUExchange(connection) }
         return peripheral
     }
 

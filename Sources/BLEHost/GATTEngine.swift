@@ -67,16 +67,16 @@ public struct GATTEngine: Sendable {
     /// ATT requests sent as a client (round trips), over all links.
     public var requestCount: Int { get async { await host.withGATT { _, gatt in gatt.requestCount } } }
 
-    /// The effective ATT_MTU of the link.
+    /// The effective ATT_MTU of the link, once an MTU exchange under way (``beginMTUExchange(_:)``) settled it.
     public func mtu(_ connection: HostConnection) async -> Int {
-        await host.withGATT { _, gatt in gatt.mtu(connection) }
+        await host.withGATT { host, gatt in await gatt.settledMTU(connection, host: host) }
     }
 
     /// The longest value one write carries: ATT_MTU − 3 without response (one Write Command); 512 with response,
     /// since ``write(_:attribute:value:)`` sends longer values as prepared writes (what CoreBluetooth's
     /// `maximumWriteValueLength(for:)` answers too).
     public func maximumWriteValueLength(_ connection: HostConnection, withResponse: Bool) async -> Int {
-        await host.withGATT { _, gatt in gatt.maximumWriteValueLength(connection, withResponse: withResponse) }
+        withResponse ? ATT.maximumAttributeValueLength : ATT.maximumWriteValueLength(mtu: await mtu(connection))
     }
 
     // MARK: Client
@@ -95,6 +95,14 @@ public struct GATTEngine: Sendable {
     /// once per link (Core 5.4, Vol 3, Part F, 3.4.2.1): later calls return the MTU without asking again.
     public func exchangeMTU(_ connection: HostConnection) async throws -> Int {
         try await host.withGATT { host, gatt in try await gatt.exchangeMTU(connection, host: host) }
+    }
+
+    /// Starts the MTU exchange and returns without waiting for the peer, as iOS does after connecting: the request is
+    /// the first on the link's bearer, and only what needs the MTU waits for it (``mtu(_:)``,
+    /// ``maximumWriteValueLength(_:withResponse:)``, writes, ``exchangeMTU(_:)``). A peer that never answers ATT
+    /// leaves the link usable for everything else.
+    public func beginMTUExchange(_ connection: HostConnection) async {
+        await host.withGATT { host, gatt in gatt.beginMTUExchange(connection, host: host) }
     }
 
     /// Discovers primary services (all, or those of type `uuid`).

@@ -225,7 +225,10 @@ import Testing
         #expect(await central.connections.count == 1, "the link stays up")
     }
 
-    @Test func transactionTimeoutClosesTheLink() async throws {
+    /// A peer that never answers ATT: the request fails at the transaction timeout and the ATT bearer ends (later
+    /// requests fail at once, the same way), but the link is not ATT's: it stays up, and a credit based channel opens
+    /// on it and carries data both ways (Core 5.4, Vol 3, Part F, 3.3.3).
+    @Test func aTransactionTimeoutEndsTheBearerAndLeavesTheLinkUp() async throws {
         let world = World()
         let (silent, sc) = try await world.host()
         let (central, _) = try await world.host(at: 1)
@@ -238,21 +241,34 @@ import Testing
         // The peer opens its ATT channel and never answers.
         let link = try await next(silentEvents) { if case .connected(let c) = $0 { c } else { nil } }
         _ = try await silent.openFixedChannel(.att, on: link)
-        let events = await central.events()
+        let channels = try await silent.listen(spsm: L2CAPSPSM(rawValue: 0x0080))
         do {
             _ = try await client.read(c, attribute: 3)
             Issue.record("a silent server must time out")
         } catch let error as GATTError {
             #expect(error.code == .timeout)
         }
-        _ = try await next(events) { if case .disconnected = $0 { true } else { nil } }
+        let clock = ContinuousClock()
+        let start = clock.now
+        await #expect(throws: GATTError(.timeout, "")) { try await client.read(c, attribute: 3) }
+        #expect(clock.now - start < .milliseconds(250), "a closed bearer fails at once")
+        #expect(await central.connections.map(\.link) == [c.link], "the link stays up")
+        let channel = try await central.openL2CAPChannel(spsm: L2CAPSPSM(rawValue: 0x0080), on: c)
+        var accepted = channels.makeAsyncIterator()
+        let peer = try #require(await accepted.next())
+        try await channel.send(Array("over the link".utf8))
+        var fromCentral = peer.incoming.makeAsyncIterator()
+        #expect(await fromCentral.next() == Array("over the link".utf8))
+        try await peer.send([1, 2, 3])
+        var fromPeer = channel.incoming.makeAsyncIterator()
+        #expect(await fromPeer.next() == [1, 2, 3])
     }
 }
 
 @Suite(.timeLimit(.minutes(1))) struct IndicationDeadlineTests {
     /// A client that subscribes to indications and never confirms: the server's update fails at the transaction
-    /// deadline and the link is closed.
-    @Test func unconfirmedIndicationClosesTheLink() async throws {
+    /// deadline and the server's ATT bearer on that link ends (later updates to it fail at once); the link stays up.
+    @Test func anUnconfirmedIndicationEndsTheBearerNotTheLink() async throws {
         let world = World()
         let (peripheral, pc) = try await world.host()
         let server = GATTEngine(host: peripheral, database: GATTEngineTests.database())
@@ -267,9 +283,9 @@ import Testing
         let hr = try #require(await server.database.valueHandle(of: 0x2A37))
         try await central.sendL2CAP(ATTPDU.writeRequest(.init(handle: try #require(hr.next), value: [0x02, 0x00])).encoded, channel: .att, on: c)
         #expect(await responses.next() == [0x13])
-        let events = await peripheral.events()
-        await #expect(throws: GATTError.self) { try await server.updateValue([0, 70], for: hr) }
-        _ = try await next(events) { if case .disconnected = $0 { true } else { nil } }
+        await #expect(throws: GATTError(.timeout, "")) { try await server.updateValue([0, 70], for: hr) }
+        await #expect(throws: GATTError(.timeout, "")) { try await server.updateValue([0, 71], for: hr) }
+        #expect(await peripheral.connections.count == 1, "the link stays up")
         #expect(await server.isReadyToUpdateSubscribers())
     }
 }

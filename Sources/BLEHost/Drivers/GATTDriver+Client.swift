@@ -6,19 +6,61 @@ import BLEWire
 extension GATTDriver {
     /// Exchanges MTUs (the client asks for ``preferredMTU``); returns the effective ATT_MTU. A client exchanges MTUs
     /// once per link (Core 5.4, Vol 3, Part F, 3.4.2.1): later calls return the MTU without asking again.
+    /// An exchange under way (``beginMTUExchange(_:host:)``) is joined rather than asked again.
     func exchangeMTU(_ connection: HostConnection, host: isolated HCIHost) async throws -> Int {
         let link = try link(connection, host: host)
-        if links[link]?.exchangedMTU == true, let mtu = links[link]?.server.mtu { return mtu }
-        links[link]?.exchangedMTU = true
-        let mtu: Int
-        do {
-            mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: connection, host: host)
-        } catch {
-            links[link]?.exchangedMTU = false
-            throw error
+        switch links[link]?.mtuExchange {
+        case .done?:
+            return links[link]?.server.mtu ?? ATT.defaultLEMTU
+        case .inFlight?:
+            return try await withCheckedThrowingContinuation { continuation in
+                guard case .inFlight(var waiters) = links[link]?.mtuExchange else {
+                    continuation.resume(returning: links[link]?.server.mtu ?? ATT.defaultLEMTU)
+                    return
+                }
+                waiters.append(continuation)
+                links[link]?.mtuExchange = .inFlight(waiters)
+            }
+        case .notStarted?, nil:
+            links[link]?.mtuExchange = .inFlight([])
+            return try await runMTUExchange(connection, on: link, host: host)
         }
-        links[link]?.server.negotiated(mtu: mtu)
-        return links[link]?.server.mtu ?? mtu
+    }
+
+    /// Starts the MTU exchange on a link and returns without waiting for it, as iOS does after connecting: the
+    /// request is the first on the bearer, and whoever needs the MTU (``settledMTU(_:host:)``, ``exchangeMTU(_:host:)``)
+    /// waits for it; nothing else does (a peer that never answers ATT leaves the link usable for L2CAP channels).
+    func beginMTUExchange(_ connection: HostConnection, host: isolated HCIHost) {
+        guard let link = try? link(connection, host: host), case .notStarted? = links[link]?.mtuExchange else { return }
+        links[link]?.mtuExchange = .inFlight([])
+        Task { _ = try? await self.runMTUExchange(connection, on: link, host: host) }
+    }
+
+    /// Runs the exchange marked in flight on `link` and hands its outcome to the callers that joined it.
+    private func runMTUExchange(_ connection: HostConnection, on link: LinkID, host: isolated HCIHost) async throws -> Int {
+        let outcome: Result<Int, any Error>
+        do {
+            let mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: connection, host: host)
+            links[link]?.server.negotiated(mtu: mtu)
+            outcome = .success(links[link]?.server.mtu ?? mtu)
+        } catch {
+            outcome = .failure(error)
+        }
+        if case .inFlight(let waiters)? = links[link]?.mtuExchange {
+            // A failed exchange may be asked again; a closed bearer fails that at once.
+            links[link]?.mtuExchange = (try? outcome.get()) == nil ? .notStarted : .done
+            for waiter in waiters { waiter.resume(with: outcome) }
+        }
+        return try outcome.get()
+    }
+
+    /// The link's ATT_MTU once an MTU exchange under way settled it (the current one when none is; the default when
+    /// the exchange fails).
+    func settledMTU(_ connection: HostConnection, host: isolated HCIHost) async -> Int {
+        if case .inFlight? = links[connection.link]?.mtuExchange {
+            return (try? await exchangeMTU(connection, host: host)) ?? mtu(connection)
+        }
+        return mtu(connection)
     }
 
     /// Discovers primary services (all, or those of type `uuid`).
@@ -154,19 +196,20 @@ extension GATTDriver {
 
     /// Reads a value; long values are read whole with Read Blob. Core 5.4, Vol 3, Part G, 4.8.1 and 4.8.3.
     func read(_ connection: HostConnection, attribute: AttributeHandle, host: isolated HCIHost) async throws -> [UInt8] {
-        try await run(ValueRead(handle: attribute, mtu: mtu(connection)), on: connection, host: host)
+        try await run(ValueRead(handle: attribute, mtu: await settledMTU(connection, host: host)), on: connection, host: host)
     }
 
     /// Writes a value with a Write Request, or with prepared writes (reliably: each echo is checked) when it does
     /// not fit one PDU. Core 5.4, Vol 3, Part G, 4.9.3 and 4.9.4.
     func write(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8], host: isolated HCIHost) async throws {
-        try await run(ValueWrite(handle: attribute, value: value, mtu: mtu(connection)), on: connection, host: host)
+        try await run(ValueWrite(handle: attribute, value: value, mtu: await settledMTU(connection, host: host)), on: connection, host: host)
     }
 
     /// Writes without response (a Write Command of at most ATT_MTU − 3 bytes).
     func writeWithoutResponse(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8], host: isolated HCIHost) async throws {
-        guard value.count <= ATT.maximumWriteValueLength(mtu: mtu(connection)) else {
-            throw GATTError(.invalidValueLength, "\(value.count) bytes exceed ATT_MTU − 3 = \(ATT.maximumWriteValueLength(mtu: mtu(connection)))")
+        let mtu = await settledMTU(connection, host: host)
+        guard value.count <= ATT.maximumWriteValueLength(mtu: mtu) else {
+            throw GATTError(.invalidValueLength, "\(value.count) bytes exceed ATT_MTU − 3 = \(ATT.maximumWriteValueLength(mtu: mtu))")
         }
         try await sendUnanswered(.writeCommand(.init(handle: attribute, value: value)), on: try link(connection, host: host), host: host)
     }

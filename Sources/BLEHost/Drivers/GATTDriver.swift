@@ -28,8 +28,8 @@ final class GATTDriver {
         var inboxBusy = false
         /// The peer's request being answered by the application, if any (see ``GATTEngine/applicationRequests()``).
         var application: ApplicationPending?
-        /// This side exchanged MTUs as a client (at most once per link: Core 5.4, Vol 3, Part F, 3.4.2.1).
-        var exchangedMTU = false
+        /// This side's MTU exchange as a client (at most one per link: Core 5.4, Vol 3, Part F, 3.4.2.1).
+        var mtuExchange = MTUExchangeState.notStarted
         /// The link is being detached (its disconnection event and the end of its ATT channel both detach it).
         var detaching = false
         /// The peer's bond, once found (its local identity and the peer's identity address): the bond store keeps
@@ -46,6 +46,14 @@ final class GATTDriver {
         var peerServiceChanged: AttributeHandle?
         /// As a client: robust caching was enabled on the peer (Client Supported Features written) on this link.
         var enabledRobustCaching = false
+    }
+
+    /// A link's MTU exchange as a client.
+    enum MTUExchangeState {
+        case notStarted
+        /// Under way; these callers wait for the effective ATT_MTU it leads to.
+        case inFlight([CheckedContinuation<Int, any Error>])
+        case done
     }
 
     /// What the host hands this driver on a link's ATT channel.
@@ -167,6 +175,9 @@ final class GATTDriver {
         links[link] = state
         await perform(actions, on: link, host: host)
         guard let state = links.removeValue(forKey: link) else { return }
+        if case .inFlight(let waiters) = state.mtuExchange {
+            for waiter in waiters { waiter.resume(throwing: GATTError(.disconnected, "the link went down")) }
+        }
         if linkOfHandle[state.connection.handle] == link { linkOfHandle[state.connection.handle] = nil }
         commands = commands.filter { $0.value.link != link }
         for subscribers in state.subscribers.values { for s in subscribers { s.sink.end() } }
@@ -265,9 +276,6 @@ final class GATTDriver {
             switch action {
             case .serve(let bytes):
                 await serve(bytes, on: link, host: host)
-            case .closeLink:
-                // Core 5.4, Vol 3, Part F, 3.3.3: no further ATT on this bearer; the link is closed.
-                if let connection = links[link]?.connection { _ = try? await host.disconnect(connection) }
             default:
                 break
             }
@@ -275,7 +283,7 @@ final class GATTDriver {
     }
 
     /// Carries out an action that needs no suspension and returns `true`; `false` (nothing done) for one that may
-    /// suspend (serving, closing the link). `connection`, when the caller has it, is the link's connection (it spares
+    /// suspend (serving a request). `connection`, when the caller has it, is the link's connection (it spares
     /// a look-up per PDU sent).
     ///
     /// A PDU the bearer sends goes to the host's outbox at once, past the link's queue limit if it must
@@ -285,7 +293,7 @@ final class GATTDriver {
     private func performNow(_ action: ATTBearer.Action, on link: LinkID, connection known: HostConnection? = nil,
                             host: isolated HCIHost) -> Bool {
         switch action {
-        case .serve, .closeLink:
+        case .serve:
             return false
         case .send(let bytes):
             if let connection = known ?? links.withValue(forKey: link, { $0.connection }) {
@@ -439,12 +447,5 @@ final class GATTDriver {
     /// The effective ATT_MTU of the link with `handle`.
     func mtu(_ connection: HostConnection) -> Int {
         links[connection.link]?.server.mtu ?? ATT.defaultLEMTU
-    }
-
-    /// The longest value one write carries: ATT_MTU − 3 without response (one Write Command); 512 with response,
-    /// since ``write(_:attribute:value:host:)`` sends longer values as prepared writes (what CoreBluetooth's
-    /// `maximumWriteValueLength(for:)` answers too).
-    func maximumWriteValueLength(_ connection: HostConnection, withResponse: Bool) -> Int {
-        withResponse ? ATT.maximumAttributeValueLength : ATT.maximumWriteValueLength(mtu: mtu(connection))
     }
 }

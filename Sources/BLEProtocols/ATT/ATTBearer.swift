@@ -13,8 +13,9 @@ import BLEWire
 /// answered the current one, so a server that answers later still answers in order. Commands are handed up at once.
 ///
 /// Both directions have the 30-second transaction timeout, as timer actions: when a request or an indication
-/// is not answered in time the bearer closes (no further ATT PDU is sent or accepted on it) and asks for the link
-/// to be disconnected (``Action/closeLink(_:)``).
+/// is not answered in time the bearer closes: what waits on it fails, and no further ATT PDU is sent or accepted on
+/// it (Core 5.4, Vol 3, Part F, 3.3.3). The link is not the bearer's to end: it stays up for whatever else uses it
+/// (L2CAP channels, SMP), and a new bearer comes with a new link.
 public struct ATTBearer: Sendable {
     /// Identifies one request of this bearer's client side. Never reused within a bearer.
     public struct RequestID: Hashable, Sendable, CustomStringConvertible {
@@ -57,8 +58,6 @@ public struct ATTBearer: Sendable {
         /// A PDU from the peer for the local server. A request (``ATTPDU/needsResponse``) must be answered with
         /// ``ATTBearer/respond(_:)`` before the next request is handed up.
         case serve([UInt8])
-        /// The bearer timed out: the link must be disconnected (Core 5.4, Vol 3, Part F, 3.3.3).
-        case closeLink(GATTError)
 
         public static func == (lhs: Action, rhs: Action) -> Bool {
             switch (lhs, rhs) {
@@ -75,7 +74,6 @@ public struct ATTBearer: Sendable {
             case (.notification(let a, let x), .notification(let b, let y)): a == b && x == y
             case (.indication(let a, let x), .indication(let b, let y)): a == b && x == y
             case (.serve(let a), .serve(let b)): a == b
-            case (.closeLink(let a), .closeLink(let b)): a == b
             default: false
             }
         }
@@ -220,15 +218,13 @@ public struct ATTBearer: Sendable {
         }
     }
 
-    /// A timer fired: the outstanding transaction timed out and the bearer closes.
+    /// A timer fired: the outstanding transaction timed out and the bearer closes (its link stays up).
     public mutating func timerFired(_ timer: Timer) -> [Action] {
         switch timer {
         case .request where outstanding != nil:
-            return close(GATTError(.timeout, "no ATT response within \(transactionTimeout); the link is closed")) + [
-                .closeLink(GATTError(.timeout, "ATT transaction timeout"))]
+            return close(GATTError(.timeout, "no ATT response within \(transactionTimeout); the ATT bearer is closed"))
         case .indication where outstandingIndication != nil:
-            return close(GATTError(.timeout, "no confirmation of an indication within \(transactionTimeout); the link is closed")) + [
-                .closeLink(GATTError(.timeout, "ATT transaction timeout"))]
+            return close(GATTError(.timeout, "no confirmation of an indication within \(transactionTimeout); the ATT bearer is closed"))
         default:
             return []
         }

@@ -85,7 +85,8 @@ public struct GATTErrorCode: BLEErrorCode {
 
     /// The server answered with an ATT error. ``BLEErrorCategory/protocolError``.
     public static func att(_ code: ATTErrorCode, handle: AttributeHandle) -> GATTErrorCode { GATTErrorCode(.att(code, handle)) }
-    /// No response within the ATT transaction timeout (30 s); the link was closed, as the spec requires.
+    /// No response within the ATT transaction timeout (30 s): the ATT bearer is closed, as the specification requires
+    /// (Core 5.4, Vol 3, Part F, 3.3.3); the link stays up.
     /// ``BLEErrorCategory/timedOut``.
     public static let timeout = GATTErrorCode(.timeout)
     /// The server's response broke the protocol (wrong opcode, handles going backwards...).
