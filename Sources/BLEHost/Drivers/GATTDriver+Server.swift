@@ -198,7 +198,7 @@ extension GATTDriver {
     }
 
     /// Sends one indication on a link once the previous one is confirmed, and waits for its confirmation (the
-    /// bearer queues them and closes the link when one is not confirmed in time).
+    /// bearer queues them, and closes itself, not the link, when one is not confirmed in time).
     func indicate(_ value: [UInt8], valueHandle: AttributeHandle, on link: LinkID, host: isolated HCIHost) async throws {
         guard let (id, actions) = links[link]?.bearer.indicate(handle: valueHandle, value: value) else {
             throw GATTError(.disconnected, "the link went down")
