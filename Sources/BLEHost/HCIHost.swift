@@ -41,6 +41,9 @@ public actor HCIHost {
     }
 
     let transport: any HCITransport
+    /// The transport's clock, which every timer of this host runs on (the air's, for a virtual controller on a
+    /// manual clock; the wall clock otherwise).
+    let clock: any TransportClock
     let configuration: Configuration
     let logger = Logger(label: "ble.host")
     /// Where every packet for the controller goes, without suspending the sender.
@@ -100,11 +103,17 @@ public actor HCIHost {
         self.transport = transport
         self.configuration = configuration
         self.outbox = HCIOutbox(transport)
+        let clock = transport.clock
+        self.clock = clock
         self.commands = CommandDriver(timeout: configuration.commandTimeout)
-        self.securityManager = SecurityManager(settings: configuration.security, logger: Logger(label: "ble.host"))
+        self.securityManager = SecurityManager(settings: configuration.security, logger: Logger(label: "ble.host"), clock: clock)
         self.gap = GAPDriver(configuration: .init(privacy: configuration.security.privacy,
                                                   privateAddressInterval: configuration.security.privateAddressInterval),
                              logger: Logger(label: "ble.host"))
+        commands.timers.clock = clock
+        acl.drainTimers.clock = clock
+        l2cap.timers.clock = clock
+        gap.timers.clock = clock
     }
 
     /// A host whose transport could not be opened: its state says why (`unauthorized` when the operating system
@@ -112,6 +121,7 @@ public actor HCIHost {
     public init(unavailable error: TransportError) {
         let (closed, _) = HCIPipe.makePair()
         self.transport = closed
+        self.clock = closed.clock
         self.configuration = Configuration()
         self.outbox = HCIOutbox(closed)
         self.commands = CommandDriver(timeout: configuration.commandTimeout)

@@ -144,6 +144,9 @@ public final class SnoopingTransport: HCITransport {
     private let role: Role
     private let pump: Task<Void, Never>
 
+    /// The wrapped transport's clock.
+    public var clock: any TransportClock { inner.clock }
+
     /// Wraps `inner`, recording to `writer`.
     public init(_ inner: any HCITransport, writer: BTSnoopWriter, role: Role = .host) {
         self.inner = inner

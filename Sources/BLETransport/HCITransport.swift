@@ -20,6 +20,9 @@ public protocol HCITransport: AnyObject, Sendable {
 
     /// Closes the transport; `incoming` finishes. Idempotent.
     func close() async
+
+    /// The clock a host on this transport lives by (``TransportClock``); the wall clock by default.
+    var clock: any TransportClock { get }
 }
 
 extension HCITransport {

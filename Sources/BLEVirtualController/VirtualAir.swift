@@ -1,3 +1,4 @@
+import BLETransport
 import BLEWire
 import Foundation
 import Synchronization
@@ -29,6 +30,8 @@ public final class VirtualAir: Sendable {
     /// Reader threads handling packets now (hosts attached to descriptor transports).
     let readers = ReaderActivity()
     private let origin = ContinuousClock.now
+    /// The hosts' timers on this air (a manual air wakes them in ``advance(by:)``).
+    private let hostClock: AirClock
 
     /// Creates an air with a seeded generator (advertising delays, LE Rand, RSSI noise), a radio model and, when
     /// given, the air-time model for connections (``AirTimeModel``; without it packets cross links instantly).
@@ -37,6 +40,7 @@ public final class VirtualAir: Sendable {
         var world = World(seed: seed, radio: radio)
         world.airTime = airTime
         self.world = Locked(world)
+        self.hostClock = AirClock(world: self.world)
         if clock == .realTime {
             // The thread holds the air weakly: dropping the last reference to the air stops it.
             let driver = driver
@@ -131,16 +135,29 @@ public final class VirtualAir: Sendable {
 
     /// Moves simulated time forward by `duration`, running every event due in that span in order, and returns
     /// with the clock at exactly `now + duration`. Only the manual clock is driven this way; on a real-time air the
-    /// call does nothing (wall time drives it).
+    /// call does nothing (wall time drives it). The hosts' timers due in the span (see ``VirtualController``'s
+    /// transport clock) are woken at their time, between the air's events.
     public func advance(by duration: Duration) {
         guard clock == .manual else { return }
         let nanos = Self.nanoseconds(duration)
+        let target = world.withLock { w in w.now &+ min(nanos, UInt64.max - w.now) }
+        // The hosts' timers due before the target go off at their time, after the air's events until then.
+        while let deadline = hostClock.nextDeadline, deadline <= target {
+            world.withLock { w in
+                runEvents(&w, notAfter: deadline)
+                w.now = max(w.now, deadline)
+            }
+            hostClock.wake(notAfter: deadline)
+        }
         world.withLock { w in
-            let target = w.now &+ min(nanos, UInt64.max - w.now)
             runEvents(&w, notAfter: target)
             w.now = target
         }
     }
+
+    /// The clock of the hosts on this air's controllers (``TransportClock``): the air's time on a manual air, the
+    /// wall clock on a real-time one.
+    var transportClock: any TransportClock { clock == .manual ? hostClock : WallClock() }
 
     /// Runs scheduled events one after another, moving the clock to each, until nothing is scheduled or the next
     /// event lies more than `limit` past the current time.
@@ -152,13 +169,16 @@ public final class VirtualAir: Sendable {
     public func runUntilIdle(limit: Duration = .seconds(60)) -> Bool {
         guard clock == .manual else { return false }
         let nanos = Self.nanoseconds(limit)
-        return world.withLock { w in
+        let (idle, now) = world.withLock { w -> (Bool, UInt64) in
             let deadline = w.now &+ min(nanos, UInt64.max - w.now)
             runEvents(&w, notAfter: deadline)
-            if w.queue.isEmpty { return true }
+            if w.queue.isEmpty { return (true, w.now) }
             w.now = deadline
-            return false
+            return (false, w.now)
         }
+        // The hosts' timers the clock passed go off now.
+        hostClock.wake(notAfter: now)
+        return idle
     }
 
     /// Stops the real-time driver thread. The air is unusable afterwards.

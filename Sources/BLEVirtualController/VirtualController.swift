@@ -228,6 +228,9 @@ final class VirtualHostTransport: HCIPacketInboxProviding {
     private let incomingContinuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     private let pump: Task<Void, Never>?
 
+    /// The air's clock for a manual-clock air (the host's timers then run on simulated time), the wall clock otherwise.
+    var clock: any TransportClock { controller.air.transportClock }
+
     init(controller: VirtualController) {
         self.controller = controller
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)

@@ -1,4 +1,5 @@
 import BLE
+import BLEHost
 import BLEVirtualController
 import Synchronization
 import Testing
@@ -71,5 +72,44 @@ import Testing
         #expect(lost.withLock { $0 } == .connectionTimeout)
         watcher.cancel()
         air.shutdown()
+    }
+}
+
+/// The host's own timers run on the air's clock too: on a manual-clock air, the 30 s ATT transaction timeout of a
+/// request nobody answers goes off when the test has advanced the air 30 s, and not by the wall clock.
+@Suite(.timeLimit(.minutes(1))) struct ManualClockHostTimerTests {
+    @Test func theATTTransactionTimeoutGoesOffAtThirtySecondsOfTheAirsTime() async throws {
+        let air = VirtualAir(clock: .manual, seed: 22)
+        defer { air.shutdown() }
+        // A peer with no GATT: it holds the ATT requests it gets and answers none.
+        let silentController = air.addController()
+        let silent = HCIHost(transport: silentController.makeHostTransport())
+        try await silent.powerOn()
+        try await silent.startAdvertising(.init(data: AdvertisingData(localName: "Silent")))
+        let central = try await Central(transport: air.addController(.init(position: Position(x: 1))).makeHostTransport())
+        let connected = Mutex<RemotePeripheral?>(nil)
+        let attempt = Task {
+            let remote = try await central.connect(LEAddress(silentController.address, type: .public), exchangeMTU: false)
+            connected.withLock { $0 = remote }
+        }
+        #expect(await ManualClockTests.pump(air, until: { connected.withLock { $0 != nil } }) != nil, "no connection")
+        try await attempt.value
+        let remote = try #require(connected.withLock { $0 })
+
+        let outcome = Mutex<GATTError?>(nil)
+        let discovery = Task {
+            do {
+                _ = try await remote.discoverServices()
+                outcome.withLock { $0 = GATTError(.malformedResponse, "the silent peer answered") }
+            } catch let error as GATTError {
+                outcome.withLock { $0 = error }
+            }
+        }
+        #expect(await ManualClockTests.pump(air, step: .milliseconds(100), limit: .milliseconds(29_900),
+                                            until: { outcome.withLock { $0 != nil } }) == nil, "the request ended early")
+        #expect(await ManualClockTests.pump(air, step: .milliseconds(100), limit: .seconds(5),
+                                            until: { outcome.withLock { $0 != nil } }) != nil, "the transaction never timed out")
+        try await discovery.value
+        #expect(outcome.withLock { $0?.code } == .timeout)
     }
 }

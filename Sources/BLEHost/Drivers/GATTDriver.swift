@@ -138,6 +138,7 @@ final class GATTDriver {
         let link = connection.link
         guard links[link] == nil else { return }
         var state = LinkState(connection: connection, bearer: ATTBearer(transactionTimeout: transactionTimeout))
+        state.timers.clock = host.clock
         state.server.serverMTU = preferredMTU
         state.server.minimumKeySize = Int(host.configuration.security.minimumKeySize)
         links[link] = state

@@ -1,4 +1,5 @@
 import BLEProtocols
+import BLETransport
 import BLEWire
 import Logging
 #if canImport(Glibc)
@@ -29,19 +30,21 @@ struct SecurityManager {
     private(set) var timers = TimerSet<LinkID>()
     /// The identity behind each resolvable private address seen in advertising reports (`nil`: no bond resolves it).
     var resolvedIdentities: [LEAddress: ResolvedIdentity] = [:]
-    /// The origin of the monotonic readings given to ``attempts``.
-    let clockOrigin = ContinuousClock.now
+    /// The host's clock: the monotonic readings given to ``attempts`` and the Security Manager timers.
+    let clock: any TransportClock
     /// Pairing, encryption and bonding settings.
     let settings: SecurityConfiguration
     let logger: Logger
 
-    init(settings: SecurityConfiguration, logger: Logger) {
+    init(settings: SecurityConfiguration, logger: Logger, clock: any TransportClock = WallClock()) {
         self.settings = settings
         self.logger = logger
+        self.clock = clock
+        self.timers = TimerSet<LinkID>(clock: clock)
     }
 
     /// A reading of the monotonic clock: the time since the manager was created.
-    var now: Duration { ContinuousClock.now - clockOrigin }
+    var now: Duration { clock.now }
 
     // MARK: Pairing on request
 

@@ -1,5 +1,8 @@
-/// One-shot timers keyed by what they time, each run as a task that sleeps: the one timer idiom of the host's drivers
-/// (command timeouts, L2CAP RTX, the Security Manager timer, connection attempts, private-address rotation).
+import BLETransport
+
+/// One-shot timers keyed by what they time, each run as a task that sleeps on the host's clock: the one timer idiom
+/// of the host's drivers (command timeouts, L2CAP RTX, the Security Manager timer, connection attempts,
+/// private-address rotation, ATT transactions).
 ///
 /// A timer that fires calls its handler with its ``Firing``; the driver passes that to ``expire(_:)``, which says
 /// whether the timer was still the one set under its key. So a timer cancelled or replaced after its task woke up
@@ -13,6 +16,10 @@ struct TimerSet<Key: Hashable & Sendable> {
 
     private var tasks: [Key: (generation: UInt64, task: Task<Void, Never>)] = [:]
     private var lastGeneration: UInt64 = 0
+    /// The clock the timers run on (the host's transport's: see ``TransportClock``); the wall clock when `nil`.
+    var clock: (any TransportClock)?
+
+    init(clock: (any TransportClock)? = nil) { self.clock = clock }
 
     /// Sets the timer `key` to fire after `delay` (replacing one set under the same key); `handler` runs then, unless
     /// the timer was cancelled or replaced.
@@ -20,8 +27,9 @@ struct TimerSet<Key: Hashable & Sendable> {
         tasks.removeValue(forKey: key)?.task.cancel()
         lastGeneration &+= 1
         let firing = Firing(key: key, generation: lastGeneration)
+        let clock = clock
         let task = Task {
-            try? await Task.sleep(for: delay)
+            if let clock { try? await clock.sleep(for: delay) } else { try? await Task.sleep(for: delay) }
             guard !Task.isCancelled else { return }
             await handler(firing)
         }
