@@ -97,6 +97,13 @@ public struct PageRequest: Sendable, Equatable {
         }
     }
 
+    /// The `id` of a request that may not decode, so that its refusal can still be matched to it (`nil` when the
+    /// text has none, or is not JSON at all).
+    public static func id(in text: String) -> Int? {
+        struct OnlyID: Decodable { var id: Int? }
+        return (try? JSONDecoder().decode(OnlyID.self, from: Data(text.utf8)))?.id
+    }
+
     /// At most 40 characters of page input, for an error message.
     static func clipped(_ text: String) -> String { text.count > 40 ? String(text.prefix(40)) + "…" : text }
 

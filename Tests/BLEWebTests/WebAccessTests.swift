@@ -81,6 +81,12 @@ import Testing
         #expect(try !PageRequest(json: #"{"op":"subscribe","address":"A","handle":4}"#).isWrite)
     }
 
+    @Test func theIDOfARefusedRequest() {
+        #expect(PageRequest.id(in: #"{"id":9,"op":"write","value":"zz"}"#) == 9)
+        #expect(PageRequest.id(in: #"{"op":"trace"}"#) == nil)
+        #expect(PageRequest.id(in: "{") == nil)
+    }
+
     /// Each bad request and the message the page shows.
     @Test(arguments: [
         ("not json", "the request is not a JSON object"),

@@ -154,7 +154,11 @@ function drawRSSI() {
   const w = canvas.width, h = canvas.height, left = 40;
   g.clearRect(0, 0, w, h);
   g.fillStyle = "#6e6e73"; g.font = "11px system-ui";
-  const top = -20, bottom = -110, now = (performance.now() - state.start) / 1000, span = 60;
+  // The last minute, or since the first point of the plotted devices when that is shorter (at least 10 s).
+  const now = (performance.now() - state.start) / 1000;
+  const firsts = [...state.plotted].map((a) => (state.history.get(a) ?? [])[0]?.t).filter((t) => t != null);
+  const span = Math.min(60, Math.max(10, now - Math.min(now, ...firsts)));
+  const top = -20, bottom = -110;
   const y = (rssi) => (top - Math.max(bottom, Math.min(top, rssi))) / (top - bottom) * (h - 20) + 10;
   const x = (t) => left + (t - (now - span)) / span * (w - left - 10);
   for (let r = -30; r >= -100; r -= 20) { g.fillText(`${r}`, 4, y(r) + 4); g.strokeStyle = "#eee"; g.beginPath(); g.moveTo(left, y(r)); g.lineTo(w, y(r)); g.stroke(); }
@@ -173,7 +177,7 @@ function drawRSSI() {
     const d = state.devices.get(address);
     g.fillText(d?.name ?? address, w - 160, 14 + 13 * (i - 1));
   }
-  if (state.plotted.size === 0) { g.fillStyle = "#6e6e73"; g.fillText("tick devices in the Plot column to draw their RSSI over the last minute", left + 10, h / 2); }
+  if (state.plotted.size === 0) { g.fillStyle = "#6e6e73"; g.fillText("tick devices in the Plot column to draw their RSSI over time", left + 10, h / 2); }
   canvas.dataset.points = String(points);
 }
 
@@ -212,7 +216,7 @@ function renderTree(link) {
 }
 
 function characteristicView(link, c) {
-  const out = el("span", { class: "value", "data-handle": String(c.handle) });
+  const out = el("span", { class: "value out", "data-handle": String(c.handle) });
   const show = (answer) => { out.textContent = valueText(answer); out.classList.remove("error"); };
   const fail = (error) => { out.textContent = error.message; out.classList.add("error"); };
   const props = c.properties;
@@ -240,7 +244,7 @@ function characteristicView(link, c) {
   box.append(out);
   for (const d of c.descriptors) {
     const dout = el("span", { class: "value" });
-    box.append(el("div", { class: "characteristic" }, el("span", { class: "muted", text: `${d.name ?? "descriptor"} ${d.uuid} 0x${d.handle.toString(16).padStart(4, "0")} ` }),
+    box.append(el("div", { class: "descriptor" }, el("span", { class: "muted", text: `${d.name ?? "descriptor"} ${d.uuid} 0x${d.handle.toString(16).padStart(4, "0")} ` }),
       el("button", { text: "Read", onclick: () => request("read", { address: link.address, handle: d.handle })
         .then((a) => { dout.textContent = valueText(a); dout.classList.remove("error"); }, (e) => { dout.textContent = e.message; dout.classList.add("error"); }) }), dout));
   }
@@ -251,7 +255,7 @@ function notified(v) {
   const key = `${v.address}/${v.handle}`;
   const link = state.links.get(v.address);
   if (link && state.selectedLink === v.address) {
-    const out = document.querySelector(`#gatt-tree .value[data-handle="${v.handle}"]`);
+    const out = document.querySelector(`#gatt-tree .out[data-handle="${v.handle}"]`);
     if (out) out.textContent = valueText(v);
   }
   if (v.number == null) return;

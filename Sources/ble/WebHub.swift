@@ -1,0 +1,550 @@
+import BLE
+import BLEFiles
+import BLEProfiles
+import BLETransport
+import BLEWeb
+import BLEWire
+import Foundation
+
+/// The Bluetooth side of `ble web`: one adapter (scanning as a central, its links, the virtual devices it started) shared
+/// by every tab, through the public API. It adds no Bluetooth logic: it scans, connects, reads, writes, subscribes and
+/// serves as the commands do, and tells the tabs, coalesced (devices at most 4 times a second, values at most 10).
+actor WebHub {
+    let adapter: Adapter
+    let central: Central
+    let spec: HCITransportSpec
+    let hciName: String
+    let readOnly: Bool
+    let tracePath: String
+
+    private var clients: [Int: WebClient] = [:]
+    private var tracePaused: Set<Int> = []
+    private var rows: [String: ScanRowState] = [:]
+    private var deviceUpdates = Coalescer<String, JSONValue>(interval: .milliseconds(250))
+    private var valueUpdates = Coalescer<String, JSONValue>(interval: .milliseconds(100))
+    private var links: [String: WebLink] = [:]
+    private var connecting: Set<String> = []
+    private var virtuals: [Int: VirtualEntry] = [:]
+    private var nextVirtual = 1
+    private var traceOffset = 0
+    private var traceLines: [JSONValue] = []
+    private var decoders: [String: ValueDecoding] = [:]
+    private var tasks: [Task<Void, Never>] = []
+    private let clock = ContinuousClock()
+    private let origin: ContinuousClock.Instant
+
+    init(adapter: Adapter, spec: HCITransportSpec, hciName: String, readOnly: Bool, tracePath: String) {
+        self.adapter = adapter
+        self.central = Central(adapter: adapter)
+        self.spec = spec
+        self.hciName = hciName
+        self.readOnly = readOnly
+        self.tracePath = tracePath
+        origin = clock.now
+    }
+
+    private var now: Duration { clock.now - origin }
+
+    /// Scans, serves the tabs and flushes the updates until cancelled.
+    func run(_ server: WebServer) async throws {
+        let scan = try await central.scan(allowDuplicates: true, bufferingLimit: 4096)
+        tasks.append(Task { [weak self] in
+            do {
+                for try await device in scan { await self?.heard(device) }
+            } catch {
+                await self?.broadcast(["type": "notice", "message": .string("the scan ended: \(describeError(error))")])
+            }
+        })
+        tasks.append(Task { [weak self] in
+            for await client in server.clients { await self?.attach(client) }
+        })
+        while !Task.isCancelled {
+            try await Task.sleep(for: .milliseconds(50))
+            flush()
+            readTrace()
+        }
+    }
+
+    /// Stops the virtual devices, disconnects and powers the controller off.
+    func stop() async {
+        for task in tasks { task.cancel() }
+        for entry in virtuals.values { await entry.stop() }
+        virtuals.removeAll()
+        for link in links.values {
+            for task in link.subscriptions.values { task.cancel() }
+            _ = try? await central.disconnect(link.peripheral)
+        }
+        for client in clients.values { client.close() }
+        await adapter.powerOff()
+    }
+
+    // MARK: Tabs
+
+    private func attach(_ client: WebClient) async {
+        clients[client.id] = client
+        send(client, await hello())
+        tasks.append(Task { [weak self] in
+            for await text in client.messages { await self?.received(text, from: client) }
+            await self?.detach(client)
+        })
+    }
+
+    private func detach(_ client: WebClient) {
+        clients[client.id] = nil
+        tracePaused.remove(client.id)
+    }
+
+    private func send(_ client: WebClient, _ message: JSONValue) { client.send(message.encoded()) }
+
+    private func broadcast(_ message: JSONValue) {
+        let text = message.encoded()
+        for client in clients.values { client.send(text) }
+    }
+
+    /// What a new tab is told first: the mode, the controller, the simulated devices it may start, and everything
+    /// known now.
+    private func hello() async -> JSONValue {
+        let capabilities = await adapter.capabilities
+        return ["type": "hello", "readOnly": .bool(readOnly), "hci": .string(hciName),
+                "address": .string(await adapter.address.map { "\($0.address)" } ?? "?"),
+                "controller": .array(Info.lines(capabilities).map(JSONValue.string)),
+                "simulated": .array(SimulatedDevice.allCases.map { .string($0.rawValue) }),
+                "devices": .array(rows.values.sorted { $0.key < $1.key }.map(\.json)),
+                "links": .array(links.values.map(\.json)),
+                "virtuals": .array(virtuals.sorted { $0.key < $1.key }.map { $0.value.json(id: $0.key) })]
+    }
+
+    private func received(_ text: String, from client: WebClient) async {
+        let request: PageRequest
+        do {
+            request = try PageRequest(json: text)
+        } catch {
+            send(client, ["type": "error", "id": PageRequest.id(in: text).map(JSONValue.int) ?? .null, "message": .string(error.message)])
+            return
+        }
+        let id: JSONValue = request.id.map(JSONValue.int) ?? .null
+        if readOnly, request.isWrite {
+            send(client, ["type": "error", "id": id, "message": "refused: this server was started with --read-only (no writes, no virtual devices)"])
+            return
+        }
+        do {
+            let answer = try await perform(request.operation, client: client)
+            send(client, .object([("type", "done"), ("id", id)] + answer))
+        } catch let error as WebRequestFailure {
+            send(client, ["type": "error", "id": id, "message": .string(error.message)])
+        } catch let error as GATTDeviceDescriptionError {
+            send(client, ["type": "descriptionError", "id": id, "message": .string(error.reason),
+                          "path": .string(error.code.path), "line": error.code.line.map(JSONValue.int) ?? .null,
+                          "column": error.code.column.map(JSONValue.int) ?? .null])
+        } catch {
+            send(client, ["type": "error", "id": id, "message": .string(describeError(error))])
+        }
+    }
+
+    private func perform(_ operation: PageRequest.Operation, client: WebClient) async throws -> [(key: String, value: JSONValue)] {
+        switch operation {
+        case .connect(let address):
+            try await connect(address)
+            return [("address", .string(address))]
+        case .disconnect(let address):
+            let link = try link(address)
+            _ = try await central.disconnect(link.peripheral)
+            return [("address", .string(address))]
+        case .read(let address, let handle):
+            let link = try link(address)
+            let value: [UInt8]
+            let uuid: BluetoothUUID
+            if let c = link.characteristics[handle] {
+                value = try await link.peripheral.readValue(for: c)
+                uuid = c.uuid
+            } else if let d = link.descriptors[handle] {
+                value = try await link.peripheral.readValue(for: d)
+                uuid = d.uuid
+            } else {
+                throw WebRequestFailure("\(address) has no characteristic value or descriptor at handle 0x\(hex4(handle))")
+            }
+            return [("address", .string(address)), ("handle", .integer(handle))] + describeValue(uuid, value, key: address)
+        case .write(let address, let handle, let value, let withResponse):
+            let link = try link(address)
+            if let c = link.characteristics[handle] {
+                try await link.peripheral.writeValue(value, for: c, type: withResponse ? .withResponse : .withoutResponse)
+            } else if let d = link.descriptors[handle] {
+                try await link.peripheral.writeValue(value, for: d)
+            } else {
+                throw WebRequestFailure("\(address) has no characteristic value or descriptor at handle 0x\(hex4(handle))")
+            }
+            return [("address", .string(address)), ("handle", .integer(handle)), ("written", .int(value.count))]
+        case .subscribe(let address, let handle):
+            try await subscribe(address, handle)
+            return [("address", .string(address)), ("handle", .integer(handle))]
+        case .unsubscribe(let address, let handle):
+            var link = try link(address)
+            guard let c = link.characteristics[handle], let task = link.subscriptions[handle] else {
+                throw WebRequestFailure("not subscribed to handle 0x\(hex4(handle)) of \(address)")
+            }
+            task.cancel()
+            link.subscriptions[handle] = nil
+            links[address] = link
+            try await link.peripheral.stopNotifications(for: c)
+            broadcast(link.json.adding("type", "link"))
+            return [("address", .string(address)), ("handle", .integer(handle))]
+        case .startDevice(let name):
+            guard let device = SimulatedDevice(rawValue: name) else {
+                throw WebRequestFailure("no simulated device '\(name)' (there are \(SimulatedDevice.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            let (manager, own) = try await peripheralManager(name: device.defaultName)
+            do {
+                let running = try await device.start(on: manager)
+                return startedVirtual(VirtualEntry(name: device.defaultName, kind: device.rawValue, manager: manager, ownsAdapter: own,
+                                                   stopper: { await running.stop() }))
+            } catch {
+                if own { await manager.powerOff() }
+                throw error
+            }
+        case .startDescription(let text):
+            let description = try GATTDeviceDescription(json: text)
+            let name = description.advertising.name ?? description.name ?? "swift-ble"
+            let (manager, own) = try await peripheralManager(name: name)
+            do {
+                let device = try await manager.serve(description)
+                return startedVirtual(VirtualEntry(name: name, kind: "GATT file", manager: manager, ownsAdapter: own,
+                                                   stopper: { await device.stop() }))
+            } catch {
+                if own { await manager.powerOff() }
+                throw error
+            }
+        case .stopDevice(let id):
+            guard let entry = virtuals.removeValue(forKey: id) else { throw WebRequestFailure("no virtual device #\(id)") }
+            await entry.stop()
+            broadcastVirtuals()
+            return [("device", .int(id))]
+        case .trace(let paused):
+            if paused { tracePaused.insert(client.id) } else { tracePaused.remove(client.id) }
+            return [("paused", .bool(paused))]
+        }
+    }
+
+    // MARK: Scanner
+
+    private func heard(_ device: DiscoveredPeripheral) {
+        let key = "\(device.address.address)"
+        let at = now
+        var row = rows[key] ?? ScanRowState(key: key, device: device, firstSeen: at)
+        row.update(device, at: at)
+        rows[key] = row
+        deviceUpdates.offer(key, row.json)
+    }
+
+    private func flush() {
+        let devices = deviceUpdates.flush(now: now)
+        if !devices.isEmpty { broadcast(["type": "devices", "devices": .array(devices.map(\.value)), "time": .number(seconds(now), decimals: 2)]) }
+        let values = valueUpdates.flush(now: now)
+        if !values.isEmpty { broadcast(["type": "notifications", "values": .array(values.map(\.value))]) }
+    }
+
+    private func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+
+    // MARK: Links
+
+    private func link(_ address: String) throws -> WebLink {
+        guard let link = links[address] else { throw WebRequestFailure("not connected to \(address)") }
+        return link
+    }
+
+    private func connect(_ address: String) async throws {
+        guard links[address] == nil else { return }
+        guard let row = rows[address] else { throw WebRequestFailure("no device \(address) in the scanner") }
+        guard row.device.isConnectable else { throw WebRequestFailure("\(address) does not accept connections (it advertises as non-connectable)") }
+        guard connecting.insert(address).inserted else { throw WebRequestFailure("already connecting to \(address)") }
+        defer { connecting.remove(address) }
+        broadcast(["type": "linkState", "address": .string(address), "state": "connecting"])
+        let peripheral: RemotePeripheral
+        do {
+            peripheral = try await central.connect(row.device, timeout: .seconds(10))
+        } catch {
+            broadcast(["type": "linkState", "address": .string(address), "state": "disconnected"])
+            throw error
+        }
+        let mtu: Int
+        if let exchanged = try? await peripheral.exchangeMTU() { mtu = exchanged } else { mtu = await peripheral.mtu }
+        let services: [GATTDiscoveredService]
+        do {
+            services = try await peripheral.discoverAll()
+        } catch {
+            _ = try? await central.disconnect(peripheral)
+            broadcast(["type": "linkState", "address": .string(address), "state": "disconnected"])
+            throw error
+        }
+        let link = WebLink(address: address, name: row.device.name, peripheral: peripheral, mtu: mtu, services: services)
+        links[address] = link
+        broadcast(link.json.adding("type", "link"))
+        let updates = await peripheral.stateUpdates()
+        tasks.append(Task { [weak self] in
+            for await state in updates {
+                if case .disconnected = state {
+                    await self?.lost(address, peripheral: peripheral)
+                    return
+                }
+            }
+        })
+    }
+
+    private func lost(_ address: String, peripheral: RemotePeripheral) {
+        guard let link = links[address], link.peripheral === peripheral else { return }
+        for task in link.subscriptions.values { task.cancel() }
+        links[address] = nil
+        broadcast(["type": "linkState", "address": .string(address), "state": "disconnected"])
+    }
+
+    private func subscribe(_ address: String, _ handle: UInt16) async throws {
+        var link = try link(address)
+        guard let c = link.characteristics[handle] else {
+            throw WebRequestFailure("\(address) has no characteristic value at handle 0x\(hex4(handle))")
+        }
+        guard c.properties.contains(.notify) || c.properties.contains(.indicate) else {
+            throw WebRequestFailure("characteristic \(named(c.uuid))at 0x\(hex4(handle)) neither notifies nor indicates")
+        }
+        guard link.subscriptions[handle] == nil else { return }
+        let stream = try await link.peripheral.notifications(for: c)
+        let uuid = c.uuid
+        link.subscriptions[handle] = Task { [weak self] in
+            for await value in stream { await self?.notified(address, handle, uuid, value) }
+        }
+        links[address] = link
+        broadcast(link.json.adding("type", "link"))
+    }
+
+    private func notified(_ address: String, _ handle: UInt16, _ uuid: BluetoothUUID, _ value: [UInt8]) {
+        let fields: [(key: String, value: JSONValue)] = [("address", .string(address)), ("handle", .integer(handle)),
+                                                        ("time", .number(seconds(now), decimals: 3))]
+        valueUpdates.offer("\(address)/\(handle)", .object(fields + describeValue(uuid, value, key: address)))
+    }
+
+    /// A value as the page shows it: hex, text when printable, the profile's decoding, and the number a chart plots
+    /// (the first number the decoding has, with its field's name as the unit).
+    private func describeValue(_ uuid: BluetoothUUID, _ value: [UInt8], key: String) -> [(key: String, value: JSONValue)] {
+        var out: [(key: String, value: JSONValue)] = [("uuid", .string(uuid.description)), ("hex", .string(value.hexString()))]
+        let text = String(decoding: value, as: UTF8.self)
+        if !value.isEmpty, text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) { out.append(("text", .string(text))) }
+        var decoder = decoders[key, default: ValueDecoding()]
+        let decoded = decoder.decode(uuid, value)
+        decoders[key] = decoder
+        if !decoded.text.isEmpty { out.append(("decoded", .string(String(decoded.text.dropFirst(3))))) }
+        if case .object(let members)? = decoded.fields["decoded"] {
+            if let number = members.first(where: { if case .int = $0.value { true } else if case .number = $0.value { true } else { false } }) {
+                out.append(("number", number.value))
+                let unit = members.first { $0.key == "unit" }.flatMap { if case .string(let u) = $0.value { u } else { nil } }
+                out.append(("unit", .string(unit.map { "\(number.key) (\($0))" } ?? number.key)))
+            }
+        }
+        return out
+    }
+
+    // MARK: Virtual devices
+
+    /// A peripheral manager for a virtual device: on the embedded world a controller of its own (so that this page's
+    /// scanner hears it like any device around), on a real controller the shared adapter.
+    private func peripheralManager(name: String) async throws -> (PeripheralManager, ownsAdapter: Bool) {
+        if case .virtual = spec {
+            let own = try await Adapter.open(.virtual)
+            return (await PeripheralManager(adapter: own, deviceName: name), true)
+        }
+        guard virtuals.isEmpty else { throw WebRequestFailure("\(hciName) already serves a virtual device: stop it first") }
+        return (await PeripheralManager(adapter: adapter, deviceName: name), false)
+    }
+
+    private func startedVirtual(_ entry: VirtualEntry) -> [(key: String, value: JSONValue)] {
+        let id = nextVirtual
+        nextVirtual += 1
+        virtuals[id] = entry
+        broadcastVirtuals()
+        return [("device", .int(id))]
+    }
+
+    private func broadcastVirtuals() {
+        broadcast(["type": "virtuals", "virtuals": .array(virtuals.sorted { $0.key < $1.key }.map { $0.value.json(id: $0.key) })])
+    }
+
+    // MARK: Trace
+
+    /// Reads the records the btsnoop file gained since the last call and sends them to the tabs that have not paused.
+    private func readTrace() {
+        guard let handle = FileHandle(forReadingAtPath: tracePath) else { return }
+        defer { try? handle.close() }
+        let start = max(traceOffset, BTSnoopWriter.header.count)
+        guard (try? handle.seek(toOffset: UInt64(start))) != nil, let data = try? handle.readToEnd(), !data.isEmpty else { return }
+        let bytes = [UInt8](data)
+        // Whole records only: 24 bytes of record header (the included length at 4...7), then the packet.
+        var end = 0
+        while end + 24 <= bytes.count {
+            let length = Int(bytes[end + 4]) << 24 | Int(bytes[end + 5]) << 16 | Int(bytes[end + 6]) << 8 | Int(bytes[end + 7])
+            guard end + 24 + length <= bytes.count else { break }
+            end += 24 + length
+        }
+        guard end > 0, let records = try? BTSnoopReader.parse(BTSnoopWriter.header + bytes[0..<end]) else { return }
+        traceOffset = start + end
+        let lines = records.suffix(200).map(TraceLine.json)
+        let message: JSONValue = ["type": "trace", "packets": .array(lines), "total": .int(traceOffset)]
+        let text = message.encoded()
+        for (id, client) in clients where !tracePaused.contains(id) { client.send(text) }
+    }
+}
+
+/// A request the hub refuses, with the message the page shows.
+struct WebRequestFailure: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// What the scanner knows of one device.
+struct ScanRowState {
+    let key: String
+    var device: DiscoveredPeripheral
+    let firstSeen: Duration
+    var lastSeen: Duration
+    var reports = 0
+    /// The mean time between reports (the advertising interval as heard, with the packets missed).
+    var meanInterval: Duration?
+
+    init(key: String, device: DiscoveredPeripheral, firstSeen: Duration) {
+        self.key = key
+        self.device = device
+        self.firstSeen = firstSeen
+        self.lastSeen = firstSeen
+    }
+
+    mutating func update(_ device: DiscoveredPeripheral, at time: Duration) {
+        if reports > 0 {
+            let gap = time - lastSeen
+            meanInterval = meanInterval.map { ($0 * 7 + gap) / 8 } ?? gap
+        }
+        reports += 1
+        lastSeen = time
+        // A report without the name (an advertisement after a scan response) keeps what was known.
+        var merged = device
+        if device.name == nil, self.device.name != nil {
+            var structures = self.device.advertisementData.structures
+            for s in device.advertisementData.structures where !structures.contains(s) { structures.append(s) }
+            merged.advertisementData = AdvertisingData(structures: structures)
+        }
+        self.device = merged
+    }
+
+    var json: JSONValue {
+        let d = device
+        let ms = meanInterval.map { Int($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) }
+        let structures: [JSONValue] = d.advertisementData.structures.map { s in
+            ["type": .integer(s.type.rawValue), "hex": .string(s.data.hexString())]
+        }
+        return ["address": .string(key), "addressType": .string("\(d.address.type)"),
+                "name": d.name.map(JSONValue.string) ?? .null, "rssi": .integer(d.rssi),
+                "txPower": d.txPower.map(JSONValue.integer) ?? ((try? d.advertisementData.txPowerLevel()) ?? nil).map(JSONValue.integer) ?? .null,
+                "connectable": .bool(d.isConnectable),
+                "services": .array(d.serviceUUIDs.map { ["uuid": .string($0.description), "name": $0.name.map(JSONValue.string) ?? .null] }),
+                "detail": .string(ScanTable.detail(of: d)),
+                "raw": .string(d.advertisementData.encoded.hexString()), "ad": .array(structures),
+                "intervalMs": ms.map(JSONValue.int) ?? .null, "reports": .int(reports)]
+    }
+}
+
+/// A link the page made.
+struct WebLink {
+    let address: String
+    let name: String?
+    let peripheral: RemotePeripheral
+    let mtu: Int
+    let services: [GATTDiscoveredService]
+    var characteristics: [UInt16: GATTCharacteristic] = [:]
+    var descriptors: [UInt16: GATTDescriptor] = [:]
+    var subscriptions: [UInt16: Task<Void, Never>] = [:]
+
+    init(address: String, name: String?, peripheral: RemotePeripheral, mtu: Int, services: [GATTDiscoveredService]) {
+        self.address = address
+        self.name = name
+        self.peripheral = peripheral
+        self.mtu = mtu
+        self.services = services
+        for s in services {
+            for c in s.characteristics {
+                characteristics[c.characteristic.valueHandle.rawValue] = c.characteristic
+                for d in c.descriptors { descriptors[d.handle.rawValue] = d }
+            }
+        }
+    }
+
+    var json: JSONValue {
+        let tree: [JSONValue] = services.map { s in
+            ["uuid": .string(s.service.uuid.description), "name": s.service.uuid.name.map(JSONValue.string) ?? .null,
+             "start": .integer(s.service.startHandle.rawValue), "end": .integer(s.service.endHandle.rawValue),
+             "characteristics": .array(s.characteristics.map { c in
+                 ["uuid": .string(c.characteristic.uuid.description), "name": c.characteristic.uuid.name.map(JSONValue.string) ?? .null,
+                  "handle": .integer(c.characteristic.valueHandle.rawValue),
+                  "properties": .array(propertyNames(c.characteristic.properties).map(JSONValue.string)),
+                  "subscribed": .bool(subscriptions[c.characteristic.valueHandle.rawValue] != nil),
+                  "descriptors": .array(c.descriptors.map { d in
+                      ["uuid": .string(d.uuid.description), "name": d.uuid.name.map(JSONValue.string) ?? .null, "handle": .integer(d.handle.rawValue)]
+                  })]
+             })]
+        }
+        return ["address": .string(address), "name": name.map(JSONValue.string) ?? .null, "state": "connected",
+                "mtu": .int(mtu), "services": .array(tree)]
+    }
+}
+
+/// A virtual device the page started.
+struct VirtualEntry {
+    let name: String
+    let kind: String
+    let manager: PeripheralManager
+    let ownsAdapter: Bool
+    let stopper: @Sendable () async -> Void
+
+    func stop() async {
+        await stopper()
+        if ownsAdapter { await manager.powerOff() }
+    }
+
+    func json(id: Int) -> JSONValue { ["id": .int(id), "name": .string(name), "kind": .string(kind)] }
+}
+
+/// One HCI packet of the trace as the page lists it.
+enum TraceLine {
+    static let eventNames: [UInt8: String] = [
+        0x05: "Disconnection Complete", 0x08: "Encryption Change", 0x0E: "Command Complete", 0x0F: "Command Status",
+        0x13: "Number Of Completed Packets", 0x1A: "Data Buffer Overflow", 0x30: "Encryption Key Refresh Complete",
+        0x3E: "LE Meta", 0xFF: "Vendor",
+    ]
+
+    static func json(_ record: BTSnoopRecord) -> JSONValue {
+        let direction = record.direction == .sent ? "host→controller" : "controller→host"
+        var summary = "packet"
+        if let packet = try? HCIPacket(h4: record.h4Bytes) {
+            switch packet {
+            case .command(let c):
+                summary = "Command \(HCISupportedCommands.name(of: c.opcode) ?? "opcode \(c.opcode)") (\(c.parameters.count) bytes)"
+            case .event(let e):
+                let name = eventNames[e.code.rawValue] ?? "event \(e.code)"
+                var detail = ""
+                if e.code.rawValue == 0x3E, let sub = e.parameters.first { detail = " subevent 0x\([sub].hexString())" }
+                if e.code.rawValue == 0x0E, e.parameters.count >= 3 {
+                    let opcode = HCIOpcode(rawValue: UInt16(e.parameters[1]) | UInt16(e.parameters[2]) << 8)
+                    detail = " for \(HCISupportedCommands.name(of: opcode) ?? "\(opcode)")"
+                }
+                summary = "Event \(name)\(detail)"
+            case .acl(let a):
+                summary = "ACL handle \(a.handle) \(a.data.count) bytes"
+            case .other(let type, let body):
+                summary = "\(type) \(body.count) bytes"
+            }
+        }
+        return ["dir": .string(direction), "summary": .string(summary), "hex": .string(record.h4Bytes.prefix(64).hexString())]
+    }
+}
+
+extension JSONValue {
+    /// An object with one more member in front.
+    func adding(_ key: String, _ value: JSONValue) -> JSONValue {
+        guard case .object(let members) = self else { return self }
+        return .object([(key: key, value: value)] + members)
+    }
+}
