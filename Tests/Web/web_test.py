@@ -1,0 +1,271 @@
+"""`ble web` in a real browser: Debian's Chromium, headless, driven by Playwright (never `playwright install`).
+
+Starts `ble web --token FILE` on a free loopback port on the embedded world and checks, as a user would see them:
+the token (401 without it, the cookie after ?token=), the WebSocket's Origin check, the scanner listing the world's
+13 devices, an RSSI plot drawing points, a second tab, connecting to the lab device, a read, a write read back,
+a malformed write refused in the page, heart-rate notifications advancing a chart, a GATT file with an error shown
+at its line then fixed and heard in the scanner, the HCI trace and its btsnoop download, the controller view.
+Screenshots of each view go to docs/images/web-*.png.
+
+    python web_test.py --ble PATH/TO/ble [--images DIR] [--chromium /usr/bin/chromium]
+"""
+import argparse
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+EMBEDDED = ["SwiftBLELab", "SwiftBLE HRM", "SwiftBLE Battery", "SwiftBLE BPM", "SwiftBLE Thermometer", "SwiftBLE Weight",
+            "SwiftBLE Body", "SwiftBLE Glucose", "SwiftBLE Clock", "SwiftBLE Band", "SwiftBLE Piano", "SwiftBLE Scale",
+            "SwiftBLE Phone"]
+WRITABLE = "12345678-1234-5678-1234-56789ABCDEF1"
+BROKEN = """{
+  "name": "Web Fixed",
+  "advertising": {"name": "Web Fixed", "services": ["180F"]},
+  "services": [
+    {"uuid": "not-a-uuid", "characteristics": [
+      {"uuid": "2A19", "properties": ["read"], "value": "64"}
+    ]}
+  ]
+}"""
+FIXED = BROKEN.replace('"not-a-uuid"', '"180F"')
+
+checks = 0
+
+
+def ok(what):
+    global checks
+    checks += 1
+    print(f"ok {checks} {what}", flush=True)
+
+
+def wait_until(what, probe, timeout=15):
+    """Polls probe() from Python (the page's Content-Security-Policy forbids the eval that page.wait_for_function uses)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def points(page, canvas):
+    return int(page.locator(canvas).get_attribute("data-points") or "0")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ble", required=True)
+    parser.add_argument("--images", default=os.path.join(os.path.dirname(__file__), "..", "..", "docs", "images"))
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args()
+    os.makedirs(args.images, exist_ok=True)
+    started = time.monotonic()
+
+    work = tempfile.mkdtemp(prefix="ble-web-test-")
+    token = "web-test-" + os.urandom(12).hex()
+    token_file = os.path.join(work, "token")
+    with open(token_file, "w") as f:
+        f.write(token + "\n")
+    port = free_port()
+
+    # Refused: a non-loopback address without --token.
+    refused = subprocess.run([args.ble, "web", "--listen", f"0.0.0.0:{port}"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "--token" in refused.stderr, refused.stderr
+    ok("a non-loopback --listen without --token is refused: " + refused.stderr.strip().splitlines()[0][:100])
+
+    server = subprocess.Popen([args.ble, "web", "--listen", f"127.0.0.1:{port}", "--token", token_file],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert f"http://127.0.0.1:{port}/?token={token}" in line, line
+        url = f"http://127.0.0.1:{port}/?token={token}"
+        ok("ble web printed the address with the token")
+        run(args, url, port, token)
+    finally:
+        server.terminate()
+        try:
+            _, err = server.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            _, err = server.communicate()
+        assert token not in err, "the token appeared in the server's log"
+    ok("the server's log never shows the token")
+    read_only(args)
+    print(f"ok: {checks} checks passed in {time.monotonic() - started:.1f} s", flush=True)
+
+
+def run(args, url, port, token):
+    base = f"http://127.0.0.1:{port}"
+    for path in ["/", "/app.js", "/ws", "/trace.btsnoop", f"/?token=wrong{token}"]:
+        try:
+            urllib.request.urlopen(base + path, timeout=10)
+            raise AssertionError(f"{path} answered without the token")
+        except urllib.error.HTTPError as e:
+            assert e.code == 401, (path, e.code)
+    ok("every request without the token gets 401 (/, /app.js, /ws, /trace.btsnoop, a wrong token)")
+
+    # A WebSocket handshake with the cookie but from another site: 403.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/ws", headers={"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+                                        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": "http://evil.example",
+                                        "Cookie": f"ble_web_token={token}"})
+    status = conn.getresponse().status
+    assert status == 403, status
+    ok("a WebSocket handshake from another Origin gets 403")
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=args.chromium, headless=True, args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        assert page.url == base + "/", page.url
+        cookie = [c for c in context.cookies() if c["name"] == "ble_web_token"]
+        assert cookie and cookie[0]["httpOnly"], cookie
+        ok("?token= set an HttpOnly cookie and the address lost the token")
+        expect(page.locator("#status")).to_contain_text("connected", timeout=15000)
+
+        # Scanner: the 13 devices of the embedded world.
+        rows = page.locator("#devices tbody tr[data-address]")
+        expect(rows).to_have_count(len(EMBEDDED), timeout=30000)
+        names = rows.locator("td:nth-child(2)").all_text_contents()
+        assert sorted(names) == sorted(EMBEDDED), names
+        ok(f"the scanner lists the embedded world's {len(EMBEDDED)} devices")
+        page.fill("#filter-service", "180D")
+        shown = rows.locator("td:nth-child(2)").all_text_contents()
+        assert "SwiftBLELab" in shown and "SwiftBLE Battery" not in shown, shown
+        ok(f"the service filter 180D shows {len(shown)} devices")
+        page.fill("#filter-service", "")
+        for name in ["SwiftBLELab", "SwiftBLE HRM"]:
+            page.locator("#devices tbody tr", has_text=name).locator("input[type=checkbox]").check()
+        wait_until("RSSI points", lambda: points(page, "#rssi-plot") >= 16)
+        ok(f"the RSSI plot draws points ({page.locator('#rssi-plot').get_attribute('data-points')})")
+        page.screenshot(path=os.path.join(args.images, "web-scanner.png"))
+
+        # A second tab sees the same devices.
+        second = context.new_page()
+        second.goto(base + "/")
+        expect(second.locator("#devices tbody tr[data-address]")).to_have_count(len(EMBEDDED), timeout=15000)
+        ok("a second tab lists the same devices")
+
+        # Device: connect to the lab device, read, write and read back, a bad write, heart rate.
+        page.locator("#devices tbody tr", has_text="SwiftBLELab").get_by_role("button", name="Connect").click()
+        expect(page.locator("#link-info")).to_contain_text("MTU", timeout=20000)
+        ok("connected to SwiftBLELab: " + page.locator("#link-info").text_content())
+        name_char = page.locator(".characteristic[data-uuid='2A00']")
+        name_char.locator(":scope > button", has_text="Read").click()
+        expect(name_char.locator(".out")).to_contain_text("SwiftBLELab", timeout=10000)
+        ok("read the Device Name: " + name_char.locator(".out").text_content())
+        writable = page.locator(f".characteristic[data-uuid='{WRITABLE}']")
+        writable.locator(":scope > input").fill("zz")
+        writable.locator(":scope > button", has_text="Write").click()
+        expect(writable.locator(".out")).to_contain_text("is not hex", timeout=10000)
+        ok("a malformed hex write is refused in the page: " + writable.locator(".out").text_content())
+        writable.locator(":scope > input").fill("web hello")
+        writable.locator(":scope > select").select_option("text")
+        writable.locator(":scope > button", has_text="Write").click()
+        expect(writable.locator(".out")).to_contain_text("wrote 9 bytes", timeout=10000)
+        writable.locator(":scope > button", has_text="Read").click()
+        expect(writable.locator(".out")).to_contain_text('"web hello"', timeout=10000)
+        ok("wrote text and read it back: " + writable.locator(".out").text_content())
+        hr = page.locator(".characteristic[data-uuid='2A37']")
+        hr.locator(":scope > button", has_text="Subscribe").click()
+        wait_until("heart-rate points", lambda: points(page, "#value-chart") >= 2, timeout=20)
+        first = points(page, "#value-chart")
+        wait_until("more heart-rate points", lambda: points(page, "#value-chart") >= first + 2, timeout=20)
+        ok(f"heart-rate notifications advance the chart ({page.locator('#value-chart').get_attribute('data-points')} points, "
+           f"last {page.locator('#last-value').text_content()[:40]!r})")
+        page.screenshot(path=os.path.join(args.images, "web-device.png"))
+
+        # Virtual devices: a GATT file with an error at line 5, then fixed.
+        page.get_by_role("button", name="Virtual devices").click()
+        page.fill("#gatt-text", BROKEN)
+        page.get_by_role("button", name="Serve this file").click()
+        expect(page.locator("#gatt-error")).to_contain_text("line 5", timeout=10000)
+        expect(page.locator("#gutter .bad")).to_have_text("5")
+        ok("the GATT file's error is shown at its line: " + page.locator("#gatt-error").text_content())
+        page.screenshot(path=os.path.join(args.images, "web-virtual.png"))
+        page.fill("#gatt-text", FIXED)
+        page.get_by_role("button", name="Serve this file").click()
+        expect(page.locator("#virtuals li")).to_have_count(1, timeout=15000)
+        expect(page.locator("#gatt-error")).to_have_text("")
+        page.get_by_role("button", name="Scanner").click()
+        page.fill("#filter-name", "web fixed")
+        expect(page.locator("#devices tbody tr[data-address]", has_text="Web Fixed")).to_have_count(1, timeout=15000)
+        ok("the fixed file serves a device the scanner hears")
+        page.fill("#filter-name", "")
+
+        # Trace and its download, the controller.
+        page.get_by_role("button", name="Trace").click()
+        wait_until("trace rows", lambda: page.locator("#trace tbody tr").count() > 10)
+        page.fill("#trace-filter", "ACL")
+        wait_until("ACL packets in the filtered trace", lambda: page.locator("#trace tbody tr").count() > 0)
+        summaries = page.locator("#trace tbody tr td:nth-child(3)").all_text_contents()
+        assert all("ACL" in s for s in summaries), summaries[:5]
+        ok(f"the live trace lists packets ({page.locator('#trace-count').text_content()}); the filter ACL keeps {len(summaries)}")
+        page.fill("#trace-filter", "")
+        page.screenshot(path=os.path.join(args.images, "web-trace.png"))
+        download = page.request.get(base + "/trace.btsnoop")
+        assert download.status == 200 and download.body()[:8] == b"btsnoop\0", download.status
+        ok(f"the btsnoop download is a btsnoop file ({len(download.body())} bytes)")
+        page.get_by_role("button", name="Controller").click()
+        expect(page.locator("#controller-info")).to_contain_text("HCI version")
+        ok("the controller view shows what `ble info` shows")
+        page.screenshot(path=os.path.join(args.images, "web-controller.png"))
+        assert not errors, errors
+        ok("no JavaScript errors")
+        browser.close()
+
+
+def read_only(args):
+    """`--read-only`: the page hides the write controls, and the server refuses a write the page sends anyway."""
+    port = free_port()
+    server = subprocess.Popen([args.ble, "web", "--read-only", "--listen", f"127.0.0.1:{port}"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert "(read-only)" in line, line
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=args.chromium, headless=True, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            expect(page.locator("#status")).to_contain_text("read-only", timeout=15000)
+            expect(page.locator("#start-gatt")).to_be_hidden()
+            page.locator("#start-gatt").dispatch_event("click")   # the hidden button, clicked anyway
+            expect(page.locator("#messages")).to_contain_text("refused: this server was started with --read-only", timeout=10000)
+            expect(page.locator("#virtuals li")).to_have_count(0)
+            ok("--read-only hides the write controls and the server refuses a virtual device: "
+               + page.locator("#messages div").first.text_content())
+            browser.close()
+    finally:
+        server.terminate()
+        try:
+            server.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.communicate()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as e:   # a failed expectation or a Playwright timeout: its message, without pages of page text
+        print(f"FAIL: {str(e)[:3000]}", flush=True)
+        sys.exit(1)
