@@ -66,7 +66,17 @@ public final class WebClient: Sendable {
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
     }
 
-    /// Whether the socket takes more without queueing (a tab that reads slowly is not sent everything).
+    /// Sends an update that a newer one will replace (a scanner row, a notified value, trace packets): dropped while
+    /// the socket is not writable, that is while more than NIO's high-water mark (64 KiB) waits for a tab that reads
+    /// slowly, so that such a tab is never sent a growing backlog. Returns whether it was sent.
+    @discardableResult
+    public func sendUpdate(_ text: String) -> Bool {
+        guard channel.isWritable else { return false }
+        send(text)
+        return true
+    }
+
+    /// Whether the socket takes more without queueing.
     public var isWritable: Bool { channel.isWritable }
 
     /// Closes the connection.

@@ -30,6 +30,9 @@ struct WebCommand: AsyncParsableCommand {
     @Flag(help: "Refuse writes and virtual devices from the page (scanning, connecting, reading and subscribing stay).")
     var readOnly = false
 
+    @Flag(help: "Record no HCI trace (the Trace view stays empty): the capture otherwise grows by about 60 bytes per advertising report heard.")
+    var noTrace = false
+
     @Flag(help: "Open the page in the default browser (xdg-open).")
     var open = false
 
@@ -37,6 +40,7 @@ struct WebCommand: AsyncParsableCommand {
         guard let address = WebListenAddress(parsing: listen) else {
             throw ValidationError("--listen must be HOST:PORT (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080), not '\(listen)'")
         }
+        guard !(noTrace && options.btsnoop != nil) else { throw ValidationError("--no-trace and --btsnoop exclude each other") }
         guard address.isLoopback || token != nil else {
             throw ValidationError("--listen \(listen) is reachable from other machines: give --token FILE (a secret every request must carry), or listen on 127.0.0.1 and use an SSH tunnel")
         }
@@ -67,14 +71,14 @@ struct WebCommand: AsyncParsableCommand {
         try await options.prepareWorld()
         // The host's HCI traffic goes to a btsnoop file (the one --btsnoop names, else a temporary one): the Trace view
         // reads it as it grows and offers it for download.
-        let tracePath = options.btsnoop ?? FileManager.default.temporaryDirectory
+        let tracePath = noTrace ? nil : options.btsnoop ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("ble-web-\(ProcessInfo.processInfo.processIdentifier).btsnoop").path
         let adapter = try await during("opening \(options.hci)") { try await Adapter.open(spec, btsnoop: tracePath) }
         let hub = WebHub(adapter: adapter, spec: spec, hciName: options.hci, readOnly: readOnly, tracePath: tracePath)
         let server: WebServer
         do {
             server = try await WebServer.start(address: address, access: WebAccess(token: secret), files: files) { path in
-                guard path == "/trace.btsnoop", let data = FileManager.default.contents(atPath: tracePath) else { return nil }
+                guard path == "/trace.btsnoop", let tracePath, let data = FileManager.default.contents(atPath: tracePath) else { return nil }
                 return WebFile(contentType: "application/octet-stream", bytes: [UInt8](data),
                                disposition: "attachment; filename=\"ble-web.btsnoop\"")
             }
@@ -92,7 +96,7 @@ struct WebCommand: AsyncParsableCommand {
         } catch {
             await hub.stop()
             await server.close()
-            if options.btsnoop == nil { try? FileManager.default.removeItem(atPath: tracePath) }
+            if options.btsnoop == nil, let tracePath { try? FileManager.default.removeItem(atPath: tracePath) }
             throw error
         }
     }

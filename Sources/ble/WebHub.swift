@@ -15,7 +15,8 @@ actor WebHub {
     let spec: HCITransportSpec
     let hciName: String
     let readOnly: Bool
-    let tracePath: String
+    /// The btsnoop file the adapter records in (`nil`: `--no-trace`).
+    let tracePath: String?
 
     private var clients: [Int: WebClient] = [:]
     private var tracePaused: Set<Int> = []
@@ -30,10 +31,16 @@ actor WebHub {
     private var traceLines: [JSONValue] = []
     private var decoders: [String: ValueDecoding] = [:]
     private var tasks: [Task<Void, Never>] = []
+    /// Each tab's reader, ended when the tab goes.
+    private var clientTasks: [Int: Task<Void, Never>] = [:]
+    /// Each link's watcher of its state, ended with the link.
+    private var linkWatchers: [String: Task<Void, Never>] = [:]
+    /// Updates not sent to a tab that was behind.
+    private var droppedUpdates = 0
     private let clock = ContinuousClock()
     private let origin: ContinuousClock.Instant
 
-    init(adapter: Adapter, spec: HCITransportSpec, hciName: String, readOnly: Bool, tracePath: String) {
+    init(adapter: Adapter, spec: HCITransportSpec, hciName: String, readOnly: Bool, tracePath: String?) {
         self.adapter = adapter
         self.central = Central(adapter: adapter)
         self.spec = spec
@@ -58,16 +65,18 @@ actor WebHub {
         tasks.append(Task { [weak self] in
             for await client in server.clients { await self?.attach(client) }
         })
+        var tick = 0
         while !Task.isCancelled {
             try await Task.sleep(for: .milliseconds(50))
             flush()
-            readTrace()
+            tick += 1
+            if tick % 2 == 0 { readTrace() }   // 10 times a second
         }
     }
 
     /// Stops the virtual devices, disconnects and powers the controller off.
     func stop() async {
-        for task in tasks { task.cancel() }
+        for task in tasks + Array(clientTasks.values) + Array(linkWatchers.values) { task.cancel() }
         for entry in virtuals.values { await entry.stop() }
         virtuals.removeAll()
         for link in links.values {
@@ -83,14 +92,15 @@ actor WebHub {
     private func attach(_ client: WebClient) async {
         clients[client.id] = client
         send(client, await hello())
-        tasks.append(Task { [weak self] in
+        clientTasks[client.id] = Task { [weak self] in
             for await text in client.messages { await self?.received(text, from: client) }
             await self?.detach(client)
-        })
+        }
     }
 
     private func detach(_ client: WebClient) {
         clients[client.id] = nil
+        clientTasks[client.id] = nil
         tracePaused.remove(client.id)
     }
 
@@ -101,11 +111,18 @@ actor WebHub {
         for client in clients.values { client.send(text) }
     }
 
+    /// Sends an update every tab will get a newer one of, skipping the tabs that are behind (see
+    /// ``WebClient/sendUpdate(_:)``).
+    private func broadcastUpdate(_ message: JSONValue) {
+        let text = message.encoded()
+        for client in clients.values where !client.sendUpdate(text) { droppedUpdates += 1 }
+    }
+
     /// What a new tab is told first: the mode, the controller, the simulated devices it may start, and everything
     /// known now.
     private func hello() async -> JSONValue {
         let capabilities = await adapter.capabilities
-        return ["type": "hello", "readOnly": .bool(readOnly), "hci": .string(hciName),
+        return ["type": "hello", "readOnly": .bool(readOnly), "hci": .string(hciName), "trace": .bool(tracePath != nil),
                 "address": .string(await adapter.address.map { "\($0.address)" } ?? "?"),
                 "controller": .array(Info.lines(capabilities).map(JSONValue.string)),
                 "simulated": .array(SimulatedDevice.allCases.map { .string($0.rawValue) }),
@@ -237,9 +254,10 @@ actor WebHub {
 
     private func flush() {
         let devices = deviceUpdates.flush(now: now)
-        if !devices.isEmpty { broadcast(["type": "devices", "devices": .array(devices.map(\.value)), "time": .number(seconds(now), decimals: 2)]) }
+        if !devices.isEmpty { broadcastUpdate(["type": "devices", "devices": .array(devices.map(\.value)), "time": .number(seconds(now), decimals: 2),
+                                           "dropped": .int(droppedUpdates)]) }
         let values = valueUpdates.flush(now: now)
-        if !values.isEmpty { broadcast(["type": "notifications", "values": .array(values.map(\.value))]) }
+        if !values.isEmpty { broadcastUpdate(["type": "notifications", "values": .array(values.map(\.value))]) }
     }
 
     private func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
@@ -279,20 +297,21 @@ actor WebHub {
         links[address] = link
         broadcast(link.json.adding("type", "link"))
         let updates = await peripheral.stateUpdates()
-        tasks.append(Task { [weak self] in
+        linkWatchers[address] = Task { [weak self] in
             for await state in updates {
                 if case .disconnected = state {
                     await self?.lost(address, peripheral: peripheral)
                     return
                 }
             }
-        })
+        }
     }
 
     private func lost(_ address: String, peripheral: RemotePeripheral) {
         guard let link = links[address], link.peripheral === peripheral else { return }
         for task in link.subscriptions.values { task.cancel() }
         links[address] = nil
+        linkWatchers[address] = nil
         broadcast(["type": "linkState", "address": .string(address), "state": "disconnected"])
     }
 
@@ -369,7 +388,7 @@ actor WebHub {
 
     /// Reads the records the btsnoop file gained since the last call and sends them to the tabs that have not paused.
     private func readTrace() {
-        guard let handle = FileHandle(forReadingAtPath: tracePath) else { return }
+        guard let tracePath, let handle = FileHandle(forReadingAtPath: tracePath) else { return }
         defer { try? handle.close() }
         let start = max(traceOffset, BTSnoopWriter.header.count)
         guard (try? handle.seek(toOffset: UInt64(start))) != nil, let data = try? handle.readToEnd(), !data.isEmpty else { return }
@@ -383,10 +402,11 @@ actor WebHub {
         }
         guard end > 0, let records = try? BTSnoopReader.parse(BTSnoopWriter.header + bytes[0..<end]) else { return }
         traceOffset = start + end
-        let lines = records.suffix(200).map(TraceLine.json)
-        let message: JSONValue = ["type": "trace", "packets": .array(lines), "total": .int(traceOffset)]
+        // At most 100 packets a batch (1,000 a second): beyond, the newest, and how many were skipped.
+        let lines = records.suffix(100).map(TraceLine.json)
+        let message: JSONValue = ["type": "trace", "packets": .array(lines), "skipped": .int(records.count - lines.count)]
         let text = message.encoded()
-        for (id, client) in clients where !tracePaused.contains(id) { client.send(text) }
+        for (id, client) in clients where !tracePaused.contains(id) && !client.sendUpdate(text) { droppedUpdates += 1 }
     }
 }
 

@@ -59,7 +59,7 @@ function handle(m) {
   if (waiting) state.pending.delete(m.id);
   switch (m.type) {
     case "hello": hello(m); break;
-    case "devices": for (const d of m.devices) heard(d, m.time); renderDevices(); break;
+    case "devices": for (const d of m.devices) heard(d, m.time); state.dropped = m.dropped; scheduleDevices(); break;
     case "link": state.links.set(m.address, m); if (!state.selectedLink) state.selectedLink = m.address; renderLinks(); break;
     case "linkState":
       if (m.state === "disconnected") { state.links.delete(m.address); if (state.selectedLink === m.address) state.selectedLink = null; renderLinks(); }
@@ -82,6 +82,7 @@ function handle(m) {
 
 function hello(m) {
   state.readOnly = m.readOnly;
+  state.traceOn = m.trace;
   document.body.classList.toggle("read-only", m.readOnly);
   $("status").textContent = `connected — ${m.hci} (${m.address})${m.readOnly ? " — read-only" : ""}`;
   $("controller-info").textContent = m.controller.join("\n");
@@ -116,36 +117,69 @@ function visibleDevices() {
   return list;
 }
 
+// At most one redraw per animation frame, and only while the scanner is shown.
+let devicesScheduled = false;
+function scheduleDevices() {
+  if (devicesScheduled) return;
+  devicesScheduled = true;
+  requestAnimationFrame(() => { devicesScheduled = false; if ($("view-scanner").classList.contains("active")) renderDevices(); });
+}
+
+const maxRows = 200;   // the rows drawn: with 1,000 advertisers, the filters narrow the rest
+
+// Rows are kept per device and updated in place (a button being clicked is never replaced under the pointer); they
+// are moved only when the order changes.
+const deviceRows = new Map();
+
+function setText(node, text) { if (node.textContent !== text) node.textContent = text; }
+
+function deviceRow(d) {
+  let r = deviceRows.get(d.address);
+  if (!r) {
+    const box = el("input", { type: "checkbox", title: "plot its RSSI" });
+    box.addEventListener("change", () => { box.checked ? state.plotted.add(d.address) : state.plotted.delete(d.address); drawRSSI(); });
+    const connect = el("button", { onclick: () => openDevice(d.address) });
+    const cells = [el("td", {}, box), el("td"), el("td", { class: "mono" }), el("td", { class: "num" }), el("td", { class: "num" }),
+      el("td", { class: "num" }), el("td"), el("td"), el("td", {}, connect)];
+    cells[1].style.cursor = "pointer";
+    cells[1].addEventListener("click", () => { state.expanded.has(d.address) ? state.expanded.delete(d.address) : state.expanded.add(d.address); renderDevices(); });
+    const details = el("tr", { class: "details" }, el("td", { colspan: "9" }));
+    r = { row: el("tr", { "data-address": d.address }, ...cells), cells, box, connect, details };
+    deviceRows.set(d.address, r);
+  }
+  const c = r.cells;
+  r.box.checked = state.plotted.has(d.address);
+  setText(c[1], d.name ?? "(no name)");
+  c[1].className = d.name ? "" : "muted";
+  setText(c[2], `${d.address} ${d.addressType}`);
+  setText(c[3], `${d.rssi} dBm`);
+  setText(c[4], d.txPower == null ? "" : `${d.txPower} dBm`);
+  setText(c[5], d.intervalMs == null ? "" : `${d.intervalMs} ms`);
+  setText(c[6], d.services.map((s) => s.name ? `${s.uuid} ${s.name}` : s.uuid).join(", "));
+  setText(c[7], d.detail + (d.connectable ? "" : " (not connectable)"));
+  setText(r.connect, state.links.has(d.address) ? "Open" : "Connect");
+  r.connect.disabled = !d.connectable;
+  if (state.expanded.has(d.address)) {
+    const lines = [`raw ${d.raw}`, ...d.ad.map((s) => `AD type 0x${s.type.toString(16).padStart(2, "0")}: ${s.hex}`), `${d.reports} reports`];
+    setText(r.details.firstChild, lines.join("\n"));
+  }
+  return r;
+}
+
 function renderDevices() {
   const body = $("devices").tBodies[0];
-  const rows = [];
   const list = visibleDevices();
-  for (const d of list) {
-    const box = el("input", { type: "checkbox", title: "plot its RSSI" });
-    box.checked = state.plotted.has(d.address);
-    box.addEventListener("change", () => { box.checked ? state.plotted.add(d.address) : state.plotted.delete(d.address); drawRSSI(); });
-    const connect = el("button", { text: state.links.has(d.address) ? "Open" : "Connect", onclick: () => openDevice(d.address) });
-    if (!d.connectable) connect.disabled = true;
-    const nameCell = el("td", { text: d.name ?? "(no name)", class: d.name ? "" : "muted" });
-    const row = el("tr", { "data-address": d.address },
-      el("td", {}, box), nameCell,
-      el("td", { class: "mono", text: `${d.address} ${d.addressType}` }),
-      el("td", { class: "num", text: `${d.rssi} dBm` }),
-      el("td", { class: "num", text: d.txPower == null ? "" : `${d.txPower} dBm` }),
-      el("td", { class: "num", text: d.intervalMs == null ? "" : `${d.intervalMs} ms` }),
-      el("td", { text: d.services.map((s) => s.name ? `${s.uuid} ${s.name}` : s.uuid).join(", ") }),
-      el("td", { text: d.detail + (d.connectable ? "" : " (not connectable)") }),
-      el("td", {}, connect));
-    nameCell.style.cursor = "pointer";
-    nameCell.addEventListener("click", () => { state.expanded.has(d.address) ? state.expanded.delete(d.address) : state.expanded.add(d.address); renderDevices(); });
-    rows.push(row);
-    if (state.expanded.has(d.address)) {
-      const lines = [`raw ${d.raw}`, ...d.ad.map((s) => `AD type 0x${s.type.toString(16).padStart(2, "0")}: ${s.hex}`), `${d.reports} reports`];
-      rows.push(el("tr", { class: "details" }, el("td", { colspan: "9", text: lines.join("\n") })));
-    }
+  const wanted = [];
+  for (const d of list.slice(0, maxRows)) {
+    const r = deviceRow(d);
+    wanted.push(r.row);
+    if (state.expanded.has(d.address)) wanted.push(r.details);
   }
-  body.replaceChildren(...rows);
-  $("device-count").textContent = `${list.length} of ${state.devices.size} devices`;
+  const current = body.children;
+  const same = current.length === wanted.length && wanted.every((row, i) => current[i] === row);
+  if (!same) body.replaceChildren(...wanted);
+  $("device-count").textContent = `${list.length} of ${state.devices.size} devices` + (list.length > maxRows ? ` (the first ${maxRows} shown: filter to see others)` : "")
+    + (state.dropped ? ` — ${state.dropped} updates skipped while a tab was behind` : "");
   drawRSSI();
 }
 
@@ -197,7 +231,7 @@ function renderLinks() {
   state.selectedLink = link ? link.address : state.selectedLink;
   $("link-info").textContent = link ? `MTU ${link.mtu}, ${link.services.length} services` : "not connected: connect from the Scanner";
   renderTree(link);
-  renderDevices();
+  scheduleDevices();
 }
 
 function valueText(v) {
@@ -325,6 +359,8 @@ function renderVirtuals() {
 
 // ---- trace ----
 function traced(m) {
+  state.traceCount += m.skipped;
+  state.traceSkipped = (state.traceSkipped ?? 0) + m.skipped;
   for (const p of m.packets) { state.traceCount++; state.trace.push({ n: state.traceCount, ...p }); }
   if (state.trace.length > 1000) state.trace.splice(0, state.trace.length - 1000);
   if ($("view-trace").classList.contains("active")) renderTrace();
@@ -335,7 +371,8 @@ function renderTrace() {
   const shown = state.trace.filter((p) => !filter || p.summary.toLowerCase().includes(filter) || p.dir.includes(filter)).slice(-300);
   $("trace").tBodies[0].replaceChildren(...shown.map((p) => el("tr", {},
     el("td", { text: String(p.n) }), el("td", { text: p.dir }), el("td", { text: p.summary }), el("td", { text: p.hex }))));
-  $("trace-count").textContent = `${state.traceCount} packets`;
+  $("trace-count").textContent = !state.traceOn ? "no trace: ble web was started with --no-trace"
+    : `${state.traceCount} packets` + (state.traceSkipped ? ` (${state.traceSkipped} not listed: more than 1,000 a second)` : "");
 }
 
 // ---- views ----
@@ -343,6 +380,7 @@ function showView(name) {
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.view === name);
   for (const v of document.querySelectorAll(".view")) v.classList.toggle("active", v.id === `view-${name}`);
   if (name === "trace") renderTrace();
+  if (name === "scanner") renderDevices();
 }
 
 for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showView(b.dataset.view));
