@@ -26,6 +26,11 @@ public struct PageRequest: Sendable, Equatable {
         case subscribe(address: String, handle: UInt16)
         /// Stop them.
         case unsubscribe(address: String, handle: UInt16)
+        /// Pair with a connected device (or encrypt with its bond).
+        case pair(address: String)
+        /// Answer a pairing prompt the server showed: the passkey typed (`nil`: none, the pairing is refused), or the
+        /// numeric comparison's answer.
+        case pairingAnswer(prompt: Int, passkey: UInt32?, confirmed: Bool)
         /// Start one of the simulated devices by name (as `ble serve --device NAME`).
         case startDevice(name: String)
         /// Start the device a GATT JSON text describes (as `ble serve --gatt FILE`).
@@ -36,10 +41,10 @@ public struct PageRequest: Sendable, Equatable {
         case trace(paused: Bool)
     }
 
-    /// Whether the operation changes something the `--read-only` mode refuses: writes and virtual devices.
+    /// Whether the operation changes something the `--read-only` mode refuses: writes, pairing and virtual devices.
     public var isWrite: Bool {
         switch operation {
-        case .write, .startDevice, .startDescription, .stopDevice: true
+        case .write, .pair, .pairingAnswer, .startDevice, .startDescription, .stopDevice: true
         case .connect, .disconnect, .read, .subscribe, .unsubscribe, .trace: false
         }
     }
@@ -89,6 +94,17 @@ public struct PageRequest: Sendable, Equatable {
                                withResponse: raw.withResponse ?? true)
         case "subscribe": operation = .subscribe(address: try raw.checkedAddress(), handle: try raw.checkedHandle())
         case "unsubscribe": operation = .unsubscribe(address: try raw.checkedAddress(), handle: try raw.checkedHandle())
+        case "pair": operation = .pair(address: try raw.checkedAddress())
+        case "pairingAnswer":
+            var passkey: UInt32?
+            if let typed = raw.passkey {
+                guard typed.utf8.count == 6, typed.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let number = UInt32(typed) else {
+                    throw PageRequestError("a passkey is six digits, not '\(Self.clipped(typed))'")
+                }
+                passkey = number
+            }
+            operation = .pairingAnswer(prompt: try Self.required(raw.prompt, "prompt"), passkey: passkey,
+                                       confirmed: raw.confirmed ?? (passkey != nil))
         case "startDevice": operation = .startDevice(name: try Self.required(raw.name, "name"))
         case "startDescription": operation = .startDescription(text: try Self.required(raw.text, "text"))
         case "stopDevice": operation = .stopDevice(id: try Self.required(raw.device, "device"))
@@ -139,6 +155,9 @@ public struct PageRequest: Sendable, Equatable {
         var text: String?
         var device: Int?
         var paused: Bool?
+        var prompt: Int?
+        var passkey: String?
+        var confirmed: Bool?
 
         func checkedAddress() throws(PageRequestError) -> String {
             let text = try PageRequest.required(address, "address")

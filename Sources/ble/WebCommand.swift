@@ -15,11 +15,14 @@ struct WebCommand: AsyncParsableCommand {
             Listens on 127.0.0.1:8080 by default and prints the address to open. Any other address needs --token FILE \
             (a secret of at least 16 characters from A-Z a-z 0-9 . _ ~ -; make one with `openssl rand -hex 24 > FILE`): \
             every request must then carry it, first as ?token=... in the printed address, then in a cookie the page \
-            keeps. The page's WebSocket must come from the page itself (Origin). --read-only refuses writes and \
-            virtual devices. See docs/web.md.
+            keeps. The page's WebSocket must come from the page itself (Origin). --read-only refuses writes, pairing \
+            and virtual devices. Pairing prompts (a passkey to type, a number to compare) appear in the page: give \
+            --io keyboard-display (or keyboard, yesno) for methods other than Just Works. See docs/web.md.
             """)
 
     @OptionGroup var options: HostOptions
+
+    @OptionGroup var security: SecurityOptions
 
     @Option(help: "HOST:PORT to listen on ([::1]:PORT for IPv6; port 0: any free port).")
     var listen: String = "127.0.0.1:8080"
@@ -27,7 +30,7 @@ struct WebCommand: AsyncParsableCommand {
     @Option(help: "A file holding the secret every request must carry (required off loopback).")
     var token: String?
 
-    @Flag(help: "Refuse writes and virtual devices from the page (scanning, connecting, reading and subscribing stay).")
+    @Flag(help: "Refuse writes, pairing and virtual devices from the page (scanning, connecting, reading and subscribing stay).")
     var readOnly = false
 
     @Flag(help: "Record no HCI trace (the Trace view stays empty): the capture otherwise grows by about 60 bytes per advertising report heard.")
@@ -73,7 +76,7 @@ struct WebCommand: AsyncParsableCommand {
         // reads it as it grows and offers it for download.
         let tracePath = noTrace ? nil : options.btsnoop ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("ble-web-\(ProcessInfo.processInfo.processIdentifier).btsnoop").path
-        let adapter = try await during("opening \(options.hci)") { try await Adapter.open(spec, btsnoop: tracePath) }
+        let adapter = try await during("opening \(options.hci)") { try await Adapter.open(spec, btsnoop: tracePath, security: security.configuration(for: spec)) }
         let hub = WebHub(adapter: adapter, spec: spec, hciName: options.hci, readOnly: readOnly, tracePath: tracePath)
         let server: WebServer
         do {

@@ -37,6 +37,9 @@ actor WebHub {
     private var linkWatchers: [String: Task<Void, Never>] = [:]
     /// Updates not sent to a tab that was behind.
     private var droppedUpdates = 0
+    /// Pairing prompts shown in the tabs and waiting for an answer, by number.
+    private var prompts: [Int: CheckedContinuation<PromptAnswer, Never>] = [:]
+    private var nextPrompt = 1
     private let clock = ContinuousClock()
     private let origin: ContinuousClock.Instant
 
@@ -54,6 +57,9 @@ actor WebHub {
 
     /// Scans, serves the tabs and flushes the updates until cancelled.
     func run(_ server: WebServer) async throws {
+        // The user's part in pairing happens in the page (refused in --read-only: nothing pairs from a read-only page).
+        await central.setPairingAgent(WebPairingAgent(hub: self))
+        if readOnly { await central.setPairsOnDemand(false) }
         let scan = try await central.scan(allowDuplicates: true, bufferingLimit: 4096)
         tasks.append(Task { [weak self] in
             do {
@@ -83,6 +89,8 @@ actor WebHub {
             for task in link.subscriptions.values { task.cancel() }
             _ = try? await central.disconnect(link.peripheral)
         }
+        for waiting in prompts.values { waiting.resume(returning: PromptAnswer(passkey: nil, confirmed: false)) }
+        prompts.removeAll()
         for client in clients.values { client.close() }
         await adapter.powerOff()
     }
@@ -93,7 +101,13 @@ actor WebHub {
         clients[client.id] = client
         send(client, await hello())
         clientTasks[client.id] = Task { [weak self] in
-            for await text in client.messages { await self?.received(text, from: client) }
+            // Each request in a task of its own: a long one (connecting, pairing) must not hold up the next (the
+            // passkey that pairing waits for comes in a later message of the same tab).
+            await withDiscardingTaskGroup { group in
+                for await text in client.messages {
+                    group.addTask { await self?.received(text, from: client) }
+                }
+            }
             await self?.detach(client)
         }
     }
@@ -141,7 +155,7 @@ actor WebHub {
         }
         let id: JSONValue = request.id.map(JSONValue.int) ?? .null
         if readOnly, request.isWrite {
-            send(client, ["type": "error", "id": id, "message": "refused: this server was started with --read-only (no writes, no virtual devices)"])
+            send(client, ["type": "error", "id": id, "message": "refused: this server was started with --read-only (no writes, no pairing, no virtual devices)"])
             return
         }
         do {
@@ -205,6 +219,19 @@ actor WebHub {
             try await link.peripheral.stopNotifications(for: c)
             broadcast(link.json.adding("type", "link"))
             return [("address", .string(address)), ("handle", .integer(handle))]
+        case .pair(let address):
+            let link = try link(address)
+            let security = try await link.peripheral.pair()
+            links[address]?.security = "\(security)"
+            broadcast(["type": "secured", "address": .string(address), "security": .string("\(security)")])
+            return [("address", .string(address)), ("security", .string("\(security)"))]
+        case .pairingAnswer(let prompt, let passkey, let confirmed):
+            guard let waiting = prompts.removeValue(forKey: prompt) else {
+                throw WebRequestFailure("pairing prompt #\(prompt) is no longer waiting (answered in another tab, or timed out)")
+            }
+            waiting.resume(returning: PromptAnswer(passkey: passkey, confirmed: confirmed))
+            broadcast(["type": "promptClosed", "prompt": .int(prompt)])
+            return [("prompt", .int(prompt))]
         case .startDevice(let name):
             guard let device = SimulatedDevice(rawValue: name) else {
                 throw WebRequestFailure("no simulated device '\(name)' (there are \(SimulatedDevice.allCases.map(\.rawValue).joined(separator: ", ")))")
@@ -239,6 +266,37 @@ actor WebHub {
             if paused { tracePaused.insert(client.id) } else { tracePaused.remove(client.id) }
             return [("paused", .bool(paused))]
         }
+    }
+
+    // MARK: Pairing
+
+    /// Shows a prompt in every tab and waits for the first answer (at most 60 s; then, or with no tab open, the
+    /// answer is "no").
+    func prompt(kind: String, peer: LEAddress, number: UInt32?) async -> PromptAnswer {
+        guard !readOnly, !clients.isEmpty else { return PromptAnswer(passkey: nil, confirmed: false) }
+        let id = nextPrompt
+        nextPrompt += 1
+        var message: [(key: String, value: JSONValue)] = [("type", "prompt"), ("prompt", .int(id)), ("kind", .string(kind)),
+                                                         ("peer", .string("\(peer.address)"))]
+        if let number { message.append(("number", .string(Passkey.text(number)))) }
+        broadcast(.object(message))
+        let timeout = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(60))
+            await self?.expire(id)
+        }
+        defer { timeout.cancel() }
+        return await withCheckedContinuation { continuation in prompts[id] = continuation }
+    }
+
+    private func expire(_ id: Int) {
+        guard let waiting = prompts.removeValue(forKey: id) else { return }
+        waiting.resume(returning: PromptAnswer(passkey: nil, confirmed: false))
+        broadcast(["type": "promptClosed", "prompt": .int(id), "reason": "timed out"])
+    }
+
+    /// Tells the tabs the passkey to type on the device.
+    func show(passkey: UInt32, peer: LEAddress) {
+        broadcast(["type": "prompt", "kind": "display", "peer": .string("\(peer.address)"), "number": .string(Passkey.text(passkey))])
     }
 
     // MARK: Scanner
@@ -477,6 +535,8 @@ struct WebLink {
     var characteristics: [UInt16: GATTCharacteristic] = [:]
     var descriptors: [UInt16: GATTDescriptor] = [:]
     var subscriptions: [UInt16: Task<Void, Never>] = [:]
+    /// How the link is secured, once the page paired.
+    var security: String?
 
     init(address: String, name: String?, peripheral: RemotePeripheral, mtu: Int, services: [GATTDiscoveredService]) {
         self.address = address
@@ -507,7 +567,7 @@ struct WebLink {
              })]
         }
         return ["address": .string(address), "name": name.map(JSONValue.string) ?? .null, "state": "connected",
-                "mtu": .int(mtu), "services": .array(tree)]
+                "mtu": .int(mtu), "security": security.map(JSONValue.string) ?? .null, "services": .array(tree)]
     }
 }
 
@@ -566,5 +626,29 @@ extension JSONValue {
     func adding(_ key: String, _ value: JSONValue) -> JSONValue {
         guard case .object(let members) = self else { return self }
         return .object([(key: key, value: value)] + members)
+    }
+}
+
+/// What the user answered to a pairing prompt.
+struct PromptAnswer: Sendable {
+    var passkey: UInt32?
+    var confirmed: Bool
+}
+
+/// The user's part in pairing, in the page: a passkey to type is asked in every open tab (the first answer counts), a
+/// passkey to show is shown there, a numeric comparison is asked there.
+struct WebPairingAgent: PairingAgent {
+    weak let hub: WebHub?
+
+    func acceptPairing(from peer: LEAddress) async -> Bool { hub != nil }
+
+    func displayPasskey(_ passkey: UInt32, for peer: LEAddress) async { await hub?.show(passkey: passkey, peer: peer) }
+
+    func enterPasskey(for peer: LEAddress) async -> UInt32? {
+        await hub?.prompt(kind: "passkey", peer: peer, number: nil).passkey
+    }
+
+    func confirmNumber(_ number: UInt32, for peer: LEAddress) async -> Bool {
+        await hub?.prompt(kind: "compare", peer: peer, number: number).confirmed ?? false
     }
 }

@@ -77,6 +77,11 @@ import Testing
             == .write(address: "A", handle: 3, value: Array("hé".utf8), withResponse: false))
         #expect(try PageRequest(json: #"{"op":"stopDevice","device":2}"#).operation == .stopDevice(id: 2))
         #expect(try PageRequest(json: #"{"op":"trace","paused":true}"#).operation == .trace(paused: true))
+        #expect(try PageRequest(json: #"{"op":"pairingAnswer","prompt":4,"passkey":"012345"}"#).operation
+            == .pairingAnswer(prompt: 4, passkey: 12345, confirmed: true))
+        #expect(try PageRequest(json: #"{"op":"pairingAnswer","prompt":5,"confirmed":false}"#).operation
+            == .pairingAnswer(prompt: 5, passkey: nil, confirmed: false))
+        #expect(try PageRequest(json: #"{"op":"pair","address":"A"}"#).isWrite)
         #expect(try PageRequest(json: #"{"op":"startDevice","name":"lab"}"#).isWrite)
         #expect(try !PageRequest(json: #"{"op":"subscribe","address":"A","handle":4}"#).isWrite)
     }
@@ -104,6 +109,10 @@ import Testing
         (#"{"id":true,"op":"trace"}"#, "'id' must be an integer"),
         (#"{"op":"trace","paused":1}"#, "'paused' must be true or false"),
         (#"{}"#, "'op' is missing"),
+        (#"{"op":"pairingAnswer","prompt":1,"passkey":"12345"}"#, "a passkey is six digits, not '12345'"),
+        (#"{"op":"pairingAnswer","prompt":1,"passkey":"12345x"}"#, "a passkey is six digits, not '12345x'"),
+        (#"{"op":"pairingAnswer","prompt":1,"passkey":"１２３４５６"}"#, "a passkey is six digits, not '１２３４５６'"),
+        (#"{"op":"pairingAnswer","passkey":"123456"}"#, "'prompt' is missing"),
     ])
     func badRequestsSayWhy(text: String, message: String) {
         #expect(throws: PageRequestError(message)) { try PageRequest(json: text) }

@@ -12,6 +12,7 @@ Screenshots of each view go to docs/images/web-*.png.
 import argparse
 import http.client
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -107,6 +108,7 @@ def main():
         assert token not in err, "the token appeared in the server's log"
     ok("the server's log never shows the token")
     read_only(args)
+    pairing(args)
     print(f"ok: {checks} checks passed in {time.monotonic() - started:.1f} s", flush=True)
 
 
@@ -232,6 +234,64 @@ def run(args, url, port, token):
         assert not errors, errors
         ok("no JavaScript errors")
         browser.close()
+
+
+def pairing(args):
+    """Passkey pairing typed in the page: the lab device on one of two linked virtual controllers shows 123456
+    (`ble serve --io display --passkey 123456`), `ble web --io keyboard --mitm` on the other asks for it in the page."""
+    work = tempfile.mkdtemp(prefix="ble-web-pair-")
+    logs = {name: open(os.path.join(work, name + ".log"), "w+") for name in ["controllers", "serve", "web"]}
+    processes = []
+
+    def start(name, argv):
+        p = subprocess.Popen(argv, stdout=logs[name], stderr=subprocess.STDOUT, text=True)
+        processes.append(p)
+        return p
+
+    def log_has(name, pattern):
+        logs[name].flush()
+        with open(logs[name].name) as f:
+            return re.search(pattern, f.read())
+
+    try:
+        start("controllers", [args.ble, "controller", "--tcp", "127.0.0.1:0", "--tcp", "127.0.0.1:0"])
+        ports = wait_until("the controllers", lambda: log_has("controllers", r"READY (\d+) (\d+)"), timeout=30).groups()
+        start("serve", [args.ble, "serve", "--io", "display", "--passkey", "123456", "--hci", f"tcp:127.0.0.1:{ports[0]}"])
+        wait_until("the lab device", lambda: log_has("serve", "serving"), timeout=30)
+        port = free_port()
+        start("web", [args.ble, "web", "--io", "keyboard", "--mitm", "--hci", f"tcp:127.0.0.1:{ports[1]}", "--listen", f"127.0.0.1:{port}"])
+        wait_until("ble web", lambda: log_has("web", "ble web: open"), timeout=30)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=args.chromium, headless=True, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"http://127.0.0.1:{port}/")
+            row = page.locator("#devices tbody tr", has_text="SwiftBLELab")
+            expect(row).to_have_count(1, timeout=20000)
+            row.get_by_role("button", name="Connect").click()
+            expect(page.locator("#link-info")).to_contain_text("MTU", timeout=20000)
+            page.locator("#pair").click()
+            expect(page.locator("#pairing")).to_be_visible(timeout=10000)
+            expect(page.locator("#pairing-text")).to_contain_text("type the passkey")
+            page.screenshot(path=os.path.join(args.images, "web-pairing.png"))
+            page.fill("#pairing-passkey", "123456")
+            page.locator("#pairing-ok").click()
+            try:
+                expect(page.locator("#link-info")).to_contain_text("authenticated", timeout=15000)
+            except AssertionError:
+                raise AssertionError("not paired; the page says: " + " | ".join(page.locator("#messages div").all_text_contents()))
+            ok("passkey pairing typed in the page: " + page.locator("#link-info").text_content())
+            secret = page.locator(".characteristic[data-uuid='12345678-1234-5678-1234-56789ABCDEFB']")
+            secret.locator(":scope > button", has_text="Read").click()
+            expect(secret.locator(".out")).to_contain_text('"authenticated"', timeout=10000)
+            ok("the characteristic that needs an authenticated link reads: " + secret.locator(".out").text_content())
+            browser.close()
+    finally:
+        for p in reversed(processes):
+            p.terminate()
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
 
 
 def read_only(args):

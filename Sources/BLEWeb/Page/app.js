@@ -69,6 +69,14 @@ function handle(m) {
     case "virtuals": state.virtuals = m.virtuals; renderVirtuals(); break;
     case "trace": traced(m); break;
     case "notice": say(m.message); break;
+    case "prompt": showPrompt(m); break;
+    case "promptClosed": if (state.prompt && state.prompt.prompt === m.prompt) hidePrompt(); if (m.reason) say(`pairing prompt ${m.reason}`, true); break;
+    case "secured": {
+      const link = state.links.get(m.address);
+      if (link) { link.security = m.security; renderLinks(); }
+      say(`${m.address}: ${m.security}`);
+      break;
+    }
     case "done": if (waiting) waiting.resolve(m); break;
     case "descriptionError":
       showDescriptionError(m);
@@ -215,6 +223,31 @@ function drawRSSI() {
   canvas.dataset.points = String(points);
 }
 
+// ---- pairing prompts (every tab shows them; the first answer counts) ----
+function showPrompt(m) {
+  const box = $("pairing"), input = $("pairing-passkey");
+  if (m.kind === "display") { say(`type ${m.number} on ${m.peer} to pair`); return; }
+  state.prompt = m;
+  input.value = "";
+  input.hidden = m.kind !== "passkey";
+  $("pairing-no").textContent = m.kind === "passkey" ? "Cancel" : "No";
+  $("pairing-ok").textContent = m.kind === "passkey" ? "OK" : "Yes, the same";
+  $("pairing-text").textContent = m.kind === "passkey" ? `Pairing with ${m.peer}: type the passkey it shows`
+    : `Pairing with ${m.peer}: does it show ${m.number}?`;
+  box.hidden = false;
+  if (m.kind === "passkey") input.focus();
+}
+
+function hidePrompt() { $("pairing").hidden = true; state.prompt = null; }
+
+function answerPrompt(yes) {
+  const m = state.prompt;
+  if (!m) return;
+  const fields = { prompt: m.prompt, confirmed: yes };
+  if (m.kind === "passkey" && yes) fields.passkey = $("pairing-passkey").value.trim();
+  request("pairingAnswer", fields).then(hidePrompt, (e) => say(e.message, true));
+}
+
 // ---- device ----
 function openDevice(address) {
   state.selectedLink = address;
@@ -229,7 +262,8 @@ function renderLinks() {
   if (state.selectedLink && state.links.has(state.selectedLink)) select.value = state.selectedLink;
   const link = state.links.get(select.value);
   state.selectedLink = link ? link.address : state.selectedLink;
-  $("link-info").textContent = link ? `MTU ${link.mtu}, ${link.services.length} services` : "not connected: connect from the Scanner";
+  $("link-info").textContent = link ? `MTU ${link.mtu}, ${link.services.length} services` + (link.security ? `, ${link.security}` : "")
+    : "not connected: connect from the Scanner";
   renderTree(link);
   scheduleDevices();
 }
@@ -387,6 +421,10 @@ for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("c
 for (const id of ["filter-name", "filter-service", "filter-rssi", "sort"]) $(id).addEventListener("input", renderDevices);
 $("link-select").addEventListener("change", () => { state.selectedLink = $("link-select").value; renderLinks(); });
 $("disconnect").addEventListener("click", () => { if (state.selectedLink) act("disconnect", { address: state.selectedLink }); });
+$("pair").addEventListener("click", () => { if (state.selectedLink) act("pair", { address: state.selectedLink }); });
+$("pairing-ok").addEventListener("click", () => answerPrompt(true));
+$("pairing-no").addEventListener("click", () => answerPrompt(false));
+$("pairing-passkey").addEventListener("keydown", (e) => { if (e.key === "Enter") answerPrompt(true); });
 $("start-simulated").addEventListener("click", () => act("startDevice", { name: $("simulated").value }, () => say(`started ${$("simulated").value}`)));
 $("gatt-text").value = exampleGATT;
 $("gatt-text").addEventListener("input", () => renderGutter(null));
