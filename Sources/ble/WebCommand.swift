@@ -74,9 +74,29 @@ struct WebCommand: AsyncParsableCommand {
         try await options.prepareWorld()
         // The host's HCI traffic goes to a btsnoop file (the one --btsnoop names, else a temporary one): the Trace view
         // reads it as it grows and offers it for download.
-        let tracePath = noTrace ? nil : options.btsnoop ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("ble-web-\(ProcessInfo.processInfo.processIdentifier).btsnoop").path
-        let adapter = try await during("opening \(options.hci)") { try await Adapter.open(spec, btsnoop: tracePath, security: security.configuration(for: spec)) }
+        // A capture holds what the host sent the controller, keys to encrypt links included: the temporary one goes in
+        // a directory only this user can enter.
+        var privateDirectory: URL?
+        if !noTrace, options.btsnoop == nil {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ble-web-\(UUID().uuidString)")
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw CommandFailure.failed("cannot create a directory for the trace in \(directory.deletingLastPathComponent().path): \(error.localizedDescription) (--no-trace records none)")
+            }
+            privateDirectory = directory
+        }
+        let tracePath = noTrace ? nil : options.btsnoop ?? privateDirectory?.appendingPathComponent("trace.btsnoop").path
+        let adapter: Adapter
+        do {
+            adapter = try await during("opening \(options.hci)") {
+                try await Adapter.open(spec, btsnoop: tracePath, security: security.configuration(for: spec))
+            }
+        } catch {
+            if let privateDirectory { try? FileManager.default.removeItem(at: privateDirectory) }
+            throw error
+        }
         let hub = WebHub(adapter: adapter, spec: spec, hciName: options.hci, readOnly: readOnly, tracePath: tracePath)
         let server: WebServer
         do {
@@ -87,6 +107,7 @@ struct WebCommand: AsyncParsableCommand {
             }
         } catch {
             await cleanUp { await adapter.powerOff() }
+            if let privateDirectory { try? FileManager.default.removeItem(at: privateDirectory) }
             throw CommandFailure.failed("cannot listen on \(address): \(error)")
         }
         var url = "http://\(server.address)/"
@@ -99,7 +120,7 @@ struct WebCommand: AsyncParsableCommand {
         } catch {
             await hub.stop()
             await server.close()
-            if options.btsnoop == nil, let tracePath { try? FileManager.default.removeItem(atPath: tracePath) }
+            if let privateDirectory { try? FileManager.default.removeItem(at: privateDirectory) }
             throw error
         }
     }

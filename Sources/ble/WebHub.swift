@@ -341,8 +341,7 @@ actor WebHub {
             broadcast(["type": "linkState", "address": .string(address), "state": "disconnected"])
             throw error
         }
-        let mtu: Int
-        if let exchanged = try? await peripheral.exchangeMTU() { mtu = exchanged } else { mtu = await peripheral.mtu }
+        let mtu = await peripheral.mtu   // exchanged on connect
         let services: [GATTDiscoveredService]
         do {
             services = try await peripheral.discoverAll()

@@ -12,6 +12,7 @@ Screenshots of each view go to docs/images/web-*.png.
 import argparse
 import http.client
 import os
+import shutil
 import re
 import socket
 import subprocess
@@ -105,6 +106,7 @@ def main():
         except subprocess.TimeoutExpired:
             server.kill()
             _, err = server.communicate()
+        shutil.rmtree(work, ignore_errors=True)
         assert token not in err, "the token appeared in the server's log"
     ok("the server's log never shows the token")
     read_only(args)
@@ -292,6 +294,9 @@ def pairing(args):
                 p.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 p.kill()
+        for log in logs.values():
+            log.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def read_only(args):
