@@ -258,10 +258,13 @@ def pairing(args):
     try:
         start("controllers", [args.ble, "controller", "--tcp", "127.0.0.1:0", "--tcp", "127.0.0.1:0"])
         ports = wait_until("the controllers", lambda: log_has("controllers", r"READY (\d+) (\d+)"), timeout=30).groups()
-        start("serve", [args.ble, "serve", "--io", "display", "--passkey", "123456", "--hci", f"tcp:127.0.0.1:{ports[0]}"])
+        # Bonds in files of the test's own (a TCP controller's default is the user's bond store).
+        start("serve", [args.ble, "serve", "--io", "display", "--passkey", "123456", "--hci", f"tcp:127.0.0.1:{ports[0]}",
+                        "--bonds", os.path.join(work, "serve-bonds.json")])
         wait_until("the lab device", lambda: log_has("serve", "serving"), timeout=30)
         port = free_port()
-        start("web", [args.ble, "web", "--io", "keyboard", "--mitm", "--hci", f"tcp:127.0.0.1:{ports[1]}", "--listen", f"127.0.0.1:{port}"])
+        start("web", [args.ble, "web", "--io", "keyboard", "--mitm", "--hci", f"tcp:127.0.0.1:{ports[1]}", "--listen", f"127.0.0.1:{port}",
+                      "--bonds", os.path.join(work, "web-bonds.json")])
         wait_until("ble web", lambda: log_has("web", "ble web: open"), timeout=30)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, headless=True, args=["--no-sandbox"])
