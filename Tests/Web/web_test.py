@@ -37,7 +37,9 @@ BROKEN = """{
     ]}
   ]
 }"""
-FIXED = BROKEN.replace('"not-a-uuid"', '"180F"')
+FIXED = BROKEN.replace('"not-a-uuid"', '"180F"').replace(
+    '{"uuid": "2A19", "properties": ["read"], "value": "64"}',
+    '{"uuid": "2A19", "properties": ["read"], "value": "64"},\n      {"uuid": "2A1A", "properties": ["read"], "readError": "0x0E"}')
 
 checks = 0
 
@@ -214,6 +216,19 @@ def run(args, url, port, token):
         page.fill("#filter-name", "web fixed")
         expect(page.locator("#devices tbody tr[data-address]", has_text="Web Fixed")).to_have_count(1, timeout=15000)
         ok("the fixed file serves a device the scanner hears")
+        fixed = page.locator("#devices tbody tr[data-address]", has_text="Web Fixed")
+        fixed.locator("td:nth-child(2)").click()   # the raw advertising data, decoded
+        expect(page.locator("#devices tr.details")).to_contain_text("Complete Local Name (0x09): 576562204669786564", timeout=5000)
+        expect(page.locator("#devices tr.details")).to_contain_text('"Web Fixed"')
+        ok("the raw advertising data shows its AD structures decoded")
+        fixed.get_by_role("button", name="Connect").click()
+        expect(page.locator("#link-info")).to_contain_text("MTU", timeout=20000)
+        failing = page.locator(".characteristic[data-uuid='2A1A']")
+        failing.locator(":scope > button", has_text="Read").click()
+        expect(failing.locator(".out")).to_contain_text("Unlikely Error (0x0e)", timeout=10000)
+        expect(failing.locator(".out")).to_have_class(re.compile("error"))
+        ok("an ATT error is shown by name: " + failing.locator(".out").text_content())
+        page.get_by_role("button", name="Scanner").click()
         page.fill("#filter-name", "")
 
         # Trace and its download, the controller.

@@ -62,7 +62,7 @@ function handle(m) {
     case "devices": for (const d of m.devices) heard(d, m.time); state.dropped = m.dropped; scheduleDevices(); break;
     case "link": state.links.set(m.address, m); if (!state.selectedLink) state.selectedLink = m.address; renderLinks(); break;
     case "linkState":
-      if (m.state === "disconnected") { state.links.delete(m.address); if (state.selectedLink === m.address) state.selectedLink = null; renderLinks(); }
+      if (m.state === "disconnected") { state.links.delete(m.address); renderLinks(); }
       say(`${m.address}: ${m.state}`);
       break;
     case "notifications": for (const v of m.values) notified(v); break;
@@ -135,6 +135,22 @@ function scheduleDevices() {
 
 const maxRows = 200;   // the rows drawn: with 1,000 advertisers, the filters narrow the rest
 
+// The AD types the Core Specification Supplement names (Part A, 1), for the raw view.
+const adTypeNames = { 0x01: "Flags", 0x02: "Incomplete 16-bit UUIDs", 0x03: "Complete 16-bit UUIDs", 0x04: "Incomplete 32-bit UUIDs",
+  0x05: "Complete 32-bit UUIDs", 0x06: "Incomplete 128-bit UUIDs", 0x07: "Complete 128-bit UUIDs", 0x08: "Shortened Local Name",
+  0x09: "Complete Local Name", 0x0A: "TX Power Level", 0x16: "Service Data (16-bit UUID)", 0x19: "Appearance",
+  0x1B: "LE Bluetooth Device Address", 0x20: "Service Data (32-bit UUID)", 0x21: "Service Data (128-bit UUID)", 0xFF: "Manufacturer Specific Data" };
+
+function adLine(s) {
+  const name = adTypeNames[s.type] ?? "AD type";
+  let text = `${name} (0x${s.type.toString(16).padStart(2, "0")}): ${s.hex}`;
+  if (s.type === 0x08 || s.type === 0x09) {
+    const bytes = s.hex.match(/../g)?.map((h) => parseInt(h, 16)) ?? [];
+    text += `  "${new TextDecoder().decode(new Uint8Array(bytes))}"`;
+  }
+  return text;
+}
+
 // Rows are kept per device and updated in place (a button being clicked is never replaced under the pointer); they
 // are moved only when the order changes.
 const deviceRows = new Map();
@@ -168,7 +184,7 @@ function deviceRow(d) {
   setText(r.connect, state.links.has(d.address) ? "Open" : "Connect");
   r.connect.disabled = !d.connectable;
   if (state.expanded.has(d.address)) {
-    const lines = [`raw ${d.raw}`, ...d.ad.map((s) => `AD type 0x${s.type.toString(16).padStart(2, "0")}: ${s.hex}`), `${d.reports} reports`];
+    const lines = [`raw ${d.raw}`, ...d.ad.map(adLine), `${d.reports} reports`];
     setText(r.details.firstChild, lines.join("\n"));
   }
   return r;
@@ -258,12 +274,16 @@ function openDevice(address) {
 
 function renderLinks() {
   const select = $("link-select");
-  select.replaceChildren(...[...state.links.values()].map((l) => el("option", { value: l.address, text: `${l.name ?? "(no name)"} ${l.address}` })));
-  if (state.selectedLink && state.links.has(state.selectedLink)) select.value = state.selectedLink;
-  const link = state.links.get(select.value);
-  state.selectedLink = link ? link.address : state.selectedLink;
+  if (!state.selectedLink || (!state.links.has(state.selectedLink) && !state.devices.has(state.selectedLink))) {
+    state.selectedLink = state.links.keys().next().value ?? null;
+  }
+  const options = [...state.links.values()].map((l) => el("option", { value: l.address, text: `${l.name ?? "(no name)"} ${l.address}` }));
+  const link = state.links.get(state.selectedLink);
+  if (state.selectedLink && !link) options.push(el("option", { value: state.selectedLink, text: `${state.selectedLink} (not connected)` }));
+  select.replaceChildren(...options);
+  if (state.selectedLink) select.value = state.selectedLink;
   $("link-info").textContent = link ? `MTU ${link.mtu}, ${link.services.length} services` + (link.security ? `, ${link.security}` : "")
-    : "not connected: connect from the Scanner";
+    : state.selectedLink ? `${state.selectedLink} is not connected (Connect in the Scanner)` : "not connected: connect from the Scanner";
   renderTree(link);
   scheduleDevices();
 }
