@@ -112,7 +112,8 @@ def main():
         assert token not in err, "the token appeared in the server's log"
     ok("the server's log never shows the token")
     read_only(args)
-    pairing(args)
+    pairing(args, "passkey")
+    pairing(args, "compare")
     print(f"ok: {checks} checks passed in {time.monotonic() - started:.1f} s", flush=True)
 
 
@@ -253,9 +254,11 @@ def run(args, url, port, token):
         browser.close()
 
 
-def pairing(args):
-    """Passkey pairing typed in the page: the lab device on one of two linked virtual controllers shows 123456
-    (`ble serve --io display --passkey 123456`), `ble web --io keyboard --mitm` on the other asks for it in the page."""
+def pairing(args, method):
+    """Pairing answered in the page, with the lab device on one of two linked virtual controllers and `ble web` on the
+    other. "passkey": the device shows 123456 (`ble serve --io display --passkey 123456`), `ble web --io keyboard
+    --mitm` asks for it in the page, where it is typed. "compare": both sides are `--io yesno`; the page shows the
+    number the device printed and is answered Yes."""
     work = tempfile.mkdtemp(prefix="ble-web-pair-")
     logs = {name: open(os.path.join(work, name + ".log"), "w+") for name in ["controllers", "serve", "web"]}
     processes = []
@@ -270,15 +273,17 @@ def pairing(args):
         with open(logs[name].name) as f:
             return re.search(pattern, f.read())
 
+    device_io = ["--io", "display", "--passkey", "123456"] if method == "passkey" else ["--io", "yesno"]
+    web_io = ["--io", "keyboard", "--mitm"] if method == "passkey" else ["--io", "yesno", "--mitm"]
     try:
         start("controllers", [args.ble, "controller", "--tcp", "127.0.0.1:0", "--tcp", "127.0.0.1:0"])
         ports = wait_until("the controllers", lambda: log_has("controllers", r"READY (\d+) (\d+)"), timeout=30).groups()
         # Bonds in files of the test's own (a TCP controller's default is the user's bond store).
-        start("serve", [args.ble, "serve", "--io", "display", "--passkey", "123456", "--hci", f"tcp:127.0.0.1:{ports[0]}",
+        start("serve", [args.ble, "serve", *device_io, "--hci", f"tcp:127.0.0.1:{ports[0]}",
                         "--bonds", os.path.join(work, "serve-bonds.json")])
         wait_until("the lab device", lambda: log_has("serve", "serving"), timeout=30)
         port = free_port()
-        start("web", [args.ble, "web", "--io", "keyboard", "--mitm", "--hci", f"tcp:127.0.0.1:{ports[1]}", "--listen", f"127.0.0.1:{port}",
+        start("web", [args.ble, "web", *web_io, "--hci", f"tcp:127.0.0.1:{ports[1]}", "--listen", f"127.0.0.1:{port}",
                       "--bonds", os.path.join(work, "web-bonds.json")])
         wait_until("ble web", lambda: log_has("web", "ble web: open"), timeout=30)
         with sync_playwright() as p:
@@ -291,15 +296,22 @@ def pairing(args):
             expect(page.locator("#link-info")).to_contain_text("MTU", timeout=20000)
             page.locator("#pair").click()
             expect(page.locator("#pairing")).to_be_visible(timeout=10000)
-            expect(page.locator("#pairing-text")).to_contain_text("type the passkey")
-            page.screenshot(path=os.path.join(args.images, "web-pairing.png"))
-            page.fill("#pairing-passkey", "123456")
+            if method == "passkey":
+                expect(page.locator("#pairing-text")).to_contain_text("type the passkey")
+                page.screenshot(path=os.path.join(args.images, "web-pairing.png"))
+                page.fill("#pairing-passkey", "123456")
+            else:
+                shown = wait_until("the device's number", lambda: log_has("serve", r"show (\d{6})\?"), timeout=10).group(1)
+                expect(page.locator("#pairing-text")).to_contain_text(f"does it show {shown}?")
+                expect(page.locator("#pairing-passkey")).to_be_hidden()
             page.locator("#pairing-ok").click()
             try:
                 expect(page.locator("#link-info")).to_contain_text("authenticated", timeout=15000)
             except AssertionError:
                 raise AssertionError("not paired; the page says: " + " | ".join(page.locator("#messages div").all_text_contents()))
-            ok("passkey pairing typed in the page: " + page.locator("#link-info").text_content())
+            expect(page.locator("#pairing")).to_be_hidden()
+            what = "passkey pairing typed in the page" if method == "passkey" else "numeric comparison confirmed in the page"
+            ok(f"{what}: " + page.locator("#link-info").text_content())
             secret = page.locator(".characteristic[data-uuid='12345678-1234-5678-1234-56789ABCDEFB']")
             secret.locator(":scope > button", has_text="Read").click()
             expect(secret.locator(".out")).to_contain_text('"authenticated"', timeout=10000)
