@@ -35,16 +35,28 @@ public struct PageRequest: Sendable, Equatable {
         case startDevice(name: String)
         /// Start the device a GATT JSON text describes (as `ble serve --gatt FILE`).
         case startDescription(text: String)
+        /// Start an advertiser (non-connectable): a beacon or custom advertising data.
+        case startAdvertiser(Advertiser)
         /// Stop a virtual device this server started.
         case stopDevice(id: Int)
         /// Pause or resume the live HCI trace for this page.
         case trace(paused: Bool)
     }
 
+    /// What an advertiser sends.
+    public enum Advertiser: Sendable, Equatable {
+        /// An iBeacon: its proximity UUID (as typed; the server parses it), major, minor and measured power (dBm).
+        case iBeacon(uuid: String, major: UInt16, minor: UInt16, measuredPower: Int8)
+        /// An Eddystone-URL frame.
+        case eddystoneURL(url: String, txPower: Int8)
+        /// Advertising data given whole: AD structures (length, type, data...).
+        case custom(data: [UInt8])
+    }
+
     /// Whether the operation changes something the `--read-only` mode refuses: writes, pairing and virtual devices.
     public var isWrite: Bool {
         switch operation {
-        case .write, .pair, .pairingAnswer, .startDevice, .startDescription, .stopDevice: true
+        case .write, .pair, .pairingAnswer, .startDevice, .startDescription, .startAdvertiser, .stopDevice: true
         case .connect, .disconnect, .read, .subscribe, .unsubscribe, .trace: false
         }
     }
@@ -107,6 +119,23 @@ public struct PageRequest: Sendable, Equatable {
                                        confirmed: raw.confirmed ?? (passkey != nil))
         case "startDevice": operation = .startDevice(name: try Self.required(raw.name, "name"))
         case "startDescription": operation = .startDescription(text: try Self.required(raw.text, "text"))
+        case "startAdvertiser":
+            switch try Self.required(raw.kind, "kind") {
+            case "ibeacon":
+                operation = .startAdvertiser(.iBeacon(uuid: try Self.required(raw.uuid, "uuid"), major: try Self.ranged(raw.major ?? 0, "major", UInt16.self),
+                                                      minor: try Self.ranged(raw.minor ?? 0, "minor", UInt16.self),
+                                                      measuredPower: try Self.ranged(raw.power ?? -59, "power", Int8.self)))
+            case "eddystoneURL":
+                operation = .startAdvertiser(.eddystoneURL(url: try Self.required(raw.url, "url"),
+                                                           txPower: try Self.ranged(raw.power ?? -18, "power", Int8.self)))
+            case "custom":
+                let given = try Self.required(raw.value, "value")
+                guard let bytes = HexBytes.parse(given), !bytes.isEmpty else {
+                    throw PageRequestError("'\(Self.clipped(given))' is not advertising data in hex (length, type, data...)")
+                }
+                operation = .startAdvertiser(.custom(data: bytes))
+            case let other: throw PageRequestError("an advertiser is ibeacon, eddystoneURL or custom, not '\(Self.clipped(other))'")
+            }
         case "stopDevice": operation = .stopDevice(id: try Self.required(raw.device, "device"))
         case "trace": operation = .trace(paused: raw.paused ?? false)
         default: throw PageRequestError("unknown operation '\(Self.clipped(op))'")
@@ -126,6 +155,12 @@ public struct PageRequest: Sendable, Equatable {
     static func required<T>(_ value: T?, _ key: String) throws(PageRequestError) -> T {
         guard let value else { throw PageRequestError("'\(key)' is missing") }
         return value
+    }
+
+    /// `value` as `T` when it fits, else an error naming `key` and `T`'s range.
+    static func ranged<T: FixedWidthInteger>(_ value: Int, _ key: String, _ type: T.Type) throws(PageRequestError) -> T {
+        guard let fitted = T(exactly: value) else { throw PageRequestError("'\(key)' must be within \(T.min)...\(T.max), not \(value)") }
+        return fitted
     }
 
     /// `'handle' ` for a member, empty for the whole request.
@@ -158,6 +193,12 @@ public struct PageRequest: Sendable, Equatable {
         var prompt: Int?
         var passkey: String?
         var confirmed: Bool?
+        var kind: String?
+        var uuid: String?
+        var major: Int?
+        var minor: Int?
+        var power: Int?
+        var url: String?
 
         func checkedAddress() throws(PageRequestError) -> String {
             let text = try PageRequest.required(address, "address")

@@ -1,4 +1,5 @@
 import BLE
+import BLEBeacons
 import BLEFiles
 import BLEProfiles
 import BLETransport
@@ -257,6 +258,16 @@ actor WebHub {
                 if own { await manager.powerOff() }
                 throw error
             }
+        case .startAdvertiser(let advertiser):
+            let (label, start) = try Self.advertising(advertiser)
+            let (manager, own) = try await peripheralManager(name: "ble web advertiser")
+            do {
+                let stop = try await start(manager)
+                return startedVirtual(VirtualEntry(name: label, kind: "advertiser", manager: manager, ownsAdapter: own, stopper: stop))
+            } catch {
+                if own { await manager.powerOff() }
+                throw error
+            }
         case .stopDevice(let id):
             guard let entry = virtuals.removeValue(forKey: id) else { throw WebRequestFailure("no virtual device #\(id)") }
             await entry.stop()
@@ -427,6 +438,48 @@ actor WebHub {
         }
         guard virtuals.isEmpty else { throw WebRequestFailure("\(hciName) already serves a virtual device: stop it first") }
         return (await PeripheralManager(adapter: adapter, deviceName: name), false)
+    }
+
+    /// What an advertiser is called in the page, and how it starts on a peripheral manager (returning how it stops):
+    /// a beacon through `BeaconAdvertiser`, custom data as a non-connectable advertisement.
+    private static func advertising(_ advertiser: PageRequest.Advertiser) throws
+        -> (String, @Sendable (PeripheralManager) async throws -> @Sendable () async -> Void) {
+        switch advertiser {
+        case .iBeacon(let text, let major, let minor, let power):
+            guard let uuid = BluetoothUUID(text), text.filter(\.isHexDigit).count == 32 else {
+                throw WebRequestFailure("'\(text)' is not a 128-bit UUID (an iBeacon's proximity UUID)")
+            }
+            let frame = BeaconFrame.iBeacon(IBeacon(proximityUUID: uuid, major: major, minor: minor, measuredPower: power))
+            return ("\(frame)", { manager in
+                let beacons = BeaconAdvertiser(peripheral: manager)
+                try await beacons.start(frame)
+                return { try? await beacons.stop() }
+            })
+        case .eddystoneURL(let url, let power):
+            let frame: BeaconFrame
+            do {
+                frame = .eddystone(.url(try EddystoneURL(txPowerAt0m: power, url: url)))
+            } catch {
+                throw WebRequestFailure("cannot make an Eddystone-URL of '\(url)': \(error.reason)")
+            }
+            return ("Eddystone-URL \(url)", { manager in
+                let beacons = BeaconAdvertiser(peripheral: manager)
+                try await beacons.start(frame)
+                return { try? await beacons.stop() }
+            })
+        case .custom(let bytes):
+            let data: AdvertisingData
+            do {
+                data = try AdvertisingData(bytes: bytes)
+            } catch {
+                throw WebRequestFailure("the advertising data does not parse: \(error.reason)")
+            }
+            guard bytes.count <= 31 else { throw WebRequestFailure("legacy advertising data holds at most 31 bytes, not \(bytes.count)") }
+            return ("custom advertising data \(bytes.hexString())", { manager in
+                try await manager.startAdvertising(Advertisement(data: data))
+                return { try? await manager.stopAdvertising() }
+            })
+        }
     }
 
     private func startedVirtual(_ entry: VirtualEntry) -> [(key: String, value: JSONValue)] {

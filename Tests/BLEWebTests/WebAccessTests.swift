@@ -82,6 +82,12 @@ import Testing
         #expect(try PageRequest(json: #"{"op":"pairingAnswer","prompt":5,"confirmed":false}"#).operation
             == .pairingAnswer(prompt: 5, passkey: nil, confirmed: false))
         #expect(try PageRequest(json: #"{"op":"pair","address":"A"}"#).isWrite)
+        #expect(try PageRequest(json: #"{"op":"startAdvertiser","kind":"ibeacon","uuid":"U","major":1,"minor":65535,"power":-60}"#).operation
+            == .startAdvertiser(.iBeacon(uuid: "U", major: 1, minor: 65535, measuredPower: -60)))
+        #expect(try PageRequest(json: #"{"op":"startAdvertiser","kind":"custom","value":"02 01 06"}"#).operation
+            == .startAdvertiser(.custom(data: [2, 1, 6])))
+        #expect(try PageRequest(json: #"{"op":"startAdvertiser","kind":"eddystoneURL","url":"https://x.org"}"#).operation
+            == .startAdvertiser(.eddystoneURL(url: "https://x.org", txPower: -18)))
         #expect(try PageRequest(json: #"{"op":"startDevice","name":"lab"}"#).isWrite)
         #expect(try !PageRequest(json: #"{"op":"subscribe","address":"A","handle":4}"#).isWrite)
     }
@@ -113,6 +119,10 @@ import Testing
         (#"{"op":"pairingAnswer","prompt":1,"passkey":"12345x"}"#, "a passkey is six digits, not '12345x'"),
         (#"{"op":"pairingAnswer","prompt":1,"passkey":"１２３４５６"}"#, "a passkey is six digits, not '１２３４５６'"),
         (#"{"op":"pairingAnswer","passkey":"123456"}"#, "'prompt' is missing"),
+        (#"{"op":"startAdvertiser","kind":"ibeacon","uuid":"U","minor":65536}"#, "'minor' must be within 0...65535, not 65536"),
+        (#"{"op":"startAdvertiser","kind":"ibeacon","uuid":"U","power":-129}"#, "'power' must be within -128...127, not -129"),
+        (#"{"op":"startAdvertiser","kind":"custom","value":""}"#, "'' is not advertising data in hex (length, type, data...)"),
+        (#"{"op":"startAdvertiser","kind":"laser"}"#, "an advertiser is ibeacon, eddystoneURL or custom, not 'laser'"),
     ])
     func badRequestsSayWhy(text: String, message: String) {
         #expect(throws: PageRequestError(message)) { try PageRequest(json: text) }

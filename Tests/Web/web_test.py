@@ -229,8 +229,20 @@ def run(args, url, port, token):
         expect(failing.locator(".out")).to_contain_text("Unlikely Error (0x0e)", timeout=10000)
         expect(failing.locator(".out")).to_have_class(re.compile("error"))
         ok("an ATT error is shown by name: " + failing.locator(".out").text_content())
+        # An iBeacon from the page, heard by the scanner; a UUID that is not one is refused.
+        page.get_by_role("button", name="Virtual devices").click()
+        page.fill("#adv-uuid", "not-a-uuid")
+        page.get_by_role("button", name="Advertise").click()
+        expect(page.locator("#messages")).to_contain_text("is not a 128-bit UUID", timeout=10000)
+        page.fill("#adv-uuid", "F7826DA6-4FA2-4E98-8024-BC5B71E0893E")
+        page.fill("#adv-minor", "77")
+        page.get_by_role("button", name="Advertise").click()
+        expect(page.locator("#virtuals li", has_text="iBeacon")).to_have_count(1, timeout=15000)
         page.get_by_role("button", name="Scanner").click()
         page.fill("#filter-name", "")
+        beacon = page.locator("#devices tbody tr[data-address]", has_text="F7826DA6-4FA2-4E98-8024-BC5B71E0893E")
+        expect(beacon).to_have_count(1, timeout=15000)
+        ok("an iBeacon started in the page is heard, decoded: " + beacon.locator("td:nth-child(8)").text_content())
 
         # Trace and its download, the controller.
         page.get_by_role("button", name="Trace").click()

@@ -452,6 +452,15 @@ $("start-gatt").addEventListener("click", () => {
   $("gatt-error").textContent = "";
   request("startDescription", { text: $("gatt-text").value }).then(() => { renderGutter(null); say("serving the GATT file"); }, (e) => say(e.message, true));
 });
+$("adv-kind").addEventListener("change", () => {
+  for (const label of document.querySelectorAll("label.adv")) label.hidden = !label.classList.contains($("adv-kind").value);
+});
+$("start-advertiser").addEventListener("click", () => {
+  const kind = $("adv-kind").value;
+  const fields = kind === "ibeacon" ? { uuid: $("adv-uuid").value.trim(), major: Number($("adv-major").value), minor: Number($("adv-minor").value) }
+    : kind === "eddystoneURL" ? { url: $("adv-url").value.trim() } : { value: $("adv-data").value };
+  act("startAdvertiser", { kind, ...fields }, () => say("advertising"));
+});
 $("trace-pause").addEventListener("change", () => act("trace", { paused: $("trace-pause").checked }));
 $("trace-filter").addEventListener("input", renderTrace);
 renderGutter(null);
