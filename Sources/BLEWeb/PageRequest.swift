@@ -31,6 +31,10 @@ public struct PageRequest: Sendable, Equatable {
         /// Answer a pairing prompt the server showed: the passkey typed (`nil`: none, the pairing is refused), or the
         /// numeric comparison's answer.
         case pairingAnswer(prompt: Int, passkey: UInt32?, confirmed: Bool)
+        /// Ask for a link's PHY (`1M`, `2M` or `Coded`, both directions).
+        case setPHY(address: String, phy: String)
+        /// Check a GATT JSON text without serving it (the editor, as one types).
+        case checkDescription(text: String)
         /// Start one of the simulated devices by name (as `ble serve --device NAME`).
         case startDevice(name: String)
         /// Start the device a GATT JSON text describes (as `ble serve --gatt FILE`).
@@ -57,7 +61,7 @@ public struct PageRequest: Sendable, Equatable {
     public var isWrite: Bool {
         switch operation {
         case .write, .pair, .pairingAnswer, .startDevice, .startDescription, .startAdvertiser, .stopDevice: true
-        case .connect, .disconnect, .read, .subscribe, .unsubscribe, .trace: false
+        case .connect, .disconnect, .read, .subscribe, .unsubscribe, .setPHY, .checkDescription, .trace: false
         }
     }
 
@@ -117,6 +121,11 @@ public struct PageRequest: Sendable, Equatable {
             }
             operation = .pairingAnswer(prompt: try Self.required(raw.prompt, "prompt"), passkey: passkey,
                                        confirmed: raw.confirmed ?? (passkey != nil))
+        case "setPHY":
+            let phy = try Self.required(raw.phy, "phy")
+            guard ["1M", "2M", "Coded"].contains(phy) else { throw PageRequestError("a PHY is 1M, 2M or Coded, not '\(Self.clipped(phy))'") }
+            operation = .setPHY(address: try raw.checkedAddress(), phy: phy)
+        case "checkDescription": operation = .checkDescription(text: try Self.required(raw.text, "text"))
         case "startDevice": operation = .startDevice(name: try Self.required(raw.name, "name"))
         case "startDescription": operation = .startDescription(text: try Self.required(raw.text, "text"))
         case "startAdvertiser":
@@ -199,6 +208,7 @@ public struct PageRequest: Sendable, Equatable {
         var minor: Int?
         var power: Int?
         var url: String?
+        var phy: String?
 
         func checkedAddress() throws(PageRequestError) -> String {
             let text = try PageRequest.required(address, "address")

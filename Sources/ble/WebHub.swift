@@ -233,6 +233,17 @@ actor WebHub {
             waiting.resume(returning: PromptAnswer(passkey: passkey, confirmed: confirmed))
             broadcast(["type": "promptClosed", "prompt": .int(prompt)])
             return [("prompt", .int(prompt))]
+        case .setPHY(let address, let name):
+            let link = try link(address)
+            let wanted: LEPHYs = name == "2M" ? .le2M : name == "Coded" ? .leCoded : .le1M
+            let phys = try await link.peripheral.setPreferredPHY(transmit: wanted, receive: wanted)
+            let text = "TX \(Scan.phyName(phys.transmit)), RX \(Scan.phyName(phys.receive))"
+            links[address]?.phy = text
+            if let updated = links[address] { broadcast(updated.json.adding("type", "link")) }
+            return [("address", .string(address)), ("phy", .string(text))]
+        case .checkDescription(let text):
+            let description = try GATTDeviceDescription(json: text)
+            return [("services", .int(description.services.count))]
         case .startDevice(let name):
             guard let device = SimulatedDevice(rawValue: name) else {
                 throw WebRequestFailure("no simulated device '\(name)' (there are \(SimulatedDevice.allCases.map(\.rawValue).joined(separator: ", ")))")
@@ -361,7 +372,9 @@ actor WebHub {
             broadcast(["type": "linkState", "address": .string(address), "state": "disconnected"])
             throw error
         }
-        let link = WebLink(address: address, name: row.device.name, peripheral: peripheral, mtu: mtu, services: services)
+        var link = WebLink(address: address, name: row.device.name, peripheral: peripheral, mtu: mtu, services: services)
+        let connection = await peripheral.connection
+        link.phy = "TX \(Scan.phyName(connection.txPHY)), RX \(Scan.phyName(connection.rxPHY))"
         links[address] = link
         broadcast(link.json.adding("type", "link"))
         let updates = await peripheral.stateUpdates()
@@ -589,6 +602,8 @@ struct WebLink {
     var subscriptions: [UInt16: Task<Void, Never>] = [:]
     /// How the link is secured, once the page paired.
     var security: String?
+    /// The link's PHYs (`TX 1M, RX 1M`).
+    var phy: String
 
     init(address: String, name: String?, peripheral: RemotePeripheral, mtu: Int, services: [GATTDiscoveredService]) {
         self.address = address
@@ -596,6 +611,7 @@ struct WebLink {
         self.peripheral = peripheral
         self.mtu = mtu
         self.services = services
+        phy = "TX 1M, RX 1M"
         for s in services {
             for c in s.characteristics {
                 characteristics[c.characteristic.valueHandle.rawValue] = c.characteristic
@@ -619,7 +635,7 @@ struct WebLink {
              })]
         }
         return ["address": .string(address), "name": name.map(JSONValue.string) ?? .null, "state": "connected",
-                "mtu": .int(mtu), "security": security.map(JSONValue.string) ?? .null, "services": .array(tree)]
+                "mtu": .int(mtu), "phy": .string(phy), "security": security.map(JSONValue.string) ?? .null, "services": .array(tree)]
     }
 }
 

@@ -82,6 +82,8 @@ import Testing
         #expect(try PageRequest(json: #"{"op":"pairingAnswer","prompt":5,"confirmed":false}"#).operation
             == .pairingAnswer(prompt: 5, passkey: nil, confirmed: false))
         #expect(try PageRequest(json: #"{"op":"pair","address":"A"}"#).isWrite)
+        #expect(try PageRequest(json: #"{"op":"setPHY","address":"A","phy":"2M"}"#).operation == .setPHY(address: "A", phy: "2M"))
+        #expect(try !PageRequest(json: #"{"op":"checkDescription","text":"{}"}"#).isWrite)
         #expect(try PageRequest(json: #"{"op":"startAdvertiser","kind":"ibeacon","uuid":"U","major":1,"minor":65535,"power":-60}"#).operation
             == .startAdvertiser(.iBeacon(uuid: "U", major: 1, minor: 65535, measuredPower: -60)))
         #expect(try PageRequest(json: #"{"op":"startAdvertiser","kind":"custom","value":"02 01 06"}"#).operation
@@ -122,6 +124,7 @@ import Testing
         (#"{"op":"startAdvertiser","kind":"ibeacon","uuid":"U","minor":65536}"#, "'minor' must be within 0...65535, not 65536"),
         (#"{"op":"startAdvertiser","kind":"ibeacon","uuid":"U","power":-129}"#, "'power' must be within -128...127, not -129"),
         (#"{"op":"startAdvertiser","kind":"custom","value":""}"#, "'' is not advertising data in hex (length, type, data...)"),
+        (#"{"op":"setPHY","address":"A","phy":"3M"}"#, "a PHY is 1M, 2M or Coded, not '3M'"),
         (#"{"op":"startAdvertiser","kind":"laser"}"#, "an advertiser is ibeacon, eddystoneURL or custom, not 'laser'"),
     ])
     func badRequestsSayWhy(text: String, message: String) {

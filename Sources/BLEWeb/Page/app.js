@@ -121,7 +121,9 @@ function visibleDevices() {
     (!Number.isFinite(floor) || d.rssi >= floor));
   const sort = $("sort").value;
   list.sort((a, b) => sort === "name" ? (a.name ?? "\uffff").localeCompare(b.name ?? "\uffff") || a.address.localeCompare(b.address)
-    : sort === "address" ? a.address.localeCompare(b.address) : b.rssi - a.rssi || a.address.localeCompare(b.address));
+    : sort === "address" ? a.address.localeCompare(b.address)
+    : sort === "interval" ? (a.intervalMs ?? 1e9) - (b.intervalMs ?? 1e9) || a.address.localeCompare(b.address)
+    : b.rssi - a.rssi || a.address.localeCompare(b.address));
   return list;
 }
 
@@ -282,7 +284,7 @@ function renderLinks() {
   if (state.selectedLink && !link) options.push(el("option", { value: state.selectedLink, text: `${state.selectedLink} (not connected)` }));
   select.replaceChildren(...options);
   if (state.selectedLink) select.value = state.selectedLink;
-  $("link-info").textContent = link ? `MTU ${link.mtu}, ${link.services.length} services` + (link.security ? `, ${link.security}` : "")
+  $("link-info").textContent = link ? `MTU ${link.mtu}, PHY ${link.phy}, ${link.services.length} services` + (link.security ? `, ${link.security}` : "")
     : state.selectedLink ? `${state.selectedLink} is not connected (Connect in the Scanner)` : "not connected: connect from the Scanner";
   renderTree(link);
   scheduleDevices();
@@ -401,6 +403,7 @@ function renderGutter(badLine) {
 }
 
 function showDescriptionError(m) {
+  $("gatt-error").className = "error";
   $("gatt-error").textContent = `line ${m.line ?? "?"}, column ${m.column ?? "?"} (${m.path}): ${m.message}`;
   renderGutter(m.line);
 }
@@ -441,13 +444,23 @@ for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("c
 for (const id of ["filter-name", "filter-service", "filter-rssi", "sort"]) $(id).addEventListener("input", renderDevices);
 $("link-select").addEventListener("change", () => { state.selectedLink = $("link-select").value; renderLinks(); });
 $("disconnect").addEventListener("click", () => { if (state.selectedLink) act("disconnect", { address: state.selectedLink }); });
+$("set-phy").addEventListener("click", () => { if (state.selectedLink) act("setPHY", { address: state.selectedLink, phy: $("phy").value }, (a) => say(`PHY: ${a.phy}`)); });
 $("pair").addEventListener("click", () => { if (state.selectedLink) act("pair", { address: state.selectedLink }); });
 $("pairing-ok").addEventListener("click", () => answerPrompt(true));
 $("pairing-no").addEventListener("click", () => answerPrompt(false));
 $("pairing-passkey").addEventListener("keydown", (e) => { if (e.key === "Enter") answerPrompt(true); });
 $("start-simulated").addEventListener("click", () => act("startDevice", { name: $("simulated").value }, () => say(`started ${$("simulated").value}`)));
 $("gatt-text").value = exampleGATT;
-$("gatt-text").addEventListener("input", () => renderGutter(null));
+// The file is checked by the server as one types (half a second after the last key), as serving it would.
+let checkTimer = null;
+$("gatt-text").addEventListener("input", () => {
+  renderGutter(null);
+  clearTimeout(checkTimer);
+  checkTimer = setTimeout(() => {
+    request("checkDescription", { text: $("gatt-text").value })
+      .then(() => { $("gatt-error").textContent = ""; $("gatt-error").className = "ok"; $("gatt-error").textContent = "valid"; renderGutter(null); }, () => {});
+  }, 500);
+});
 $("start-gatt").addEventListener("click", () => {
   $("gatt-error").textContent = "";
   request("startDescription", { text: $("gatt-text").value }).then(() => { renderGutter(null); say("serving the GATT file"); }, (e) => say(e.message, true));
