@@ -22,7 +22,8 @@ actor WebHub {
     private var clients: [Int: WebClient] = [:]
     private var tracePaused: Set<Int> = []
     private var rows: [String: ScanRowState] = [:]
-    private var deviceUpdates = Coalescer<String, JSONValue>(interval: .milliseconds(250))
+    /// The devices heard since the last batch (their rows are written when the batch goes).
+    private var deviceUpdates = Coalescer<String, Bool>(interval: .milliseconds(250))
     private var valueUpdates = Coalescer<String, JSONValue>(interval: .milliseconds(100))
     private var links: [String: WebLink] = [:]
     private var connecting: Set<String> = []
@@ -99,8 +100,10 @@ actor WebHub {
     // MARK: Tabs
 
     private func attach(_ client: WebClient) async {
+        // The greeting first, then the updates (a batch sent while the greeting was being written would come before it).
+        let greeting = await hello()
         clients[client.id] = client
-        send(client, await hello())
+        send(client, greeting)
         clientTasks[client.id] = Task { [weak self] in
             // Each request in a task of its own: a long one (connecting, pairing) must not hold up the next (the
             // passkey that pairing waits for comes in a later message of the same tab).
@@ -329,12 +332,15 @@ actor WebHub {
         var row = rows[key] ?? ScanRowState(key: key, device: device, firstSeen: at)
         row.update(device, at: at)
         rows[key] = row
-        deviceUpdates.offer(key, row.json)
+        deviceUpdates.offer(key, true)
     }
 
     private func flush() {
-        let devices = deviceUpdates.flush(now: now)
-        if !devices.isEmpty { broadcastUpdate(["type": "devices", "devices": .array(devices.map(\.value)), "time": .number(seconds(now), decimals: 2),
+        let at = now
+        let devices = deviceUpdates.flush(now: at).compactMap { entry -> JSONValue? in
+            rows[entry.key]?.nextUpdate(at: at)
+        }
+        if !devices.isEmpty { broadcastUpdate(["type": "devices", "devices": .array(devices), "time": .number(seconds(now), decimals: 2),
                                            "dropped": .int(droppedUpdates)]) }
         let values = valueUpdates.flush(now: now)
         if !values.isEmpty { broadcastUpdate(["type": "notifications", "values": .array(values.map(\.value))]) }
@@ -573,9 +579,36 @@ struct ScanRowState {
         self.device = merged
     }
 
+    /// What the last batch's row of this device carried of what rarely changes (the advertising data, whether it is
+    /// connectable, its TX power), and when it was last sent whole.
+    private var sentSignature: [UInt8]?
+    private var lastWhole: Duration?
+
+    private var signature: [UInt8] {
+        device.advertisementData.encoded + [device.isConnectable ? 1 : 0, UInt8(bitPattern: device.txPower ?? 127)]
+    }
+
+    /// The row for the next batch: whole when what rarely changes changed (or every 5 s, for a tab that skipped a
+    /// batch), else only the address, RSSI, interval and count, which the page merges into the row it has.
+    mutating func nextUpdate(at time: Duration) -> JSONValue {
+        let current = signature
+        if current != sentSignature || lastWhole.map({ time - $0 >= .seconds(5) }) ?? true {
+            sentSignature = current
+            lastWhole = time
+            return json
+        }
+        return ["address": .string(key), "rssi": .integer(device.rssi), "intervalMs": intervalMilliseconds.map(JSONValue.int) ?? .null,
+                "reports": .int(reports)]
+    }
+
+    private var intervalMilliseconds: Int? {
+        meanInterval.map { Int($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) }
+    }
+
+    /// The whole row.
     var json: JSONValue {
         let d = device
-        let ms = meanInterval.map { Int($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) }
+        let ms = intervalMilliseconds
         let structures: [JSONValue] = d.advertisementData.structures.map { s in
             ["type": .integer(s.type.rawValue), "hex": .string(s.data.hexString())]
         }

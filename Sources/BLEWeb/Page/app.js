@@ -103,7 +103,11 @@ function hello(m) {
 }
 
 // ---- scanner ----
-function heard(d, time) {
+function heard(update, time) {
+  // A row comes whole, or as the address, RSSI, interval and count of a row the page has (the rest unchanged).
+  const known = state.devices.get(update.address);
+  if (!known && update.raw === undefined) return;   // the whole row follows within 5 s
+  const d = known ? Object.assign(known, update) : update;
   state.devices.set(d.address, d);
   let h = state.history.get(d.address);
   if (!h) { h = []; state.history.set(d.address, h); }
