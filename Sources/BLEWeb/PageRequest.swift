@@ -234,5 +234,6 @@ public struct PageRequestError: Error, Sendable, Equatable, CustomStringConverti
     /// An error saying `message`.
     public init(_ message: String) { self.message = message }
 
+    /// The message.
     public var description: String { message }
 }

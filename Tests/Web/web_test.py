@@ -11,6 +11,7 @@ Screenshots of each view go to docs/images/web-*.png.
 """
 import argparse
 import http.client
+import json
 import os
 import shutil
 import re
@@ -48,6 +49,59 @@ def ok(what):
     global checks
     checks += 1
     print(f"ok {checks} {what}", flush=True)
+
+
+class RawSocket:
+    """A WebSocket client of a few lines (RFC 6455 text frames), to send the server what no page of its own would."""
+
+    def __init__(self, port, token):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.sendall((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                           f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                           f"Origin: http://127.0.0.1:{port}\r\nCookie: ble_web_token={token}\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.sock.recv(1)
+        assert head.startswith(b"HTTP/1.1 101"), head
+        self.buffer = b""
+
+    def send(self, text):
+        payload, mask = text.encode(), os.urandom(4)
+        length = len(payload)
+        header = bytes([0x81, 0x80 | length]) if length < 126 else bytes([0x81, 0x80 | 126]) + length.to_bytes(2, "big")
+        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+    def _read(self, n):
+        while len(self.buffer) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise AssertionError("the server closed the WebSocket")
+            self.buffer += chunk
+        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        return out
+
+    def messages(self):
+        while True:
+            b0, b1 = self._read(2)
+            length = b1 & 0x7F
+            if length == 126:
+                length = int.from_bytes(self._read(2), "big")
+            elif length == 127:
+                length = int.from_bytes(self._read(8), "big")
+            payload = self._read(length)
+            if b0 & 0x0F == 1:
+                yield json.loads(payload)
+
+    def answer(self, request_id, timeout=10):
+        deadline = time.monotonic() + timeout
+        for m in self.messages():
+            if m.get("id") == request_id and m["type"] in ("done", "error", "descriptionError"):
+                return m
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no answer to request {request_id}")
+
+    def close(self):
+        self.sock.close()
 
 
 def wait_until(what, probe, timeout=15):
@@ -204,6 +258,30 @@ def run(args, url, port, token):
         expect(page.locator("#link-info")).to_contain_text("PHY TX 2M, RX 2M", timeout=10000)
         ok("the link moved to LE 2M: " + page.locator("#link-info").text_content())
         page.screenshot(path=os.path.join(args.images, "web-device.png"))
+
+        # What no page of ours sends, on a WebSocket of its own: each refused with a message, the link unchanged.
+        lab = page.locator("#link-select").input_value()
+        raw = RawSocket(port, token)
+        raw.send("this is not JSON")
+        for m in raw.messages():
+            if m["type"] == "error":
+                assert m["message"] == "the request is not a JSON object", m
+                break
+        bad = [({"id": 901, "op": "read", "address": lab, "handle": 999}, f"{lab} has no characteristic value or descriptor at handle 0x03e7"),
+               ({"id": 902, "op": "write", "address": lab, "handle": 29, "value": "0x1"}, "'0x1' is not hex (whole bytes: 0-9, a-f)"),
+               ({"id": 903, "op": "read", "address": "nobody", "handle": 3}, "not connected to nobody"),
+               ({"id": 904, "op": "read", "address": lab, "handle": -1}, "handle -1 is not an attribute handle (1-65535)"),
+               ({"id": 905, "op": "subscribe", "address": lab, "handle": "x"}, "'handle' must be an integer")]
+        for request, message in bad:
+            raw.send(json.dumps(request))
+            answer = raw.answer(request["id"])
+            assert answer["type"] == "error" and answer["message"] == message, (request, answer)
+        raw.send(json.dumps({"id": 906, "op": "read", "address": lab, "handle": 3}))
+        answer = raw.answer(906)
+        assert answer["type"] == "done" and answer.get("text") == "SwiftBLELab", answer
+        raw.close()
+        ok(f"malformed JSON, hex, handles and an unknown device are refused with a message each ({len(bad) + 1}), "
+           "and the link still reads")
 
         # Virtual devices: a GATT file with an error at line 5, then fixed.
         page.get_by_role("button", name="Virtual devices").click()
