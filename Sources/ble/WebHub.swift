@@ -696,6 +696,16 @@ enum TraceLine {
         0x3E: "LE Meta", 0xFF: "Vendor",
     ]
 
+    static let leSubeventNames: [UInt8: String] = [
+        0x01: "Connection Complete", 0x02: "Advertising Report", 0x03: "Connection Update Complete",
+        0x04: "Read Remote Features Complete", 0x05: "Long Term Key Request", 0x06: "Remote Connection Parameter Request",
+        0x07: "Data Length Change", 0x0A: "Enhanced Connection Complete", 0x0C: "PHY Update Complete",
+        0x0D: "Extended Advertising Report", 0x12: "Advertising Set Terminated", 0x13: "Scan Request Received",
+        0x29: "Enhanced Connection Complete [v2]",
+    ]
+
+    static let channelNames: [UInt16: String] = [0x0004: "ATT", 0x0005: "LE signaling", 0x0006: "SMP"]
+
     static func json(_ record: BTSnoopRecord) -> JSONValue {
         let direction = record.direction == .sent ? "host→controller" : "controller→host"
         var summary = "packet"
@@ -706,7 +716,9 @@ enum TraceLine {
             case .event(let e):
                 let name = eventNames[e.code.rawValue] ?? "event \(e.code)"
                 var detail = ""
-                if e.code.rawValue == 0x3E, let sub = e.parameters.first { detail = " subevent 0x\([sub].hexString())" }
+                if e.code.rawValue == 0x3E, let sub = e.parameters.first {
+                    detail = " " + (leSubeventNames[sub] ?? "subevent 0x\([sub].hexString())")
+                }
                 if e.code.rawValue == 0x0E, e.parameters.count >= 3 {
                     let opcode = HCIOpcode(rawValue: UInt16(e.parameters[1]) | UInt16(e.parameters[2]) << 8)
                     detail = " for \(HCISupportedCommands.name(of: opcode) ?? "\(opcode)")"
@@ -714,6 +726,12 @@ enum TraceLine {
                 summary = "Event \(name)\(detail)"
             case .acl(let a):
                 summary = "ACL handle \(a.handle) \(a.data.count) bytes"
+                // The start of an L2CAP PDU: its length, then its channel; for ATT, its opcode.
+                if a.boundary.isStart, a.data.count >= 4 {
+                    let cid = UInt16(a.data[2]) | UInt16(a.data[3]) << 8
+                    summary += ", L2CAP " + (channelNames[cid] ?? "CID 0x\(hex4(cid))")
+                    if cid == 0x0004, a.data.count >= 5 { summary += " opcode 0x\([a.data[4]].hexString())" }
+                }
             case .other(let type, let body):
                 summary = "\(type) \(body.count) bytes"
             }

@@ -337,9 +337,11 @@ def run(args, url, port, token):
         wait_until("ACL packets in the filtered trace", lambda: page.locator("#trace tbody tr").count() > 0)
         summaries = page.locator("#trace tbody tr td:nth-child(3)").all_text_contents()
         assert all("ACL" in s for s in summaries), summaries[:5]
-        ok(f"the live trace lists packets ({page.locator('#trace-count').text_content()}); the filter ACL keeps {len(summaries)}")
-        page.fill("#trace-filter", "")
+        assert any("L2CAP ATT opcode" in s for s in summaries), summaries[:5]
+        ok(f"the live trace lists packets ({page.locator('#trace-count').text_content()}); the filter ACL keeps {len(summaries)}, "
+           f"e.g. {summaries[-1]!r}")
         page.screenshot(path=os.path.join(args.images, "web-trace.png"))
+        page.fill("#trace-filter", "")
         download = page.request.get(base + "/trace.btsnoop")
         assert download.status == 200 and download.body()[:8] == b"btsnoop\0", download.status
         ok(f"the btsnoop download is a btsnoop file ({len(download.body())} bytes)")
