@@ -25,8 +25,17 @@ public struct WebFile: Sendable {
 /// The page: `index.html`, `app.js` and `style.css`, package resources of this module (`Sources/BLEWeb/Page`).
 public enum WebPage {
     /// The page's files by request path (`/`, `/app.js`, `/style.css`).
-    /// - Throws: ``PageRequestError`` when a file is missing from the resource bundle.
+    /// - Throws: ``PageRequestError`` when the resource bundle is not beside the executable, or a file is missing
+    ///   from it.
     public static func files() throws -> [String: WebFile] {
+        #if os(Linux)
+        // SwiftPM's accessor ends the process when it finds no bundle (a `ble` copied without the directory beside
+        // it): look first, and say what is missing instead.
+        let beside = Bundle.main.bundleURL.appendingPathComponent("swift-ble_BLEWeb.resources")
+        guard FileManager.default.fileExists(atPath: beside.path) else {
+            throw PageRequestError("the page's files are not beside the executable: \(beside.path) is missing (copy it with the binary)")
+        }
+        #endif
         let table: [(path: String, name: String, ext: String, type: String)] = [
             ("/", "index", "html", "text/html; charset=utf-8"),
             ("/app.js", "app", "js", "text/javascript; charset=utf-8"),
