@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "MQTT", targets: ["MQTT"]),
         .library(name: "BLEGateway", targets: ["BLEGateway"]),
         .library(name: "ESPHomeAPI", targets: ["ESPHomeAPI"]),
+        .library(name: "BLEWeb", targets: ["BLEWeb"]),
         .executable(name: "ble", targets: ["ble"]),
     ],
     // TLS for MQTT brokers (`mqtts://`, `ble gateway --tls`) is a trait, off by default, so that the first
@@ -99,6 +100,18 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
+        // `ble web`'s HTTP and WebSocket server (SwiftNIO): the page (HTML, CSS and JavaScript as resources), the token
+        // and Origin checks, the page's requests decoded and checked, and updates coalesced. Knows nothing of Bluetooth.
+        .target(
+            name: "BLEWeb",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            resources: [.copy("Page")],
+            swiftSettings: strict),
         // The Host actor: runs the state machines over a transport; owns all host-side I/O and tasks.
         .target(
             name: "BLEHost",
@@ -135,7 +148,7 @@ let package = Package(
             name: "ble",
             dependencies: [
                 "BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE", "BLEFiles", "BLEBeacons", "BLEProfiles",
-                "BLEGateway", "MQTT", "ESPHomeAPI",
+                "BLEGateway", "MQTT", "ESPHomeAPI", "BLEWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -194,6 +207,10 @@ let package = Package(
         .testTarget(
             name: "ESPHomeAPITests",
             dependencies: ["ESPHomeAPI", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "BLEWebTests",
+            dependencies: ["BLEWeb", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strict),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport"], swiftSettings: strict),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLE", "BLEFiles", "BLEBeacons", "BLEProfiles", "MQTT"], swiftSettings: strict),

@@ -19,5 +19,5 @@ struct BLETool: AsyncParsableCommand {
               64   command-line mistake (EX_USAGE; with the usage text)
               130  interrupted by SIGINT (143: SIGTERM), after disconnecting
             """,
-        subcommands: [Demo.self, HCIDemo.self, BeaconCommand.self, RangeCommand.self, Scan.self, Explore.self, Read.self, Write.self, Subscribe.self, ANCSCommandLine.self, Pair.self, Bonds.self, Serve.self, L2CAPCommand.self, BenchCommand.self, ControllerCommand.self, GatewayCommand.self, ProxyCommand.self, Info.self])
+        subcommands: [Demo.self, HCIDemo.self, BeaconCommand.self, RangeCommand.self, Scan.self, Explore.self, Read.self, Write.self, Subscribe.self, ANCSCommandLine.self, Pair.self, Bonds.self, Serve.self, L2CAPCommand.self, BenchCommand.self, ControllerCommand.self, GatewayCommand.self, ProxyCommand.self, WebCommand.self, Info.self])
 }
