@@ -210,22 +210,18 @@ enum AdvertisementBenchmarks {
             guard brokerUp else { throw BenchmarkFailure("no broker on 127.0.0.1:\(brokerPort)") }
             while await !central.isScanning { try await Task.sleep(for: .milliseconds(5)) }
             // The gateway counts what it heard; the injector waits on that count.
-            let watcher = Task {
-                var last = 0
-                while !Task.isCancelled {
-                    let heard = Int(await gateway.advertisements)
-                    if heard > last {
-                        counter.add(heard - last)
-                        last = heard
-                    }
-                    try? await Task.sleep(for: .microseconds(200))
+            let last = Mutex<UInt64>(0)
+            await gateway.observeAdvertisements { heard in
+                let new = last.withLock { last -> UInt64 in
+                    defer { last = heard }
+                    return heard - last
                 }
+                counter.add(Int(new))
             }
             // Every PUBLISH handed to the broker and acknowledged.
             await run(warm: warm, events: events, transport: transport, chunk: workload.chunk, counter: counter, timed: timed) {
                 while await gateway.client.backlog.queued + gateway.client.backlog.inFlight > 0 { try? await Task.sleep(for: .milliseconds(1)) }
             }
-            watcher.cancel()
             print("  gateway: \(await gateway.readings) records published for \(await gateway.advertisements) advertisements")
             await gateway.shutdown()
             running.cancel()

@@ -135,6 +135,8 @@ public actor Gateway {
     /// The gateway's work while ``run()`` runs: broker, requests, ticks, sensor connections and the scan.
     var work: Task<Void, any Error>?
     var refusal: GatewayError?
+    /// Told ``advertisements`` after each advertisement is handled (``observeAdvertisements(_:)``).
+    var advertisementObserver: (@Sendable (UInt64) -> Void)?
 
     /// The device records published (the last `seq`).
     public var readings: UInt64 { devices.readings }
@@ -209,6 +211,10 @@ public actor Gateway {
             throw error
         }
     }
+
+    /// Calls `body` with the count of advertisements heard (``advertisements``) each time the gateway has handled
+    /// one: for benchmarks, which wait for the gateway without polling it.
+    package func observeAdvertisements(_ body: @escaping @Sendable (UInt64) -> Void) { advertisementObserver = body }
 
     /// The scan's results ended: the gateway's work ends with them.
     struct ScanEnded: Error {}
@@ -347,6 +353,7 @@ public actor Gateway {
         if scheduler.heard(key, services: record.services, connectable: record.connectable, now: t) { devices.watch(record) }
         await offer(record)
         await publish(presence.observe(device: key.description, rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t))
+        advertisementObserver?(advertisements)
     }
 
     /// Publishes a record unless the rate limiter holds it back, with the Home Assistant configs of its new sensors.
