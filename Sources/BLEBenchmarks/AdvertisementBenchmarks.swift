@@ -228,11 +228,11 @@ enum AdvertisementBenchmarks {
             _ = await running.result
         case "proxy":
             let proxy = try ProxyStandIn()
-            let reports = try await central.advertisementReports(active: false, continuous: true)
+            let reports = try await central.advertisementReportBatches(active: false, continuous: true)
             let consumer = Task {
-                for try await report in reports {
-                    await proxy.forward(report)
-                    counter.add()
+                for try await batch in reports {
+                    await proxy.forward(batch)
+                    counter.add(batch.count)
                 }
             }
             await run(warm: warm, events: events, transport: transport, chunk: workload.chunk, counter: counter, timed: timed)
@@ -279,16 +279,20 @@ enum AdvertisementBenchmarks {
 
         init() throws { client = try Client() }
 
-        func forward(_ report: AdvertisementReport) async {
-            let number = report.address.address.bytes.reduce(0) { $0 << 8 | UInt64($1) }
-            let type: LEAddressType = report.address.type.isRandom ? .random : .public
-            if addressTypes[number] != type {
-                if addressTypes.count >= 8192 { addressTypes.removeAll(keepingCapacity: true) }
-                addressTypes[number] = type
+        func forward(_ reports: [AdvertisementReport]) async {
+            var advertisements: [BluetoothLERawAdvertisement] = []
+            advertisements.reserveCapacity(reports.count)
+            for report in reports {
+                let number = report.address.address.uint64
+                let type: LEAddressType = report.address.type.isRandom ? .random : .public
+                if addressTypes[number] != type {
+                    if addressTypes.count >= 8192 { addressTypes.removeAll(keepingCapacity: true) }
+                    addressTypes[number] = type
+                }
+                advertisements.append(BluetoothLERawAdvertisement(address: number, rssi: Int32(report.rssi),
+                                                                  addressType: type == .random ? 1 : 0, data: report.rawData))
             }
-            let ad = BluetoothLERawAdvertisement(address: number, rssi: Int32(report.rssi), addressType: type == .random ? 1 : 0,
-                                                data: report.rawData)
-            await client.advertise([ad])
+            await client.advertise(advertisements)
         }
     }
 }
