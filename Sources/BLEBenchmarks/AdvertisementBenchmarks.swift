@@ -25,8 +25,13 @@ enum AdvertisementBenchmarks {
         /// Of every 100 reports, how many carry changed data.
         var changingPercent: Int
         var chunk: Int
+        /// The gateway's presence views: at most one per device per this many seconds (a clock drives them, not the
+        /// advertisements: adv-count sets an hour, so that a run's length, which valgrind stretches, does not count).
+        var viewInterval: Int
 
-        var description: String { "devices \(devices) changing \(changingPercent)% chunk \(chunk) legacy-reports 1/event" }
+        var description: String {
+            "devices \(devices) changing \(changingPercent)% chunk \(chunk) legacy-reports 1/event gateway-views 1/\(viewInterval)s"
+        }
 
         static let uuid = (BluetoothUUID("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0") ?? 0).bigEndianBytes
 
@@ -200,7 +205,8 @@ enum AdvertisementBenchmarks {
         case "gateway":
             let configuration = Gateway.Configuration(topics: GatewayTopics(gatewayID: "bench"),
                                                       broker: MQTTBrokerAddress(host: "127.0.0.1", port: brokerPort),
-                                                      interval: .seconds(3600), connect: .none)
+                                                      interval: .seconds(3600), presence: .init(viewInterval: .seconds(workload.viewInterval)),
+                                                      connect: .none)
             let gateway = Gateway(central: central, configuration: configuration)
             let running = Task { try await gateway.run() }
             var brokerUp = false
