@@ -366,7 +366,7 @@ public actor Gateway {
             // One step of the MQTT client for the batch's records and announcements: one write to the broker.
             var messages: [MQTTMessage] = []
             for publication in publications {
-                messages.append(MQTTMessage(topic: publication.topic, text: publication.record.encoded(), qos: .atLeastOnce))
+                messages.append(MQTTMessage(topic: publication.topic, payload: publication.record.encodedBytes(), qos: .atLeastOnce))
                 eventSink.yield(.published(topic: publication.topic, record: publication.record))
                 for discovery in publication.discoveries {
                     messages.append(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
@@ -385,7 +385,7 @@ public actor Gateway {
 
     /// Sends a record the rate limiter let through, with the Home Assistant configs of its new sensors.
     func publish(_ publication: DeviceTable.Publication) async {
-        _ = try? await client.publish(MQTTMessage(topic: publication.topic, text: publication.record.encoded(), qos: .atLeastOnce))
+        _ = try? await client.publish(MQTTMessage(topic: publication.topic, payload: publication.record.encodedBytes(), qos: .atLeastOnce))
         eventSink.yield(.published(topic: publication.topic, record: publication.record))
         for discovery in publication.discoveries {
             _ = try? await client.publish(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
