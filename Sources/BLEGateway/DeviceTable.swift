@@ -31,6 +31,8 @@ struct DeviceTable: Sendable {
     /// Advertisements heard.
     private(set) var advertisements: UInt64 = 0
     private var announced: Set<String> = []
+    /// The sensors (object identifiers) announced for each device, to know without making the configs.
+    private var announcedObjects: [BluetoothAddress: Set<String>] = [:]
     /// The latest report of each device by its (identity) address, for requests by address or name.
     private var seen: [BluetoothAddress: DiscoveredPeripheral] = [:]
     private var beaconMemory: [BluetoothAddress: (beacon: BeaconFrameMemory, at: Duration)] = [:]
@@ -148,10 +150,16 @@ struct DeviceTable: Sendable {
         readings &+= 1
         var discoveries: [(topic: String, payload: String)] = []
         if let discoveryPrefix {
-            for sensor in HomeAssistantDiscovery.sensors(for: record, topics: topics, discoveryPrefix: discoveryPrefix)
-            where !announced.contains(sensor.topic) {
-                announced.insert(sensor.topic)
-                discoveries.append((sensor.topic, sensor.payload))
+            // The configs are made only when the record has a sensor not announced for this device yet (most records
+            // of a device have the sensors of the one before).
+            let objects = HomeAssistantDiscovery.quantities(of: record).map(\.objectID)
+            if !objects.allSatisfy({ announcedObjects[key]?.contains($0) == true }) {
+                for sensor in HomeAssistantDiscovery.sensors(for: record, topics: topics, discoveryPrefix: discoveryPrefix)
+                where !announced.contains(sensor.topic) {
+                    announced.insert(sensor.topic)
+                    discoveries.append((sensor.topic, sensor.payload))
+                }
+                announcedObjects[key, default: []].formUnion(objects)
             }
         }
         return Publication(topic: topics.device(device), record: record.json(sequence: readings), discoveries: discoveries)
