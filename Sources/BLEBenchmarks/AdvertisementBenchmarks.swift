@@ -166,7 +166,7 @@ enum AdvertisementBenchmarks {
     /// Injects the warm-up reports, then the measured ones (timed when asked); `drain` waits for what the consumer
     /// does after it counted (the gateway's PUBLISH acknowledgements).
     static func run(warm: [HCIPacket], events: [HCIPacket], transport: InjectingTransport, chunk: Int, counter: Counter,
-                    timed: Bool, drain: () async -> Void = {}) async {
+                    timed: Bool, devices: Int, changing: Int, drain: () async -> Void = {}) async {
         await inject(warm, into: transport, chunk: chunk, counter: counter)
         await drain()
         let start = clocks()
@@ -178,6 +178,7 @@ enum AdvertisementBenchmarks {
         print(String(format: "  %.0f ns of CPU (all threads) and %.0f ns of wall-clock time per advertisement", (end.cpu - start.cpu) / n,
                      (end.wall - start.wall) / n))
         print(String(format: "OURS_ADV_CPU_NS=%.1f", (end.cpu - start.cpu) / n))
+        print("OURS_ADV_CPU_NS_PARAMS=devices \(devices) changing \(changing)% chunk \(chunk)")
     }
 
     /// `BLEBenchmarks --only adv-count N --layer scan|gateway|proxy [--devices D] [--changing P] [--chunk C]
@@ -200,7 +201,8 @@ enum AdvertisementBenchmarks {
                     counter.add()
                 }
             }
-            await run(warm: warm, events: events, transport: transport, chunk: workload.chunk, counter: counter, timed: timed)
+            await run(warm: warm, events: events, transport: transport, chunk: workload.chunk, counter: counter, timed: timed,
+                      devices: workload.devices, changing: workload.changingPercent)
             consumer.cancel()
         case "gateway":
             let configuration = Gateway.Configuration(topics: GatewayTopics(gatewayID: "bench"),
@@ -225,7 +227,8 @@ enum AdvertisementBenchmarks {
                 counter.add(Int(new))
             }
             // Every PUBLISH handed to the broker and acknowledged.
-            await run(warm: warm, events: events, transport: transport, chunk: workload.chunk, counter: counter, timed: timed) {
+            await run(warm: warm, events: events, transport: transport, chunk: workload.chunk, counter: counter, timed: timed,
+                      devices: workload.devices, changing: workload.changingPercent) {
                 while await gateway.client.backlog.queued + gateway.client.backlog.inFlight > 0 { try? await Task.sleep(for: .milliseconds(1)) }
             }
             print("  gateway: \(await gateway.readings) records published for \(await gateway.advertisements) advertisements")
@@ -241,7 +244,8 @@ enum AdvertisementBenchmarks {
                     counter.add(batch.count)
                 }
             }
-            await run(warm: warm, events: events, transport: transport, chunk: workload.chunk, counter: counter, timed: timed)
+            await run(warm: warm, events: events, transport: transport, chunk: workload.chunk, counter: counter, timed: timed,
+                      devices: workload.devices, changing: workload.changingPercent)
             consumer.cancel()
             print("  proxy: \(await proxy.client.frames) frames, \(await proxy.client.bytes) bytes")
         default:
