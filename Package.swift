@@ -172,7 +172,8 @@ let package = Package(
         // Benchmarks: `swift run -c release ble-bench` (figures are never asserted in tests).
         .executableTarget(
             name: "BLEBenchmarks",
-            dependencies: ["BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE"],
+            dependencies: ["BLEWire", "BLETransport", "BLEVirtualController", "BLEProtocols", "BLEHost", "BLE", "BLEGateway",
+                           "ESPHomeAPI", "MQTT"],
             path: "Sources/BLEBenchmarks",
             swiftSettings: strict),
         // The Swift central of the interop scenarios (Tests/Interop/run.sh), through the public API only.

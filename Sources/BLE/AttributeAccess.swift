@@ -20,21 +20,24 @@ extension Central {
     ///   - bufferingLimit: the most reports held for a slow consumer.
     public func advertisementReports(active: Bool = true, phys: LEPHYs = .le1M, continuous: Bool = false,
                                      bufferingLimit: Int = 4096) async throws -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        // The host's own stream: no task or second stream between it and the consumer.
+        try await host.scan(Self.reportOptions(active: active, phys: phys, continuous: continuous, bufferingLimit: bufferingLimit))
+    }
+
+    /// The reports of ``advertisementReports(active:phys:continuous:bufferingLimit:)`` in batches: every report the
+    /// host took in one step (a burst from the controller), in order, never empty, so that a consumer forwarding
+    /// thousands a second (a proxy) pays one wake-up per burst instead of one per report. A consumer that falls
+    /// behind loses the oldest batches once about `bufferingLimit` reports wait.
+    public func advertisementReportBatches(active: Bool = true, phys: LEPHYs = .le1M, continuous: Bool = false,
+                                           bufferingLimit: Int = 4096) async throws -> AsyncThrowingStream<[AdvertisementReport], any Error> {
+        try await host.scanBatches(Self.reportOptions(active: active, phys: phys, continuous: continuous, bufferingLimit: bufferingLimit))
+    }
+
+    private static func reportOptions(active: Bool, phys: LEPHYs, continuous: Bool, bufferingLimit: Int) -> HCIHost.ScanOptions {
         var options = HCIHost.ScanOptions(active: active, filterDuplicates: false, phys: phys)
         if continuous { options.window = options.interval }
         options.bufferingLimit = max(1, bufferingLimit)
-        let reports = try await host.scan(options)
-        return AsyncThrowingStream(bufferingPolicy: .bufferingNewest(max(1, bufferingLimit))) { continuation in
-            let task = Task {
-                do {
-                    for try await report in reports { continuation.yield(report) }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+        return options
     }
 }
 

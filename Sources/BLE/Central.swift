@@ -31,6 +31,10 @@ public struct DiscoveredPeripheral: Sendable, Hashable {
     /// after the advertisement (a scannable device's first discovery may come without its scan response data).
     /// Legacy ADV_IND and ADV_SCAN_IND are scannable; extended advertising is scannable or connectable, never both.
     public var isScannable = false
+    /// The identity address of a bonded device behind ``address``, when ``address`` is a resolvable private address
+    /// one of the central's bonds resolves (as ``Central/resolvedIdentity(of:)`` answers, at the time of the report);
+    /// `nil` otherwise.
+    public var identity: LEAddress?
 
     /// Creates a discovery: what a scan reports (a tracker, a gateway or a test may make one from elsewhere).
     public init(address: LEAddress, advertisementData: AdvertisingData, rssi: Int8, isConnectable: Bool) {
@@ -50,6 +54,7 @@ public struct DiscoveredPeripheral: Sendable, Hashable {
         isLegacy = report.isLegacy
         isTruncated = report.isTruncated
         isScannable = report.isScannable
+        identity = report.identity
     }
 
     /// The advertised local name.
@@ -136,33 +141,69 @@ public final class Central: Sendable {
                      timeout: Duration? = nil, trackingLimit: Int = 4096,
                      bufferingLimit: Int = 1024, phys: LEPHYs = .le1M,
                      ownAddress: OwnAddress = .resolvableOrIdentity) async throws -> AsyncThrowingStream<DiscoveredPeripheral, any Error> {
-        let reports = try await host.scan(.init(active: active, filterDuplicates: false, phys: phys, ownAddress: ownAddress))
+        let batches = try await host.scanBatches(.init(active: active, filterDuplicates: false, phys: phys, ownAddress: ownAddress))
         return AsyncThrowingStream(bufferingPolicy: .bufferingNewest(max(1, bufferingLimit))) { continuation in
-            let deadline = timeout.map { timeout in
-                Task {
-                    try await Task.sleep(for: timeout)
-                    continuation.finish()
-                }
-            }
-            let task = Task {
-                var tracker = ScanTracker(limit: trackingLimit, allowDuplicates: allowDuplicates)
-                do {
-                    for try await report in reports {
-                        guard let discovered = tracker.receive(report) else { continue }
-                        guard services.isEmpty || services.contains(where: discovered.serviceUUIDs.contains) else { continue }
-                        continuation.yield(discovered)
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
+            let task = Self.track(batches, services: services, allowDuplicates: allowDuplicates, trackingLimit: trackingLimit,
+                                  timeout: timeout, finish: { continuation.finish(throwing: $0) }) { discovered in
+                for peripheral in discovered { continuation.yield(peripheral) }
             }
             // Cancelling the consumer ends the host's report stream, whose own termination stops the controller's scan
             // only if no newer scan has replaced it (stopping here could stop the next scan).
-            continuation.onTermination = { _ in
-                task.cancel()
-                deadline?.cancel()
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Scans as ``scan(services:allowDuplicates:active:timeout:trackingLimit:bufferingLimit:phys:ownAddress:)`` does,
+    /// but each element is a batch: the devices to report from every advertising report the host took in one step (a
+    /// burst from the controller), in the order heard, never empty. A consumer that handles many reports a second
+    /// (a gateway) pays one wake-up per burst instead of one per report. `bufferingLimit` counts batches.
+    public func scanBatches(services: [BluetoothUUID] = [], allowDuplicates: Bool = false, active: Bool = true,
+                            timeout: Duration? = nil, trackingLimit: Int = 4096,
+                            bufferingLimit: Int = 256, phys: LEPHYs = .le1M,
+                            ownAddress: OwnAddress = .resolvableOrIdentity) async throws -> AsyncThrowingStream<[DiscoveredPeripheral], any Error> {
+        let batches = try await host.scanBatches(.init(active: active, filterDuplicates: false, phys: phys, ownAddress: ownAddress))
+        return AsyncThrowingStream(bufferingPolicy: .bufferingNewest(max(1, bufferingLimit))) { continuation in
+            let task = Self.track(batches, services: services, allowDuplicates: allowDuplicates, trackingLimit: trackingLimit,
+                                  timeout: timeout, finish: { continuation.finish(throwing: $0) }) { discovered in
+                continuation.yield(discovered)
             }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// The one task of a scan: the host's batches through a ``ScanTracker`` and the service filter, each batch's
+    /// discoveries handed to `deliver` (only when there are some); `finish` once the reports end, fail, or `timeout`
+    /// passes.
+    private static func track(_ batches: AsyncThrowingStream<[AdvertisementReport], any Error>, services: [BluetoothUUID],
+                              allowDuplicates: Bool, trackingLimit: Int, timeout: Duration?,
+                              finish: @escaping @Sendable ((any Error)?) -> Void,
+                              deliver: @escaping @Sendable ([DiscoveredPeripheral]) -> Void) -> Task<Void, Never> {
+        let deadline = timeout.map { timeout in
+            Task {
+                try await Task.sleep(for: timeout)
+                finish(nil)
+            }
+        }
+        return Task {
+            var tracker = ScanTracker(limit: trackingLimit, allowDuplicates: allowDuplicates)
+            var discovered: [DiscoveredPeripheral] = []
+            do {
+                for try await batch in batches {
+                    discovered.reserveCapacity(batch.count)
+                    for report in batch {
+                        guard let peripheral = tracker.receive(report) else { continue }
+                        guard services.isEmpty || services.contains(where: peripheral.serviceUUIDs.contains) else { continue }
+                        discovered.append(peripheral)
+                    }
+                    guard !discovered.isEmpty else { continue }
+                    deliver(discovered)
+                    discovered = []
+                }
+                finish(nil)
+            } catch {
+                finish(error)
+            }
+            deadline?.cancel()
         }
     }
 

@@ -50,6 +50,23 @@ if let counted = CommandLine.arguments.firstIndex(of: "notify-count") {
     exit(0)
 }
 
+// `BLEBenchmarks --only adv-count N --layer scan|gateway|proxy [--devices D] [--changing P] [--chunk C] [--broker PORT]
+// [--view-interval S]`:
+// N advertising reports through one consumer of the advertisement path, untimed (for callgrind).
+// `adv-time` is the same with the process's CPU time per advertisement printed (scripts/bench's like-for-like row).
+if let counted = CommandLine.arguments.firstIndex(where: { $0 == "adv-count" || $0 == "adv-time" }) {
+    let total = counted + 1 < CommandLine.arguments.count ? Int(CommandLine.arguments[counted + 1]) ?? 1_000 : 1_000
+    let layer = CommandLine.arguments.firstIndex(of: "--layer").flatMap { $0 + 1 < CommandLine.arguments.count ? CommandLine.arguments[$0 + 1] : nil } ?? "scan"
+    let workload = AdvertisementBenchmarks.Workload(devices: max(1, option("--devices", otherwise: 1_000)),
+                                                    changingPercent: max(0, min(100, option("--changing", otherwise: 10))),
+                                                    chunk: max(1, option("--chunk", otherwise: 16)),
+                                                    viewInterval: max(1, option("--view-interval",
+                                                                                otherwise: CommandLine.arguments[counted] == "adv-time" ? 1 : 3600)))
+    try await AdvertisementBenchmarks.runCounted(total, layer: layer, workload: workload, brokerPort: option("--broker", otherwise: 1883),
+                                                 timed: CommandLine.arguments[counted] == "adv-time")
+    exit(0)
+}
+
 // `BLEBenchmarks --only notify [--acl-size N] [--acl-count N]`: notifications in process (251 x 8 buffers unless told).
 if CommandLine.arguments.contains("notify") {
     print("== GATT notifications between two hosts on the in-process virtual controller (MTU 247, 244-byte payloads)")

@@ -34,62 +34,86 @@ public enum JSONValue: Sendable, Equatable {
     /// object are written in ascending order of their keys (compared by Unicode scalars), so the text does not depend
     /// on the order the members were given in.
     public func encoded(sortingKeys: Bool = false) -> String {
-        var out = ""
+        String(decoding: encodedBytes(sortingKeys: sortingKeys), as: UTF8.self)
+    }
+
+    /// The value as JSON text in UTF-8, exactly the bytes of ``encoded(sortingKeys:)``, written straight into an
+    /// array (what goes on the wire: an MQTT payload, a line of output), without a `String` on the way.
+    public func encodedBytes(sortingKeys: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
         write(into: &out, sortingKeys: sortingKeys)
         return out
     }
 
-    private func write(into out: inout String, sortingKeys: Bool) {
+    private func write(into out: inout [UInt8], sortingKeys: Bool) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
         case .number(let d, let decimals):
-            guard d.isFinite else { out += "null"; return }
-            if let decimals { out += Self.fixed(d, decimals: max(0, decimals)) } else { out += Self.shortest(d) }
+            guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
+            out.append(contentsOf: (decimals.map { Self.fixed(d, decimals: max(0, $0)) } ?? Self.shortest(d)).utf8)
         case .string(let s): Self.quote(s, into: &out)
         case .array(let values):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, value) in values.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 value.write(into: &out, sortingKeys: sortingKeys)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
             let ordered = sortingKeys
                 ? members.sorted { $0.key.unicodeScalars.lexicographicallyPrecedes($1.key.unicodeScalars) { $0.value < $1.value } }
                 : members
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (i, member) in ordered.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 Self.quote(member.key, into: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 member.value.write(into: &out, sortingKeys: sortingKeys)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    /// Writes `s` as a JSON string: quotation mark, reverse solidus and control characters escaped (RFC 8259, 7).
-    private static func quote(_ s: String, into out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029:
-                // Other control characters, DEL and the line/paragraph separators that some readers take for line ends.
-                let hex = String(scalar.value, radix: 16, uppercase: false)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+    /// Writes `s` as a JSON string: quotation mark, reverse solidus and control characters escaped (RFC 8259, 7), and
+    /// DEL and the line/paragraph separators U+2028 and U+2029, which some readers take for line ends. Runs of bytes
+    /// that need no escape are copied whole.
+    private static func quote(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var s = s
+        s.withUTF8 { bytes in
+            var run = 0
+            var i = 0
+            func escape(_ text: String, skipping count: Int) {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<i]))
+                out.append(contentsOf: text.utf8)
+                i += count
+                run = i
             }
+            while i < bytes.count {
+                let b = bytes[i]
+                switch b {
+                case 0x22: escape("\\\"", skipping: 1)
+                case 0x5C: escape("\\\\", skipping: 1)
+                case 0x0A: escape("\\n", skipping: 1)
+                case 0x0D: escape("\\r", skipping: 1)
+                case 0x09: escape("\\t", skipping: 1)
+                case 0x08: escape("\\b", skipping: 1)
+                case 0x0C: escape("\\f", skipping: 1)
+                case 0x00..<0x20, 0x7F:
+                    let digits = Array("0123456789abcdef".utf8)
+                    escape("\\u00" + String(decoding: [digits[Int(b >> 4)], digits[Int(b & 0x0F)]], as: UTF8.self), skipping: 1)
+                case 0xE2 where i + 2 < bytes.count && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
+                    escape(bytes[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", skipping: 3)
+                default:
+                    i += 1
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<bytes.count]))
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 
     /// `d` with `decimals` places, rounded half away from zero, without Foundation.

@@ -41,6 +41,9 @@ public struct DeviceRecord: Sendable {
     public var connectedValues: [(key: String, value: JSONValue)] = []
     /// What could not be decoded, in words (a malformed beacon frame, service data too short for its profile).
     public var problems: [String]
+    /// The device table's mark of the content this record was made with (0: none): records of one device with the
+    /// same non-zero stamp have the same content, so the table encodes their ``contentKey`` once.
+    var stamp: UInt64 = 0
 
     /// A record of one scan report. `identity` is the identity address a bond resolved the report's address to.
     public init(_ report: DiscoveredPeripheral, identity: LEAddress? = nil) {

@@ -31,12 +31,35 @@ struct DeviceTable: Sendable {
     /// Advertisements heard.
     private(set) var advertisements: UInt64 = 0
     private var announced: Set<String> = []
+    /// The sensors (object identifiers) announced for each device, to know without making the configs.
+    private var announcedObjects: [BluetoothAddress: Set<String>] = [:]
     /// The latest report of each device by its (identity) address, for requests by address or name.
     private var seen: [BluetoothAddress: DiscoveredPeripheral] = [:]
     private var beaconMemory: [BluetoothAddress: (beacon: BeaconFrameMemory, at: Duration)] = [:]
     /// The latest record of each device the sensor scheduler watches, republished when a connected value changes.
     private var watched: [BluetoothAddress: DeviceRecord] = [:]
     private var profileValues = ProfileValues()
+    /// What the last advertisement of each device made, by (identity) address: an advertisement whose data repeats
+    /// the last one reuses its record (only the RSSI is new) and the record's content key, without decoding.
+    private var recent: [BluetoothAddress: Recent] = [:]
+    private var nextStamp: UInt64 = 1
+
+    struct Recent {
+        /// The address as text (the rate limiter's and the presence machine's key), made once per device.
+        var name: String
+        var report: DiscoveredPeripheral
+        var identity: LEAddress?
+        var record: DeviceRecord
+        /// ``DeviceRecord/contentKey`` of the record whose ``DeviceRecord/stamp`` is `keyStamp`.
+        var contentKey: String?
+        var keyStamp: UInt64 = 0
+
+        /// Whether `report` says what the one this entry was made from said (the RSSI and the PHY aside).
+        func repeats(_ report: DiscoveredPeripheral, identity: LEAddress?) -> Bool {
+            self.identity == identity && self.report.address == report.address && self.report.isConnectable == report.isConnectable
+                && self.report.advertisementData == report.advertisementData
+        }
+    }
 
     /// Devices remembered before ``heard(_:identity:now:)`` forgets those not heard for a minute.
     static let memoryLimit = 20_000
@@ -54,18 +77,42 @@ struct DeviceTable: Sendable {
     /// device's record.
     mutating func heard(_ report: DiscoveredPeripheral, identity: LEAddress?, now: Duration) -> DeviceRecord {
         advertisements &+= 1
+        let key = (identity ?? report.address).address
+        var known = report
+        known.address = identity ?? report.address
+        if var entry = recent[key], entry.repeats(report, identity: identity) {
+            // The same data again (most advertisements): the last record with this RSSI. The beacon memory cannot have
+            // changed since (only this device's records change it), so the merge would give the same record.
+            beaconMemory[key]?.at = now
+            seen[key] = known
+            var record = entry.record
+            record.rssi = Int(report.rssi)
+            let values = profileValues.values(of: key)
+            if !values.isEmpty || !record.connectedValues.isEmpty {
+                // Values read over a link may have changed: a record of its own.
+                record.connectedValues = values
+                record.stamp = nextStamp
+                nextStamp &+= 1
+            }
+            entry.report = report
+            recent[key] = entry
+            return record
+        }
         var record = DeviceRecord(report, identity: identity)
-        let key = record.address.address
         // Eddystone beacons send their UID (or URL) and TLM frames in turns: a record keeps the latest of each.
         var memory = beaconMemory[key]?.beacon ?? BeaconFrameMemory()
         memory.merge(into: &record)
         beaconMemory[key] = (memory, now)
-        var known = report
-        known.address = record.address
         seen[key] = known
         record.connectedValues = profileValues.values(of: key)
+        record.stamp = nextStamp
+        nextStamp &+= 1
+        recent[key] = Recent(name: recent[key]?.name ?? key.description, report: report, identity: identity, record: record)
         return record
     }
+
+    /// The device's address as text, as the rate limiter and the presence machine name it.
+    func name(of device: BluetoothAddress) -> String { recent[device]?.name ?? device.description }
 
     /// Whether the table holds more devices than ``memoryLimit``: time for ``forget(now:isWatched:)``.
     var isFull: Bool { seen.count > Self.memoryLimit }
@@ -76,6 +123,7 @@ struct DeviceTable: Sendable {
         let cutoff = now - .seconds(60)
         beaconMemory = beaconMemory.filter { $0.value.at >= cutoff }
         seen = seen.filter { beaconMemory[$0.key] != nil }
+        recent = recent.filter { beaconMemory[$0.key] != nil }
         watched = watched.filter { isWatched($0.key) }
     }
 
@@ -86,15 +134,32 @@ struct DeviceTable: Sendable {
 
     /// What publishing `record` at `now` comes to: `nil` when the rate limiter holds it back.
     mutating func offer(_ record: DeviceRecord, now: Duration) -> Publication? {
-        let device = record.address.address.description
-        guard limiter.offer(device: device, content: record.contentKey, now: now) != .suppressed else { return nil }
+        let key = record.address.address
+        let device = name(of: key)
+        let content: String
+        if record.stamp != 0, let entry = recent[key], entry.keyStamp == record.stamp, let known = entry.contentKey {
+            content = known
+        } else {
+            content = record.contentKey
+            if record.stamp != 0, record.stamp == recent[key]?.record.stamp {
+                recent[key]?.contentKey = content
+                recent[key]?.keyStamp = record.stamp
+            }
+        }
+        guard limiter.offer(device: device, content: content, now: now) != .suppressed else { return nil }
         readings &+= 1
         var discoveries: [(topic: String, payload: String)] = []
         if let discoveryPrefix {
-            for sensor in HomeAssistantDiscovery.sensors(for: record, topics: topics, discoveryPrefix: discoveryPrefix)
-            where !announced.contains(sensor.topic) {
-                announced.insert(sensor.topic)
-                discoveries.append((sensor.topic, sensor.payload))
+            // The configs are made only when the record has a sensor not announced for this device yet (most records
+            // of a device have the sensors of the one before).
+            let objects = HomeAssistantDiscovery.quantities(of: record).map(\.objectID)
+            if !objects.allSatisfy({ announcedObjects[key]?.contains($0) == true }) {
+                for sensor in HomeAssistantDiscovery.sensors(for: record, topics: topics, discoveryPrefix: discoveryPrefix)
+                where !announced.contains(sensor.topic) {
+                    announced.insert(sensor.topic)
+                    discoveries.append((sensor.topic, sensor.payload))
+                }
+                announcedObjects[key, default: []].formUnion(objects)
             }
         }
         return Publication(topic: topics.device(device), record: record.json(sequence: readings), discoveries: discoveries)
@@ -105,6 +170,7 @@ struct DeviceTable: Sendable {
     mutating func sensed(_ device: BluetoothAddress, characteristic: BluetoothUUID, value: DecodedValue) -> DeviceRecord? {
         guard profileValues.update(device, characteristic: characteristic, value: value), var record = watched[device] else { return nil }
         record.connectedValues = profileValues.values(of: device)
+        record.stamp = 0
         watched[device] = record
         return record
     }

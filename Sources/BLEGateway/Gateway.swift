@@ -135,6 +135,8 @@ public actor Gateway {
     /// The gateway's work while ``run()`` runs: broker, requests, ticks, sensor connections and the scan.
     var work: Task<Void, any Error>?
     var refusal: GatewayError?
+    /// Told ``advertisements`` after each batch of advertisements is handled (``observeAdvertisements(_:)``).
+    var advertisementObserver: (@Sendable (UInt64) -> Void)?
 
     /// The device records published (the last `seq`).
     public var readings: UInt64 { devices.readings }
@@ -188,9 +190,10 @@ public actor Gateway {
                 group.addTask { await self.tickForever() }
                 if connects { group.addTask { await self.connectForever() } }
                 group.addTask {
-                    let reports = try await self.central.scan(allowDuplicates: true, bufferingLimit: 4096)
-                    for try await report in reports {
-                        await self.handle(report)
+                    // In batches: one hop onto the gateway per burst of reports, not one per report.
+                    let batches = try await self.central.scanBatches(allowDuplicates: true, bufferingLimit: 256)
+                    for try await batch in batches {
+                        await self.handle(batch)
                     }
                     throw ScanEnded()
                 }
@@ -209,6 +212,10 @@ public actor Gateway {
             throw error
         }
     }
+
+    /// Calls `body` with the count of advertisements heard (``advertisements``) each time the gateway has handled a
+    /// batch of them: for benchmarks, which wait for the gateway without polling it.
+    package func observeAdvertisements(_ body: @escaping @Sendable (UInt64) -> Void) { advertisementObserver = body }
 
     /// The scan's results ended: the gateway's work ends with them.
     struct ScanEnded: Error {}
@@ -338,21 +345,47 @@ public actor Gateway {
 
     // MARK: - Advertisements
 
-    func handle(_ report: DiscoveredPeripheral) async {
-        let identity = await central.resolvedIdentity(of: report.address)
+    /// A burst of advertisements: each one's record into the table and the machines at once, then what they decided to
+    /// publish, in order (every record the rate limiter let through goes out, the latest of a device last).
+    func handle(_ batch: [DiscoveredPeripheral]) async {
+        var publications: [DeviceTable.Publication] = []
+        var outputs: [PresenceMachine.Output] = []
+        // One reading of the clock for the burst (its reports came in one wake-up of the host).
         let t = now
-        let record = devices.heard(report, identity: identity, now: t)
-        if devices.isFull { devices.forget(now: t, isWatched: { scheduler.state(of: $0) != nil }) }
-        let key = record.address.address
-        if scheduler.heard(key, services: record.services, connectable: record.connectable, now: t) { devices.watch(record) }
-        await offer(record)
-        await publish(presence.observe(device: key.description, rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t))
+        for report in batch {
+            // The host resolved the address when the report came (no hop back to it for each report).
+            let record = devices.heard(report, identity: report.identity, now: t)
+            if devices.isFull { devices.forget(now: t, isWatched: { scheduler.state(of: $0) != nil }) }
+            let key = record.address.address
+            if scheduler.heard(key, services: record.services, connectable: record.connectable, now: t) { devices.watch(record) }
+            if let publication = devices.offer(record, now: t) { publications.append(publication) }
+            outputs += presence.observe(device: devices.name(of: key), rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t)
+        }
+        advertisementObserver?(advertisements)
+        if !publications.isEmpty {
+            // One step of the MQTT client for the batch's records and announcements: one write to the broker.
+            var messages: [MQTTMessage] = []
+            for publication in publications {
+                messages.append(MQTTMessage(topic: publication.topic, payload: publication.record.encodedBytes(), qos: .atLeastOnce))
+                eventSink.yield(.published(topic: publication.topic, record: publication.record))
+                for discovery in publication.discoveries {
+                    messages.append(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
+                }
+            }
+            await client.publish(contentsOf: messages)
+        }
+        if !outputs.isEmpty { await publish(outputs) }
     }
 
     /// Publishes a record unless the rate limiter holds it back, with the Home Assistant configs of its new sensors.
     func offer(_ record: DeviceRecord) async {
         guard let publication = devices.offer(record, now: now) else { return }
-        _ = try? await client.publish(MQTTMessage(topic: publication.topic, text: publication.record.encoded(), qos: .atLeastOnce))
+        await publish(publication)
+    }
+
+    /// Sends a record the rate limiter let through, with the Home Assistant configs of its new sensors.
+    func publish(_ publication: DeviceTable.Publication) async {
+        _ = try? await client.publish(MQTTMessage(topic: publication.topic, payload: publication.record.encodedBytes(), qos: .atLeastOnce))
         eventSink.yield(.published(topic: publication.topic, record: publication.record))
         for discovery in publication.discoveries {
             _ = try? await client.publish(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))

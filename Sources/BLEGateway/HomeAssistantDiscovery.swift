@@ -69,7 +69,7 @@ public enum HomeAssistantDiscovery {
 
     /// The discovery messages for the sensors of `record`, as published by the gateway of `topics`.
     public static func sensors(for record: DeviceRecord, topics: GatewayTopics, discoveryPrefix: String = "homeassistant") -> [Sensor] {
-        let hex = record.address.address.description.replacingOccurrences(of: ":", with: "").lowercased()
+        let hex = record.address.address.bytes.hexString()   // the address's 12 digits, lowercase, no colons
         let node = "swift_ble_\(sanitized(topics.gatewayID))_\(hex)"
         let address = record.address.address.description
         return quantities(of: record).map { q in

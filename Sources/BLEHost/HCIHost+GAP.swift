@@ -44,10 +44,33 @@ extension HCIHost {
     /// carry it), and reports from bonded devices using resolvable private addresses carry their identity
     /// (``AdvertisementReport/identity``). Core 5.4, Vol 3, Part C, 10.7.
     public func scan(_ options: ScanOptions = ScanOptions()) async throws -> AsyncThrowingStream<AdvertisementReport, any Error> {
-        guard state == .poweredOn else { throw HostError(.notPoweredOn, "scan: the adapter is \(state)") }
         // Bounded: a consumer that falls behind loses the oldest reports, never memory without bound.
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisementReport.self, throwing: (any Error).self,
                                                                     bufferingPolicy: .bufferingNewest(options.bufferingLimit))
+        try await startScan(options, sink: .reports(continuation)) { generation in
+            continuation.onTermination = { [weak self] _ in Task { await self?.scanStreamEnded(generation) } }
+        }
+        return stream
+    }
+
+    /// Starts scanning as ``scan(_:)`` does, but the stream's elements are batches: every report the host decoded in
+    /// one of its steps (a wake-up of its reader: what the controller sent meanwhile), in order, so that a consumer
+    /// pays one wake-up per burst instead of one per report. A batch is never empty. A consumer that falls behind
+    /// loses the oldest batches first, once ``ScanOptions/bufferingLimit`` reports' worth (counted as batches of at
+    /// least 16 reports) wait.
+    public func scanBatches(_ options: ScanOptions = ScanOptions()) async throws -> AsyncThrowingStream<[AdvertisementReport], any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: [AdvertisementReport].self, throwing: (any Error).self,
+                                                                    bufferingPolicy: .bufferingNewest(max(1, options.bufferingLimit / 16)))
+        try await startScan(options, sink: .batches(continuation)) { generation in
+            continuation.onTermination = { [weak self] _ in Task { await self?.scanStreamEnded(generation) } }
+        }
+        return stream
+    }
+
+    /// Starts a scan whose reports go to `sink`; `registered` gets the scan's generation once the sink is in place
+    /// (to end the scan when the consumer goes away).
+    private func startScan(_ options: ScanOptions, sink: ScanSink, registered: (Int) -> Void) async throws {
+        guard state == .poweredOn else { throw HostError(.notPoweredOn, "scan: the adapter is \(state)") }
         let phys = options.phys.isEmpty ? LEPHYs.le1M : options.phys
         if phys != .le1M {
             let capabilities = controller.capabilities
@@ -57,12 +80,13 @@ extension HCIHost {
         }
         securityManager.resolvedIdentities = [:]
         gap.assembler.reset()
+        flushReports()
         let parameters = GAPProcedures.ScanParameters(active: options.active, interval: options.interval, window: options.window,
                                                       filterDuplicates: options.filterDuplicates, phys: phys,
                                                       ownAddress: options.ownAddress)
         let (id, generation, actions) = gap.machine.startScan(parameters, now: now)
-        gap.scanStreams[generation] = continuation
-        continuation.onTermination = { [weak self] _ in Task { await self?.scanStreamEnded(generation) } }
+        gap.scanStreams[generation] = sink
+        registered(generation)
         do {
             try await run(id, actions)
         } catch {
@@ -70,7 +94,14 @@ extension HCIHost {
             gap.scanStreams.removeValue(forKey: generation)?.finish(throwing: error)
             throw error
         }
-        return stream
+    }
+
+    /// Hands the reports of the step that ends to the scan whose stream takes batches.
+    func flushReports() {
+        guard !gap.pendingReports.isEmpty else { return }
+        let batch = gap.pendingReports
+        gap.pendingReports = []
+        if case .batches(let continuation)? = gap.currentScanStream { continuation.yield(batch) }
     }
 
     /// The consumer of scan `generation` went away: the scan stops (unless it already ended).
@@ -442,13 +473,16 @@ extension HCIHost {
     }
 
     private func deliver(_ report: AdvertisementReport) {
-        guard let scanContinuation = gap.currentScanStream else { return }
+        guard let sink = gap.currentScanStream else { return }
         // The bytes go up as received, decoded only by whoever reads them (most reports are repeats a scanner drops
         // unread). Malformed data is not dropped either: the device exists, and its flags or name may well be intact
         // (the report's `data` holds the structures before the fault).
         var report = report
         report.identity = resolvedIdentity(of: report.address)
-        scanContinuation.yield(report)
+        switch sink {
+        case .reports(let continuation): continuation.yield(report)
+        case .batches: gap.pendingReports.append(report)
+        }
     }
 
     private func connectionCompleted(status: HCIStatus, handle: ConnectionHandle, role: HCIRole, peer: LEAddress, interval: UInt16,

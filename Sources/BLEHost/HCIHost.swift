@@ -445,14 +445,17 @@ public actor HCIHost {
     }
 
     /// Packets from the controller, in order, in one step of this actor (as far as none suspends).
+    /// Advertising reports for a scan that takes batches go up once the packets are handled (``flushReports()``).
     func receive(_ packets: [HCIPacket]) async {
         for packet in packets {
             if let event = receiveNow(packet) { await handle(event) }
         }
+        flushReports()
     }
 
     func receive(_ packet: HCIPacket) async {
         if let event = receiveNow(packet) { await handle(event) }
+        flushReports()
     }
 
     /// What of a packet needs no suspension, done in place: ACL data, command replies, and Number Of Completed

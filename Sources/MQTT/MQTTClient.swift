@@ -171,6 +171,27 @@ public actor MQTTClient {
         }
     }
 
+    /// Publishes messages in order, as ``publish(_:)`` does each, but in one step: the packets they make go to the
+    /// connection in one write instead of one per message (a gateway publishing a burst of records). Returns each
+    /// message's number, or `nil` for one that was refused (an invalid topic, too large); the others go out.
+    @discardableResult
+    public func publish(contentsOf messages: [MQTTMessage]) -> [UInt64?] {
+        var numbers: [UInt64?] = []
+        numbers.reserveCapacity(messages.count)
+        var actions: [MQTTSession.Action] = []
+        for message in messages {
+            do {
+                let result = try session.publish(message, now: now)
+                actions += result.actions
+                numbers.append(result.number)
+            } catch {
+                numbers.append(nil)
+            }
+        }
+        apply(actions, coalescing: true)
+        return numbers
+    }
+
     /// Subscribes (now if connected, and again after every reconnection that did not keep the session); waits for
     /// the broker's answer when connected and returns the granted QoS per filter (`nil`: refused). When not
     /// connected it returns `[]` and subscribes on connection.
@@ -323,8 +344,19 @@ public actor MQTTClient {
         subscribeWaiters = [:]
     }
 
-    private func apply(_ actions: [MQTTSession.Action]) {
+    /// Carries out the session's actions in order. `coalescing`: consecutive packets go to the writer as one buffer
+    /// (one write), handed over before any other action.
+    private func apply(_ actions: [MQTTSession.Action], coalescing: Bool = false) {
+        var pending: [UInt8] = []
         for action in actions {
+            if case .send(let bytes) = action, coalescing {
+                pending += bytes
+                continue
+            }
+            if !pending.isEmpty {
+                outbox?.yield(pending)
+                pending = []
+            }
             switch action {
             case .send(let bytes):
                 outbox?.yield(bytes)
@@ -342,6 +374,7 @@ public actor MQTTClient {
                 events.yield(event)
             }
         }
+        if !pending.isEmpty { outbox?.yield(pending) }
     }
 
     private func handle(_ event: MQTTSession.Event) {

@@ -106,7 +106,10 @@ public struct MQTTSession: Sendable {
     public private(set) var droppedCount = 0
 
     private var decoder = MQTTFrameDecoder()
+    /// The messages waiting: those from `queueHead` on (the ones before it are gone, sent or dropped; they are cut off
+    /// now and then, so that taking the first is not a move of all the others).
     private var queue: [Outgoing] = []
+    private var queueHead = 0
     private var inFlight: [UInt16: Outgoing] = [:]
     private var inFlightOrder: [UInt16] = []
     private var pendingSubscriptions: [UInt16: UInt64] = [:]
@@ -122,7 +125,7 @@ public struct MQTTSession: Sendable {
     public init(_ configuration: Configuration) { self.configuration = configuration }
 
     /// Messages waiting to be sent (queued, not in flight).
-    public var queuedCount: Int { queue.count }
+    public var queuedCount: Int { queue.count - queueHead }
     /// QoS 1 messages sent and not yet acknowledged.
     public var inFlightCount: Int { inFlight.count }
 
@@ -212,10 +215,10 @@ public struct MQTTSession: Sendable {
         let number = nextNumber
         nextNumber += 1
         var actions: [Action] = []
-        if queue.count >= configuration.queueLimit {
-            let excess = queue.count - configuration.queueLimit + 1
-            let gone = queue.prefix(excess).map(\.number)
-            queue.removeFirst(excess)
+        if queuedCount >= configuration.queueLimit {
+            let excess = queuedCount - configuration.queueLimit + 1
+            let gone = queue[queueHead..<queueHead + excess].map(\.number)
+            dequeue(excess)
             droppedCount += gone.count
             actions.append(.event(.dropped(gone)))
         }
@@ -324,8 +327,9 @@ public struct MQTTSession: Sendable {
     private mutating func flush(now: Duration) -> [Action] {
         guard state == .connected else { return [] }
         var actions: [Action] = []
-        while let next = queue.first, next.message.qos == .atMostOnce || inFlight.count < configuration.maximumInFlight {
-            queue.removeFirst()
+        while queueHead < queue.count, case let next = queue[queueHead],
+              next.message.qos == .atMostOnce || inFlight.count < configuration.maximumInFlight {
+            dequeue(1)
             if next.message.qos == .atMostOnce {
                 actions.append(send(.publish(.init(message: next.message)), now: now))
                 actions.append(.event(.delivered(next.number)))
@@ -339,6 +343,15 @@ public struct MQTTSession: Sendable {
             }
         }
         return actions
+    }
+
+    /// Takes the first `count` waiting messages off the queue.
+    private mutating func dequeue(_ count: Int) {
+        queueHead += count
+        if queueHead >= 64, queueHead * 2 >= queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
     }
 
     private mutating func allocatePacketID() -> UInt16 {

@@ -209,7 +209,7 @@ actor BluetoothProxy {
         self.json = json
     }
 
-    static func number(_ address: LEAddress) -> UInt64 { address.address.bytes.reduce(0) { $0 << 8 | UInt64($1) } }
+    static func number(_ address: LEAddress) -> UInt64 { address.address.uint64 }
 
     static func text(_ address: UInt64) -> String { BluetoothAddress(address).description }
 
@@ -219,14 +219,15 @@ actor BluetoothProxy {
         scanner?.cancel()
         await central.stopScan()
         scanState = 1
-        let reports = try await central.advertisementReports(active: active, phys: phys, continuous: continuous)
+        let reports = try await central.advertisementReportBatches(active: active, phys: phys, continuous: continuous)
         scanState = 2
         broadcastScannerState()
         scanner = Task { [weak self] in
             do {
-                for try await report in reports {
+                // A batch per burst the host took: one hop here and one per client for all of it.
+                for try await batch in reports {
                     guard let self else { return }
-                    await self.forward(report)
+                    await self.forward(batch)
                 }
             } catch {
                 await self?.scanFailed(error)
@@ -240,16 +241,20 @@ actor BluetoothProxy {
         broadcastScannerState()
     }
 
-    private func forward(_ report: AdvertisementReport) async {
-        let number = Self.number(report.address)
-        let type: LEAddressType = report.address.type.isRandom ? .random : .public
-        if addressTypes[number] != type {
-            if addressTypes.count >= Self.addressTypeLimit { addressTypes.removeAll(keepingCapacity: true) }
-            addressTypes[number] = type
+    private func forward(_ reports: [AdvertisementReport]) async {
+        var advertisements: [BluetoothLERawAdvertisement] = []
+        advertisements.reserveCapacity(reports.count)
+        for report in reports {
+            let number = Self.number(report.address)
+            let type: LEAddressType = report.address.type.isRandom ? .random : .public
+            if addressTypes[number] != type {
+                if addressTypes.count >= Self.addressTypeLimit { addressTypes.removeAll(keepingCapacity: true) }
+                addressTypes[number] = type
+            }
+            advertisements.append(BluetoothLERawAdvertisement(address: number, rssi: Int32(report.rssi), addressType: type == .random ? 1 : 0,
+                                                              data: report.rawData))
         }
-        let ad = BluetoothLERawAdvertisement(address: number, rssi: Int32(report.rssi), addressType: type == .random ? 1 : 0,
-                                            data: report.rawData)
-        for client in clients.values { await client.advertise([ad]) }
+        for client in clients.values { await client.advertise(advertisements) }
     }
 
     private var scannerState: BluetoothScannerStateResponse {

@@ -24,6 +24,13 @@ import Testing
         #expect(JSONValue.object([(key: "a\"b", value: .null)]).encoded() == #"{"a\"b":null}"#)
     }
 
+    @Test func bytesAreTheTextsUTF8() {
+        let value: JSONValue = ["s": "x\u{01}\u{1F}\"\\/\u{2029}\u{2028}\u{E2}é🎧\u{7F}", "k\n": [1, .number(0.5, decimals: 1), true, nil],
+                                "": "", "plain": "abc"]
+        #expect(value.encodedBytes() == Array(value.encoded().utf8))
+        #expect(value.encoded() == #"{"s":"x\u0001\u001f\"\\/\u2029\u2028âé🎧\u007f","k\n":[1,0.5,true,null],"":"","plain":"abc"}"#)
+    }
+
     @Test func writesNumbersFixedOrShortestAndNonFiniteAsNull() {
         #expect(JSONValue.number(22.5, decimals: 2).encoded() == "22.50")
         #expect(JSONValue.number(-3.14159, decimals: 3).encoded() == "-3.142")

@@ -39,6 +39,32 @@ import Testing
         #expect(table.advertisements == 3 && table.readings == 2 && table.deviceCount == 1)
     }
 
+    @Test func aRepeatReusesItsRecordWithItsOwnRSSIAndAChangeIsDecodedAgain() throws {
+        var table = DeviceTable(topics: Self.topics, interval: .seconds(5), discoveryPrefix: "homeassistant")
+        let first = table.heard(Self.report(4, rssi: -60), identity: nil, now: .zero)
+        #expect(table.offer(first, now: .zero) != nil)
+        // The same data: the last record, with this report's RSSI; held back within the interval...
+        let repeated = table.heard(Self.report(4, rssi: -75), identity: nil, now: .seconds(1))
+        #expect(repeated.rssi == -75 && repeated.values.count == first.values.count && repeated.name == "Thermo")
+        #expect(table.offer(repeated, now: .seconds(1)) == nil)
+        // ...and refreshed after it, with the RSSI of the report that went out.
+        let later = table.heard(Self.report(4, rssi: -50), identity: nil, now: .seconds(6))
+        let refresh = table.offer(later, now: .seconds(6))
+        let refreshed = try #require(refresh)
+        #expect(field(refreshed.record, "rssi") == .int(-50))
+        #expect(refreshed.discoveries.isEmpty)
+        // Changed data is decoded again and goes out at once.
+        let changed = table.heard(Self.report(4, battery: 12), identity: nil, now: .seconds(7))
+        let publication = table.offer(changed, now: .seconds(7))
+        let published = try #require(publication)
+        #expect(published.record.encoded().contains(#""battery_level":{"percent":12"#))
+        // The same bytes from an address a bond resolved: a record of the identity, not the one kept for the address.
+        let identity = LEAddress(Self.address(9), type: .public)
+        let resolved = table.heard(Self.report(4, battery: 12), identity: identity, now: .seconds(8))
+        #expect(resolved.address == identity && resolved.resolvedFrom?.address == Self.address(4))
+        #expect(table.advertisements == 5)
+    }
+
     @Test func discoveryConfigurationsAreAnnouncedOncePerSensor() throws {
         var table = DeviceTable(topics: Self.topics, interval: .zero, discoveryPrefix: "homeassistant")
         let record = table.heard(Self.report(2), identity: nil, now: .zero)

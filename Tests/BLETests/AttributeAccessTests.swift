@@ -37,6 +37,40 @@ import Testing
         withExtendedLifetime(manager) {}
     }
 
+    @Test func reportsAndDiscoveriesComeInBatchesToo() async throws {
+        let devices = try await TwoDevices(peripheralName: "Batches")
+        defer { devices.shutdown() }
+        let pc = devices.peripheralController
+        let manager = devices.peripheral
+        try await manager.startAdvertising(name: "Batches", serviceUUIDs: [Self.service])
+        let central = devices.central
+        // Every report as heard, a burst per element.
+        let batches = try await central.advertisementReportBatches(active: false, continuous: true)
+        let heard = try await withTimeout { () async throws -> Int in
+            var n = 0
+            for try await batch in batches {
+                #expect(!batch.isEmpty)
+                n += batch.filter { $0.address.address == pc.address && !$0.isScanResponse }.count
+                if n >= 3 { return n }
+            }
+            throw TimedOut()
+        }
+        #expect(heard >= 3)
+        await central.stopScan()
+        // Discoveries, filtered by service as scan(...) filters them.
+        let discoveries = try await central.scanBatches(services: [Self.service], allowDuplicates: true)
+        let found = try await withTimeout { () async throws -> DiscoveredPeripheral in
+            for try await batch in discoveries {
+                #expect(!batch.isEmpty)
+                #expect(batch.allSatisfy { $0.serviceUUIDs.contains(Self.service) })
+                if let peripheral = batch.first(where: { $0.address.address == pc.address }) { return peripheral }
+            }
+            throw TimedOut()
+        }
+        #expect(found.serviceUUIDs == [Self.service] && found.identity == nil)
+        withExtendedLifetime(manager) {}
+    }
+
     @Test func readAndWriteByHandleWithoutDiscovery() async throws {
         let devices = try await TwoDevices(peripheralName: "Handles")
         defer { devices.shutdown() }

@@ -105,6 +105,26 @@ import Testing
         #expect(sent(up).compactMap { if case .publish(let p) = $0 { p.message.topic } else { nil } } == ["q/2", "q/3", "q/4"])
     }
 
+    @Test func aLongQueueDrainsInOrderThroughTheWindow() throws {
+        // Past the point where the queue cuts off what went (64 taken), in order, every message once, drops counted.
+        var session = MQTTSession(.init(clientID: "gw", maximumInFlight: 8, queueLimit: 300))
+        for i in 0..<400 { _ = try publish(&session, "l/\(i)") }
+        #expect(session.droppedCount == 100 && session.queuedCount == 300)
+        _ = session.connectionOpened(now: .zero)
+        var topics: [String] = []
+        var pending = sent(session.received(MQTTPacket.connack(sessionPresent: false, returnCode: .accepted).encoded(), now: .zero))
+        while !pending.isEmpty {
+            var next: [MQTTPacket] = []
+            for case .publish(let p) in pending {
+                topics.append(p.message.topic)
+                next += sent(session.received(MQTTPacket.puback(packetID: p.packetID ?? 0).encoded(), now: .zero))
+            }
+            pending = next
+        }
+        #expect(topics == (100..<400).map { "l/\($0)" })
+        #expect(session.queuedCount == 0 && session.inFlightCount == 0)
+    }
+
     @Test func theInFlightWindowHoldsBackTheRest() throws {
         var session = connected(.init(clientID: "gw", maximumInFlight: 2))
         var ids: [UInt16] = []

@@ -36,7 +36,10 @@ struct GAPDriver {
     /// Each waiting caller, by its procedure: in place before the procedure's first command leaves.
     var waiters: [GAPProcedures.ProcedureID: (Outcome) -> Void] = [:]
     /// The report streams of scans, by scan generation (the machine's); the one of the scan that is on gets reports.
-    var scanStreams: [Int: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation] = [:]
+    var scanStreams: [Int: ScanSink] = [:]
+    /// The reports of the host's step under way, for a scan whose stream takes batches (``ScanSink/batches(_:)``):
+    /// yielded as one element when the step ends (``HCIHost/flushReports()``).
+    var pendingReports: [AdvertisementReport] = []
     /// The machine's timers.
     var timers = TimerSet<GAPProcedures.Timer>()
     /// Extended advertising reports split over several events, put back together.
@@ -83,6 +86,7 @@ struct GAPDriver {
                 waiters.removeValue(forKey: id)?(.connected(handle))
             case .scanEnded(let generation):
                 scanStreams.removeValue(forKey: generation)?.finish()
+                pendingReports = []
             }
         }
     }
@@ -94,14 +98,15 @@ struct GAPDriver {
     }
 
     /// The stream of the scan that is on.
-    var currentScanStream: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation? {
+    var currentScanStream: ScanSink? {
         machine.scan.flatMap { scanStreams[$0.generation] }
     }
 
     /// Ends every scan stream with `error` (the controller is gone).
     mutating func endScanStreams(throwing error: any Error) {
-        for continuation in scanStreams.values { continuation.finish(throwing: error) }
+        for sink in scanStreams.values { sink.finish(throwing: error) }
         scanStreams = [:]
+        pendingReports = []
     }
 
     /// The error a caller sees for a failed procedure.
@@ -134,6 +139,21 @@ struct GAPDriver {
             return HostError(.malformedResponse(.leRand), "could not make a random static address from LE Rand")
         case .controllerLost:
             return HostError(.transportClosed, "the transport closed")
+        }
+    }
+}
+
+/// Where a scan's reports go: one stream element per report (``HCIHost/scan(_:)``), or one element per step of the
+/// host with every report that step decoded (``HCIHost/scanBatches(_:)``: one wake-up of the consumer for a burst).
+enum ScanSink: Sendable {
+    case reports(AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)
+    case batches(AsyncThrowingStream<[AdvertisementReport], any Error>.Continuation)
+
+    /// Finishes the stream (with `error`, when given).
+    func finish(throwing error: (any Error)? = nil) {
+        switch self {
+        case .reports(let c): if let error { c.finish(throwing: error) } else { c.finish() }
+        case .batches(let c): if let error { c.finish(throwing: error) } else { c.finish() }
         }
     }
 }

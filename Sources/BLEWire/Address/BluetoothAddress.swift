@@ -3,23 +3,25 @@
 /// The text form is most-significant byte first (`"D1:D2:D3:D4:D5:D6"`); the wire form is little-endian
 /// (`d6 d5 d4 d3 d2 d1`).
 public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConvertible, WireCodable {
+    /// The 48 bits in an integer: no allocation per address, and a cheap hash (scanners key tables by address for
+    /// every advertisement they hear).
+    private let value: UInt64
+
     /// The six bytes, most significant first (text order).
-    public let bytes: [UInt8]
+    public var bytes: [UInt8] { (0..<6).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } }
 
     /// The all-zero address.
-    public static let zero = BluetoothAddress(uncheckedBigEndian: [0, 0, 0, 0, 0, 0])
-
-    private init(uncheckedBigEndian bytes: [UInt8]) { self.bytes = bytes }
+    public static let zero = BluetoothAddress(0)
 
     /// Creates an address from six bytes, most significant first; `nil` for any other count.
     public init?(bigEndian bytes: [UInt8]) {
         guard bytes.count == 6 else { return nil }
-        self.init(uncheckedBigEndian: bytes)
+        self.init(bytes.reduce(0) { $0 << 8 | UInt64($1) })
     }
 
     /// Creates an address from the low 48 bits of `value`.
     public init(_ value: UInt64) {
-        self.init(uncheckedBigEndian: (0..<6).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) })
+        self.value = value & 0xFFFF_FFFF_FFFF
     }
 
     /// Parses `"AA:BB:CC:DD:EE:FF"` (or with `-` separators), case-insensitively.
@@ -28,29 +30,48 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
             ? text.split(separator: ":", omittingEmptySubsequences: false)
             : text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 6 else { return nil }
-        var out: [UInt8] = []
+        var out: UInt64 = 0
         for part in parts {
             guard part.count == 2, part.allSatisfy(\.isHexDigit), let byte = UInt8(part, radix: 16) else { return nil }
-            out.append(byte)
+            out = out << 8 | UInt64(byte)
         }
-        self.init(uncheckedBigEndian: out)
+        self.init(out)
     }
 
     public init(from reader: inout ByteReader) throws(WireError) {
-        self.init(uncheckedBigEndian: try reader.readBytes(6, "BD_ADDR").reversed())
+        // Little-endian on the wire: the first four octets are the low 32 bits.
+        let low = try reader.readUInt32("BD_ADDR")
+        let high = try reader.readUInt16("BD_ADDR")
+        self.init(UInt64(high) << 32 | UInt64(low))
     }
 
-    public func encode(into writer: inout ByteWriter) { writer.write(bytes.reversed()) }
+    public func encode(into writer: inout ByteWriter) {
+        writer.write(UInt32(truncatingIfNeeded: value))
+        writer.write(UInt16(truncatingIfNeeded: value >> 32))
+    }
 
     /// The address as an integer.
-    public var uint64: UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }
+    public var uint64: UInt64 { value }
 
     /// The two most significant bits, which classify random addresses.
-    public var topBits: UInt8 { (bytes.first ?? 0) >> 6 }
+    public var topBits: UInt8 { UInt8(truncatingIfNeeded: value >> 46) }
 
-    public var description: String { bytes.map { [$0].hexString().uppercased() }.joined(separator: ":") }
+    public var description: String {
+        func digit(_ nibble: Int) -> UInt8 { UInt8(truncatingIfNeeded: nibble < 10 ? 0x30 + nibble : 0x37 + nibble) }
+        return String(unsafeUninitializedCapacity: 17) { buffer in
+            var i = 0
+            for shift in stride(from: 40, through: 0, by: -8) {
+                let byte = Int(truncatingIfNeeded: value >> UInt64(shift)) & 0xFF
+                buffer[i] = digit(byte >> 4)
+                buffer[i + 1] = digit(byte & 0x0F)
+                if shift > 0 { buffer[i + 2] = UInt8(ascii: ":") }
+                i += 3
+            }
+            return 17
+        }
+    }
 
-    public static func < (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool { lhs.uint64 < rhs.uint64 }
+    public static func < (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool { lhs.value < rhs.value }
 }
 
 /// The address type as HCI carries it. Core 5.4, Vol 4, Part E, 7.8.5 / 7.7.65.1. Open code.

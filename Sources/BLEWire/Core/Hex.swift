@@ -2,17 +2,22 @@
 extension Sequence where Element == UInt8 {
     /// The bytes as lowercase hex, optionally separated (`"0a 1b"`).
     public func hexString(separator: String = "") -> String {
-        let digits: [Character] = Array("0123456789abcdef")
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(underestimatedCount * (2 + separator.utf8.count))
         var first = true
         for byte in self {
-            if !first { out += separator }
+            if !first { out.append(contentsOf: separator.utf8) }
             first = false
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+            out.append(hexDigit(byte >> 4, uppercase: false))
+            out.append(hexDigit(byte & 0x0F, uppercase: false))
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
+}
+
+/// The ASCII hex digit of `nibble` (0–15).
+@inline(__always) func hexDigit(_ nibble: UInt8, uppercase: Bool) -> UInt8 {
+    nibble < 10 ? 0x30 + nibble : (uppercase ? 0x37 : 0x57) + nibble
 }
 
 extension Array where Element == UInt8 {

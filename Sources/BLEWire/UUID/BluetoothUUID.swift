@@ -141,9 +141,20 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
 
     /// The full 36-character text form, uppercase.
     public var fullString: String {
-        let h = bigEndianBytes.hexString().uppercased()
-        let c = Array(h)
-        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+        // 8-4-4-4-12 hex digits, most significant first: high's 16 digits, then low's.
+        String(unsafeUninitializedCapacity: 36) { out in
+            var i = 0
+            for digit in 0..<32 {
+                if digit == 8 || digit == 12 || digit == 16 || digit == 20 {
+                    out[i] = UInt8(ascii: "-")
+                    i += 1
+                }
+                let word = digit < 16 ? high : low
+                out[i] = hexDigit(UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * (digit % 16))) & 0x0F, uppercase: true)
+                i += 1
+            }
+            return i
+        }
     }
 
     public var description: String { uuidString }
