@@ -32,6 +32,8 @@ public class CBManager: NSObject, @unchecked Sendable {
     /// The controller a new manager opens: `setController(_:)`'s, else `SWIFT_BLE_HCI`'s, else the
     /// embedded world. A `SWIFT_BLE_HCI` that does not parse gives a manager whose state is `unsupported`.
     static func controller() -> Result<HCITransportSpec, TransportError> {
+        // A manager created in a simulated world gets a controller of that world (``openAdapter(_:security:)``).
+        if SimulatedWorld.current != nil { return .success(.virtual) }
         if let chosen = controllerInThisTask { return .success(chosen) }
         return controller(configured: configuredController.withLock { $0 }, environment: ProcessInfo.processInfo.environment)
     }
@@ -106,6 +108,7 @@ public class CBManager: NSObject, @unchecked Sendable {
     /// the rights).
     static func openAdapter(_ choice: Result<HCITransportSpec, TransportError>,
                             security: (configuration: SecurityConfiguration, agent: (any PairingAgent)?)?) async -> Adapter {
+        if let world = SimulatedWorld.current { return await world.openAdapter(security: security) }
         switch choice {
         case .failure(let error):
             return unavailable(error)
