@@ -142,6 +142,8 @@ public final class SimulatedPeripheral: Sendable {
         var distance: Double = 1
         var watcher: Task<Void, Never>?
         var parameterUpdates = 0
+        var air: VirtualAir?
+        var address: BluetoothAddress?
     }
 
     /// Declares a peripheral `distance` metres from the origin (where the managers' controllers are) that advertises
@@ -160,8 +162,14 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     func start(on air: VirtualAir) async throws {
+        try await boot(on: air, address: nil)
+    }
+
+    /// Puts the device on `air`: a controller (with `address`, or the one the air gives), the peripheral role on it,
+    /// its services, its request for a supervision timeout, and advertising.
+    private func boot(on air: VirtualAir, address: BluetoothAddress?) async throws {
         let distance = state.withLock { $0.distance }
-        let controller = air.addController(.init(position: Position(x: distance)))
+        let controller = air.addController(.init(address: address, position: Position(x: distance)))
         let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: name)
         for service in services { try await manager.add(try service.simulatedDefinition()) }
         let events = await manager.centralEvents()
@@ -179,6 +187,8 @@ public final class SimulatedPeripheral: Sendable {
             }
         }
         state.withLock {
+            $0.air = air
+            $0.address = controller.address
             $0.controller = controller
             $0.manager = manager
             $0.watcher = watcher
@@ -210,17 +220,28 @@ public final class SimulatedPeripheral: Sendable {
         controller?.position = Position(x: distance)
     }
 
-    /// Turns it off: its links end (the centrals see a disconnection) and it stops advertising.
+    /// Turns it off, as a device whose power is cut: its radio leaves the air at once, so it stops advertising and
+    /// each central loses its link at the link's supervision timeout (Connection Timeout), hearing nothing before.
     public func powerOff() async {
-        await state.withLock({ $0.manager })?.powerOff()
+        let (controller, manager, watcher) = state.withLock { state in
+            defer {
+                state.controller = nil
+                state.manager = nil
+                state.watcher = nil
+            }
+            return (state.controller, state.manager, state.watcher)
+        }
+        watcher?.cancel()
+        controller?.remove()
+        await manager?.powerOff()
     }
 
-    /// Turns it back on: it serves its services again and advertises.
+    /// Turns it back on after ``powerOff()``, as the same device: the same address, the same services and values
+    /// (its firmware's), advertising again.
     public func powerOn() async throws {
-        guard let manager = state.withLock({ $0.manager }) else { return }
-        try await manager.adapter.powerOn()
-        for service in services { try await manager.add(try service.simulatedDefinition()) }
-        try await startAdvertising()
+        let (air, controller, address) = state.withLock { ($0.air, $0.controller, $0.address) }
+        guard let air, controller == nil else { return }
+        try await boot(on: air, address: address)
     }
 
     /// Sets the value of `characteristic` and notifies (or indicates) the centrals that subscribed to it; returns

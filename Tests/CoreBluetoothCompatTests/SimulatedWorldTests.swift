@@ -137,4 +137,24 @@ final class HeartRateClient: NSObject, CBCentralManagerDelegate, CBPeripheralDel
             #expect((app.disconnectError as? CBError)?.code == .connectionTimeout)
         }
     }
+
+    @Test func aMonitorPowerCycledIsFoundAgainWithTheSameServices() async throws {
+        let world = SimulatedWorld()
+        let monitor = Self.monitor()
+        try await world.add(monitor)
+        await world.run {
+            let app = HeartRateClient()
+            app.start()
+            #expect(await world.advance(until: { app.location != nil }), "no Body Sensor Location read")
+            await monitor.powerOff()
+            #expect(await world.advance(until: { app.state == .disconnected }), "the app did not hear of the power-off")
+            await #expect(throws: Never.self) { try await monitor.powerOn() }
+            // Another app finds it again, and its database is the one it had: one Heart Rate service, the same value.
+            let again = HeartRateClient()
+            again.start()
+            #expect(await world.advance(until: { again.location != nil }), "not found again after the power cycle")
+            #expect(again.location == Data([0x01]))
+            #expect(again.monitor?.services?.filter { $0.uuid == HeartRateClient.heartRateService }.count == 1)
+        }
+    }
 }
