@@ -149,8 +149,9 @@ public final class SimulatedPeripheral: Sendable {
     /// Declares a peripheral `distance` metres from the origin (where the managers' controllers are) that advertises
     /// `name` and `advertising` every `advertisingInterval`, connectable, and serves `services` (characteristics with
     /// values, as ``CBPeripheralManager/add(_:)`` takes them; ``setValue(_:for:)`` changes a value and notifies the
-    /// subscribers). With a `supervisionTimeout`, it asks each central that connects for that supervision timeout
-    /// (L2CAP Connection Parameter Update Request), as a device that wants to be found lost only late does.
+    /// subscribers). With a `supervisionTimeout` (100 ms to 32 s), it asks each central that connects for that
+    /// supervision timeout (L2CAP Connection Parameter Update Request), as a device that wants to be found lost only
+    /// late does.
     public init(name: String, distance: Double = 1, advertising: [CBUUID] = [], services: [CBMutableService] = [],
                 advertisingInterval: Duration = .milliseconds(100), supervisionTimeout: Duration? = nil) {
         self.name = name
@@ -175,8 +176,9 @@ public final class SimulatedPeripheral: Sendable {
         let events = await manager.centralEvents()
         let watcher = supervisionTimeout.map { timeout in
             Task { [manager, weak self] in
-                let units = UInt16(clamping: max(10, min(32_000, Int(timeout.components.seconds) * 100
-                    + Int(timeout.components.attoseconds / 10_000_000_000_000_000))))
+                // In 10 ms units, within what the Core Specification allows: 100 ms to 32 s (0x000A–0x0C80).
+                let (seconds, attoseconds) = timeout.components
+                let units = UInt16(max(10, min(3200, min(max(seconds, 0), 33) * 100 + max(attoseconds, 0) / 10_000_000_000_000_000)))
                 for await event in events {
                     guard case .connected(let central) = event else { continue }
                     if (try? await manager.requestConnectionParameters(interval: 24...40, latency: 0,
@@ -204,7 +206,7 @@ public final class SimulatedPeripheral: Sendable {
                                            restartAfterConnection: true)
     }
 
-    /// How many connections took the supervision timeout it asks for (``init(name:distance:advertising:services:advertisingInterval:supervisionTimeout:)``).
+    /// How many connections took the supervision timeout it asks for (the `supervisionTimeout` it was declared with).
     public var connectionParameterUpdates: Int { state.withLock { $0.parameterUpdates } }
 
     /// How far it is from the managers' controllers, in metres. Moving it changes the RSSI they measure; far enough
