@@ -141,7 +141,8 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// Publishes a service (with its characteristics and descriptors); then
     /// ``CBPeripheralManagerDelegate/peripheralManager(_:didAdd:error:)``. Centrals connected and subscribed to
     /// Service Changed are told. A characteristic with a value must be read-only, and included services must be
-    /// published first; otherwise the callback carries a ``CBError`` (`invalidParameters`).
+    /// published first; otherwise the callback carries a ``CBError`` (`invalidParameters`). The GAP (0x1800) and GATT
+    /// (0x1801) services are the system's: adding one fails with `uuidNotAllowed`, as on iOS.
     public func add(_ service: CBMutableService) {
         let opening = manager
         operations.submit { [weak self] in
@@ -160,9 +161,17 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         }
     }
 
+    /// The services the stack publishes itself: Generic Access (0x1800) and Generic Attribute (0x1801).
+    static let systemServices: Set<BluetoothUUID> = [BluetoothUUID(0x1800), BluetoothUUID(0x1801)]
+
     private func publish(_ service: CBMutableService, on manager: PeripheralManager) async throws {
         guard service.gatt.startHandle == 0 else {
             throw CBError(.invalidParameters, reason: "service \(service.uuid.uuidString) is already published")
+        }
+        // The GAP and GATT services are the stack's own, one of each per database (Core Vol 3, Part C, 12 and Part G,
+        // 7); iOS refuses them to apps in the same way.
+        guard !Self.systemServices.contains(service.uuid.bluetoothUUID) else {
+            throw CBError(.uuidNotAllowed, reason: "service \(service.uuid.uuidString) is provided by the system")
         }
         let characteristics = try (service.characteristics ?? []).map { characteristic throws(CBError) -> CBMutableCharacteristic in
             guard let mutable = characteristic as? CBMutableCharacteristic else {
