@@ -261,14 +261,19 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     }
 
     /// The one peripheral object of a device for this manager.
-    func peripheral(for address: LEAddress, name: String?) -> CBPeripheral {
+    /// The peripheral object of the device `identity` names (its identity address when a bond resolves the private
+    /// address it was `heard` at, or that address), made on first sight: one object, and one identifier, per device.
+    func peripheral(for identity: LEAddress, heardAt heard: LEAddress? = nil, name: String?) -> CBPeripheral {
         protected.withLock { state in
-            if let known = state.peripherals[address] {
+            if let known = state.peripherals[identity] {
                 if let name { known.advertisedName(name) }
+                if let heard { known.heard(at: heard) }
                 return known
             }
-            let peripheral = CBPeripheral(manager: self, address: address, name: name)
-            state.peripherals[address] = peripheral
+            // An address heard from a bonded private device (a connection event's peer) is that device.
+            if heard == nil, let known = state.peripherals.values.first(where: { $0.address == identity }) { return known }
+            let peripheral = CBPeripheral(manager: self, identity: identity, heardAt: heard, name: name)
+            state.peripherals[identity] = peripheral
             return peripheral
         }
     }
@@ -286,12 +291,15 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     /// The peripherals connected through this manager that have one of these services among those discovered
     /// (iOS also returns those other apps connected; on Linux each program has its own controller).
     public func retrieveConnectedPeripherals(withServices serviceUUIDs: [CBUUID]) -> [CBPeripheral] {
-        protected.withLock { Array($0.peripherals.values) }
-            .filter { peripheral in
-                peripheral.state == .connected
-                    && (peripheral.services ?? []).contains { service in serviceUUIDs.contains(service.uuid) }
-            }
-            .sorted { $0.identifier.uuidString < $1.identifier.uuidString }
+        // (A paired private device is in the table twice: under the address it paired through and its identity.)
+        let known: [CBPeripheral] = protected.withLock { state in
+            var seen = Set<ObjectIdentifier>()
+            return state.peripherals.values.filter { seen.insert(ObjectIdentifier($0)).inserted }
+        }
+        let connected = known.filter { peripheral in
+            peripheral.state == .connected && (peripheral.services ?? []).contains { service in serviceUUIDs.contains(service.uuid) }
+        }
+        return connected.sorted { $0.identifier.uuidString < $1.identifier.uuidString }
     }
 
     // MARK: Scanning
@@ -339,6 +347,7 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
                         let soliciting = (try? discovered.advertisementData.solicitedServiceUUIDs()) ?? []
                         guard services.isEmpty || services.contains(where: advertised.contains)
                             || solicited.contains(where: soliciting.contains) else { continue }
+                        if let identity = discovered.identity { await self.recognise(identity, through: central) }
                         self.discovered(discovered, generation: generation)
                     }
                 } catch {
@@ -367,10 +376,26 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         task?.cancel()
     }
 
+    /// Keeps one peripheral per device across its pairing, as iOS does: a private device first met (and paired) at
+    /// a resolvable private address, now heard at another that its bond resolves to `identity`, is the peripheral
+    /// made for the address it paired through (same object, same ``CBPeer/identifier``).
+    private func recognise(_ identity: LEAddress, through central: Central) async {
+        guard protected.withLock({ $0.peripherals[identity] == nil }),
+              let bond = (try? await central.bonds())?.first(where: { $0.peer == identity }),
+              let pairedThrough = bond.pairedThrough else { return }
+        protected.withLock { state in
+            guard state.peripherals[identity] == nil, let known = state.peripherals[pairedThrough] else { return }
+            state.peripherals[identity] = known
+        }
+    }
+
     private func discovered(_ discovered: DiscoveredPeripheral, generation: Int) {
         deliver { manager in
             guard manager.protected.withLock({ $0.scanGeneration == generation }) else { return }
-            let peripheral = manager.peripheral(for: discovered.address, name: discovered.name)
+            // A bonded device advertising from resolvable private addresses is the same peripheral behind each one,
+            // as on iOS (its identifier comes from the identity address the bond gave).
+            let peripheral = manager.peripheral(for: discovered.identity ?? discovered.address, heardAt: discovered.address,
+                                                name: discovered.name)
             manager.delegate?.centralManager(manager, didDiscover: peripheral,
                                              advertisementData: Self.advertisementDictionary(discovered.advertisementData,
                                                                                                isConnectable: discovered.isConnectable),

@@ -107,6 +107,8 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         weak var delegate: (any CBPeripheralDelegate)?
         weak var manager: CBCentralManager?
         var name: String?
+        /// The address the device was last heard from (a bonded private device's changes with each rotation).
+        var heardAddress: LEAddress
         var state: CBPeripheralState = .disconnected
         var remote: RemotePeripheral?
         /// Bumped by each connection attempt and each cancellation: an attempt that is no longer current is dropped.
@@ -137,17 +139,25 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
 
     private let protected: Locked<State>
     private let operations = OrderedOperations()
-    /// The device's address.
-    let address: LEAddress
+    /// The device as this manager first knew it: its identity address when a bond already resolved its private
+    /// address, the address it advertised from otherwise (a device paired later stays this object, also found under
+    /// its identity). The ``identifier`` is made from it.
+    let identity: LEAddress
 
-    init(manager: CBCentralManager, address: LEAddress, name: String?) {
-        self.address = address
-        var state = State()
+    /// The address to reach the device at: the one it was last heard from.
+    var address: LEAddress { protected.withLock { $0.heardAddress } }
+
+    init(manager: CBCentralManager, identity: LEAddress, heardAt address: LEAddress? = nil, name: String?) {
+        self.identity = identity
+        var state = State(heardAddress: address ?? identity)
         state.manager = manager
         state.name = name
         protected = Locked(state)
-        super.init(identifier: CBPeer.identifier(for: address))
+        super.init(identifier: CBPeer.identifier(for: identity))
     }
+
+    /// The device was heard at `address` (a bonded private device from its latest resolvable private address).
+    func heard(at address: LEAddress) { protected.withLock { $0.heardAddress = address } }
 
     deinit { operations.finish() }
 

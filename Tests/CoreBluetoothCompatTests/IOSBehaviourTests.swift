@@ -302,6 +302,62 @@ final class QueueCheckingCentral: NSObject, CBCentralManagerDelegate, CBPeripher
         withExtendedLifetime((peripheral, retriever)) {}
     }
 
+    @Test("A bonded device behind a new private address is the same CBPeripheral, with the same identifier, and is reached there")
+    func aBondedPrivateDeviceKeepsItsPeripheralAndIdentifier() async throws {
+        let (stream, log) = AsyncStream.makeStream(of: String.self)
+        let lines = LineQueue(stream)
+        let interval = Duration.seconds(4)
+        let server = try await PeripheralManager(.virtual, deviceName: "Private",
+                                                 security: SecurityConfiguration(privacy: true, privateAddressInterval: interval))
+        let advertised = CBUUID(nsuuid: UUID())
+        _ = try await server.add(GATTServiceDefinition(uuid: advertised.bluetoothUUID, characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0x2A29), properties: [.read], permissions: [.readable, .readEncryptionRequired],
+                                         value: Array("sealed".utf8)),
+        ]))
+        let started = ContinuousClock.now
+        try await server.startAdvertising(serviceUUIDs: [advertised.bluetoothUUID], restartAfterConnection: true)
+        let central = QueueCheckingCentral(service: advertised, log: log)
+        #expect(await lines.next() == "state 5")
+        #expect(await lines.next() == "discovered 0")
+        #expect(await lines.next(timeout: .seconds(20)) == "connected 2 services nil")
+        #expect(await lines.next() == "services true")
+        #expect(await lines.next() == "characteristics 1")
+        // The value needs encryption: the central pairs (and bonds) on the refusal, as iOS does, and reads it.
+        central.onQueue { app in
+            guard let target = app.peripheral, let characteristic = app.characteristic else { return }
+            target.readValue(for: characteristic)
+        }
+        #expect(await lines.next(timeout: .seconds(20)) == "value sealed")
+        let (first, firstAddress) = try #require(central.queue.sync { central.peripheral.map { ($0, $0.address) } })
+        #expect(firstAddress.kind == .randomResolvable)
+        central.onQueue { app in
+            guard let target = app.peripheral else { return }
+            app.manager.cancelPeripheralConnection(target)
+        }
+        #expect(await lines.next() == "disconnected 0 nil")
+        // After its next rotation the device advertises from another private address, which the bond resolves.
+        try await Task.sleep(until: started + interval + .milliseconds(500))
+        central.onQueue { app in
+            app.peripheral = nil
+            app.manager.scanForPeripherals(withServices: [advertised])
+        }
+        #expect(await lines.next() == "discovered 0")
+        let (second, secondAddress) = try #require(central.queue.sync { central.peripheral.map { ($0, $0.address) } })
+        #expect(second === first && second.identifier == first.identifier)
+        #expect(secondAddress.kind == .randomResolvable && secondAddress != firstAddress)
+        // It is reached at the address it was heard from, and the bond encrypts the link without pairing again.
+        let connected = await lines.next(timeout: .seconds(20)) ?? ""
+        #expect(connected.hasPrefix("connected 2"), "\(connected)")
+        #expect(await lines.next() == "services true")
+        #expect(await lines.next() == "characteristics 1")
+        central.onQueue { app in
+            guard let target = app.peripheral, let characteristic = app.characteristic else { return }
+            target.readValue(for: characteristic)
+        }
+        #expect(await lines.next(timeout: .seconds(20)) == "value sealed")
+        withExtendedLifetime((server, central)) {}
+    }
+
     @Test("Services the system provides (GAP 1800, GATT 1801) cannot be added: CBError.uuidNotAllowed, as iOS answers")
     func servicesTheSystemProvidesAreNotAllowed() async throws {
         let (stream, log) = AsyncStream.makeStream(of: String.self)
