@@ -29,6 +29,8 @@ public actor ESPHomeAPIConnection {
     public private(set) var backlog = 0
     /// Advertisements dropped because the client read too slowly.
     public private(set) var droppedAdvertisements = 0
+    /// Advertisements queued for the client (it asked for them and kept up), cumulative.
+    public private(set) var forwardedAdvertisements = 0
 
     init(peer: String, session: ESPHomeAPIServerSession, origin: ContinuousClock.Instant, outbox: AsyncStream<[UInt8]>.Continuation,
          close: @escaping @Sendable () -> Void) {
@@ -58,6 +60,7 @@ public actor ESPHomeAPIConnection {
             if session.wantsAdvertisements { droppedAdvertisements += advertisements.count }
             return
         }
+        if session.wantsAdvertisements { forwardedAdvertisements += advertisements.count }
         apply(session.advertise(advertisements, now: now))
     }
 

@@ -49,6 +49,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Flag(help: "Do not announce the proxy over mDNS (_esphomelib._tcp; never announced when listening on loopback).")
     var noMdns = false
 
+    @Option(help: "Seconds between two reports of the proxy's counters (advertisements heard, forwarded to clients, dropped for slow clients; clients; devices connected); 0: only the last, when the proxy stops.")
+    var statsInterval: Int = 60
+
     @Option(help: "Primary advertising PHYs to scan and forward: 1m (default), coded (long range: advertisements Home Assistant cannot hear otherwise) or both (also written 1m,coded). Coded needs a controller with extended advertising and LE Coded.")
     var phy: ScanPHY = .oneM
 
@@ -63,6 +66,7 @@ struct ProxyCommand: AsyncParsableCommand {
         }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxClients >= 1 else { throw ValidationError("--max-clients must be at least 1") }
+        guard statsInterval >= 0 else { throw ValidationError("--stats-interval must be 0 or more seconds") }
     }
 
     static func parseListen(_ text: String) -> (host: String, port: Int)? {
@@ -121,11 +125,16 @@ struct ProxyCommand: AsyncParsableCommand {
                  ["event": "listening", "host": .string(host), "port": .int(server.port), "encrypted": .bool(psk != nil),
                   "slots": .int(limit), "mac": .string(mac)])
             let mdns = noMdns ? nil : await Self.announce(name: name, host: host, port: server.port, mac: mac, encrypted: psk != nil, json: json)
-            // Until interrupted (SIGINT or SIGTERM cancels this task).
-            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            // Until interrupted (SIGINT or SIGTERM cancels this task), with the counters every --stats-interval.
+            let interval: Duration = statsInterval > 0 ? .seconds(statsInterval) : .seconds(3600)
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                if statsInterval > 0, !Task.isCancelled { await proxy.reportStatistics() }
+            }
             if let mdns { await cleanUp { await mdns.stop() } }
             await cleanUp { await server.stop() }
             await cleanUp { await proxy.shutdown() }
+            await proxy.reportStatistics(final: true)
             emit(json, "proxy stopped", ["event": "stopped"])
         }
     }
@@ -200,6 +209,11 @@ actor BluetoothProxy {
     /// cannot pile up tasks without bound.
     private var inFlight: [ObjectIdentifier: Int] = [:]
     static let maximumInFlight = 64
+    /// Advertising reports heard by the scan, cumulative.
+    private var heard: UInt64 = 0
+    /// The forwarded and dropped counts of clients that left (those present are asked).
+    private var forwardedToGone: UInt64 = 0
+    private var droppedForGone: UInt64 = 0
 
     init(central: Central, limit: Int, phys: LEPHYs, continuous: Bool, json: Bool) {
         self.central = central
@@ -242,6 +256,7 @@ actor BluetoothProxy {
     }
 
     private func forward(_ reports: [AdvertisementReport]) async {
+        heard &+= UInt64(reports.count)
         var advertisements: [BluetoothLERawAdvertisement] = []
         advertisements.reserveCapacity(reports.count)
         for report in reports {
@@ -287,10 +302,31 @@ actor BluetoothProxy {
                     ["event": "client_gone", "peer": .string(connection.peer), "reason": .string(reason)])
             }
         }
+        forwardedToGone &+= UInt64(await connection.forwardedAdvertisements)
+        droppedForGone &+= UInt64(await connection.droppedAdvertisements)
         clients[id] = nil
         slotWatchers.remove(id)
         // The devices it connected are disconnected: nobody is left to use them.
         for (address, device) in devices where device.owner == id { await release(address, reason: "its client went away") }
+    }
+
+    // MARK: Counters
+
+    /// Reports the counters (`"event":"stats"`; the last, when the proxy stops, with `"final":true`): advertising
+    /// reports heard, advertisements forwarded to clients and dropped for clients that read too slowly (both summed
+    /// over every client, those gone included), clients now, devices connected or connecting now.
+    func reportStatistics(final: Bool = false) async {
+        var forwarded = forwardedToGone
+        var dropped = droppedForGone
+        for client in clients.values {
+            forwarded &+= UInt64(await client.forwardedAdvertisements)
+            dropped &+= UInt64(await client.droppedAdvertisements)
+        }
+        var fields: [String: JSONValue] = ["event": "stats", "advertisements": .integer(heard), "forwarded": .integer(forwarded),
+                                           "dropped": .integer(dropped), "clients": .int(clients.count), "devices": .int(devices.count)]
+        if final { fields["final"] = .bool(true) }
+        log("stats\(final ? " (final)" : ""): \(heard) advertisements heard, \(forwarded) forwarded, \(dropped) dropped; "
+            + "\(clients.count) clients, \(devices.count) devices", fields)
     }
 
     func shutdown() async {

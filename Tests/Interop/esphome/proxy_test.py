@@ -643,7 +643,7 @@ def main():
     port = free_port()
     with open(log_path, "w") as log:
         proxy = subprocess.Popen([args.ble, "proxy", "--listen", f"127.0.0.1:{port}", "--key", key_file, "--name", "test-proxy",
-                                  "--bonds", bonds_file],
+                                  "--bonds", bonds_file, "--stats-interval", "1"],
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -675,6 +675,19 @@ def main():
             proxy.wait(10)
         except subprocess.TimeoutExpired:
             proxy.kill()
+    # The counters, every second and once more when it stopped: advertisements heard and forwarded to the clients
+    # that asked (the scenario's and bleak's), cumulative.
+    stats = [tuple(int(n) for n in m.groups()[1:]) + (m.group(1) is not None,) for m in re.finditer(
+        r"stats( \(final\))?: (\d+) advertisements heard, (\d+) forwarded, (\d+) dropped; (\d+) clients, (\d+) devices",
+        open(log_path).read())]
+    periodic = [s for s in stats if not s[5]]
+    final = [s for s in stats if s[5]]
+    check("the proxy reported its counters every second, cumulative", len(periodic) >= 2
+          and all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(periodic, periodic[1:])) and periodic[-1][0] > 0 and periodic[-1][1] > 0,
+          periodic[-3:])
+    check("the last counters when it stopped: heard and forwarded advertisements, no client left",
+          len(final) == 1 and final[0][0] >= periodic[-1][0] > 0 and final[0][1] >= periodic[-1][1] > 0 and final[0][3] == 0,
+          final)
     run_eight(args.ble, key_file, key, workdir)
     run_bumble(args.ble, key_file, key, workdir, "ble")
     run_bumble(args.ble, key_file, key, workdir, "rootcanal")
