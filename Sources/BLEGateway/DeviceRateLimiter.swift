@@ -8,7 +8,28 @@ public struct DeviceRateLimiter: Sendable {
     public var interval: Duration
     /// The most devices remembered.
     public let capacity: Int
-    private var last: [String: (content: String, at: Duration)] = [:]
+    private var last: [String: Entry] = [:]
+
+    /// The last record published of a device: its content, and when.
+    private struct Entry {
+        var content: String
+        var at: Duration
+
+        /// Whether a record with `content` at `now` goes out; when it does, it becomes the last one.
+        mutating func offer(_ content: String, now: Duration, interval: Duration) -> Verdict {
+            let verdict: Verdict
+            if self.content != content {
+                verdict = .changed
+            } else if now - at >= interval {
+                verdict = .refresh
+            } else {
+                return .suppressed
+            }
+            self.content = content
+            at = now
+            return verdict
+        }
+    }
 
     /// Creates a limiter.
     public init(interval: Duration = .seconds(5), capacity: Int = 65_536) {
@@ -34,22 +55,12 @@ public struct DeviceRateLimiter: Sendable {
     /// Whether a record of `device` with content `content` seen at `now` goes out; when it does, it is remembered as
     /// published then.
     public mutating func offer(device: String, content: String, now: Duration) -> Verdict {
-        let verdict: Verdict
-        if let previous = last[device] {
-            if previous.content != content {
-                verdict = .changed
-            } else if now - previous.at >= interval {
-                verdict = .refresh
-            } else {
-                return .suppressed
-            }
-        } else {
-            verdict = .new
-            if last.count >= capacity, let oldest = last.min(by: { $0.value.at < $1.value.at })?.key {
-                last.removeValue(forKey: oldest)
-            }
+        // A device already known (most reports): one look-up, its entry changed in place.
+        if let verdict = last[device]?.offer(content, now: now, interval: interval) { return verdict }
+        if last.count >= capacity, let oldest = last.min(by: { $0.value.at < $1.value.at })?.key {
+            last.removeValue(forKey: oldest)
         }
-        last[device] = (content, now)
-        return verdict
+        last[device] = Entry(content: content, at: now)
+        return .new
     }
 }

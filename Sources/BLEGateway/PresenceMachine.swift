@@ -135,18 +135,41 @@ public struct PresenceMachine: Sendable {
     /// The tuning.
     public let configuration: Configuration
 
-    private struct Local {
+    /// This gateway's own samples of a device.
+    fileprivate struct Local {
         var filter: RSSIFilter
         var measuredPower: Int?
         var lastSample: Duration
         var lastPublished: Duration?
     }
-    private var local: [String: Local] = [:]
-    /// Views by device, then gateway, with the time each was last updated.
-    private var views: [String: [String: (view: PresenceView, at: Duration)]] = [:]
-    private var holders: [String: PresenceDecision] = [:]
-    /// A gateway stronger than the holder by the hysteresis, and since when.
-    private var challengers: [String: (gateway: String, since: Duration)] = [:]
+
+    /// One gateway's view of a device, and when it was last updated.
+    fileprivate struct Heard {
+        var view: PresenceView
+        var at: Duration
+    }
+
+    /// Everything known of one device, in one entry: a sample costs one look-up of the device (a device is heard by
+    /// a few gateways at most, so its views are a short list, not a table).
+    fileprivate struct Device {
+        var local: Local?
+        /// The views of the gateways that hear it, one per gateway.
+        var views: [Heard] = []
+        var holder: PresenceDecision?
+        /// A gateway stronger than the holder by the hysteresis, and since when.
+        var challenger: (gateway: String, since: Duration)?
+
+        var isEmpty: Bool { local == nil && views.isEmpty && holder == nil }
+
+        mutating func setView(_ view: PresenceView, at now: Duration) {
+            if let index = views.firstIndex(where: { $0.view.gateway == view.gateway }) {
+                views[index] = Heard(view: view, at: now)
+            } else {
+                views.append(Heard(view: view, at: now))
+            }
+        }
+    }
+    private var table: [String: Device] = [:]
 
     /// Creates the machine of gateway `gatewayID`.
     public init(gatewayID: String, configuration: Configuration = .init()) {
@@ -155,83 +178,114 @@ public struct PresenceMachine: Sendable {
     }
 
     /// The gateway that holds `device`, as last published.
-    public func holder(of device: String) -> String? { holders[device]?.gateway }
+    public func holder(of device: String) -> String? { table[device]?.holder?.gateway }
 
     /// The fresh views of `device` at `now`, strongest first.
     public func views(of device: String, now: Duration) -> [PresenceView] {
-        fresh(device, now: now).sorted(by: Self.stronger)
+        guard let entry = table[device] else { return [] }
+        return Self.fresh(entry, now: now, lifetime: configuration.viewLifetime).sorted(by: Self.stronger)
     }
 
     /// The devices with any view or decision.
-    public var devices: Set<String> { Set(views.keys).union(holders.keys) }
+    public var devices: Set<String> { Set(table.compactMap { !$0.value.views.isEmpty || $0.value.holder != nil ? $0.key : nil }) }
 
     /// A sample of `device` heard by this gateway; `measuredPower` (RSSI at 1 m) gives the view a distance.
     public mutating func observe(device: String, rssi: Int, measuredPower: Int? = nil, now: Duration) -> [Output] {
-        var entry = local[device] ?? Local(filter: RSSIFilter(configuration: configuration.filter), measuredPower: nil, lastSample: now)
-        entry.filter.add(Double(rssi), at: now)
-        entry.lastSample = now
-        if let measuredPower { entry.measuredPower = measuredPower }
-        var outputs: [Output] = []
-        if let estimate = entry.filter.estimate {
-            let distance = entry.measuredPower.map { configuration.pathLoss.distance(rssi: estimate, measuredPower: Double($0)) }
-            let view = PresenceView(gateway: gatewayID, rssi: estimate, distance: distance)
-            views[device, default: [:]][gatewayID] = (view, now)
-            if entry.lastPublished.map({ now - $0 >= configuration.viewInterval }) ?? true {
-                entry.lastPublished = now
-                outputs.append(.publishView(device: device, view: view))
+        let configuration = configuration
+        let gatewayID = gatewayID
+        // One look-up: the device's entry is changed in place.
+        return table[device, default: Device()].modify { entry in
+            var local = entry.local ?? Local(filter: RSSIFilter(configuration: configuration.filter), measuredPower: nil, lastSample: now)
+            local.filter.add(Double(rssi), at: now)
+            local.lastSample = now
+            if let measuredPower { local.measuredPower = measuredPower }
+            var outputs: [Output] = []
+            if let estimate = local.filter.estimate {
+                let distance = local.measuredPower.map { configuration.pathLoss.distance(rssi: estimate, measuredPower: Double($0)) }
+                let view = PresenceView(gateway: gatewayID, rssi: estimate, distance: distance)
+                entry.setView(view, at: now)
+                if local.lastPublished.map({ now - $0 >= configuration.viewInterval }) ?? true {
+                    local.lastPublished = now
+                    outputs.append(.publishView(device: device, view: view))
+                }
             }
+            entry.local = local
+            if let decision = Self.decide(device, &entry, now: now, gatewayID: gatewayID, configuration: configuration) {
+                outputs.append(decision)
+            }
+            return outputs
         }
-        local[device] = entry
-        return outputs + decide(device, now: now)
     }
 
     /// Another gateway's view of `device`, received at `now` (this gateway's own, echoed by the broker, is ignored).
     public mutating func receive(view: PresenceView, device: String, now: Duration) -> [Output] {
         guard view.gateway != gatewayID else { return [] }
-        views[device, default: [:]][view.gateway] = (view, now)
-        return decide(device, now: now)
+        return decided(device, now: now) { $0.setView(view, at: now) }
     }
 
     /// A presence decision published (by any gateway, this one included, or retained from before).
     public mutating func receive(decision: PresenceDecision, now: Duration) -> [Output] {
-        if holders[decision.device]?.gateway != decision.gateway { challengers[decision.device] = nil }
-        holders[decision.device] = decision
-        return decide(decision.device, now: now)
+        decided(decision.device, now: now) { entry in
+            if entry.holder?.gateway != decision.gateway { entry.challenger = nil }
+            entry.holder = decision
+        }
     }
 
     /// A gateway went offline (its status said so): its views go, and the devices it held go to the strongest of the
     /// others after ``Configuration/settle``.
     public mutating func gatewayWentOffline(_ gateway: String, now: Duration) -> [Output] {
         guard gateway != gatewayID else { return [] }
-        var touched: [String] = []
-        for (device, byGateway) in views where byGateway[gateway] != nil {
-            views[device]?[gateway] = nil
-            touched.append(device)
-        }
-        return touched.sorted().flatMap { decide($0, now: now) }
+        let touched = table.compactMap { $0.value.views.contains { $0.view.gateway == gateway } ? $0.key : nil }
+        return touched.sorted().flatMap { device in decided(device, now: now) { $0.views.removeAll { $0.view.gateway == gateway } } }
     }
 
     /// Time passed: dwell timers may expire, views grow stale. Call it about every quarter of a second.
     public mutating func tick(now: Duration) -> [Output] {
         // Forget what nobody has heard for a long time.
         let forgetAfter = configuration.viewLifetime * 4
-        for (device, entry) in local where now - entry.lastSample > forgetAfter { local[device] = nil }
-        var outputs: [Output] = []
-        for device in views.keys.sorted() {
-            if let byGateway = views[device] {
-                let kept = byGateway.filter { now - $0.value.at <= forgetAfter }
-                if kept.isEmpty { views[device] = nil; challengers[device] = nil; continue }
-                if kept.count != byGateway.count { views[device] = kept }
+        let gatewayID = gatewayID
+        let configuration = configuration
+        var decided: [(device: String, output: Output)] = []
+        var forgotten: [String] = []
+        // Walked by index and changed in place (iterating `table.keys` while changing `table` would copy the table).
+        var index = table.startIndex
+        while index != table.endIndex {
+            let key = table.keys[index]
+            defer { table.formIndex(after: &index) }
+            table.values[index].modify { entry in
+                if let local = entry.local, now - local.lastSample > forgetAfter { entry.local = nil }
+                if !entry.views.isEmpty {
+                    entry.views.removeAll { now - $0.at > forgetAfter }
+                    if entry.views.isEmpty { entry.challenger = nil }
+                }
+                guard !entry.views.isEmpty else {
+                    if entry.isEmpty { forgotten.append(key) }
+                    return
+                }
+                if let output = Self.decide(key, &entry, now: now, gatewayID: gatewayID, configuration: configuration) {
+                    decided.append((key, output))
+                }
             }
-            outputs += decide(device, now: now)
         }
-        return outputs
+        for key in forgotten { table[key] = nil }
+        // The devices' outputs in the order of their names (each device's decision depends on its entry alone).
+        return decided.sorted { $0.device < $1.device }.map(\.output)
     }
 
     // MARK: - The rule
 
-    private func fresh(_ device: String, now: Duration) -> [PresenceView] {
-        (views[device] ?? [:]).values.filter { now - $0.at <= configuration.viewLifetime }.map(\.view)
+    /// Changes `device`'s entry with `change`, then decides it.
+    private mutating func decided(_ device: String, now: Duration, _ change: (inout Device) -> Void) -> [Output] {
+        let gatewayID = gatewayID
+        let configuration = configuration
+        return table[device, default: Device()].modify { entry in
+            change(&entry)
+            return Self.decide(device, &entry, now: now, gatewayID: gatewayID, configuration: configuration).map { [$0] } ?? []
+        }
+    }
+
+    private static func fresh(_ entry: Device, now: Duration, lifetime: Duration) -> [PresenceView] {
+        entry.views.compactMap { now - $0.at <= lifetime ? $0.view : nil }
     }
 
     /// Whether `a` ranks before `b`: stronger, or as strong with the smaller gateway identifier.
@@ -239,21 +293,28 @@ public struct PresenceMachine: Sendable {
         a.rssi != b.rssi ? a.rssi > b.rssi : a.gateway < b.gateway
     }
 
-    private mutating func decide(_ device: String, now: Duration) -> [Output] {
-        let candidates = fresh(device, now: now)
-        guard let best = candidates.min(by: Self.stronger) else {
-            challengers[device] = nil
-            return []
+    /// Applies the rule to one device's entry; the decision to publish, when this gateway takes the device.
+    private static func decide(_ device: String, _ entry: inout Device, now: Duration, gatewayID: String,
+                               configuration: Configuration) -> Output? {
+        // The strongest fresh view, without a list of them (the common case is one view: this gateway's).
+        var best: PresenceView?
+        var holderView: PresenceView?
+        let holder = entry.holder
+        for heard in entry.views where now - heard.at <= configuration.viewLifetime {
+            if best.map({ stronger(heard.view, $0) }) ?? true { best = heard.view }
+            if let holder, heard.view.gateway == holder.gateway, holderView == nil { holderView = heard.view }
         }
-        let holder = holders[device]
-        let holderView = holder.flatMap { h in candidates.first { $0.gateway == h.gateway } }
+        guard let best else {
+            entry.challenger = nil
+            return nil
+        }
         var winner: PresenceView?
         /// The candidate wins once it has been the challenger for `wait`.
         func challenge(_ wait: Duration) {
-            if let challenger = challengers[device], challenger.gateway == best.gateway {
+            if let challenger = entry.challenger, challenger.gateway == best.gateway {
                 if now - challenger.since >= wait { winner = best }
             } else {
-                challengers[device] = (best.gateway, now)
+                entry.challenger = (best.gateway, now)
                 if wait <= .zero { winner = best }
             }
         }
@@ -261,15 +322,20 @@ public struct PresenceMachine: Sendable {
             if best.gateway != holderView.gateway && best.rssi >= holderView.rssi + configuration.hysteresis {
                 challenge(configuration.dwell)
             } else {
-                challengers[device] = nil
+                entry.challenger = nil
             }
         } else {
             challenge(configuration.settle)
         }
-        guard let winner, winner.gateway == gatewayID, holder?.gateway != gatewayID else { return [] }
+        guard let winner, winner.gateway == gatewayID, holder?.gateway != gatewayID else { return nil }
         let decision = PresenceDecision(device: device, gateway: gatewayID, rssi: winner.rssi, distance: winner.distance)
-        holders[device] = decision
-        challengers[device] = nil
-        return [.publishPresence(decision)]
+        entry.holder = decision
+        entry.challenger = nil
+        return .publishPresence(decision)
     }
+}
+
+fileprivate extension PresenceMachine.Device {
+    /// Runs `body` on this entry in place (called on a dictionary's element, one look-up of its key).
+    mutating func modify<R>(_ body: (inout Self) -> R) -> R { body(&self) }
 }
