@@ -65,9 +65,14 @@ public final class SimulatedWorld: Sendable {
     @TaskLocal static var current: SimulatedWorld?
 
     /// An empty world; `seed` fixes its random draws (advertising delays, addresses the controllers pick).
-    public init(time: Time = .manual, seed: UInt64 = 1) {
+    ///
+    /// With `connectionEvents`, each link runs connection events, one every connection interval, and a packet takes
+    /// the time its bits need (the air-time model of `BLEVirtualController`): a request waits for its link's next
+    /// event and its answer for a later one, so the connection interval a peripheral asks for shows in how long the
+    /// app's requests take. Without it (the default), a packet crosses the air the instant it is sent.
+    public init(time: Time = .manual, seed: UInt64 = 1, connectionEvents: Bool = false) {
         self.time = time
-        air = VirtualAir(clock: time == .manual ? .manual : .realTime, seed: seed)
+        air = VirtualAir(clock: time == .manual ? .manual : .realTime, seed: seed, airTime: connectionEvents ? AirTimeModel() : nil)
     }
 
     deinit { air.shutdown() }

@@ -237,4 +237,84 @@ final class ScriptedCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDel
             #expect(app.count("read 5EC2 error insufficientAuthentication") == 1)
         }
     }
+
+    @Test func aBondThePeripheralForgets() async throws {
+        let secure = CBUUID(string: "5EC0")
+        let secret = CBUUID(string: "5EC1")
+        let service = CBMutableService(type: secure, primary: true)
+        service.characteristics = [
+            CBMutableCharacteristic(type: secret, properties: [.read], value: Data("secret".utf8), permissions: [.readEncryptionRequired]),
+        ]
+        let world = SimulatedWorld()
+        let device = SimulatedPeripheral(name: "Lock", advertising: [secure], services: [service])
+        try await world.add(device)
+        try await world.run { () async throws in
+            let app = ScriptedCentral(service: secure)
+            #expect(await world.advance(until: { app.count("discovered 5EC0: 5EC1") == 1 }))
+            app.read(secret)
+            #expect(await world.advance(until: { app.count("read 5EC1 736563726574") == 1 }))
+            app.disconnect()
+            #expect(await world.advance(until: { app.count("disconnected nil") == 1 }))
+
+            // The lock is reset to factory settings; the app, still bonded, connects and reads again.
+            #expect(try await device.forgetBonds() == 1)
+            app.connect()
+            #expect(await world.advance(until: { app.count("discovered 5EC0: 5EC1") == 2 }))
+            // The central encrypts with its key, the lock has none (PIN or Key Missing), and the read fails: the app
+            // sees the lock's refusal. (iOS reports CBError.peerRemovedPairingInformation; this stack does not yet.)
+            app.read(secret)
+            #expect(await world.advance(until: { app.log.filter { $0.hasPrefix("read 5EC1") }.count == 2 }))
+            #expect(app.log.last == "read 5EC1 error insufficientAuthentication")
+        }
+    }
+
+    @Test func thePeripheralsMTUAndConnectionIntervalAreWhatTheAppGets() async throws {
+        let world = SimulatedWorld(connectionEvents: true)
+        let device = SimulatedPeripheral(name: "Gadget", advertising: [Self.gadget], services: [Self.gadgetService()],
+                                         connectionInterval: .milliseconds(100), preferredMTU: 100)
+        try await world.add(device)
+        await world.run {
+            let app = ScriptedCentral(service: Self.gadget)
+            #expect(await world.advance(until: { app.count("discovered FFF0: FF01,FF02") == 1 }))
+            #expect(await world.advance(until: { device.connectionParameterUpdates == 1 }))
+            #expect(device.lastConnectionInterval == .milliseconds(100))
+            // ATT_MTU 100 (the smaller of the two offers): 97 bytes in a write without response.
+            #expect(await world.advance(until: { app.maximumWriteWithoutResponse() == 97 }))
+            // Each read waits for a connection event and its answer for a later one, 100 ms apart: five reads take at
+            // least four intervals (a central's default interval, 30 to 50 ms, would take less).
+            let start = world.now
+            for n in 1...5 {
+                app.read(Self.control)
+                #expect(await world.advance(until: { app.count("read FF02 00") == n }, step: .milliseconds(5)))
+            }
+            #expect(world.now - start >= .milliseconds(400))
+        }
+    }
+
+    @Test func servicesAddedAndRemovedReachTheAppAsDidModifyServices() async throws {
+        let battery = CBMutableService(type: CBUUID(string: "180F"), primary: true)
+        battery.characteristics = [
+            CBMutableCharacteristic(type: CBUUID(string: "2A19"), properties: [.read], value: Data([99]), permissions: [.readable]),
+        ]
+        let world = SimulatedWorld()
+        let device = SimulatedPeripheral(name: "Gadget", advertising: [Self.gadget], services: [Self.gadgetService()])
+        let serviceChanged = Mutex(false)
+        device.onSubscribe(CBUUID(string: "2A05")) { _, on in serviceChanged.withLock { $0 = on } }
+        try await world.add(device)
+        try await world.run { () async throws in
+            let app = ScriptedCentral(service: Self.gadget)
+            #expect(await world.advance(until: { app.count("discovered FFF0: FF01,FF02") == 1 }))
+            // iOS subscribes to Service Changed by itself.
+            #expect(await world.advance(until: { serviceChanged.withLock { $0 } }))
+
+            // An added service invalidates none of those the app has; it finds the new one when it discovers again.
+            try await device.addService(battery)
+            #expect(await world.advance(until: { app.count("discovered 180F: 2A19") == 1 }))
+            #expect(app.count("modified: ") == 1)
+            #expect(app.count("services 1800,1801,FFF0,180F") == 1)
+            // A removed service is among the invalidated ones, and gone after the next discovery.
+            try await device.removeService(CBUUID(string: "180F"))
+            #expect(await world.advance(until: { app.count("modified: 180F") == 1 && app.count("services 1800,1801,FFF0") == 2 }))
+        }
+    }
 }
