@@ -45,6 +45,10 @@ public final class SimulatedWorld: Sendable {
     public let time: Time
     let air: VirtualAir
     private let peripherals = Mutex<[SimulatedPeripheral]>([])
+    /// The phone's bonds: those of every manager created in this world (iOS keeps them system-wide), whatever bond
+    /// store `CBManager.setSecurity(_:pairingAgent:)` named, so that no bond leaks from one world (one test) to
+    /// another.
+    private let bondStore = InMemoryBondStore()
     /// The phone's Bluetooth switch (``turnBluetoothOff()``), the adapters opened in this world with their
     /// controllers, and the central managers told when it is switched.
     private let radio = Mutex(Radio())
@@ -209,13 +213,16 @@ public final class SimulatedWorld: Sendable {
         }
     }
 
-    /// The adapter of a manager created in this world: a controller of its own at the origin.
+    /// The adapter of a manager created in this world: a controller of its own at the origin, with the security
+    /// configuration `CBManager.setSecurity(_:pairingAgent:)` chose but the world's bond store.
     func openAdapter(security: (configuration: SecurityConfiguration, agent: (any PairingAgent)?)?) async -> Adapter {
         defer { radio.withLock { $0.opening = max(0, $0.opening - 1) } }
         let controller = air.addController()
         let transport = controller.makeHostTransport()
         do {
-            let adapter = try await Adapter(transport: transport, security: security?.configuration ?? SecurityConfiguration())
+            var configuration = security?.configuration ?? SecurityConfiguration()
+            configuration.bondStore = bondStore
+            let adapter = try await Adapter(transport: transport, security: configuration)
             if let agent = security?.agent { await adapter.setPairingAgent(agent) }
             let isOn = radio.withLock { radio in
                 radio.adapters.append((adapter, controller))

@@ -252,7 +252,7 @@ final class ScriptedCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDel
             let app = ScriptedCentral(service: secure)
             #expect(await world.advance(until: { app.count("discovered 5EC0: 5EC1") == 1 }))
             app.read(secret)
-            #expect(await world.advance(until: { app.count("read 5EC1 736563726574") == 1 }))
+            #expect(await world.advance(until: { app.count("read 5EC1 736563726574") == 1 }), "\(app.log)")
             app.disconnect()
             #expect(await world.advance(until: { app.count("disconnected nil") == 1 }))
 
