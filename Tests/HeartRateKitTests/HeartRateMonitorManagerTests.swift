@@ -101,3 +101,26 @@ import Testing
         }
     }
 }
+
+/// The README's section "Testing iOS Bluetooth code on Linux" shows one of the tests above: its code block must be
+/// that test as written here (line by line, indentation aside), so that the README's sample is code that compiles
+/// and passes.
+@Test func theReadmeSampleIsOneOfTheseTests() throws {
+    let here = URL(fileURLWithPath: #filePath)
+    let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    let source = try String(contentsOf: here, encoding: .utf8)
+    let section = try #require(readme.range(of: "## Testing iOS Bluetooth code on Linux"))
+    let opening = try #require(readme.range(of: "```swift\n", range: section.upperBound..<readme.endIndex))
+    let closing = try #require(readme.range(of: "\n```", range: opening.upperBound..<readme.endIndex))
+    func lines(_ text: Substring) -> [String] {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+    let sample = lines(readme[opening.upperBound..<closing.lowerBound])
+    let tests = lines(source[...])
+    #expect(sample.count > 5)
+    let found = tests.indices.contains { start in
+        start + sample.count <= tests.count && Array(tests[start..<start + sample.count]) == sample
+    }
+    #expect(found, "the README's sample is not one of HeartRateMonitorManagerTests' tests")
+}
