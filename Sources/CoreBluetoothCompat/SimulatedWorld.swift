@@ -13,9 +13,18 @@ import Synchronization
 /// (``advance(by:step:)``, ``advance(until:limit:step:)``): advertising intervals, connection events, supervision
 /// timeouts and the stack's own timers (ATT transactions, pairing, connection attempts) go off at their simulated
 /// time and never by the wall clock, so a test of a 30 s timeout takes milliseconds. RSSI follows distance without
-/// random noise. The stack and the app react between the steps, on their own threads: on a busy machine a reaction
-/// may come a few steps later in simulated time than on a quiet one, so a test asserts what happens, in what order,
-/// and bounds on when (a link is never lost before its supervision timeout), not exact instants.
+/// random noise. The stack and the app react between the steps, on their own threads; before each step the world
+/// settles: it waits until no manager's adapter is still opening, every host has taken what its controller sent it,
+/// and no central manager has a delegate callback queued or running. So the stack never times out because it was
+/// slow to take an answer, on a busy machine as on a quiet one. What the world cannot see (the application's own
+/// work off its delegate queue, a task between an application's call and its packet) may still leave a step late,
+/// so a test asserts what happens, in what order, and bounds on when (a link is never lost before its supervision
+/// timeout), not exact instants.
+///
+/// **Driving the world.** Peripherals: ``SimulatedPeripheral`` (distance, power, values, what reads and writes
+/// answer, security, bonds, MTU, connection interval, Service Changed). The phone: ``turnBluetoothOff()`` and
+/// ``turnBluetoothOn()``. The air: `connectionEvents` (``init(time:seed:connectionEvents:)``) makes links run
+/// connection events, so that intervals and packet sizes show in how long things take.
 ///
 /// **One world per test.** The world a manager joins is the one whose ``run(_:)`` it was created in (a task-local
 /// value, like Swift Testing's own), so tests run in parallel, each in a world of its own, under Swift Testing or
