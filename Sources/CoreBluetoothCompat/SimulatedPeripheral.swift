@@ -273,8 +273,9 @@ public final class SimulatedPeripheral: Sendable {
     public var lastConnectionInterval: Duration? { state.withLock { $0.lastConnectionInterval } }
 
     /// Forgets its bonds, as a device reset to factory settings (or whose user deleted the pairing) does: a central
-    /// that bonded with it asks to encrypt with its key and is refused (PIN or Key Missing). Returns how many bonds
-    /// it forgot.
+    /// that bonded with it asks to encrypt with its key and is refused (PIN or Key Missing), and the app's request
+    /// that needed encryption fails with ``CBError/Code/peerRemovedPairingInformation``, as on iOS. Returns how many
+    /// bonds it forgot.
     @discardableResult
     public func forgetBonds() async throws -> Int {
         guard let manager = state.withLock({ $0.manager }) else { return 0 }

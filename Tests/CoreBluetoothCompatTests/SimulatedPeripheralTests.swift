@@ -260,11 +260,11 @@ final class ScriptedCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDel
             #expect(try await device.forgetBonds() == 1)
             app.connect()
             #expect(await world.advance(until: { app.count("discovered 5EC0: 5EC1") == 2 }))
-            // The central encrypts with its key, the lock has none (PIN or Key Missing), and the read fails: the app
-            // sees the lock's refusal. (iOS reports CBError.peerRemovedPairingInformation; this stack does not yet.)
+            // The central encrypts with its key, the lock has none (PIN or Key Missing), and the read fails with
+            // CBError.peerRemovedPairingInformation, as on iOS.
             app.read(secret)
             #expect(await world.advance(until: { app.log.filter { $0.hasPrefix("read 5EC1") }.count == 2 }))
-            #expect(app.log.last == "read 5EC1 error insufficientAuthentication")
+            #expect(app.log.last == "read 5EC1 error peerRemovedPairingInformation")
         }
     }
 
