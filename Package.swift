@@ -276,4 +276,8 @@ package.targets.append(.executableTarget(name: "heart-rate-demo", dependencies: 
                                          path: "Examples/heart-rate-demo", swiftSettings: [.swiftLanguageMode(.v6)]))
 package.targets.append(.testTarget(name: "HeartRateKitTests", dependencies: ["HeartRateKit", "CoreBluetooth"],
                                    swiftSettings: [.swiftLanguageMode(.v6)]))
+// ExamplesTests runs the demo (HeartRateDemoTests): built before the tests.
+if let examples = package.targets.first(where: { $0.name == "ExamplesTests" }) {
+    examples.dependencies.append("heart-rate-demo")
+}
 #endif

@@ -109,15 +109,17 @@ public final class HeartRateMonitorManager: NSObject, CBCentralManagerDelegate, 
         onChange?(self)
     }
 
-    private func startScanning() {
+    // The callbacks use the manager they are given: the first one may come before `centralManager` is assigned.
+
+    private func startScanning(_ central: CBCentralManager) {
         update { $0._state = .scanning }
-        centralManager.scanForPeripherals(withServices: [Self.heartRateService], options: nil)
+        central.scanForPeripherals(withServices: [Self.heartRateService], options: nil)
     }
 
-    private func reconnect(to peripheral: CBPeripheral) {
+    private func reconnect(to peripheral: CBPeripheral, using central: CBCentralManager) {
         update { $0._state = .reconnecting }
         // A pending connection: it completes whenever the monitor is back in range.
-        centralManager.connect(peripheral, options: nil)
+        central.connect(peripheral, options: nil)
     }
 
     // MARK: CBCentralManagerDelegate
@@ -133,9 +135,9 @@ public final class HeartRateMonitorManager: NSObject, CBCentralManagerDelegate, 
         if let identifier = monitorIdentifier,
            let known = central.retrievePeripherals(withIdentifiers: [identifier]).first {
             monitor = known
-            reconnect(to: known)
+            reconnect(to: known, using: central)
         } else {
-            startScanning()
+            startScanning(central)
         }
     }
 
@@ -165,7 +167,7 @@ public final class HeartRateMonitorManager: NSObject, CBCentralManagerDelegate, 
     public func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: Error?) {
         guard peripheral == monitor, !stopped else { return }
         update { $0._lastError = error }
-        reconnect(to: peripheral)
+        reconnect(to: peripheral, using: central)
     }
 
     public func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: Error?) {
@@ -173,7 +175,7 @@ public final class HeartRateMonitorManager: NSObject, CBCentralManagerDelegate, 
         update { $0._lastError = error }
         // Bluetooth going off ends the links too: then wait for it to come back on (centralManagerDidUpdateState).
         guard central.state == .poweredOn else { return }
-        reconnect(to: peripheral)
+        reconnect(to: peripheral, using: central)
     }
 
     // MARK: CBPeripheralDelegate
