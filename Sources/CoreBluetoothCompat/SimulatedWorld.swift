@@ -146,9 +146,14 @@ public final class SimulatedWorld: Sendable {
     /// because the stack was slow to take an answer, and reactions come at the step they belong to, on a busy machine
     /// as on a quiet one. What it cannot see: an application's own work off its delegate queue, and a task between
     /// taking the application's call and sending its packet (its packet then leaves a step late, not lost).
+    ///
+    /// A world that stays busy (a delegate queue nobody runs, such as the main queue of a test that does not run it)
+    /// is waited for at most 5 ms a step until it is quiet again, so that it slows the test down without stopping it.
     private func settle() async {
-        let deadline = ContinuousClock.now + .milliseconds(500)
+        let patience: Duration = stuck.load(ordering: .relaxed) ? .milliseconds(5) : .milliseconds(500)
+        let deadline = ContinuousClock.now + patience
         var quiet = 0
+        defer { stuck.store(quiet < 2, ordering: .relaxed) }
         while quiet < 2, ContinuousClock.now < deadline {
             for _ in 0..<4 { await Task.yield() }
             if isQuiet {
@@ -160,6 +165,9 @@ public final class SimulatedWorld: Sendable {
             }
         }
     }
+
+    /// Whether the last settling step ran out of patience (``settle()``).
+    private let stuck = Atomic<Bool>(false)
 
     /// Whether nothing the world can see is in progress: see ``settle()``.
     private var isQuiet: Bool {

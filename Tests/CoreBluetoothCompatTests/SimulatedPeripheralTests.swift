@@ -317,4 +317,28 @@ final class ScriptedCentral: NSObject, CBCentralManagerDelegate, CBPeripheralDel
             #expect(await world.advance(until: { app.count("modified: 180F") == 1 && app.count("services 1800,1801,FFF0") == 2 }))
         }
     }
+
+    /// A delegate queue nobody runs keeps the world from settling: it slows the steps down, it does not stop them.
+    @Test func aWorldThatNeverSettlesStillMoves() async throws {
+        final class Waiting: NSObject, CBCentralManagerDelegate {
+            let lock = NSLock()
+            var updates = 0
+            func centralManagerDidUpdateState(_ central: CBCentralManager) { lock.withLock { updates += 1 } }
+        }
+        let world = SimulatedWorld()
+        await world.run {
+            let queue = DispatchQueue(label: "suspended")
+            queue.suspend()
+            let delegate = Waiting()
+            let manager = CBCentralManager(delegate: delegate, queue: queue)
+            let start = ContinuousClock.now
+            await world.advance(by: .seconds(2))
+            #expect(ContinuousClock.now - start < .seconds(20))
+            #expect(world.now == .seconds(2))
+            #expect(delegate.lock.withLock { delegate.updates } == 0)
+            queue.resume()
+            #expect(await world.advance(until: { delegate.lock.withLock { delegate.updates } == 1 }))
+            withExtendedLifetime(manager) {}
+        }
+    }
 }
