@@ -167,6 +167,10 @@ let package = Package(
                           swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(name: "chat-demo", dependencies: [coreBluetooth], path: "Examples/chat-demo",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
+        // HeartRateKit: an iOS-style heart-rate manager (a CBCentralManagerDelegate with a state machine and
+        // reconnection), a library so that its tests (HeartRateKitTests, on simulated monitors) import it.
+        .target(name: "HeartRateKit", dependencies: [coreBluetooth], path: "Examples/HeartRateKit",
+                swiftSettings: [.swiftLanguageMode(.v6)]),
         // A program with only `import BLE` that scans, connects, serves and pairs (run by ExamplesTests).
         .executableTarget(name: "only-import-ble", dependencies: ["BLE"], path: "Examples/only-import-ble", swiftSettings: strict),
         // Benchmarks: `swift run -c release ble-bench` (figures are never asserted in tests).
@@ -265,4 +269,15 @@ let package = Package(
 #if os(Linux)
 package.products.append(.library(name: "CoreBluetooth", targets: ["CoreBluetooth"]))
 package.targets.append(.target(name: "CoreBluetooth", dependencies: ["CoreBluetoothCompat"], swiftSettings: strict))
+// HeartRateKit's manager on a simulated chest strap (`swift run heart-rate-demo`), and its tests: both drive it with
+// SimulatedWorld, which `import CoreBluetooth` gives on Linux only (on Apple's platforms the manager builds against
+// Apple's framework).
+package.targets.append(.executableTarget(name: "heart-rate-demo", dependencies: ["HeartRateKit", "CoreBluetooth"],
+                                         path: "Examples/heart-rate-demo", swiftSettings: [.swiftLanguageMode(.v6)]))
+package.targets.append(.testTarget(name: "HeartRateKitTests", dependencies: ["HeartRateKit", "CoreBluetooth"],
+                                   swiftSettings: [.swiftLanguageMode(.v6)]))
+// ExamplesTests runs the demo (HeartRateDemoTests): built before the tests.
+if let examples = package.targets.first(where: { $0.name == "ExamplesTests" }) {
+    examples.dependencies.append("heart-rate-demo")
+}
 #endif

@@ -61,6 +61,12 @@ package final class HCIPacketInbox: Sendable {
         waiter?.resume()
     }
 
+    /// Whether the consumer took every packet queued and waits for more (or the queue finished): it handled all it
+    /// was sent, as far as the queue can tell (a simulated world's settling step asks, ``VirtualAir/hostsAreIdle``).
+    package var isDrained: Bool {
+        state.withLock { s in s.packets.isEmpty && (s.waiter != nil || s.finished) }
+    }
+
     /// Every packet queued, in order, waiting for one when none is; `nil` once finished and empty; throws the error
     /// the queue finished with, after the packets before it. One consumer at a time. A cancelled consumer is not
     /// woken by its cancellation: the queue ends when its producer finishes it (the transport's close).

@@ -181,6 +181,14 @@ public final class VirtualAir: Sendable {
         return idle
     }
 
+    /// Whether every in-process host on this air took every packet its controller sent it and waits for more: the
+    /// stack has handled what the air delivered so far (its tasks and its application may still be busy). A
+    /// simulated world waits for it between steps of manual time.
+    package var hostsAreIdle: Bool {
+        let sinks = world.withLock { w in w.controllers.values.filter { !$0.removed }.map(\.sink) }
+        return sinks.allSatisfy(\.hostIsIdle)
+    }
+
     /// Stops the real-time driver thread. The air is unusable afterwards.
     public func shutdown() {
         driver.stop()

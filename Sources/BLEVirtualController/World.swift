@@ -37,6 +37,13 @@ final class HostSink: Sendable {
     /// (``VirtualAir/flushAttachedHosts()``), so no writer task need be woken meanwhile.
     let readers: ReaderActivity
 
+    /// Whether the host took every packet sent to it and waits for more: known for a host that drains an inbox (the
+    /// in-process host); assumed for the others.
+    var hostIsIdle: Bool {
+        guard case .inbox(let inbox) = direct.withLock({ $0 }) else { return true }
+        return inbox.isDrained
+    }
+
     init(mode: Mode, readers: ReaderActivity = ReaderActivity()) {
         self.mode = mode
         self.readers = readers

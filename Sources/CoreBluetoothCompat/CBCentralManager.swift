@@ -1,5 +1,6 @@
 import BLE
 import Foundation
+import Synchronization
 
 /// What a central manager tells its delegate, as CoreBluetooth's `CBCentralManagerDelegate`.
 ///
@@ -98,6 +99,8 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         /// The options of ``registerForConnectionEvents(options:)`` (`nil` until it is called), and its task.
         var connectionEventOptions: [CBConnectionEventMatchingOption: Any]?
         var connectionEventTask: Task<Void, Never>?
+        /// Bluetooth is switched off in the manager's simulated world (``SimulatedWorld/turnBluetoothOff()``).
+        var switchedOff = false
     }
 
     private let protected = Locked(State())
@@ -127,9 +130,14 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
         let controller = Self.controller()
         controllerChoice = controller
         let security = Self.security()
+        SimulatedWorld.current?.adapterRequested()
         central = Task { Central(adapter: await CBManager.openAdapter(controller, security: security)) }
         super.init()
-        protected.withLock { $0.delegate = delegate }
+        let switchedOff = !(SimulatedWorld.current?.register(self) ?? true)
+        protected.withLock {
+            $0.delegate = delegate
+            $0.switchedOff = switchedOff
+        }
         let opening = central
         let task = Task { [weak self] in
             let updates = await opening.value.stateUpdates()
@@ -142,11 +150,30 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
                     }
                 }
                 guard let self else { return }
-                self.adapterStateChanged(CBManagerState(state))
+                self.adapterStateChanged(self.protected.withLock { $0.switchedOff } ? .poweredOff : CBManagerState(state))
             }
         }
         protected.withLock { $0.stateTask = task }
     }
+
+    /// Bluetooth was switched off or on in the manager's simulated world: off, the state is `poweredOff` whatever
+    /// the adapter's; on, it is the adapter's again.
+    func bluetoothSwitched(on: Bool) {
+        protected.withLock { $0.switchedOff = !on }
+        guard on else {
+            adapterStateChanged(.poweredOff)
+            return
+        }
+        let opening = central
+        Task { [weak self] in
+            let state = await opening.value.state
+            guard let self, !self.protected.withLock({ $0.switchedOff }) else { return }
+            self.adapterStateChanged(CBManagerState(state))
+        }
+    }
+
+    /// Whether Bluetooth is switched off in the manager's simulated world (calls that need the radio are ignored).
+    private var isSwitchedOff: Bool { protected.withLock { $0.switchedOff } }
 
     /// Creates a manager without a delegate, delivering on the main queue.
     public override convenience init() {
@@ -244,8 +271,18 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
 
     /// Runs `body` on the delegate queue, after the callbacks already queued.
     func deliver(_ body: @escaping @Sendable (CBCentralManager) -> Void) {
-        delegateQueue.async { body(self) }
+        deliveries.add(1, ordering: .sequentiallyConsistent)
+        delegateQueue.async {
+            body(self)
+            self.deliveries.subtract(1, ordering: .sequentiallyConsistent)
+        }
     }
+
+    /// Callbacks queued or running (a simulated world waits for none between its steps).
+    private let deliveries = Atomic<Int>(0)
+
+    /// Whether a delegate callback is queued or running.
+    var isDelivering: Bool { deliveries.load(ordering: .sequentiallyConsistent) > 0 }
 
     private func adapterStateChanged(_ new: CBManagerState) {
         deliver { manager in
@@ -315,6 +352,7 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     ///     and those whose data changed) and ``CBCentralManagerScanOptionSolicitedServiceUUIDsKey`` (also report
     ///     peripherals soliciting one of these services).
     public func scanForPeripherals(withServices serviceUUIDs: [CBUUID]?, options: [String: Any]? = nil) {
+        guard !isSwitchedOff else { return }
         let services = (serviceUUIDs ?? []).map(\.bluetoothUUID)
         let solicited = (options?[CBCentralManagerScanOptionSolicitedServiceUUIDsKey] as? [CBUUID] ?? []).map(\.bluetoothUUID)
         let allowDuplicates = Self.bool(options?[CBCentralManagerScanOptionAllowDuplicatesKey])
@@ -452,6 +490,7 @@ public final class CBCentralManager: CBManager, @unchecked Sendable {
     ///     ``CBConnectPeripheralOptionEnableTransportBridgingKey`` for BR/EDR, ``CBConnectPeripheralOptionRequiresANCS``
     ///     for Apple's notification service).
     public func connect(_ peripheral: CBPeripheral, options: [String: Any]? = nil) {
+        guard !isSwitchedOff else { return }
         guard let attempt = peripheral.beginConnecting(autoReconnect: Self.bool(options?[CBConnectPeripheralOptionEnableAutoReconnect]))
         else { return }
         makeAttempt(attempt, to: peripheral)

@@ -58,6 +58,7 @@ public final class CBPeripheralManager: CBManager, @unchecked Sendable {
         let controller = Self.controller()
         controllerChoice = controller
         let security = Self.security()
+        SimulatedWorld.current?.adapterRequested()
         manager = Task { await PeripheralManager(adapter: await CBManager.openAdapter(controller, security: security)) }
         super.init()
         protected.withLock { $0.delegate = delegate }

@@ -413,13 +413,19 @@ public struct CBATTError: Error, Hashable, CustomNSError, CustomStringConvertibl
 }
 
 /// Translates the BLE module's errors into CoreBluetooth's: an ATT error answer becomes a ``CBATTError`` with the
-/// same code; a lost link ``CBError/Code/peripheralDisconnected``; a connection timeout
+/// same code (unless the request was refused for security and encrypting with the bond failed because the peer has
+/// no key: ``CBError/Code/peerRemovedPairingInformation``); a lost link ``CBError/Code/peripheralDisconnected``; a connection timeout
 /// ``CBError/Code/connectionTimeout``; anything else ``CBError/Code/unknown`` with the stack's explanation.
 func cbError(_ error: any Error) -> any Error {
     switch error {
     case let error as CBError: return error
     case let error as CBATTError: return error
     case let error as GATTError:
+        // Refused for security, and encrypting with the bond failed for want of the peer's key: the peer forgot the
+        // bond (PIN or Key Missing), which iOS reports as such.
+        if let failure = error.underlying as? SecurityError, failure.code == .encryptionFailed(.pinOrKeyMissing) {
+            return CBError(.peerRemovedPairingInformation, reason: error.reason)
+        }
         if let code = error.code.attError { return CBATTError(attCode: code.rawValue, reason: error.reason) }
         switch error.code {
         case .disconnected: return CBError(.peripheralDisconnected, reason: error.reason)

@@ -13,9 +13,18 @@ import Synchronization
 /// (``advance(by:step:)``, ``advance(until:limit:step:)``): advertising intervals, connection events, supervision
 /// timeouts and the stack's own timers (ATT transactions, pairing, connection attempts) go off at their simulated
 /// time and never by the wall clock, so a test of a 30 s timeout takes milliseconds. RSSI follows distance without
-/// random noise. The stack and the app react between the steps, on their own threads: on a busy machine a reaction
-/// may come a few steps later in simulated time than on a quiet one, so a test asserts what happens, in what order,
-/// and bounds on when (a link is never lost before its supervision timeout), not exact instants.
+/// random noise. The stack and the app react between the steps, on their own threads; before each step the world
+/// settles: it waits until no manager's adapter is still opening, every host has taken what its controller sent it,
+/// and no central manager has a delegate callback queued or running. So the stack never times out because it was
+/// slow to take an answer, on a busy machine as on a quiet one. What the world cannot see (the application's own
+/// work off its delegate queue, a task between an application's call and its packet) may still leave a step late,
+/// so a test asserts what happens, in what order, and bounds on when (a link is never lost before its supervision
+/// timeout), not exact instants.
+///
+/// **Driving the world.** Peripherals: ``SimulatedPeripheral`` (distance, power, values, what reads and writes
+/// answer, security, bonds, MTU, connection interval, Service Changed). The phone: ``turnBluetoothOff()`` and
+/// ``turnBluetoothOn()``. The air: `connectionEvents` (``init(time:seed:connectionEvents:)``) makes links run
+/// connection events, so that intervals and packet sizes show in how long things take.
 ///
 /// **One world per test.** The world a manager joins is the one whose ``run(_:)`` it was created in (a task-local
 /// value, like Swift Testing's own), so tests run in parallel, each in a world of its own, under Swift Testing or
@@ -45,14 +54,38 @@ public final class SimulatedWorld: Sendable {
     public let time: Time
     let air: VirtualAir
     private let peripherals = Mutex<[SimulatedPeripheral]>([])
+    /// The phone's bonds: those of every manager created in this world (iOS keeps them system-wide), whatever bond
+    /// store `CBManager.setSecurity(_:pairingAgent:)` named, so that no bond leaks from one world (one test) to
+    /// another.
+    private let bondStore = InMemoryBondStore()
+    /// The phone's Bluetooth switch (``turnBluetoothOff()``), the adapters opened in this world with their
+    /// controllers, and the central managers told when it is switched.
+    private let radio = Mutex(Radio())
+
+    private struct Radio {
+        var isOn = true
+        /// Adapters asked for by managers created in this world and not open yet.
+        var opening = 0
+        var adapters: [(adapter: Adapter, controller: VirtualController)] = []
+        var managers: [WeakCentralManager] = []
+    }
+
+    private struct WeakCentralManager {
+        weak var manager: CBCentralManager?
+    }
 
     /// The world the managers created in the current task join (``run(_:)``).
     @TaskLocal static var current: SimulatedWorld?
 
     /// An empty world; `seed` fixes its random draws (advertising delays, addresses the controllers pick).
-    public init(time: Time = .manual, seed: UInt64 = 1) {
+    ///
+    /// With `connectionEvents`, each link runs connection events, one every connection interval, and a packet takes
+    /// the time its bits need (the air-time model of `BLEVirtualController`): a request waits for its link's next
+    /// event and its answer for a later one, so the connection interval a peripheral asks for shows in how long the
+    /// app's requests take. Without it (the default), a packet crosses the air the instant it is sent.
+    public init(time: Time = .manual, seed: UInt64 = 1, connectionEvents: Bool = false) {
         self.time = time
-        air = VirtualAir(clock: time == .manual ? .manual : .realTime, seed: seed)
+        air = VirtualAir(clock: time == .manual ? .manual : .realTime, seed: seed, airTime: connectionEvents ? AirTimeModel() : nil)
     }
 
     deinit { air.shutdown() }
@@ -106,17 +139,113 @@ public final class SimulatedWorld: Sendable {
         return true
     }
 
-    /// Gives the hosts' tasks and the delegates' queues a moment to take what the last step delivered.
+    /// The settling step between two steps of manual time: waits (at most half a second of wall time) until the
+    /// world is quiet — no manager's adapter is still opening, every host took what its controller sent it and waits
+    /// for more, no central manager has a delegate callback queued or running — twice in a row with the other tasks
+    /// given turns in between. So the stack's timers (an HCI command's 5 s, an ATT transaction's 30 s) never run out
+    /// because the stack was slow to take an answer, and reactions come at the step they belong to, on a busy machine
+    /// as on a quiet one. What it cannot see: an application's own work off its delegate queue, and a task between
+    /// taking the application's call and sending its packet (its packet then leaves a step late, not lost).
+    ///
+    /// A world that stays busy (a delegate queue nobody runs, such as the main queue of a test that does not run it)
+    /// is waited for at most 5 ms a step until it is quiet again, so that it slows the test down without stopping it.
     private func settle() async {
-        for _ in 0..<8 { await Task.yield() }
+        let patience: Duration = stuck.load(ordering: .relaxed) ? .milliseconds(5) : .milliseconds(500)
+        let deadline = ContinuousClock.now + patience
+        var quiet = 0
+        defer { stuck.store(quiet < 2, ordering: .relaxed) }
+        while quiet < 2, ContinuousClock.now < deadline {
+            for _ in 0..<4 { await Task.yield() }
+            if isQuiet {
+                quiet += 1
+            } else {
+                quiet = 0
+                // Busy: let the other threads run (yielding alone keeps this one on its core).
+                try? await Task.sleep(for: .microseconds(50))
+            }
+        }
     }
 
-    /// The adapter of a manager created in this world: a controller of its own at the origin.
+    /// Whether the last settling step ran out of patience (``settle()``).
+    private let stuck = Atomic<Bool>(false)
+
+    /// Whether nothing the world can see is in progress: see ``settle()``.
+    private var isQuiet: Bool {
+        let (opening, managers) = radio.withLock { ($0.opening, $0.managers.compactMap(\.manager)) }
+        return opening == 0 && air.hostsAreIdle && !managers.contains(where: \.isDelivering)
+    }
+
+    /// A manager created in this world will open an adapter (``openAdapter(security:)``): the world is not quiet
+    /// until it has.
+    func adapterRequested() {
+        radio.withLock { $0.opening += 1 }
+    }
+
+    // MARK: The phone's Bluetooth switch
+
+    /// Whether Bluetooth is on for the managers of this world (``turnBluetoothOff()``, ``turnBluetoothOn()``).
+    public var isBluetoothOn: Bool { radio.withLock { $0.isOn } }
+
+    /// Turns Bluetooth off for the managers created in this world, as the user does in Settings: each
+    /// `CBCentralManager` reports ``CBManagerState/poweredOff`` to `centralManagerDidUpdateState(_:)`, then each
+    /// of its links ends, reported to `centralManager(_:didDisconnectPeripheral:error:)` with
+    /// ``CBError/Code/peripheralDisconnected`` (the peripherals lose the links at their supervision timeout); scans
+    /// stop, and scanning or connecting is ignored until ``turnBluetoothOn()``, as iOS ignores them when the state is
+    /// not `poweredOn`.
+    public func turnBluetoothOff() async {
+        let (managers, adapters) = radio.withLock { radio in
+            radio.isOn = false
+            return (radio.managers.compactMap(\.manager), radio.adapters)
+        }
+        // The managers hear of the state first, then of their links.
+        for manager in managers { manager.bluetoothSwitched(on: false) }
+        for (adapter, controller) in adapters {
+            controller.position = Self.offTheAir
+            guard await adapter.state == .poweredOn else { continue }
+            // A reset in place: the controller forgets its links and scans (the host reports each link ended).
+            try? await adapter.powerOn()
+        }
+    }
+
+    /// Turns Bluetooth back on after ``turnBluetoothOff()``: each `CBCentralManager` reports
+    /// ``CBManagerState/poweredOn`` and may scan and connect again (its peripherals are those it had, disconnected).
+    public func turnBluetoothOn() async {
+        let (managers, adapters) = radio.withLock { radio in
+            radio.isOn = true
+            return (radio.managers.compactMap(\.manager), radio.adapters)
+        }
+        for (_, controller) in adapters { controller.position = Position() }
+        for manager in managers { manager.bluetoothSwitched(on: true) }
+    }
+
+    /// Where a controller whose Bluetooth is off is put: beyond every radio's reach.
+    private static let offTheAir = Position(x: 1_000_000_000)
+
+    /// Registers a central manager created in this world for ``turnBluetoothOff()``; returns whether Bluetooth is on.
+    func register(_ manager: CBCentralManager) -> Bool {
+        radio.withLock { radio in
+            radio.managers.removeAll { $0.manager == nil }
+            radio.managers.append(WeakCentralManager(manager: manager))
+            return radio.isOn
+        }
+    }
+
+    /// The adapter of a manager created in this world: a controller of its own at the origin, with the security
+    /// configuration `CBManager.setSecurity(_:pairingAgent:)` chose but the world's bond store.
     func openAdapter(security: (configuration: SecurityConfiguration, agent: (any PairingAgent)?)?) async -> Adapter {
-        let transport = air.addController().makeHostTransport()
+        defer { radio.withLock { $0.opening = max(0, $0.opening - 1) } }
+        let controller = air.addController()
+        let transport = controller.makeHostTransport()
         do {
-            let adapter = try await Adapter(transport: transport, security: security?.configuration ?? SecurityConfiguration())
+            var configuration = security?.configuration ?? SecurityConfiguration()
+            configuration.bondStore = bondStore
+            let adapter = try await Adapter(transport: transport, security: configuration)
             if let agent = security?.agent { await adapter.setPairingAgent(agent) }
+            let isOn = radio.withLock { radio in
+                radio.adapters.append((adapter, controller))
+                return radio.isOn
+            }
+            if !isOn { controller.position = Self.offTheAir }
             return adapter
         } catch {
             return Adapter(host: HCIHost(unavailable: TransportError(.openFailed, "the simulated controller: \(error)")))
@@ -124,147 +253,3 @@ public final class SimulatedWorld: Sendable {
     }
 }
 
-/// A peripheral in a ``SimulatedWorld``: a device the test declares — its name, what it advertises, its services
-/// with their values — and drives: its distance (RSSI, out of range), its power, its values. It runs the real stack's
-/// peripheral role on a virtual controller of its own.
-public final class SimulatedPeripheral: Sendable {
-    /// The name it advertises and serves as its GAP Device Name.
-    public let name: String
-    private let advertisedServices: [CBUUID]
-    private let services: [CBMutableService]
-    private let advertisingInterval: Duration
-    private let supervisionTimeout: Duration?
-    private let state = Mutex(State())
-
-    private struct State {
-        var controller: VirtualController?
-        var manager: PeripheralManager?
-        var distance: Double = 1
-        var watcher: Task<Void, Never>?
-        var parameterUpdates = 0
-        var air: VirtualAir?
-        var address: BluetoothAddress?
-    }
-
-    /// Declares a peripheral `distance` metres from the origin (where the managers' controllers are) that advertises
-    /// `name` and `advertising` every `advertisingInterval`, connectable, and serves `services` (characteristics with
-    /// values, as ``CBPeripheralManager/add(_:)`` takes them; ``setValue(_:for:)`` changes a value and notifies the
-    /// subscribers). With a `supervisionTimeout` (100 ms to 32 s), it asks each central that connects for that
-    /// supervision timeout (L2CAP Connection Parameter Update Request), as a device that wants to be found lost only
-    /// late does.
-    public init(name: String, distance: Double = 1, advertising: [CBUUID] = [], services: [CBMutableService] = [],
-                advertisingInterval: Duration = .milliseconds(100), supervisionTimeout: Duration? = nil) {
-        self.name = name
-        self.advertisedServices = advertising
-        self.services = services
-        self.advertisingInterval = advertisingInterval
-        self.supervisionTimeout = supervisionTimeout
-        state.withLock { $0.distance = distance }
-    }
-
-    func start(on air: VirtualAir) async throws {
-        try await boot(on: air, address: nil)
-    }
-
-    /// Puts the device on `air`: a controller (with `address`, or the one the air gives), the peripheral role on it,
-    /// its services, its request for a supervision timeout, and advertising.
-    private func boot(on air: VirtualAir, address: BluetoothAddress?) async throws {
-        let distance = state.withLock { $0.distance }
-        let controller = air.addController(.init(address: address, position: Position(x: distance)))
-        let manager = try await PeripheralManager(transport: controller.makeHostTransport(), deviceName: name)
-        for service in services { try await manager.add(try service.simulatedDefinition()) }
-        let events = await manager.centralEvents()
-        let watcher = supervisionTimeout.map { timeout in
-            Task { [manager, weak self] in
-                // In 10 ms units, within what the Core Specification allows: 100 ms to 32 s (0x000A–0x0C80).
-                let (seconds, attoseconds) = timeout.components
-                let units = UInt16(max(10, min(3200, min(max(seconds, 0), 33) * 100 + max(attoseconds, 0) / 10_000_000_000_000_000)))
-                for await event in events {
-                    guard case .connected(let central) = event else { continue }
-                    if (try? await manager.requestConnectionParameters(interval: 24...40, latency: 0,
-                                                                        supervisionTimeout: units, for: central)) != nil {
-                        self?.state.withLock { $0.parameterUpdates += 1 }
-                    }
-                }
-            }
-        }
-        state.withLock {
-            $0.air = air
-            $0.address = controller.address
-            $0.controller = controller
-            $0.manager = manager
-            $0.watcher = watcher
-        }
-        try await startAdvertising()
-    }
-
-    private func startAdvertising() async throws {
-        guard let manager = state.withLock({ $0.manager }) else { return }
-        let data = AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: name,
-                                   serviceUUIDs: advertisedServices.map(\.bluetoothUUID))
-        try await manager.startAdvertising(Advertisement(data: data, interval: advertisingInterval, kind: .connectable),
-                                           restartAfterConnection: true)
-    }
-
-    /// How many connections took the supervision timeout it asks for (the `supervisionTimeout` it was declared with).
-    public var connectionParameterUpdates: Int { state.withLock { $0.parameterUpdates } }
-
-    /// How far it is from the managers' controllers, in metres. Moving it changes the RSSI they measure; far enough
-    /// (the radio model's sensitivity), nothing is heard: links are lost at their supervision timeout.
-    public var distance: Double { state.withLock { $0.distance } }
-
-    /// Moves it to `distance` metres from the origin.
-    public func move(toDistance distance: Double) {
-        let controller = state.withLock { state in
-            state.distance = distance
-            return state.controller
-        }
-        controller?.position = Position(x: distance)
-    }
-
-    /// Turns it off, as a device whose power is cut: its radio leaves the air at once, so it stops advertising and
-    /// each central loses its link at the link's supervision timeout (Connection Timeout), hearing nothing before.
-    public func powerOff() async {
-        let (controller, manager, watcher) = state.withLock { state in
-            defer {
-                state.controller = nil
-                state.manager = nil
-                state.watcher = nil
-            }
-            return (state.controller, state.manager, state.watcher)
-        }
-        watcher?.cancel()
-        controller?.remove()
-        await manager?.powerOff()
-    }
-
-    /// Turns it back on after ``powerOff()``, as the same device: the same address, the same services and values
-    /// (its firmware's), advertising again.
-    public func powerOn() async throws {
-        let (air, controller, address) = state.withLock { ($0.air, $0.controller, $0.address) }
-        guard let air, controller == nil else { return }
-        try await boot(on: air, address: address)
-    }
-
-    /// Sets the value of `characteristic` and notifies (or indicates) the centrals that subscribed to it; returns
-    /// how many were sent it.
-    @discardableResult
-    public func setValue(_ value: Data, for characteristic: CBUUID) async throws -> Int {
-        guard let manager = state.withLock({ $0.manager }) else { return 0 }
-        return try await manager.updateValue(Array(value), for: characteristic.bluetoothUUID).count
-    }
-}
-
-extension CBMutableService {
-    /// The service as a ``SimulatedPeripheral`` publishes it: its characteristics must be `CBMutableCharacteristic`
-    /// objects, with the rules of ``CBPeripheralManager/add(_:)``.
-    func simulatedDefinition() throws(CBError) -> GATTServiceDefinition {
-        let definitions = try (characteristics ?? []).map { characteristic throws(CBError) -> GATTCharacteristicDefinition in
-            guard let mutable = characteristic as? CBMutableCharacteristic else {
-                throw CBError(.invalidParameters, reason: "characteristics of a simulated service must be CBMutableCharacteristic objects")
-            }
-            return try mutable.definition()
-        }
-        return GATTServiceDefinition(uuid: uuid.bluetoothUUID, isPrimary: isPrimary, characteristics: definitions)
-    }
-}

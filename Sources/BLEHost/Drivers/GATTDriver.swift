@@ -386,8 +386,8 @@ final class GATTDriver {
                 do {
                     _ = try await host.pair(connection, mitm: mitm, force: security.isEncrypted && code != .insufficientEncryption)
                 } catch let failure {
-                    // The refusal stands; the reason says why the link could not be secured.
-                    throw GATTError(error.code, "\(error.reason); securing the link failed: \(failure)")
+                    // The refusal stands; the reason, and the underlying error, say why the link could not be secured.
+                    throw GATTError(error.code, "\(error.reason); securing the link failed: \(failure)", underlying: failure)
                 }
             }
         }
