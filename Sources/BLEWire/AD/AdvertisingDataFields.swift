@@ -102,13 +102,10 @@ public enum AdvertisingDataFields {
     }
 
     @inlinable static func uuid128(_ span: Span<UInt8>, _ at: Int) -> BluetoothUUID {
-        var low: UInt64 = 0
-        var high: UInt64 = 0
-        for k in 0..<8 {
-            low |= UInt64(span[at + k]) << (8 * UInt64(k))
-            high |= UInt64(span[at + 8 + k]) << (8 * UInt64(k))
-        }
-        return BluetoothUUID(high: high, low: low)
+        // Two checked 8-byte loads (every bit pattern is a valid UInt64).
+        let bytes = span.bytes
+        return BluetoothUUID(high: UInt64(littleEndian: bytes.unsafeLoadUnaligned(fromByteOffset: at + 8, as: UInt64.self)),
+                             low: UInt64(littleEndian: bytes.unsafeLoadUnaligned(fromByteOffset: at, as: UInt64.self)))
     }
 
     @usableFromInline static func listError(_ length: Int, width: Int) -> WireError {
