@@ -95,7 +95,10 @@ public final class SimulatedWorld: Sendable {
 
     /// Runs `body` in this world: every `CBCentralManager` and `CBPeripheralManager` created in it, and in the tasks it
     /// starts, gets a virtual controller of its own at the origin of this world's air.
-    public func run<T>(_ body: () async throws -> T) async rethrows -> T {
+    ///
+    /// It runs on the caller's actor (`isolation`), so that test code on the main actor passes it closures that use
+    /// the main actor's state.
+    public func run<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async rethrows -> T {
         try await Self.$current.withValue(self) { try await body() }
     }
 
@@ -123,9 +126,11 @@ public final class SimulatedWorld: Sendable {
 
     /// Moves the world's time forward in steps of `step` until `condition` holds (checked after each step), at most
     /// `limit`; returns whether it held. On a ``Time/realTime`` world it waits for the condition, at most `limit` of
-    /// wall time.
+    /// wall time. It runs on the caller's actor (`isolation`), so `condition` may read the main actor's state in test
+    /// code on the main actor.
     @discardableResult
-    public func advance(until condition: () -> Bool, limit: Duration = .seconds(60), step: Duration = .milliseconds(10)) async -> Bool {
+    public func advance(until condition: () -> Bool, limit: Duration = .seconds(60), step: Duration = .milliseconds(10),
+                        isolation: isolated (any Actor)? = #isolation) async -> Bool {
         let start = now
         while !condition() {
             guard now - start < limit else { return false }

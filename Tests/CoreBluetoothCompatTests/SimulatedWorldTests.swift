@@ -158,3 +158,39 @@ final class HeartRateClient: NSObject, CBCentralManagerDelegate, CBPeripheralDel
         }
     }
 }
+
+/// An app class as iOS code is often written: on the main actor, its manager delivering on the main queue
+/// (`queue: nil`), its state plain properties (not `Sendable`).
+@MainActor final class MainActorScanner: NSObject, @preconcurrency CBCentralManagerDelegate {
+    var manager: CBCentralManager?
+    var names: [String] = []
+    var poweredOn = false
+
+    func start() { manager = CBCentralManager(delegate: self, queue: nil) }
+
+    func centralManagerDidUpdateState(_ central: CBCentralManager) {
+        poweredOn = central.state == .poweredOn
+        if poweredOn { central.scanForPeripherals(withServices: [HeartRateClient.heartRateService]) }
+    }
+
+    func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any],
+                        rssi RSSI: NSNumber) {
+        if let name = peripheral.name, !names.contains(name) { names.append(name) }
+    }
+}
+
+@Suite struct SimulatedWorldMainActorTests {
+    /// A test on the main actor drives a main-actor app whose delegate runs on the main queue: `run` and
+    /// `advance(until:)` run on the caller's actor, so the condition reads the app's state directly, and the main
+    /// queue delivers the callbacks while the test waits.
+    @MainActor @Test func aMainActorAppOnTheMainQueueIsDrivenFromTheMainActor() async throws {
+        let world = SimulatedWorld()
+        try await world.add(SimulatedPeripheral(name: "HRM", advertising: [HeartRateClient.heartRateService]))
+        let app = MainActorScanner()
+        await world.run {
+            app.start()
+            #expect(await world.advance(until: { app.names.contains("HRM") }, limit: .seconds(10)))
+            #expect(app.poweredOn)
+        }
+    }
+}
