@@ -251,7 +251,8 @@ let package = Package(
         .testTarget(
             name: "CoreBluetoothCompatTests",
             // The CoreBluetooth module (Linux) is built before the tests, which type-check Apple's API against it.
-            dependencies: ["CoreBluetoothCompat", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEWire"] + coreBluetoothOnLinux,
+            dependencies: ["CoreBluetoothCompat", "BLE", "BLEHost", "BLEProtocols", "BLETransport", "BLEVirtualController", "BLEWire"]
+                + coreBluetoothOnLinux,
             // Swift 6, without ExistentialAny: the tutorial-style central is written as iOS code is (`Error?`).
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(

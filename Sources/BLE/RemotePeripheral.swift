@@ -1,7 +1,7 @@
-import Synchronization
 import BLEHost
 import BLEProtocols
 import BLEWire
+import Synchronization
 
 /// How a value is written. Like CoreBluetooth's `CBCharacteristicWriteType`.
 public enum WriteType: Sendable, Hashable {
@@ -73,6 +73,26 @@ public final class RemotePeripheral: Sendable, Identifiable {
 
     /// The peripheral's address.
     public nonisolated var id: LEAddress { link.peer }
+
+    /// The effective ATT_MTU once the MTU exchange started on connecting settles, or, when it has not settled after
+    /// `timeout` of the link's time (the transport's clock: simulated time on a manual-clock air), the MTU as it
+    /// stands (23): a peer that does not answer ATT (a host without a GATT server) does not hold the caller for the
+    /// 30 s ATT transaction timeout.
+    public func mtu(waitingAtMost timeout: Duration) async -> Int {
+        let connection = await link.connection
+        let engine = engine
+        let clock = central.adapter.host.clock
+        let settled: Int? = await withCheckedContinuation { (continuation: CheckedContinuation<Int?, Never>) in
+            let once = FirstAnswer(continuation)
+            Task { once.answer(await engine.mtu(connection)) }
+            Task {
+                try? await clock.sleep(for: timeout)
+                once.answer(nil)
+            }
+        }
+        if let settled { return settled }
+        return await engine.currentMTU(connection)
+    }
 
     /// Exchanges MTUs (asking for 247); returns the effective ATT_MTU.
     @discardableResult
@@ -468,5 +488,20 @@ final class NotificationFanOut: Sendable {
             return s
         }
         for s in sources { s.source.finish() }
+    }
+}
+
+/// Resumes a continuation with the first answer given; later answers are dropped.
+final class FirstAnswer<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
+
+    init(_ continuation: CheckedContinuation<Value, Never>) { self.continuation = Mutex(continuation) }
+
+    func answer(_ value: Value) {
+        continuation.withLock { pending in
+            let waiting = pending
+            pending = nil
+            return waiting
+        }?.resume(returning: value)
     }
 }

@@ -72,6 +72,11 @@ public struct GATTEngine: Sendable {
         await host.withGATT { host, gatt in await gatt.settledMTU(connection, host: host) }
     }
 
+    /// The effective ATT_MTU of the link now, without waiting for an MTU exchange under way (23 until one settles).
+    public func currentMTU(_ connection: HostConnection) async -> Int {
+        await host.withGATT { _, gatt in gatt.mtu(connection) }
+    }
+
     /// The longest value one write carries: ATT_MTU − 3 without response (one Write Command); 512 with response,
     /// since ``write(_:attribute:value:)`` sends longer values as prepared writes (what CoreBluetooth's
     /// `maximumWriteValueLength(for:)` answers too).

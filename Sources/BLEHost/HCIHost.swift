@@ -42,8 +42,9 @@ public actor HCIHost {
 
     let transport: any HCITransport
     /// The transport's clock, which every timer of this host runs on (the air's, for a virtual controller on a
-    /// manual clock; the wall clock otherwise).
-    let clock: any TransportClock
+    /// manual clock; the wall clock otherwise). A wait measured in the link's time (rather than the wall's) sleeps
+    /// on it.
+    public nonisolated let clock: any TransportClock
     let configuration: Configuration
     let logger = Logger(label: "ble.host")
     /// Where every packet for the controller goes, without suspending the sender.

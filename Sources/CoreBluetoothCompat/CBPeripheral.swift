@@ -133,6 +133,10 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         weak var pipe: ChannelPipe?
     }
 
+    /// The longest ``CBCentralManagerDelegate/centralManager(_:didConnect:)`` waits, in the link's time, for the MTU
+    /// exchange begun on connecting.
+    static let mtuWait: Duration = .seconds(1)
+
     /// How many writes without response may wait for the controller before ``canSendWriteWithoutResponse`` turns
     /// `false`.
     public static let writeWithoutResponseQueueCapacity = 8
@@ -253,7 +257,11 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
             }
             return
         }
-        let maximum = await remote.maximumWriteValueLength(for: .withoutResponse)
+        // The MTU exchange started on connecting usually settles within a connection event or two: didConnect waits
+        // for it (apps read maximumWriteValueLength there), but at most a second of the link's time, so that a peer
+        // without ATT (an L2CAP-only device, a Linux host serving no GATT) is connected at once, not after the 30 s ATT
+        // timeout; a later settlement updates the maximum.
+        let maximum = ATT.maximumWriteValueLength(mtu: await remote.mtu(waitingAtMost: Self.mtuWait))
         let current = protected.withLock { state in
             guard state.attempt == attempt, state.state == .connecting else { return false }
             state.state = .connected
@@ -268,6 +276,12 @@ public final class CBPeripheral: CBPeer, @unchecked Sendable {
         }
         let states = await remote.stateUpdates()
         manager.deliver { m in m.delegate?.centralManager(m, didConnect: self) }
+        Task { [weak self] in
+            let settled = ATT.maximumWriteValueLength(mtu: await remote.mtu)
+            self?.protected.withLock { state in
+                if state.remote === remote { state.maximumWriteWithoutResponse = settled }
+            }
+        }
         Task { [weak self] in
             for await state in states {
                 guard case .disconnected(let reason) = state else { continue }
