@@ -1,0 +1,236 @@
+#!/bin/sh
+# PID 1 of scripts/bluez-test's guest (busybox sh): the kernel's host and BlueZ on hci0, `ble` on hci1 through the
+# HCI user channel, both adapters virtual controllers of `ble controller --vhci 2` on one air. Everything the host
+# reads goes to the serial console: "BT ..." lines, "BT RESULT|scenario|PASS or FAIL|value seen", "BT BUILT name" for
+# each scenario this guest knows, and the logs between "BT-FILE-BEGIN name" and "BT-FILE-END".
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mkdir -p /run/dbus /var/lib/bluetooth
+chmod 700 /var/lib/bluetooth
+export HOME=/root PATH=/usr/sbin:/usr/bin:/bin
+cd /tmp
+
+KERNEL=00:5B:00:00:00:01   # hci0, the kernel's (the first vhci controller)
+OURS=00:5B:00:00:00:02     # hci1, ble's
+
+say() { echo "BT $*"; }
+result() { echo "BT RESULT|$1|$2|$3"; }
+only="$(cat /only)"
+# wanted NAME: announces the scenario as built, and says whether --only lets it run
+wanted() {
+    echo "BT BUILT $1"
+    [ -z "$only" ] && return 0
+    case "$1" in *"$only"*) return 0 ;; esac
+    return 1
+}
+# wait_for FILE PATTERN SECONDS [COUNT]: until FILE has COUNT (default 1) lines matching PATTERN
+wait_for() {
+    local n=0 count="${4:-1}" c
+    while :; do
+        c=$(grep -c -- "$2" "$1" 2>/dev/null)
+        [ "${c:-0}" -ge "$count" ] && break
+        n=$((n + 1)); [ $n -gt $(( $3 * 10 )) ] && return 1; sleep 0.1
+    done
+    return 0
+}
+stop() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+# stop_ble PID: SIGINT, which ble answers by disconnecting and closing its capture
+stop_ble() { kill -INT "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+# state: what the kernel says of hci0 (for a failure's report)
+state() { say "hci0 state: $(btmgmt --index 0 info 2>&1 | grep 'current settings' | tr -s '\t ' ' ') links: $(btmgmt --index 0 con 2>&1 | tr '\n' ' ')"; }
+hex4() { printf '0x%04x' "$1"; }
+# handle FILE UUID: the value handle `ble serve --json` listed for a characteristic
+handle() { grep "\"kind\":\"characteristic\"" "$1" | grep "\"uuid\":\"$2\"" | sed 's/.*"handle":\([0-9]*\).*/\1/' | head -1; }
+
+# ble1 OUT ARGS...: `ble ARGS --hci hci1` in the foreground (OUT.out, OUT.err), retried while the kernel holds the
+# adapter (it powers a new or released adapter on for its own setup; the user channel is refused meanwhile)
+ble1() {
+    local out="$1" n=0 status; shift
+    while :; do
+        timeout 90 ble "$@" --hci hci1 --btsnoop "$out.snoop" > "$out.out" 2> "$out.err"
+        status=$?
+        grep -q "adapter busy" "$out.err" || break
+        n=$((n + 1)); [ $n -ge 30 ] && break
+        sleep 0.5
+    done
+    return $status
+}
+# ble1_bg OUT READY ARGS...: the same in the background until OUT.out has a READY line; sets bgpid
+ble1_bg() {
+    local out="$1" ready="$2" n=0 m; shift 2
+    while :; do
+        ble "$@" --hci hci1 --btsnoop "$out.snoop" > "$out.out" 2> "$out.err" &
+        bgpid=$!
+        m=0
+        until grep -q "$ready" "$out.out" 2>/dev/null || ! kill -0 $bgpid 2>/dev/null; do
+            m=$((m + 1)); [ $m -gt 150 ] && break; sleep 0.1
+        done
+        grep -q "$ready" "$out.out" && return 0
+        stop $bgpid
+        n=$((n + 1)); [ $n -ge 30 ] && return 1
+        sleep 0.5
+    done
+}
+
+# btgatt-client driven line by line through a FIFO (it reads one line per poll wake-up: one command at a time)
+gc_start() {
+    rm -f /tmp/gc.in; mkfifo /tmp/gc.in
+    btgatt-client "$@" < /tmp/gc.in > /tmp/gc.log 2>&1 &
+    gcpid=$!
+    exec 3> /tmp/gc.in
+}
+# gc COMMAND PATTERN: sends COMMAND and waits up to 10 s for one more line matching PATTERN
+gc() {
+    local before
+    before=$(grep -c -- "$2" /tmp/gc.log)
+    echo "$1" >&3
+    wait_for /tmp/gc.log "$2" 10 $((before + 1))
+}
+gc_stop() { exec 3>&-; sleep 0.5; stop $gcpid; }
+
+# btgatt-server on hci0 (one connection, then it exits), its input held open through a FIFO
+gs_start() {
+    local log="$1"; shift
+    rm -f /tmp/gs.in; mkfifo /tmp/gs.in
+    btgatt-server -i hci0 "$@" < /tmp/gs.in > "$log" 2>&1 &
+    gspid=$!
+    exec 4> /tmp/gs.in
+    sleep 0.5   # (it says "Started listening" only at exit: its output to a file is buffered)
+}
+gs_stop() { exec 4>&-; stop $gspid; }
+
+# btmgmt on hci0 as an agent: interactive, reading a FIFO, so that the kernel's confirm and passkey requests can be
+# answered (agent_answer PATTERN ANSWER)
+agent_start() {
+    rm -f /tmp/agent.in; mkfifo /tmp/agent.in
+    btmgmt --index 0 < /tmp/agent.in > /tmp/agent.log 2>&1 &
+    agentpid=$!
+    exec 5> /tmp/agent.in
+}
+agent_stop() { exec 5>&-; stop $agentpid; }
+mgmt() { btmgmt --index 0 "$@" >> /tmp/btmgmt.log 2>&1; }
+kernel_advertise() { mgmt power on; mgmt connectable on; mgmt advertising on; }
+# no_links: the kernel keeps an LE link it made for a socket after the socket closes, and a central link stops
+# "advertising on" from taking effect until it is set again: disconnects whatever hci0 lists, waits (10 s at most)
+# until it lists nothing, and turns advertising off if it was on
+no_links() {
+    local n=0 peer
+    while :; do
+        peer="$(btmgmt --index 0 con 2>/dev/null | awk '/type/ { print $1; exit }')"
+        [ -z "$peer" ] && break
+        n=$((n + 1)); [ $n -gt 10 ] && { say "hci0 still has a connection: $(btmgmt --index 0 con 2>&1 | tr '\n' ' ')"; return 1; }
+        mgmt disconnect -t 1 "$peer"
+        sleep 1
+    done
+    mgmt advertising off
+    return 0
+}
+
+say "kernel $(uname -r) $(uname -m)"
+start=$(date +%s)
+for module in $(cat /modules); do
+    insmod "$module" || say "insmod $module failed"
+done
+btmon -w /tmp/btmon.snoop > /dev/null 2>&1 &
+btmonpid=$!
+ble controller --vhci 2 --snoop-dir /tmp/ctl > /tmp/controller.log 2> /tmp/controller.err &
+controllerpid=$!
+n=0
+until grep -q '^READY' /tmp/controller.log 2>/dev/null; do
+    n=$((n + 1)); [ $n -gt 100 ] && break; sleep 0.1
+done
+say "controller $(cat /tmp/controller.log) $(cat /tmp/controller.err)"
+sleep 1
+say "btmgmt $(btmgmt --version 2>&1 | head -1); adapters: $(ls /sys/class/bluetooth | tr '\n' ' ')"
+
+# 1. BlueZ's GATT client (btgatt-client through the kernel's L2CAP on hci0) against `ble serve` on hci1
+if wanted btgatt-client-to-ble-serve; then
+    name=btgatt-client-to-ble-serve
+    if ble1_bg /tmp/s1-serve '"event":"serving"' serve --json --run-for 120; then
+        serve=$bgpid
+        h_rw=$(hex4 "$(handle /tmp/s1-serve.out 12345678-1234-5678-1234-56789ABCDEF1)")
+        h_long=$(hex4 "$(handle /tmp/s1-serve.out 12345678-1234-5678-1234-56789ABCDEF2)")
+        h_hr=$(hex4 "$(handle /tmp/s1-serve.out 2A37)")
+        mgmt power on
+        gc_start -i hci0 -d $OURS -t public
+        if wait_for /tmp/gc.log "GATT discovery procedures complete" 20; then
+            gc "read-value $h_rw" "Read value"; r1="$(grep "Read value" /tmp/gc.log | tail -1)"
+            gc "read-long-value $h_long 0" "Read value"; r2="$(grep "Read value" /tmp/gc.log | tail -1)"
+            gc "write-value $h_rw 0x62 0x6c 0x75 0x65 0x7a" "Write successful"; w="$(grep -c "Write successful" /tmp/gc.log)"
+            gc "read-value $h_rw" "Read value"; r3="$(grep "Read value" /tmp/gc.log | tail -1)"
+            gc "register-notify $h_hr" "Registered notify handler"
+            wait_for /tmp/gc.log "Handle Value Not/Ind: $h_hr" 10 3
+        fi
+        gc_stop
+        no_links
+        stop_ble $serve
+        services=$(grep -c "type: primary" /tmp/gc.log)
+        notes=$(grep -c "Handle Value Not/Ind: $h_hr" /tmp/gc.log)
+        say "s1 services=$services read=[$r1] long=[$(echo "$r2" | cut -c1-40)...] written=$w reread=[$r3] notifications=$notes"
+        if [ "$services" -eq 6 ] && grep -q "0000180d-0000-1000-8000-00805f9b34fb" /tmp/gc.log \
+            && echo "$r1" | grep -q "(7 bytes): 69 6e 69 74 69 61 6c" \
+            && echo "$r2" | grep -q "(300 bytes): 00 01 02 .* 29 2a 2b" \
+            && [ "$w" -ge 1 ] && echo "$r3" | grep -q "(5 bytes): 62 6c 75 65 7a" && [ "$notes" -ge 3 ]; then
+            result $name PASS "6 services (180D among them); 'initial' read; 300-byte long read; 'bluez' written and read back; $notes heart-rate notifications"
+        else
+            result $name FAIL "services=$services read=[$r1] written=$w reread=[$r3] notifications=$notes"
+        fi
+    else
+        result $name FAIL "ble serve did not start on hci1: $(head -c 200 /tmp/s1-serve.err)"
+    fi
+fi
+
+# 2a. ble as central against btgatt-server (heart rate on), the kernel advertising on hci0
+if wanted ble-to-btgatt-server; then
+    name=ble-to-btgatt-server
+    no_links
+    kernel_advertise
+    say "s2a hci0: $(btmgmt --index 0 info 2>&1 | grep -i settings | tr '\n' ' ')"   # (btgatt-server refuses a powered-off adapter: "Invalid adapter: Network is down")
+    gs_start /tmp/s2a-server1.log -r
+    ble1 /tmp/s2a-explore explore $KERNEL --timeout 15
+    gs_stop
+    gs_start /tmp/s2a-server2.log -r
+    ble1 /tmp/s2a-subscribe subscribe $KERNEL 2A37 --count 3 --json --timeout 15
+    gs_stop
+    gs_start /tmp/s2a-server3.log -v
+    ble1 /tmp/s2a-write write $KERNEL 2A00 73776966742d626c65 --timeout 15
+    wstatus=$?
+    sleep 0.5
+    gs_stop
+    devname="$(grep "2A00 (Device Name)" /tmp/s2a-explore.out | sed 's/.*= "\([^"]*\)".*/\1/')"
+    hrs=$(grep -c '"decoded"' /tmp/s2a-subscribe.out)
+    say "s2a device name [$devname], heart rate notifications $hrs, write exit $wstatus"
+    if grep -q "service 180D (Heart Rate)" /tmp/s2a-explore.out \
+        && [ "$devname" = "Very Long Test Device Name For Testing ATT Protocol Operations On GATT Server" ] \
+        && [ "$hrs" -ge 3 ] && [ $wstatus -eq 0 ] && grep -q "wrote 9 byte(s) with response" /tmp/s2a-write.out \
+        && grep -q "Write Req - handle: 0x0003" /tmp/s2a-server3.log && grep -q "GAP Device Name Write called" /tmp/s2a-server3.log; then
+        result $name PASS "180D found; the 77-byte Device Name read whole; $hrs heart-rate notifications; 9 bytes written to 2A00 (the server's write callback ran)"
+    else
+        result $name FAIL "devname=[$devname] notifications=$hrs write=$wstatus"
+        state
+    fi
+fi
+
+say "done in $(( $(date +%s) - start )) s"
+kill -INT $btmonpid $controllerpid 2>/dev/null
+wait $btmonpid $controllerpid 2>/dev/null
+for f in /tmp/*.log /tmp/*.out /tmp/*.err; do
+    [ -f "$f" ] || continue
+    echo "BT-FILE-BEGIN ${f#/tmp/}"
+    tail -n 4000 "$f"
+    echo "BT-FILE-END"
+done
+for f in /tmp/ctl/*.btsnoop; do
+    echo "BT-FILE-BEGIN ${f#/tmp/ctl/}.snoop.b64"
+    base64 "$f"
+    echo "BT-FILE-END"
+done
+for f in /tmp/*.snoop; do
+    echo "BT-FILE-BEGIN ${f#/tmp/}.b64"
+    base64 "$f"
+    echo "BT-FILE-END"
+done
+poweroff -f
