@@ -109,8 +109,27 @@ agent_start() {
     btmgmt --index 0 < /tmp/agent.in > /tmp/agent.log 2>&1 &
     agentpid=$!
     exec 5> /tmp/agent.in
+    agent_responder &
+    responderpid=$!
 }
-agent_stop() { exec 5>&-; stop $agentpid; }
+agent_stop() { stop $responderpid; exec 5>&-; stop $agentpid; }
+# agent_responder: answers each of the kernel's requests as btmgmt prints them: "yes" to a confirmation, the passkey
+# in /tmp/agent.passkey to a passkey request (runs in the background)
+agent_responder() {
+    local handled=0 count line
+    while :; do
+        count=$(grep -c "User Confirm\|Passkey Request" /tmp/agent.log 2>/dev/null)
+        if [ "${count:-0}" -gt "$handled" ]; then
+            handled=$((handled + 1))
+            line="$(grep "User Confirm\|Passkey Request" /tmp/agent.log | sed -n "${handled}p")"
+            case "$line" in
+                *"Passkey Request"*) cat /tmp/agent.passkey >&5 ;;
+                *) echo yes >&5 ;;
+            esac
+        fi
+        sleep 0.2
+    done
+}
 mgmt() { btmgmt --index 0 "$@" >> /tmp/btmgmt.log 2>&1; }
 kernel_advertise() { mgmt power on; mgmt connectable on; mgmt advertising on; }
 # no_links: the kernel keeps an LE link it made for a socket after the socket closes, and a central link stops
@@ -214,6 +233,116 @@ if wanted ble-to-btgatt-server; then
     fi
 fi
 
+# 3. Pairing with the kernel's SMP (no bluetoothd: btmgmt sets the kernel's IO capability and SC support, and an
+# interactive btmgmt answers the kernel's requests: the kernel asks user space to confirm even Just Works as responder)
+if wanted pairing-kernel-smp; then
+    name=pairing-kernel-smp
+    no_links
+    mgmt bondable on
+    mgmt io-cap 3
+    mgmt sc on
+    kernel_advertise
+    agent_start
+    bonds=/tmp/bonds.json
+    # confirms LOG: the kernel's confirmation requests btmgmt printed (and answered) so far, without colours
+    confirms() { sed 's/\x1b\[[0-9;]*m//g' /tmp/agent.log | grep -o "User Confirm [0-9]* hint [0-9]" | tail -1; }
+    # SC Just Works, ble central
+    ble1 /tmp/s3-sc pair $KERNEL --bonds $bonds --timeout 15
+    line="$(grep "paired with" /tmp/s3-sc.out)"
+    if echo "$line" | grep -q "Just Works, LE Secure Connections, unauthenticated, 16-octet key, bonded"; then
+        result "$name sc-just-works" PASS "$line (the kernel, NoInputNoOutput, asked user space: $(confirms))"
+    else
+        result "$name sc-just-works" FAIL "$(cat /tmp/s3-sc.out /tmp/s3-sc.err | tr '\n' ' ')"
+    fi
+    no_links; mgmt advertising on
+    # A new link encrypts with the bond: no pairing
+    before=$(grep -c "User Confirm" /tmp/agent.log)
+    ble1 /tmp/s3-bond pair $KERNEL --bonds $bonds --timeout 15
+    line="$(grep "encrypted with the bond" /tmp/s3-bond.out)"
+    if [ -n "$line" ] && ! grep -q "paired with" /tmp/s3-bond.out && [ "$(grep -c "User Confirm" /tmp/agent.log)" -eq "$before" ]; then
+        result "$name bonded-reconnection" PASS "$line"
+    else
+        result "$name bonded-reconnection" FAIL "$(cat /tmp/s3-bond.out /tmp/s3-bond.err | tr '\n' ' ')"
+    fi
+    no_links; mgmt advertising on
+    # LE legacy Just Works (the kernel's SC off)
+    mgmt sc off
+    ble1 /tmp/s3-legacy pair $KERNEL --bonds $bonds --legacy --force --timeout 15
+    line="$(grep "paired with" /tmp/s3-legacy.out)"
+    if echo "$line" | grep -q "Just Works, LE legacy.*bonded"; then
+        result "$name legacy-just-works" PASS "$line (the kernel asked: $(confirms))"
+    else
+        result "$name legacy-just-works" FAIL "$(cat /tmp/s3-legacy.out /tmp/s3-legacy.err | tr '\n' ' ')"
+    fi
+    no_links; mgmt advertising on
+    # SC Passkey Entry: the kernel KeyboardOnly asks user space for the passkey ble displays
+    mgmt sc on
+    mgmt io-cap 2
+    echo 123456 > /tmp/agent.passkey
+    ble1 /tmp/s3-passkey pair $KERNEL --bonds $bonds --io display --passkey 123456 --mitm --force --timeout 15
+    line="$(grep "paired with" /tmp/s3-passkey.out)"
+    if echo "$line" | grep -q "Passkey Entry (responder input), LE Secure Connections, authenticated.*bonded" && grep -q "Passkey Request" /tmp/agent.log; then
+        result "$name sc-passkey-kernel-enters" PASS "$line; btmgmt entered 123456 for the kernel"
+    else
+        result "$name sc-passkey-kernel-enters" FAIL "$(cat /tmp/s3-passkey.out /tmp/s3-passkey.err | tr '\n' ' ')"
+    fi
+    no_links
+    # A wrong passkey fails on both sides
+    echo 654321 > /tmp/agent.passkey
+    mgmt advertising on
+    ble1 /tmp/s3-wrong pair $KERNEL --bonds $bonds --io display --passkey 123456 --mitm --force --timeout 15
+    wstatus=$?
+    if [ $wstatus -eq 3 ] && grep -q "Confirm Value Failed (0x04)" /tmp/s3-wrong.err; then
+        result "$name sc-passkey-wrong" PASS "exit 3: $(cat /tmp/s3-wrong.err)"
+    else
+        result "$name sc-passkey-wrong" FAIL "exit $wstatus: $(cat /tmp/s3-wrong.out /tmp/s3-wrong.err | tr '\n' ' ')"
+    fi
+    no_links
+    mgmt io-cap 3
+    # The kernel as central: btmgmt pair to ble serve (SC Just Works), ble serve keeping the bond
+    if ble1_bg /tmp/s3-serve '"event":"serving"' serve --json --bonds /tmp/serve-bonds.json --run-for 60; then
+        serve=$bgpid
+        mgmt unpair -t 1 $OURS   # (the bond of the scenarios above: "Already Paired" otherwise)
+        timeout 40 btmgmt --index 0 pair -c 3 -t 1 $OURS > /tmp/s3-kpair.log 2>&1
+        sleep 1
+        no_links
+        stop_ble $serve
+        paired="$(grep '"event":"paired"' /tmp/s3-serve.out | head -1)"
+        if grep -q "Paired with $OURS" /tmp/s3-kpair.log && echo "$paired" | grep -q '"bonded":true'; then
+            result "$name kernel-central-to-ble-serve" PASS "btmgmt: $(grep "Paired with" /tmp/s3-kpair.log); ble serve: $paired"
+        else
+            result "$name kernel-central-to-ble-serve" FAIL "btmgmt: $(cat /tmp/s3-kpair.log | tr '\n' ' ') ble: $paired"
+        fi
+    else
+        result "$name kernel-central-to-ble-serve" FAIL "ble serve did not start: $(head -c 200 /tmp/s3-serve.err)"
+    fi
+    agent_stop
+fi
+
+# 2b. ble as central against bluetoothd's own GATT server (D-Bus system bus and bluetoothd started here)
+if wanted ble-to-bluetoothd-gatt; then
+    name=ble-to-bluetoothd-gatt
+    no_links
+    dbus-daemon --config-file=/etc/dbus-1/system.conf --nofork --nopidfile > /tmp/dbus.log 2>&1 &
+    n=0; until [ -S /run/dbus/system_bus_socket ] || [ $n -gt 50 ]; do n=$((n + 1)); sleep 0.1; done
+    /usr/libexec/bluetooth/bluetoothd -n -d > /tmp/bluetoothd.log 2>&1 &
+    bluetoothdpid=$!
+    wait_for /tmp/bluetoothd.log "Adapter /org/bluez/hci0 registered" 15
+    sleep 1
+    kernel_advertise
+    ble1 /tmp/s2b-explore explore $KERNEL --timeout 15
+    devname="$(grep "2A00 (Device Name)" /tmp/s2b-explore.out | sed 's/.*= "\([^"]*\)".*/\1/')"
+    services="$(grep "^service" /tmp/s2b-explore.out | cut -d' ' -f2 | tr '\n' ' ')"
+    say "s2b device name [$devname] services [$services]"
+    if [ "$devname" = BlueZLab ] && grep -q "service 1801" /tmp/s2b-explore.out; then
+        result $name PASS "services $services; Device Name 'BlueZLab' (main.conf's Name)"
+    else
+        result $name FAIL "devname=[$devname] services=[$services] $(head -c 200 /tmp/s2b-explore.err)"
+        state
+    fi
+fi
+
+dmesg > /tmp/dmesg.log
 say "done in $(( $(date +%s) - start )) s"
 kill -INT $btmonpid $controllerpid 2>/dev/null
 wait $btmonpid $controllerpid 2>/dev/null

@@ -60,7 +60,8 @@ guest_copy_binary() {
 }
 
 # guest_root ROOT APPLET...: a fresh root with busybox and the applets given (all of busybox's with "all"), ble at
-# /bin/ble, and the Bluetooth core and virtual HCI driver modules listed in load order in ROOT/modules.
+# /bin/ble, and the modules of guest_modules (default: hci_vhci, the Bluetooth core and virtual HCI driver) with what
+# they depend on, listed in load order in ROOT/modules.
 guest_root() {
     local root="$1"; shift
     rm -rf "$root"
@@ -73,7 +74,8 @@ guest_root() {
     done
     guest_copy_binary "$root" "$ble" /bin/ble
     : > "$root/modules"
-    modprobe --show-depends -S "$kver" hci_vhci | awk '$1 == "insmod" { print $2 }' | while read -r module; do
+    for m in ${guest_modules:-hci_vhci}; do modprobe --show-depends -S "$kver" "$m"; done \
+        | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' | while read -r module; do
         mkdir -p "$root$(dirname "$module")"
         case "$module" in
             *.ko.xz) xz -dc "$module" > "$root${module%.xz}"; module="${module%.xz}" ;;
