@@ -319,6 +319,55 @@ if wanted pairing-kernel-smp; then
     agent_stop
 fi
 
+# 4. LE credit based channels with l2test (the kernel's L2CAP sockets), both ways, then ble's channel again with an
+# ATT server (btgatt-server) on the kernel's side of the same link
+if wanted l2cap-coc-l2test; then
+    name=l2cap-coc-l2test
+    no_links
+    mgmt power on
+    # the kernel connects to ble l2cap serve and sends 10 SDUs of 200 bytes
+    if ble1_bg /tmp/s4-serve '"event":"serving"' l2cap serve --psm 0x0081 --json --run-for 60; then
+        serve=$bgpid
+        # (no -i: the kernel routes from the one LE adapter it has up, hci0; hci1 is on the user channel)
+        timeout 30 l2test -s -V le_public -P 129 -N 10 -b 200 $OURS > /tmp/s4-l2test-send.log 2>&1
+        wait_for /tmp/s4-serve.out '"event":"closed"' 10
+        no_links
+        stop_ble $serve
+        closed="$(grep '"event":"closed"' /tmp/s4-serve.out | head -1)"
+        bytes="$(echo "$closed" | sed 's/.*"bytes":\([0-9]*\).*/\1/')"
+        sdus="$(echo "$closed" | sed 's/.*"sdus":\([0-9]*\).*/\1/')"
+        if [ "$bytes" = 2000 ] && [ "$sdus" = 10 ] && grep -q "Connected to $OURS" /tmp/s4-l2test-send.log; then
+            result "$name kernel-to-ble" PASS "l2test -s sent 10 x 200 bytes to PSM 0x81; ble l2cap serve received $bytes bytes in $sdus SDUs"
+        else
+            result "$name kernel-to-ble" FAIL "ble: [$closed] l2test: $(tr '\n' ' ' < /tmp/s4-l2test-send.log | head -c 300)"
+        fi
+    else
+        result "$name kernel-to-ble" FAIL "ble l2cap serve did not start: $(head -c 200 /tmp/s4-serve.err)"
+    fi
+    # ble connects to l2test listening on the kernel (which advertises) and sends 10000 bytes
+    for variant in without-att with-att; do
+        no_links
+        l2test -d -V le_public -P 130 -i hci0 > /tmp/s4-l2test-$variant.log 2>&1 &
+        l2testpid=$!
+        [ $variant = with-att ] && gs_start /tmp/s4-btgatt-server.log
+        kernel_advertise
+        sleep 0.5
+        ble1 /tmp/s4-connect-$variant l2cap connect $KERNEL --psm 0x0082 --bytes 10000 --timeout 15
+        cstatus=$?
+        sleep 1
+        stop $l2testpid
+        [ $variant = with-att ] && gs_stop
+        got=$(grep -o "Received [0-9]* bytes" /tmp/s4-l2test-$variant.log | awk '{ n += $2 } END { print n + 0 }')
+        sent="$(grep "^sent" /tmp/s4-connect-$variant.out)"
+        if [ $cstatus -eq 0 ] && echo "$sent" | grep -q "sent 10000 bytes, 10000 delivered" && [ "$got" = 10000 ]; then
+            result "$name ble-to-kernel-$variant" PASS "ble: $(echo "$sent" | cut -d'(' -f1); l2test -d received $got bytes$([ $variant = with-att ] && echo ", btgatt-server on the same link")"
+        else
+            result "$name ble-to-kernel-$variant" FAIL "exit $cstatus [$sent] l2test got $got: $(cat /tmp/s4-connect-$variant.err | head -c 200)"
+        fi
+    done
+    no_links
+fi
+
 # 2b. ble as central against bluetoothd's own GATT server (D-Bus system bus and bluetoothd started here)
 if wanted ble-to-bluetoothd-gatt; then
     name=ble-to-bluetoothd-gatt
