@@ -391,6 +391,72 @@ if wanted ble-to-bluetoothd-gatt; then
     fi
 fi
 
+# 5. bluetoothctl (over bluetoothd, started by 2b) as central against ble serve: connect, read, write, notify, pair
+if wanted bluetoothctl-to-ble-serve; then
+    name=bluetoothctl-to-ble-serve
+    if ! kill -0 "${bluetoothdpid:-0}" 2>/dev/null; then
+        result $name FAIL "bluetoothd is not running (scenario ble-to-bluetoothd-gatt starts it)"
+    elif ble1_bg /tmp/s5-serve '"event":"serving"' serve --json --run-for 120; then
+        serve=$bgpid
+        no_links
+        rm -f /tmp/ctl.in; mkfifo /tmp/ctl.in
+        bluetoothctl < /tmp/ctl.in > /tmp/s5-bluetoothctl.log 2>&1 &
+        ctlpid=$!
+        exec 6> /tmp/ctl.in
+        # ctl COMMAND PATTERN SECONDS: sends a command, waits for one more line matching PATTERN
+        ctl() {
+            local before
+            before=$(grep -c -- "$2" /tmp/s5-bluetoothctl.log)
+            echo "$1" >&6
+            wait_for /tmp/s5-bluetoothctl.log "$2" "${3:-10}" $((before + 1))
+        }
+        plain() { sed 's/\x1b\[[0-9;]*m//g' /tmp/s5-bluetoothctl.log; }
+        dev=/org/bluez/hci0/dev_00_5B_00_00_00_02
+        ctl "select $KERNEL" "Controller" 5
+        ctl "agent NoInputNoOutput" "Agent registered" 5
+        ctl "default-agent" "Default agent request successful" 5
+        ctl "power on" "Changing power on succeeded" 5
+        ctl "scan le" "Device $OURS" 20
+        ctl "scan off" "Discovery stopped" 5
+        ctl "connect $OURS" "Connection successful" 20 && wait_for /tmp/s5-bluetoothctl.log "ServicesResolved: yes" 20
+        ctl "menu gatt" "Menu gatt" 5
+        ctl "select-attribute 12345678-1234-5678-1234-56789abcdef1" "56789abcdef1" 5
+        ctl "read" "69 6e 69 74 69 61 6c" 10; r1=$?
+        ctl "write \"0x63 0x74 0x6c\"" "Attempting to write" 10
+        sleep 1
+        ctl "read" "63 74 6c 74 69 61 6c\|63 74 6c " 10; r2=$?
+        ctl "select-attribute 00002a37-0000-1000-8000-00805f9b34fb" "00002a37" 5
+        ctl "notify on" "Notify started" 10
+        # (bluetoothd's object path names the characteristic by its declaration handle, the one before its value)
+        hrchar=$(printf 'char%04x' $(( $(handle /tmp/s5-serve.out 2A37) - 1 )))
+        wait_for /tmp/s5-bluetoothctl.log "$hrchar Value:" 10 3
+        notes=$(plain | grep -c "$hrchar Value:")
+        ctl "notify off" "Notify stopped" 10
+        ctl "back" "Menu main" 5
+        ctl "pair $OURS" "Pairing successful\|Failed to pair" 30
+        ctl "menu gatt" "Menu gatt" 5
+        ctl "select-attribute 12345678-1234-5678-1234-56789abcdef3" "56789abcdef3" 5
+        ctl "read" "74 6f 70 2d 73 65 63 72 65 74" 10; r3=$?
+        ctl "back" "Menu main" 5
+        ctl "disconnect $OURS" "Successful disconnected\|Disconnection successful" 10
+        exec 6>&-
+        sleep 0.5
+        stop $ctlpid
+        stop_ble $serve
+        paired="$(grep '"event":"paired"' /tmp/s5-serve.out | head -1)"
+        written="$(grep '"event":"write"' /tmp/s5-serve.out | head -1)"
+        say "s5 read=$r1 reread=$r2 notifications=$notes secret=$r3 paired=[$paired] written=[$written]"
+        if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "$notes" -ge 3 ] && plain | grep -q "Pairing successful" && [ $r3 -eq 0 ] \
+            && echo "$written" | grep -q '"value":"63746c"'; then
+            result $name PASS "'initial' read; 'ctl' written (ble serve saw 63746c) and read back; $notes heart-rate notifications; paired ($(echo "$paired" | grep -o '"method":"[a-zA-Z]*"'), bonded); 'top-secret' read encrypted"
+        else
+            result $name FAIL "read=$r1 reread=$r2 notifications=$notes pairing=$(plain | grep -o "Pairing successful\|Failed to pair.*" | head -1) secret=$r3 written=[$written]"
+        fi
+    else
+        result $name FAIL "ble serve did not start: $(head -c 200 /tmp/s5-serve.err)"
+    fi
+fi
+
 dmesg > /tmp/dmesg.log
 say "done in $(( $(date +%s) - start )) s"
 kill -INT $btmonpid $controllerpid 2>/dev/null
