@@ -46,13 +46,14 @@ hex4() { printf '0x%04x' "$1"; }
 handle() { grep "\"kind\":\"characteristic\"" "$1" | grep "\"uuid\":\"$2\"" | sed 's/.*"handle":\([0-9]*\).*/\1/' | head -1; }
 
 # ble1 OUT ARGS...: `ble ARGS --hci hci1` in the foreground (OUT.out, OUT.err), retried while the kernel holds the
-# adapter (it powers a new or released adapter on for its own setup; the user channel is refused meanwhile)
+# adapter (it powers a new or released adapter on for its own setup; the user channel is refused meanwhile) or has
+# not yet brought it back after the last user-channel socket closed (ENODEV for a moment)
 ble1() {
     local out="$1" n=0 status; shift
     while :; do
         timeout 90 ble "$@" --hci hci1 --btsnoop "$out.snoop" > "$out.out" 2> "$out.err"
         status=$?
-        grep -q "adapter busy" "$out.err" || break
+        grep -q "adapter busy\|no such adapter" "$out.err" || break
         n=$((n + 1)); [ $n -ge 30 ] && break
         sleep 0.5
     done
