@@ -29,9 +29,9 @@ extension World {
         listenerCache = nil
         complete(id, HCILECreateConnectionCancel.self, .init())
         // Core 5.4, Vol 4, Part E, 7.8.13: LE Connection Complete with Unknown Connection Identifier.
-        emit(id, HCILEConnectionCompleteEvent(status: .unknownConnectionIdentifier, handle: 0, role: .central,
-                                              peerAddressType: pending.peerAddressType, peerAddress: pending.peerAddress,
-                                              connectionInterval: 0, peripheralLatency: 0, supervisionTimeout: 0).packet)
+        emitConnectionComplete(id, HCILEConnectionCompleteEvent(status: .unknownConnectionIdentifier, handle: 0, role: .central,
+                                                                peerAddressType: pending.peerAddressType, peerAddress: pending.peerAddress,
+                                                                connectionInterval: 0, peripheralLatency: 0, supervisionTimeout: 0))
     }
 
     mutating func disconnect(_ id: Int, _ packet: HCICommandPacket) {

@@ -35,9 +35,9 @@ extension World {
 
         if type == .connectableDirectedHighDuty, now - advertiser.advertising.started >= Self.highDutyDirectedTimeoutNanos {
             stopAdvertising(id)
-            emit(id, HCILEConnectionCompleteEvent(status: .advertisingTimeout, handle: 0, role: .peripheral,
-                                                  peerAddressType: params.peerAddressType, peerAddress: params.peerAddress,
-                                                  connectionInterval: 0, peripheralLatency: 0, supervisionTimeout: 0).packet)
+            emitConnectionComplete(id, HCILEConnectionCompleteEvent(status: .advertisingTimeout, handle: 0, role: .peripheral,
+                                                                    peerAddressType: params.peerAddressType, peerAddress: params.peerAddress,
+                                                                    connectionInterval: 0, peripheralLatency: 0, supervisionTimeout: 0))
             return
         }
 
@@ -177,14 +177,14 @@ extension World {
         link.centralPHY = phy
         link.peripheralPHY = phy
         links[id] = link
-        emit(central, HCILEConnectionCompleteEvent(handle: centralHandle, role: .central,
-                                                   peerAddressType: peripheralAddress.1, peerAddress: peripheralAddress.0,
-                                                   connectionInterval: link.interval, peripheralLatency: link.latency,
-                                                   supervisionTimeout: link.timeout).packet)
-        emit(peripheral, HCILEConnectionCompleteEvent(handle: peripheralHandle, role: .peripheral,
-                                                      peerAddressType: centralAddress.1, peerAddress: centralAddress.0,
-                                                      connectionInterval: link.interval, peripheralLatency: link.latency,
-                                                      supervisionTimeout: link.timeout).packet)
+        emitConnectionComplete(central, HCILEConnectionCompleteEvent(handle: centralHandle, role: .central,
+                                                                     peerAddressType: peripheralAddress.1, peerAddress: peripheralAddress.0,
+                                                                     connectionInterval: link.interval, peripheralLatency: link.latency,
+                                                                     supervisionTimeout: link.timeout))
+        emitConnectionComplete(peripheral, HCILEConnectionCompleteEvent(handle: peripheralHandle, role: .peripheral,
+                                                                        peerAddressType: centralAddress.1, peerAddress: centralAddress.0,
+                                                                        connectionInterval: link.interval, peripheralLatency: link.latency,
+                                                                        supervisionTimeout: link.timeout))
         if let advertisingSet {
             emit(peripheral, HCILEAdvertisingSetTerminatedEvent(handle: advertisingSet, connectionHandle: peripheralHandle,
                                                                 completedEvents: UInt8(clamping: completedEvents)).packet)

@@ -377,6 +377,25 @@ struct World {
         return true
     }
 
+    /// Sends LE Connection Complete, or LE Enhanced Connection Complete [v1] in its place where the host unmasked the
+    /// enhanced event: with both unmasked only the enhanced one is sent (Core 5.4, Vol 4, Part E, 7.7.65.10). Linux's
+    /// host, which unmasks both, waits for the enhanced event after LE Extended Create Connection and otherwise cancels
+    /// a connection that has in fact completed. No address is resolved here, so both resolvable private addresses are
+    /// zero.
+    mutating func emitConnectionComplete(_ controller: Int, _ e: HCILEConnectionCompleteEvent) {
+        let enhanced = HCILESetEventMask.bit(for: .enhancedConnectionComplete) ?? 0
+        guard let mask = controllers[controller]?.hci.leEventMask, mask & enhanced != 0 else {
+            emit(controller, e.packet)
+            return
+        }
+        emit(controller, HCILEEnhancedConnectionCompleteEvent(status: e.status, handle: e.handle, role: e.role,
+                                                              peerAddressType: e.peerAddressType, peerAddress: e.peerAddress,
+                                                              connectionInterval: e.connectionInterval,
+                                                              peripheralLatency: e.peripheralLatency,
+                                                              supervisionTimeout: e.supervisionTimeout,
+                                                              centralClockAccuracy: e.centralClockAccuracy).packet)
+    }
+
     mutating func emitACL(_ controller: Int, _ packet: HCIACLPacket) {
         guard let found = controllers.withValue(forKey: controller, { $0.removed ? nil : $0.sink }), let sink = found else { return }
         sink.deliver(.acl(packet))

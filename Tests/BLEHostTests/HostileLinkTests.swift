@@ -38,7 +38,7 @@ import Testing
             try await host.startAdvertising(.init(data: AdvertisingData(flags: .leOnlyGeneralDiscoverable, localName: "Target")))
             raw = world.air.addController(.init(position: Position(x: 2), aclBufferSize: 251, aclBufferCount: 8), buffered: true)
             raw.receive(fromHost: .command(HCISetEventMask(mask: 0x3FFF_FFFF_FFFF_FFFF).packet))
-            raw.receive(fromHost: .command(HCILESetEventMask(mask: 0xFFFF_FFFF).packet))
+            raw.receive(fromHost: .command(HCILESetEventMask(mask: 0xFFFF_FFFF & ~(1 << 9)).packet))  // legacy LE Connection Complete
             raw.receive(fromHost: .command(HCILECreateConnection(peerAddressType: .public, peerAddress: hc.address).packet))
             var handle: ConnectionHandle?
             for _ in 0..<400 where handle == nil {

@@ -26,6 +26,54 @@ import Testing
         #expect(central.connectionCount == 1 && peripheral.connectionCount == 1)
     }
 
+    /// A host that unmasks LE Enhanced Connection Complete gets it instead of LE Connection Complete, on both sides and
+    /// for a cancelled creation (Core 5.4, Vol 4, Part E, 7.7.65.10: with both unmasked, only the enhanced event is
+    /// sent). Linux unmasks both and, after LE Extended Create Connection, waits for the enhanced event alone: given
+    /// the legacy one it cancelled a connection that had completed and then could not disconnect it
+    /// (scripts/bluez-test).
+    @Test func enhancedConnectionCompleteReplacesTheLegacyEventWhenUnmasked() throws {
+        let bench = Bench()
+        let central = try bench.controller()
+        let peripheral = try bench.controller(at: 3)
+        let both: UInt64 = 0xFFFF_FFFF
+        try bench.expectSuccess(central, HCILESetEventMask(mask: both))
+        try bench.expectSuccess(peripheral, HCILESetEventMask(mask: both))
+        try bench.advertise(peripheral)
+        try bench.expectSuccess(central, HCILECreateConnection(peerAddressType: .public, peerAddress: peripheral.address,
+                                                               connectionIntervalMin: 0x18, connectionIntervalMax: 0x28,
+                                                               supervisionTimeout: 0x01F4))
+        bench.advance(.milliseconds(200))
+        let centralEvents = try bench.drain(central)
+        let peripheralEvents = try bench.drain(peripheral)
+        for events in [centralEvents, peripheralEvents] {
+            #expect(!events.contains { if case .le(.connectionComplete) = $0 { true } else { false } })
+        }
+        let c = try #require(centralEvents.compactMap { if case .le(.enhancedConnectionComplete(let e)) = $0 { e } else { nil } }.first)
+        let p = try #require(peripheralEvents.compactMap { if case .le(.enhancedConnectionComplete(let e)) = $0 { e } else { nil } }.first)
+        #expect(c.status == .success && p.status == .success)
+        #expect(c.role == .central && p.role == .peripheral)
+        #expect(c.peerAddress == peripheral.address && c.peerAddressType == .public && p.peerAddress == central.address)
+        #expect(c.handle != 0 && c.connectionInterval == 0x28 && c.supervisionTimeout == 0x01F4)
+        #expect(c.localResolvablePrivateAddress == .zero && c.peerResolvablePrivateAddress == .zero)
+
+        // A cancelled creation ends with the enhanced event too.
+        let other = try bench.controller(at: 1)
+        try bench.expectSuccess(other, HCILESetEventMask(mask: both))
+        try bench.expectSuccess(other, HCILECreateConnection(peerAddressType: .public, peerAddress: BluetoothAddress(0x1234)))
+        let events = try bench.send(other, HCILECreateConnectionCancel())
+        let cancelled: [HCIStatus] = events.compactMap { if case .le(.enhancedConnectionComplete(let e)) = $0 { e.status } else { nil } }
+        #expect(cancelled == [.unknownConnectionIdentifier])
+        #expect(!events.contains { if case .le(.connectionComplete) = $0 { true } else { false } })
+
+        // Only the legacy event unmasked: the legacy event, as before.
+        let legacy = try bench.controller(at: 2)
+        try bench.expectSuccess(legacy, HCILESetEventMask(mask: 0x1F))
+        try bench.expectSuccess(legacy, HCILECreateConnection(peerAddressType: .public, peerAddress: BluetoothAddress(0x1234)))
+        let legacyEvents = try bench.send(legacy, HCILECreateConnectionCancel())
+        let legacyCancelled: [HCIStatus] = legacyEvents.compactMap { if case .le(.connectionComplete(let e)) = $0 { e.status } else { nil } }
+        #expect(legacyCancelled == [.unknownConnectionIdentifier])
+    }
+
     @Test func createConnectionCancel() throws {
         let bench = Bench()
         let central = try bench.controller()
