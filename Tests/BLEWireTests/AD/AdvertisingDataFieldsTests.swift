@@ -75,7 +75,7 @@ import Testing
 
     @Test("On mutated data the one-pass reader and the view read the same fields or both refuse")
     func agreesOnMutations() throws {
-        var generator = SplitMix(seed: 0x5EED)
+        var generator = FuzzTests.Generator(state: 0x5EED)
         var refused = 0
         var total = 0
         for (label, bytes) in try AdvertisingDataViewTests.corpus() where !bytes.isEmpty {
@@ -95,18 +95,5 @@ import Testing
         }
         // Both outcomes are exercised.
         #expect(refused > total / 10 && refused < total * 9 / 10, "\(refused) refused of \(total)")
-    }
-}
-
-/// A small deterministic generator (SplitMix64) for the mutations.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
