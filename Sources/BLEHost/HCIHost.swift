@@ -33,6 +33,11 @@ public actor HCIHost {
         /// the time runs out the link is disconnected anyway and the returned ``DeliveryOutcome`` says how many
         /// packets were not confirmed. A link the peer or the controller ends does not wait.
         public var disconnectTimeout: Duration = .seconds(5)
+        /// How long ``HCIHost/powerOff()`` gives its links, all together, before the transport closes: for the ACL
+        /// data queued on them to be completed, then for HCI Disconnect (Remote Device Terminated Connection due to
+        /// Power Off) to be answered by Disconnection Complete. The peers hear the link end at once instead of after
+        /// their supervision timeout. When the time runs out the transport closes with the links still up.
+        public var powerOffTimeout: Duration = .seconds(2)
         /// Pairing, encryption and bonding.
         public var security = SecurityConfiguration()
         /// The defaults: 5 s command timeout, 1024-byte L2CAP PDUs, 30 s L2CAP signaling timeout, 5 s for a channel's
@@ -306,10 +311,65 @@ public actor HCIHost {
                      isoPacketLength: le?.isoPacketLength ?? 0, isoPacketCount: le?.isoPacketCount ?? 0, source: .readBufferSize)
     }
 
-    /// Closes the transport; the state becomes `poweredOff`.
+    /// Ends every link (``disconnectAll(reason:within:)``, with Remote Device Terminated Connection due to Power Off,
+    /// within ``Configuration/powerOffTimeout``), then closes the transport; the state becomes `poweredOff`.
     public func powerOff() async {
+        let stillUp = await disconnectAll(reason: .remoteDeviceTerminatedPowerOff, within: configuration.powerOffTimeout)
+        if !stillUp.isEmpty {
+            logger.warning("powering off with \(stillUp.count) link(s) still up: the controller did not end them in \(configuration.powerOffTimeout)")
+        }
         await transport.close()
         transportEnded(nil)
+    }
+
+    /// Disconnects every link at once and waits, at most `timeout` in all on the host's ``clock``, for the controller
+    /// to complete the ACL data queued on each (as ``disconnect(_:reason:)`` does) and then to report each link's
+    /// Disconnection Complete. Returns the links still up when the time ran out (none when every one ended).
+    @discardableResult
+    public func disconnectAll(reason: HCIStatus = .remoteUserTerminatedConnection, within timeout: Duration) async -> [HostConnection] {
+        let connections = links.connections
+        guard !connections.isEmpty, state == .poweredOn else { return connections }
+        // Subscribed before the first HCI Disconnect leaves: no Disconnection Complete can come unheard.
+        let events = self.events()
+        let clock = self.clock
+        enum Step { case allEnded, timeUp, sent }
+        await withTaskGroup(of: Step.self) { group in
+            group.addTask {
+                var waiting = Set(connections.map(\.link))
+                for await event in events {
+                    guard case .disconnected(let connection, _) = event else { continue }
+                    waiting.remove(connection.link)
+                    if waiting.isEmpty { return .allEnded }
+                }
+                return .allEnded   // the stream ended: the host is going away
+            }
+            group.addTask {
+                try? await clock.sleep(for: timeout)
+                return .timeUp
+            }
+            for connection in connections {
+                group.addTask {
+                    await self.disconnectForPowerOff(connection, reason: reason, within: timeout)
+                    return .sent
+                }
+            }
+            // The first of "every link ended" and "the time ran out" ends the wait; the rest are cancelled.
+            for await step in group where step != .sent { break }
+            group.cancelAll()
+        }
+        return links.connections.filter { connection in connections.contains { $0.link == connection.link } }
+    }
+
+    /// One link's part of ``disconnectAll(reason:within:)``: its queued data completed (or the time ran out), then HCI
+    /// Disconnect, whose outcome comes as Disconnection Complete.
+    private func disconnectForPowerOff(_ connection: HostConnection, reason: HCIStatus, within timeout: Duration) async {
+        guard current(connection.handle, is: connection.link) else { return }
+        let outcome = await awaitDelivery(on: connection.handle, timeout: timeout)
+        guard current(connection.handle, is: connection.link) else { return }
+        if outcome != .completed {
+            logger.warning("\(connection.link): disconnecting with \(outcome.unconfirmedPackets) ACL packet(s) not completed by the controller")
+        }
+        submit(HCIDisconnect(handle: connection.handle, reason: reason)) { _ in }
     }
 
     // MARK: Commands

@@ -83,6 +83,36 @@ import Testing
         await #expect(throws: HostError.self) { try await central.sendL2CAP([1], channel: .att, on: c) }
     }
 
+    /// Powering off ends the links first: the peer hears Remote Device Terminated Connection due to Power Off at once,
+    /// not a supervision timeout later, and data queued before power-off was completed before the link ended.
+    @Test func powerOffDisconnectsEachLinkBeforeTheTransportCloses() async throws {
+        let world = World()
+        let (peripheral, pc) = try await world.host()
+        let (central, _) = try await world.host(at: 1)
+        let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        let atPeripheral = try await peripheral.openFixedChannel(.att, on: try #require(await peripheral.connections.first))
+        let peripheralEvents = await peripheral.events()
+        let centralEvents = await central.events()
+        let big = (0..<600).map { UInt8(truncatingIfNeeded: $0 * 3) }
+        try await central.sendL2CAP(big, channel: .att, on: c)
+        await central.powerOff()
+        #expect(await central.state == .poweredOff)
+        #expect(try await next(centralEvents) { if case .disconnected(_, let r) = $0 { r } else { nil } } == HCIStatus.connectionTerminatedByLocalHost)
+        #expect(try await next(peripheralEvents) { if case .disconnected(_, let r) = $0 { r } else { nil } } == HCIStatus.remoteDeviceTerminatedPowerOff)
+        let got = try await withTimeout { () async throws -> [UInt8] in
+            for await payload in atPeripheral { return payload }
+            throw TimedOut()
+        }
+        #expect(got == big)
+    }
+
+    /// `disconnectAll` with nothing connected returns at once, whatever time it was given.
+    @Test func disconnectAllWithoutLinksReturnsAtOnce() async throws {
+        let world = World()
+        let (central, _) = try await world.host()
+        #expect(await central.disconnectAll(within: .seconds(30)).isEmpty)
+    }
+
     @Test func connectTimesOutAndCancels() async throws {
         let world = World()
         let (central, _) = try await world.host()
