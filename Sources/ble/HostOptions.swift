@@ -98,11 +98,13 @@ extension BluetoothUUID: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }
 }
 
-/// Finds a device by address (`AA:BB:CC:DD:EE:FF`) or advertised name by scanning for at most `timeout`.
+/// Finds a device by address (`AA:BB:CC:DD:EE:FF`) or advertised name by scanning for at most `timeout`. A bonded
+/// device with privacy is found by its identity address behind whatever resolvable private address it uses now.
 func findTarget(_ target: String, central: Central, timeout: Duration) async throws -> DiscoveredPeripheral {
     let wanted = BluetoothAddress(target)
     let results = try await during("scanning") { try await central.scan(timeout: timeout) }
-    for try await device in results where device.address.address == wanted || device.name == target {
+    for try await device in results
+    where device.address.address == wanted || (wanted != nil && device.identity?.address == wanted) || device.name == target {
         return device   // leaving the loop ends the stream, which stops the scan
     }
     throw CommandFailure.notFound("no device '\(target)' found within \(describe(timeout))")
