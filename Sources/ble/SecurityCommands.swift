@@ -115,7 +115,7 @@ func printPairingEvents(_ central: Central, json: Bool) async -> Task<Void, Neve
                 emit(json, "paired with \(c.peer.address)\(identity): \(outcome.method), \(outcome.security)\(outcome.bonded ? ", bonded" : "")",
                      SamplePeripheral.pairedFields(outcome, peer: c.peer))
             case .encrypted(let c, let security, let usingBond) where usingBond:
-                let identity = security.peerIdentity.flatMap { $0 == c.peer ? nil : " (identity \($0))" } ?? ""
+                let identity = security.peerIdentity.flatMap { $0 == c.peer ? nil : " (identity \($0.address))" } ?? ""
                 var fields = securityFields(security).merging(["event": "encrypted", "peer": .string(c.peer.address.description), "bonded": true]) { $1 }
                 if let peerIdentity = security.peerIdentity { fields["identity"] = .string(peerIdentity.address.description) }
                 emit(json, "encrypted with the bond of \(c.peer.address)\(identity): \(security.level.map { "\($0)" } ?? "")", fields)

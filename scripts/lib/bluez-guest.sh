@@ -149,6 +149,19 @@ no_links() {
     return 0
 }
 
+# start_bluetoothd: the guest's system bus and bluetoothd (once), bluetoothdpid set
+start_bluetoothd() {
+    [ -n "${bluetoothdpid:-}" ] && kill -0 "$bluetoothdpid" 2>/dev/null && return 0
+    if [ ! -S /run/dbus/system_bus_socket ]; then
+        dbus-daemon --config-file=/etc/dbus-1/system.conf --nofork --nopidfile > /tmp/dbus.log 2>&1 &
+        n=0; until [ -S /run/dbus/system_bus_socket ] || [ $n -gt 50 ]; do n=$((n + 1)); sleep 0.1; done
+    fi
+    /usr/libexec/bluetooth/bluetoothd -n -d >> /tmp/bluetoothd.log 2>&1 &
+    bluetoothdpid=$!
+    wait_for /tmp/bluetoothd.log "Adapter /org/bluez/hci0 registered" 15
+    sleep 1
+}
+
 say "kernel $(uname -r) $(uname -m)"
 start=$(date +%s)
 for module in $(cat /modules); do
@@ -185,6 +198,7 @@ if wanted btgatt-client-to-ble-serve; then
             wait_for /tmp/gc.log "Handle Value Not/Ind: $h_hr" 10 3
         fi
         gc_stop
+        cp /tmp/gc.log /tmp/s1-gc.log
         no_links
         stop_ble $serve
         services=$(grep -c "type: primary" /tmp/gc.log)
@@ -373,12 +387,7 @@ fi
 if wanted ble-to-bluetoothd-gatt; then
     name=ble-to-bluetoothd-gatt
     no_links
-    dbus-daemon --config-file=/etc/dbus-1/system.conf --nofork --nopidfile > /tmp/dbus.log 2>&1 &
-    n=0; until [ -S /run/dbus/system_bus_socket ] || [ $n -gt 50 ]; do n=$((n + 1)); sleep 0.1; done
-    /usr/libexec/bluetooth/bluetoothd -n -d > /tmp/bluetoothd.log 2>&1 &
-    bluetoothdpid=$!
-    wait_for /tmp/bluetoothd.log "Adapter /org/bluez/hci0 registered" 15
-    sleep 1
+    start_bluetoothd
     kernel_advertise
     ble1 /tmp/s2b-explore explore $KERNEL --timeout 15
     devname="$(grep "2A00 (Device Name)" /tmp/s2b-explore.out | sed 's/.*= "\([^"]*\)".*/\1/')"
@@ -395,7 +404,7 @@ fi
 # 5. bluetoothctl (over bluetoothd, started by 2b) as central against ble serve: connect, read, write, notify, pair
 if wanted bluetoothctl-to-ble-serve; then
     name=bluetoothctl-to-ble-serve
-    if ! kill -0 "${bluetoothdpid:-0}" 2>/dev/null; then
+    if [ -z "${bluetoothdpid:-}" ] || ! kill -0 "$bluetoothdpid" 2>/dev/null; then
         result $name FAIL "bluetoothd is not running (scenario ble-to-bluetoothd-gatt starts it)"
     elif ble1_bg /tmp/s5-serve '"event":"serving"' serve --json --run-for 120; then
         serve=$bgpid
@@ -456,6 +465,186 @@ if wanted bluetoothctl-to-ble-serve; then
     else
         result $name FAIL "ble serve did not start: $(head -c 200 /tmp/s5-serve.err)"
     fi
+fi
+
+# 7. bleak (the Python library, on bluetoothd over D-Bus: the path a Linux Python user takes) as central against ble
+# serve: scan, connect, services, read, write and read back, three notifications, pair, an encrypted read
+if wanted bleak-on-bluetoothd; then
+    name=bleak-on-bluetoothd
+    start_bluetoothd
+    no_links
+    mgmt power on
+    mgmt unpair -t 1 $OURS
+    cat > /tmp/bleak_central.py <<'PY'
+import asyncio, sys
+from bleak import BleakClient, BleakScanner
+
+ADDRESS, RW, SECRET, HR = sys.argv[1], "12345678-1234-5678-1234-56789abcdef1", "12345678-1234-5678-1234-56789abcdef3", "00002a37-0000-1000-8000-00805f9b34fb"
+
+async def main():
+    device = await BleakScanner.find_device_by_address(ADDRESS, timeout=20)
+    if device is None:
+        print("NOT FOUND"); return 1
+    print("FOUND", device.address, device.name, flush=True)
+    async with BleakClient(device, timeout=30) as client:
+        print("SERVICES", len(client.services.services), " ".join(sorted(s.uuid[4:8] for s in client.services)), flush=True)
+        print("READ", (await client.read_gatt_char(RW)).hex(), flush=True)
+        await client.write_gatt_char(RW, b"bleak", response=True)
+        print("REREAD", (await client.read_gatt_char(RW)).hex(), flush=True)
+        values, enough = [], asyncio.Event()
+        def on_value(_, data):
+            values.append(bytes(data))
+            if len(values) >= 3: enough.set()
+        await client.start_notify(HR, on_value)
+        await asyncio.wait_for(enough.wait(), 15)
+        await client.stop_notify(HR)
+        print("NOTIFIED", len(values), " ".join(v.hex() for v in values[:3]), flush=True)
+        await client.pair()
+        print("PAIRED", flush=True)
+        print("SECRET", (await client.read_gatt_char(SECRET)).hex(), flush=True)
+    return 0
+
+sys.exit(asyncio.run(main()))
+PY
+    # a default agent, as a desktop session has one: bluetoothd refuses the kernel's Just Works confirmation without
+    # (bleak's pair() asks bluetoothd to pair and brings no agent of its own)
+    rm -f /tmp/agentctl.in; mkfifo /tmp/agentctl.in
+    bluetoothctl < /tmp/agentctl.in > /tmp/s7-agent.log 2>&1 &
+    agentctlpid=$!
+    exec 7> /tmp/agentctl.in
+    echo "agent NoInputNoOutput" >&7; wait_for /tmp/s7-agent.log "Agent registered" 10
+    echo "default-agent" >&7; wait_for /tmp/s7-agent.log "Default agent request successful" 10
+    if ble1_bg /tmp/s7-serve '"event":"serving"' serve --json --run-for 120; then
+        serve=$bgpid
+        DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket PYTHONPATH=/usr/lib/bleak-site \
+            timeout 90 python3 /tmp/bleak_central.py $OURS > /tmp/s7-bleak.log 2>&1
+        bstatus=$?
+        no_links
+        stop_ble $serve
+        written="$(grep '"event":"write"' /tmp/s7-serve.out | head -1)"
+        paired="$(grep '"event":"paired"' /tmp/s7-serve.out | head -1)"
+        say "s7 bleak exit $bstatus: $(tr '\n' ' ' < /tmp/s7-bleak.log | head -c 600)"
+        if [ $bstatus -eq 0 ] && grep -q "^SERVICES .*180d" /tmp/s7-bleak.log && grep -q "^READ 696e697469616c$" /tmp/s7-bleak.log \
+            && grep -q "^REREAD 626c65616b" /tmp/s7-bleak.log && grep -q "^NOTIFIED 3 " /tmp/s7-bleak.log \
+            && grep -q "^PAIRED" /tmp/s7-bleak.log && grep -q "^SECRET 746f702d736563726574$" /tmp/s7-bleak.log \
+            && echo "$written" | grep -q '"value":"626c65616b"' && echo "$paired" | grep -q '"bonded":true'; then
+            result $name PASS "bleak 3.1.0: $(grep "^SERVICES" /tmp/s7-bleak.log | cut -d' ' -f2) services; 'initial' read; 'bleak' written (ble serve saw 626c65616b) and read back; 3 notifications; paired ($(echo "$paired" | grep -o '"method":"[a-zA-Z]*"'), bonded); 'top-secret' read"
+        else
+            result $name FAIL "exit $bstatus: $(tr '\n' ' ' < /tmp/s7-bleak.log | tail -c 400) written=[$written] paired=[$paired]"
+        fi
+    else
+        result $name FAIL "ble serve did not start: $(head -c 200 /tmp/s7-serve.err)"
+    fi
+    exec 7>&-
+    stop $agentctlpid
+fi
+
+# 8. The kernel's extended advertising (one instance of btmgmt add-ext-adv-params/-data: connectable, 2M secondary
+# PHY, 61 octets of data, more than a legacy PDU carries) heard by ble's scan as an extended report, then connected to
+# (the connection made from the extended advertisement) and explored: bluetoothd's GATT server (started by 2b) answers
+if wanted kernel-ext-adv; then
+    name=kernel-ext-adv
+    start_bluetoothd
+    no_links
+    mgmt power on
+    mgmt advertising off
+    # a Complete Local Name of 59 characters: 61 octets of advertising data
+    extname="swift-ble meets the kernel: extended advertising, 2M, conn."
+    exthex="$(printf '%02x09' $(( ${#extname} + 1 )))$(printf '%s' "$extname" | od -An -tx1 | tr -d ' \n')"
+    mgmt add-ext-adv-params -c -g -P 2M 1
+    mgmt add-ext-adv-data -d "$exthex" 1
+    say "s8 btmgmt: $(grep -i "ext\|instance" /tmp/btmgmt.log | tail -3 | tr '\n' ' ')"
+    ble1 /tmp/s8-scan scan --json --timeout 5
+    heard="$(grep "\"$KERNEL\"" /tmp/s8-scan.out | head -1)"
+    ble1 /tmp/s8-explore explore $KERNEL --timeout 15
+    estatus=$?
+    mgmt rm-adv 1
+    no_links
+    say "s8 heard=[$heard] explore exit $estatus"
+    if echo "$heard" | grep -q '"extended":true' && echo "$heard" | grep -q "$extname" \
+        && echo "$heard" | grep -q '"secondaryPHY":"2M"' && [ $estatus -eq 0 ] && grep -q "service 1801" /tmp/s8-explore.out; then
+        result $name PASS "heard as an extended report (secondary PHY 2M, the 59-character name whole); connected and explored: $(grep "^service" /tmp/s8-explore.out | cut -d' ' -f2 | tr '\n' ' ')"
+    else
+        result $name FAIL "heard=[$heard] explore exit $estatus: $(head -c 200 /tmp/s8-explore.err)"
+        state
+    fi
+fi
+
+# 6. Privacy, both sides with IRKs: the kernel (btmgmt privacy on, a fixed IRK) advertises from a resolvable private
+# address; ble, with --privacy, finds it by name, pairs and bonds through it (both distribute their IRKs); the kernel
+# takes a new private address (its privacy set again with the same IRK, which expires the old one) and ble, asked
+# for the identity address, finds the new one through the bond's IRK and encrypts with the bond. Then the kernel, as
+# central, finds ble serve --privacy (advertising from its own private address) by ble's identity address and
+# encrypts with the bond. bluetoothd stops first: without an agent it would refuse the kernel's confirmations.
+if wanted privacy-rpa; then
+    name=privacy-rpa
+    [ -n "${bluetoothdpid:-}" ] && stop $bluetoothdpid; bluetoothdpid=""
+    no_links
+    irk=5b0e1f2a3c4d5e6f708192a3b4c5d6e7
+    mgmt power off
+    mgmt privacy on $irk
+    mgmt bondable on
+    mgmt io-cap 3
+    mgmt sc on
+    mgmt name PrivLab
+    mgmt power on
+    mgmt unpair -t 1 $OURS
+    kernel_advertise
+    agent_start
+    pbonds=/tmp/privacy-bonds.json
+    rm -f $pbonds
+    ble1 /tmp/s6-pair pair PrivLab --privacy --bonds $pbonds --timeout 20
+    line1="$(grep "paired with" /tmp/s6-pair.out)"
+    rpa1="$(echo "$line1" | sed -n 's/^paired with \([0-9A-F:]*\).*/\1/p')"
+    no_links
+    # a new private address: privacy set again (same IRK) marks the current one expired
+    mgmt power off
+    mgmt privacy on $irk
+    mgmt power on
+    kernel_advertise
+    ble1 /tmp/s6-bond pair $KERNEL --privacy --bonds $pbonds --timeout 20
+    line2="$(grep "encrypted with the bond" /tmp/s6-bond.out)"
+    rpa2="$(echo "$line2" | sed -n 's/^encrypted with the bond of \([0-9A-F:]*\).*/\1/p')"
+    no_links
+    # resolvable private: the two most significant bits of the address 0b01 (first digit 4 to 7)
+    private() { case "$1" in [4-7]?:*) return 0 ;; esac; return 1; }
+    say "s6 first [$line1] second [$line2]"
+    if echo "$line1" | grep -q "(identity $KERNEL).*bonded" && echo "$line2" | grep -q "(identity $KERNEL)" \
+        && private "$rpa1" && private "$rpa2" && [ "$rpa1" != "$rpa2" ] && ! grep -q "paired with" /tmp/s6-bond.out; then
+        result "$name ble-central" PASS "paired through $rpa1 (identity $KERNEL, bonded, IRKs exchanged); after the kernel's new address $rpa2 found by identity and encrypted with the bond, no pairing"
+    else
+        result "$name ble-central" FAIL "first [$line1 $(head -c 200 /tmp/s6-pair.err)] second [$line2 $(head -c 200 /tmp/s6-bond.err)]"
+        state
+    fi
+    # the kernel as central: it finds ble serve --privacy by ble's identity address through the IRK ble gave it
+    mgmt advertising off
+    if ble1_bg /tmp/s6-serve '"event":"serving"' serve --json --privacy --bonds $pbonds --run-for 60; then
+        serve=$bgpid
+        gc_start -i hci0 -d $OURS -t public -s medium
+        wait_for /tmp/gc.log "GATT discovery procedures complete" 30
+        wait_for /tmp/s6-serve.out '"event":"encrypted"' 10
+        kcon="$(btmgmt --index 0 con 2>&1 | tr '\n' ' ')"
+        gc_stop
+        cp /tmp/gc.log /tmp/s6-gc.log
+        no_links
+        stop_ble $serve
+        connected="$(grep '"event":"connected"' /tmp/s6-serve.out | head -1)"
+        peer="$(echo "$connected" | sed -n 's/.*"peer":"\([0-9A-F:]*\)".*/\1/p')"
+        encrypted="$(grep '"event":"encrypted"' /tmp/s6-serve.out | head -1)"
+        say "s6 kernel central: kernel links [$kcon] ble serve [$connected] [$encrypted]"
+        if grep -q "GATT discovery procedures complete" /tmp/s6-gc.log && echo "$encrypted" | grep -q '"bonded":true' \
+            && private "$peer" && ! grep -q '"event":"paired"' /tmp/s6-serve.out; then
+            result "$name kernel-central" PASS "btgatt-client reached ble serve --privacy by its identity $OURS; the kernel connected from $peer (private) and encrypted with the bond, no pairing"
+        else
+            result "$name kernel-central" FAIL "gatt=[$(grep -c "discovery procedures complete" /tmp/s6-gc.log)] connected=[$connected] encrypted=[$encrypted] $(tail -3 /tmp/s6-gc.log | tr '\n' ' ')"
+        fi
+    else
+        result "$name kernel-central" FAIL "ble serve --privacy did not start: $(head -c 200 /tmp/s6-serve.err)"
+    fi
+    agent_stop
+    mgmt power off
+    mgmt privacy off
+    mgmt power on
 fi
 
 dmesg > /tmp/dmesg.log
