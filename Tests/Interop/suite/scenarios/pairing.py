@@ -134,6 +134,20 @@ def pairing_bumble_central_to_ble_peripheral():
     ], needs=('ble',), shared_controllers=True)
 
 
+def eatt_bumble_central_to_ble_peripheral():
+    """Bumble's GATT client opens three Enhanced ATT bearers to `ble serve` after pairing (our host owns SPSM 0x0027 and
+    accepts them on the encrypted link) and reads the encrypted characteristic on all three at once: our server answers
+    each on its own bearer. Core 5.4, Vol 3, Part G, 2.5 and Part F, 3.2.11."""
+    c, s = 'central', 'peripheral'
+    return Scenario('eatt-bumble-central-to-ble-peripheral', [
+        Part('three-bearers', [Controllers(2), pair_serve_ble(),
+                               pair_central(c, 'SwiftBLEPair', '--pair', '--eatt', '3', '--read', SECRET)],
+             [paired(c, 1, 0), Result(c, 'eatt_bearers', 3),
+              Count(c, f'^RESULT eatt_read_DEF3={TOP_SECRET}$', '==', 3,
+                    '$part: not every EATT bearer read the encrypted value')]),
+    ], needs=('ble',), shared_controllers=True)
+
+
 def pairing_ble_central_to_bumble_peripheral():
     c, s, c2 = 'central', 'peripheral', 'central2'
     bonds = '$logs/$name-bonds-ours.json'
