@@ -291,11 +291,28 @@ struct Read: AsyncParsableCommand {
     @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
     @OptionGroup var security: SecurityOptions
     @Flag(help: "Do not pair when the device refuses the read for security (exit 3 with the ATT error instead).") var noPair = false
+    @Option(help: ArgumentHelp("After the read, open N Enhanced ATT bearers (the link must be encrypted: pair first) and read the characteristic N + 1 times at once, over every bearer.", valueName: "N"))
+    var eatt: Int?
 
     func run() async throws {
         try await ClientSession.run(options, target, security: security, pairsOnDemand: !noPair) { session in
             let c = try session.characteristic(characteristic)
             let value = try await during("reading \(characteristic) on \(target.target)") { try await session.peripheral.readValue(for: c) }
+            if let eatt {
+                let peripheral = session.peripheral
+                let open = try await during("opening \(eatt) EATT bearers to \(target.target)") { try await peripheral.openEnhancedBearers(count: eatt) }
+                let values = try await during("reading \(characteristic) over every bearer") {
+                    try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                        for _ in 0...open { group.addTask { try await peripheral.readValue(for: c) } }
+                        var values: [[UInt8]] = []
+                        for try await value in group { values.append(value) }
+                        return values
+                    }
+                }
+                emit(options.json, "\(open) EATT bearers; \(values.count) reads at once: " + values.map { show($0) }.joined(separator: ", "),
+                     ["event": "eatt", "bearers": .int(open), "reads": .int(values.count),
+                      "identical": .bool(values.allSatisfy { $0 == value })])
+            }
             var decoding = ValueDecoding()
             let decoded = decoding.decode(characteristic, value)
             emit(options.json, show(value) + decoded.text,

@@ -229,6 +229,9 @@ def make_device(args, hci_transport):
     # address); a real device distributes a real one, unless told to send none (--zero-irk).
     config.irk = bytes(16) if args.zero_irk else (bytes(config.address) * 3)[:16]
     config.advertising_interval_min = config.advertising_interval_max = 50
+    # --eatt as peripheral: Bumble's GATT server accepts EATT bearers (SPSM 0x0027) and says so in its Server
+    # Supported Features.
+    config.eatt_enabled = args.role == 'peripheral' and args.eatt > 0
     if args.role == 'peripheral':
         config.advertising_data = bytes(AdvertisingData([
             (AdvertisingData.FLAGS, bytes([0x06])),
@@ -419,7 +422,8 @@ async def main():
     security.add_argument('--encrypt', action='store_true')
     p.add_argument('--read', action='append', default=[])
     p.add_argument('--eatt', type=int, default=0,
-                   help='central: after pairing, open N EATT bearers and read each --read on all of them at once')
+                   help='central: after pairing, open N EATT bearers and read each --read on all of them at once; '
+                        'peripheral: N > 0 serves EATT')
     args = p.parse_args()
     if args.passkey is not None and not 0 <= args.passkey <= 999999:
         p.error('--passkey: six digits, 0 to 999999')

@@ -148,6 +148,20 @@ def eatt_bumble_central_to_ble_peripheral():
     ], needs=('ble',), shared_controllers=True)
 
 
+def eatt_ble_central_to_bumble_peripheral():
+    """`ble read --eatt 3` against Bumble's GATT server with EATT on: the read pairs on demand, then our client opens
+    three Enhanced ATT bearers on the encrypted link and reads the encrypted characteristic four times at once, over
+    the unenhanced bearer and the three EATT ones."""
+    c, s = 'central', 'peripheral'
+    return Scenario('eatt-ble-central-to-bumble-peripheral', [
+        Part('three-bearers', [Controllers(2), pair_serve_bumble('--eatt', '1'),
+                               pair_ble(0, 'read', 'BumblePair', SECRET, '--eatt', '3', '--json'),
+                               Json('central.log.out', dict(uuid=SECRET, value=TOP_SECRET)),
+                               Json('central.log.out', dict(event='eatt', bearers=3, reads=4, identical=True))],
+             [paired(s, 1, 0)]),
+    ], needs=('ble',), shared_controllers=True)
+
+
 def pairing_ble_central_to_bumble_peripheral():
     c, s, c2 = 'central', 'peripheral', 'central2'
     bonds = '$logs/$name-bonds-ours.json'
