@@ -77,6 +77,19 @@ import Testing
         #expect(csf.first?.value == [0x07])
     }
 
+    /// A discovery before pairing opens nothing (the link is not encrypted); the pairing that follows does, since
+    /// the discovery found Server Supported Features.
+    @Test func pairingAfterADiscoveryOpensTheBearers() async throws {
+        let rig = try await Rig(encrypted: false)
+        defer { withExtendedLifetime(rig) {} }
+        _ = try await rig.client.discoverDatabase(rig.c)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await rig.client.enhancedBearerCount(rig.c) == 0)
+        _ = try await rig.central.pair(rig.c)
+        try await rig.waitForBearers(3)
+        #expect(await rig.server.enhancedBearerCount(rig.p) == 3)
+    }
+
     /// Four reads the application answers only once all four reached it: they can, because each went out on its own
     /// bearer (one bearer allows one outstanding request: the second would wait behind the first for ever). Each
     /// read gets its own value back: the server answered every request on the bearer it came on.

@@ -98,14 +98,23 @@ extension GATTDriver {
         return enhancedBearerCount(connection)
     }
 
-    /// After a discovery: opens the host's EATT bearers in the background when the link is encrypted, has none yet,
-    /// and the peer's Server Supported Features (0x2B3A) has the EATT bit.
+    /// After a discovery: remembers the peer's Server Supported Features (0x2B3A) and opens the host's EATT bearers
+    /// in the background when the link is encrypted (``openEnhancedBearersIfDue(_:host:)``).
     func considerEnhancedBearers(_ connection: HostConnection, services: [GATTDiscoveredService], host: isolated HCIHost) {
+        if let features = services.first(where: { $0.service.uuid == BluetoothUUID(0x1801) })?.characteristics
+            .first(where: { $0.characteristic.uuid == BluetoothUUID(0x2B3A) })?.characteristic.valueHandle {
+            links[connection.link]?.peerServerFeatures = features
+        }
+        openEnhancedBearersIfDue(connection, host: host)
+    }
+
+    /// Opens the host's EATT bearers (``HCIHost/Configuration/enhancedATTBearers``) in the background, once per link,
+    /// when the link is encrypted and the peer has Server Supported Features with the EATT bit (read now). Called
+    /// after a discovery and when the link's security changes (a discovery before pairing opens them once paired).
+    func openEnhancedBearersIfDue(_ connection: HostConnection, host: isolated HCIHost) {
         let count = host.configuration.enhancedATTBearers
         guard count > 0, links[connection.link]?.openedEnhanced == false, host.security(of: connection)?.isEncrypted == true,
-              let features = services.first(where: { $0.service.uuid == BluetoothUUID(0x1801) })?.characteristics
-                .first(where: { $0.characteristic.uuid == BluetoothUUID(0x2B3A) })?.characteristic.valueHandle
-        else { return }
+              let features = links[connection.link]?.peerServerFeatures else { return }
         links[connection.link]?.openedEnhanced = true
         Task {
             guard let value = try? await self.read(connection, attribute: features, host: host), value.first.map({ $0 & 0x01 != 0 }) == true

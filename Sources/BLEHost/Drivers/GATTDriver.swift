@@ -58,6 +58,8 @@ final class GATTDriver {
         var enhanced: [L2CAPChannelID: EnhancedBearer] = [:]
         /// This side asked for Enhanced ATT bearers on this link (once per link, as a client).
         var openedEnhanced = false
+        /// As a client: the peer's Server Supported Features value handle, found by a discovery.
+        var peerServerFeatures: AttributeHandle?
         var server = ATTServerConnection()
         /// Notification subscribers per value handle, in the order they subscribed.
         var subscribers: [AttributeHandle: [(id: Int, sink: NotificationSink)]] = [:]
@@ -204,6 +206,7 @@ final class GATTDriver {
         guard links[link] != nil else { return }
         setSecurity(security, on: link)
         identifyBondedClient(security, on: link, host: host)
+        if security.isEncrypted, let connection = links[link]?.connection { openEnhancedBearersIfDue(connection, host: host) }
     }
 
     /// Drops a link's ATT state: its bearer closes and everything waiting on it fails.
