@@ -26,9 +26,11 @@ extension HCIHost {
 
     /// While EATT is on (``Configuration/enhancedATTBearers``), the host listens on SPSM 0x0027 itself, on encrypted
     /// links only (an unencrypted link's request is refused with Insufficient Authentication or Encryption by the
-    /// link's L2CAP manager), and hands each channel to its GATT driver as an ATT bearer of its link.
+    /// link's L2CAP manager), and hands each channel to its GATT driver as an ATT bearer of its link. An application
+    /// that listens on SPSM 0x0027 itself (``listen(spsm:parameters:security:)``) keeps it: the host does not take it
+    /// over, and an application listening later takes it from the host.
     private func acceptEnhancedATT() {
-        guard configuration.enhancedATTBearers > 0, let driver = gatt.driver else { return }
+        guard configuration.enhancedATTBearers > 0, let driver = gatt.driver, l2cap.listeners[.eatt] == nil else { return }
         let parameters = enhancedATTParameters(mtu: driver.preferredMTU)
         guard let channels = try? listen(spsm: .eatt, parameters: parameters, security: L2CAPSecurityRequirement(encryption: true)) else {
             logger.warning("EATT: could not listen on SPSM 0x0027; peers cannot open Enhanced ATT bearers")

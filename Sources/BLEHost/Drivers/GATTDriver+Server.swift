@@ -35,11 +35,13 @@ extension GATTDriver {
             let output = ATTServer.handle(bytes, connection: &server, database: &database)
             links[link]?.server = server
             return output
-        case .enhanced:
-            var view = server.onEnhancedBearer(mtu: bearerMTU(bearer, on: link))
+        case .enhanced(let cid):
+            var view = server.onEnhancedBearer(mtu: bearerMTU(bearer, on: link),
+                                               preparedWrites: links[link]?.enhanced[cid]?.preparedWrites ?? .init())
             let output = ATTServer.handle(bytes, connection: &view, database: &database)
-            server.adopt(fromBearer: view)
+            let preparedWrites = server.adopt(fromBearer: view)
             links[link]?.server = server
+            links[link]?.enhanced[cid]?.preparedWrites = preparedWrites
             return output
         }
     }
@@ -116,10 +118,12 @@ extension GATTDriver {
         switch bearer {
         case .unenhanced:
             output = ATTServer.complete(waiting.pending, with: answers, connection: &server, database: &database)
-        case .enhanced:
-            var view = server.onEnhancedBearer(mtu: bearerMTU(bearer, on: link))
+        case .enhanced(let cid):
+            var view = server.onEnhancedBearer(mtu: bearerMTU(bearer, on: link),
+                                               preparedWrites: links[link]?.enhanced[cid]?.preparedWrites ?? .init())
             output = ATTServer.complete(waiting.pending, with: answers, connection: &view, database: &database)
-            server.adopt(fromBearer: view)
+            let preparedWrites = server.adopt(fromBearer: view)
+            links[link]?.enhanced[cid]?.preparedWrites = preparedWrites
         }
         links[link]?.server = server
         for event in output.events { publishServerEvent(event, on: link) }

@@ -47,6 +47,8 @@ final class GATTDriver {
         let mtu: Int
         /// The peer's request on this bearer being answered by the application, if any.
         var application: ApplicationPending?
+        /// The peer's prepared writes on this bearer (each bearer has its own queue).
+        var preparedWrites = ATTServerConnection.PreparedWrites()
 
         mutating func withBearer<R>(_ body: (inout ATTBearer) -> R) -> R { body(&bearer) }
     }

@@ -63,22 +63,38 @@ public struct ATTServerConnection: Sendable {
     /// Records an MTU negotiated by an exchange this side initiated as client (ATT_MTU is per link).
     public mutating func negotiated(mtu: Int) { self.mtu = max(ATT.defaultLEMTU, min(mtu, serverMTU)) }
 
-    /// This client as seen on one of its Enhanced ATT bearers: the same client (CCCDs, features, security, prepare
-    /// queue), with the bearer's ATT_MTU. Hand what a request changed back with ``adopt(fromBearer:)``.
-    public func onEnhancedBearer(mtu: Int) -> ATTServerConnection {
+    /// The prepared writes queued on one ATT bearer: each bearer of a client has its own queue, so that a long write
+    /// on one bearer and another on a second bearer never mix (an Execute Write commits its own bearer's queue only).
+    public struct PreparedWrites: Sendable, Hashable {
+        var queue: [ATTPrepareWriteRequest] = []
+        /// An empty queue.
+        public init() {}
+        init(queue: [ATTPrepareWriteRequest]) { self.queue = queue }
+        /// How many prepared writes wait.
+        public var count: Int { queue.count }
+    }
+
+    /// This client as seen on one of its Enhanced ATT bearers: the same client (CCCDs, features, security), with the
+    /// bearer's ATT_MTU and the bearer's own prepared writes. Hand what a request changed back with
+    /// ``adopt(fromBearer:)``.
+    public func onEnhancedBearer(mtu: Int, preparedWrites: PreparedWrites = PreparedWrites()) -> ATTServerConnection {
         var view = self
         view.mtu = max(ATT.defaultLEMTU, mtu)
         view.isEnhancedBearer = true
+        view.prepareQueue = preparedWrites.queue
         return view
     }
 
-    /// Takes what a request on an Enhanced ATT bearer changed in ``onEnhancedBearer(mtu:)``'s view, keeping this
-    /// link's own ATT_MTU.
-    public mutating func adopt(fromBearer view: ATTServerConnection) {
-        let mtu = self.mtu, enhanced = isEnhancedBearer
+    /// Takes what a request on an Enhanced ATT bearer changed in ``onEnhancedBearer(mtu:preparedWrites:)``'s view,
+    /// keeping this link's own ATT_MTU and prepared writes; returns the bearer's prepared writes as the view left them.
+    @discardableResult
+    public mutating func adopt(fromBearer view: ATTServerConnection) -> PreparedWrites {
+        let mtu = self.mtu, enhanced = isEnhancedBearer, queue = prepareQueue
         self = view
         self.mtu = mtu
         self.isEnhancedBearer = enhanced
+        self.prepareQueue = queue
+        return PreparedWrites(queue: view.prepareQueue)
     }
 
     /// Sets a client's CCCD bits for a characteristic (to carry a subscription across a database change).

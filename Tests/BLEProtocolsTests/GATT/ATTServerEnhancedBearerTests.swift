@@ -58,6 +58,35 @@ import Testing
         #expect(send(.readRequest(.init(handle: value)), &link, &db) == .readResponse(.init(value: Array(0..<99))))
     }
 
+    /// Prepared writes are per bearer: a long write prepared on an EATT bearer and another on the unenhanced bearer
+    /// do not mix, and each Execute Write commits its own bearer's parts only.
+    @Test func preparedWritesArePerBearer() throws {
+        var db = GATTDatabase(services: [
+            GATTServiceDefinition(uuid: 0xFFF0, characteristics: [
+                GATTCharacteristicDefinition(uuid: 0xFFF3, properties: [.read, .write], permissions: [.readable, .writeable], value: []),
+                GATTCharacteristicDefinition(uuid: 0xFFF4, properties: [.read, .write], permissions: [.readable, .writeable], value: []),
+            ]),
+        ], enhancedATT: true)
+        let one = try #require(db.valueHandle(of: 0xFFF3)), two = try #require(db.valueHandle(of: 0xFFF4))
+        var link = ATTServerConnection()
+        var bearerQueue = ATTServerConnection.PreparedWrites()
+        func onBearer(_ pdu: ATTPDU) -> ATTPDU? {
+            var view = link.onEnhancedBearer(mtu: 64, preparedWrites: bearerQueue)
+            let response = send(pdu, &view, &db)
+            bearerQueue = link.adopt(fromBearer: view)
+            return response
+        }
+        #expect(onBearer(.prepareWriteRequest(.init(handle: one, offset: 0, value: [1, 1]))) != nil)
+        #expect(send(.prepareWriteRequest(.init(handle: two, offset: 0, value: [2, 2])), &link, &db) != nil)
+        #expect(onBearer(.prepareWriteRequest(.init(handle: one, offset: 2, value: [1]))) != nil)
+        #expect(bearerQueue.count == 2)
+        // The unenhanced bearer's execute commits its own part only.
+        #expect(send(.executeWriteRequest(.init(commit: true)), &link, &db) == .executeWriteResponse(.init()))
+        #expect(db.attribute(two)?.value == [2, 2] && db.attribute(one)?.value == [])
+        #expect(onBearer(.executeWriteRequest(.init(commit: true))) == .executeWriteResponse(.init()))
+        #expect(db.attribute(one)?.value == [1, 1, 1] && bearerQueue.count == 0)
+    }
+
     /// Read Multiple Variable Length answers (length, value) pairs, each value cut to what fits the bearer's MTU.
     @Test func readMultipleVariableLengthOnABearer() throws {
         var db = database()
