@@ -368,8 +368,11 @@ final class GATTDriver {
                 }
             case .enhanced(let cid):
                 // On the bearer's channel, without waiting: what the peer's credits do not cover waits in the
-                // channel's queue, in order. A channel that is gone takes nothing (its bearer is being dropped).
-                if let channel = links[link]?.enhanced[cid]?.channel { _ = host.sendSDUNow(bytes, on: channel) }
+                // channel's queue, in order. A channel that is closing takes nothing (its bearer is being dropped:
+                // what waits on it fails then); the PDU is logged, never lost without a word.
+                if let channel = links[link]?.enhanced[cid]?.channel, !host.sendSDUNow(bytes, on: channel) {
+                    host.logger.warning("\(link): \(bearer) did not take a \(bytes.count)-octet ATT PDU (opcode 0x\(bytes.prefix(1).hexString())): its channel is closing or the PDU exceeds the peer's MTU \(channel.peerMTU)")
+                }
             }
         case .startTimer(let timer, let duration):
             let handler: @Sendable (TimerSet<ATTBearer.Timer>.Firing) async -> Void = { [weak host] firing in
