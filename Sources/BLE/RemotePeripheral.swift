@@ -143,8 +143,8 @@ public final class RemotePeripheral: Sendable, Identifiable {
         try await engine.discoverDatabaseReporting(await link.connection, descriptors: descriptors)
     }
 
-    /// Opens `count` (1 to 5) Enhanced ATT bearers to the device (Core 5.4, Vol 3, Part G, 2.5) on the encrypted link
-    /// and returns how many are open. Nothing else changes for the caller: every read, write and discovery of this
+    /// Opens Enhanced ATT bearers to the device (Core 5.4, Vol 3, Part G, 2.5) on the encrypted link until it has
+    /// `count` (1 to 5), and returns how many are open. Nothing else changes for the caller: every read, write and discovery of this
     /// peripheral runs on the least busy bearer of the link, so calls made at once travel at once rather than one
     /// after the other. ``discoverAll(descriptors:)`` opens them by itself on an encrypted link when the device's
     /// Server Supported Features says EATT (the host's `enhancedATTBearers`, 3 unless configured). Throws when the

@@ -307,8 +307,8 @@ public struct GATTEngine: Sendable {
         var value: [UInt8]
     }
 
-    /// Opens `count` (1 to 5) Enhanced ATT bearers on an encrypted link (one L2CAP_CREDIT_BASED_CONNECTION_REQ to SPSM
-    /// 0x0027) and returns how many the link has open. Every procedure of this engine then runs on the least busy
+    /// Opens Enhanced ATT bearers on an encrypted link until it has `count` (1 to 5; one L2CAP_CREDIT_BASED_CONNECTION_REQ
+    /// to SPSM 0x0027 for the missing ones) and returns how many the link has open. Every procedure of this engine then runs on the least busy
     /// bearer of the link, so independent requests go out at once; nothing else changes for the caller. A discovery
     /// (``discoverDatabase(_:descriptors:)``) opens them by itself on an encrypted link when the peer's Server Supported
     /// Features says EATT and the host's ``HCIHost/Configuration/enhancedATTBearers`` is not 0.

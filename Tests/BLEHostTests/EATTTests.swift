@@ -63,11 +63,15 @@ import Testing
 
     /// The server's Server Supported Features says EATT; a discovery on the encrypted link opens the host's three
     /// bearers by itself, which the server owns as three bearers of the same link, and the client wrote the EATT and
-    /// Multiple Handle Value Notifications bits of Client Supported Features.
+    /// Multiple Handle Value Notifications bits of Client Supported Features. The application asking for bearers
+    /// meanwhile gets those three, not three more.
     @Test func aDiscoveryOnAnEncryptedLinkOpensThreeBearers() async throws {
         let rig = try await Rig()
         defer { withExtendedLifetime(rig) {} }
         let services = try await rig.client.discoverDatabase(rig.c)
+        // The application asks while the host opens its own: it waits for them, and nothing more is opened.
+        #expect(try await rig.client.openEnhancedBearers(on: rig.c, count: 3) == 3)
+        #expect(try await rig.client.openEnhancedBearers(on: rig.c, count: 2) == 3)
         let features = services.first { $0.service.uuid == BluetoothUUID(0x1801) }?.characteristics
             .first { $0.characteristic.uuid == BluetoothUUID(0x2B3A) }?.characteristic.valueHandle
         #expect(try await rig.client.read(rig.c, attribute: try #require(features)) == [0x01])

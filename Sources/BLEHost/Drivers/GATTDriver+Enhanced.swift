@@ -68,10 +68,12 @@ extension GATTDriver {
         links[connection.link]?.enhanced.values.filter { $0.bearer.closedReason == nil }.count ?? 0
     }
 
-    /// Opens `count` (1 to 5) Enhanced ATT bearers on an encrypted link with one L2CAP_CREDIT_BASED_CONNECTION_REQ to
-    /// SPSM 0x0027, after writing this client's Client Supported Features with the EATT bit when the peer has the
-    /// characteristic. Returns how many bearers the link has open afterwards. Throws when the link is not encrypted
-    /// (the server would refuse), EATT is off, or no channel opened.
+    /// Opens Enhanced ATT bearers on an encrypted link until it has `count` (1 to 5), with one
+    /// L2CAP_CREDIT_BASED_CONNECTION_REQ to SPSM 0x0027 for the missing ones, after writing this client's Client
+    /// Supported Features with the EATT bit when the peer has the characteristic. One opening runs at a time on a link:
+    /// a call made meanwhile (an application's while the host opens its own after a discovery) waits for it, then opens
+    /// what is still missing. Returns how many bearers the link has open afterwards. Throws when the link is not
+    /// encrypted (the server would refuse), EATT is off, or none of the missing channels opened.
     @discardableResult
     func openEnhancedBearers(_ connection: HostConnection, count: Int, host: isolated HCIHost) async throws -> Int {
         let link = try link(connection, host: host)
@@ -82,7 +84,27 @@ extension GATTDriver {
             throw GATTError(.att(.insufficientEncryption, handle: 0), "EATT bearers need an encrypted link")
         }
         links[link]?.openedEnhanced = true
-        // The EATT bit of Client Supported Features first (bits once set stay set: what the peer has is kept).
+        while let opening = links[link]?.enhancedOpening { _ = await opening.value }
+        let missing = max(1, min(count, 5)) - enhancedBearerCount(connection)
+        guard missing > 0, links[link] != nil else { return enhancedBearerCount(connection) }
+        // Stored before this step ends: the task runs in the host's isolation, after it.
+        let opening = Task { () -> Result<Int, any Error> in
+            let outcome: Result<Int, any Error>
+            do {
+                outcome = .success(try await self.openMissingBearers(missing, connection, host: host))
+            } catch {
+                outcome = .failure(error)
+            }
+            self.links[link]?.enhancedOpening = nil
+            return outcome
+        }
+        links[link]?.enhancedOpening = opening
+        return try await opening.value.get()
+    }
+
+    /// Writes the EATT bit of Client Supported Features, then opens `missing` channels and adopts them.
+    private func openMissingBearers(_ missing: Int, _ connection: HostConnection, host: isolated HCIHost) async throws -> Int {
+        // Bits once set stay set: what the peer has is kept.
         if let features = try? await read(connection, byType: 0x2B29, host: host).first, features.value.count == 1 {
             let bits = features.value[0] | clientFeatures(host: host)
             if bits != features.value[0] { try? await write(connection, attribute: features.handle, value: [bits], host: host) }
@@ -90,7 +112,7 @@ extension GATTDriver {
         let parameters = host.enhancedATTParameters(mtu: preferredMTU)
         let channels: [L2CAPChannel]
         do {
-            channels = try await host.openL2CAPChannels(spsm: .eatt, count: max(1, min(count, 5)), on: connection, parameters: parameters)
+            channels = try await host.openL2CAPChannels(spsm: .eatt, count: missing, on: connection, parameters: parameters)
         } catch {
             throw GATTError(.disconnected, "the EATT channels did not open: \(error)", underlying: error)
         }

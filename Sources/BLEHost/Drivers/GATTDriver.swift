@@ -60,6 +60,8 @@ final class GATTDriver {
         var enhanced: [L2CAPChannelID: EnhancedBearer] = [:]
         /// This side asked for Enhanced ATT bearers on this link (once per link, as a client).
         var openedEnhanced = false
+        /// As a client: the opening of EATT bearers under way on this link, if any (one at a time).
+        var enhancedOpening: Task<Result<Int, any Error>, Never>?
         /// As a client: the peer's Server Supported Features value handle, found by a discovery.
         var peerServerFeatures: AttributeHandle?
         var server = ATTServerConnection()

@@ -145,7 +145,18 @@ def eatt_bumble_central_to_ble_peripheral():
              [paired(c, 1, 0), Result(c, 'eatt_bearers', 3),
               Count(c, f'^RESULT eatt_read_DEF3={TOP_SECRET}$', '==', 3,
                     '$part: not every EATT bearer read the encrypted value')]),
+        # `ble serve --eatt`: Server Supported Features (0x2B3A) in the Generic Attribute service says EATT (bit 0).
+        Part('server-supported-features', [Controllers(2), pair_serve_ble('--eatt'),
+                                           pair_central(c, 'SwiftBLEPair', '--pair', '--eatt', '2', '--read', SERVER_FEATURES,
+                                                        '--read', SECRET)],
+             [Result(c, 'read_34FB', '01'), Result(c, 'eatt_bearers', 2),
+              Count(c, '^RESULT eatt_read_34FB=01$', '==', 2, '$part: Server Supported Features differs on an EATT bearer'),
+              Count(c, f'^RESULT eatt_read_DEF3={TOP_SECRET}$', '==', 2,
+                    '$part: not every EATT bearer read the encrypted value')]),
     ], needs=('ble',), shared_controllers=True)
+
+
+SERVER_FEATURES = '00002B3A-0000-1000-8000-00805F9B34FB'
 
 
 def eatt_ble_central_to_bumble_peripheral():
