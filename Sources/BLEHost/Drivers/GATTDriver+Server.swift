@@ -201,6 +201,8 @@ extension GATTDriver {
             fresh.restore(clientSupportedFeatures: old.clientSupportedFeatures, isChangeAware: old.isChangeAware)
             if let sc = serviceChanged, let bits = old.clientConfigurations[sc] { fresh.setClientConfiguration(bits, for: sc) }
             links[link]?.server = fresh
+            // Prepared writes name handles of the old database, on every bearer.
+            for cid in links[link]?.enhanced.keys.map({ $0 }) ?? [] { links[link]?.enhanced[cid]?.preparedWrites = .init() }
         }
         await announceServiceChange(0x0001...0xFFFF, host: host)
     }
