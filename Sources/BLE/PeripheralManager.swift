@@ -230,6 +230,21 @@ public final class PeripheralManager: Sendable {
         return try await engine.updateValue(value, for: valueHandle, onLinks: centrals.map { Set($0.map(\.link)) })
     }
 
+    /// Sets several characteristics' values at once (by value handle) and pushes them to the subscribed centrals: a
+    /// central that enabled Multiple Handle Value Notifications gets those it subscribed to in one PDU when they fit
+    /// its ATT_MTU, the others one notification (or indication) per value. Returns the centrals it reached. Throws,
+    /// changing nothing, when a handle is no characteristic value. Core 5.4, Vol 3, Part G, 4.10.2.
+    @discardableResult
+    public func updateValues(_ values: [(valueHandle: AttributeHandle, value: [UInt8])]) async throws -> [HostConnection] {
+        let database = await engine.database
+        for (handle, _) in values {
+            guard case .characteristicValue = database.attribute(handle)?.role else {
+                throw GATTError(.att(.attributeNotFound, handle: handle), "no characteristic value has handle \(handle)")
+            }
+        }
+        return try await engine.updateValues(values.map { (handle: $0.valueHandle, value: $0.value) })
+    }
+
     /// Whether an update would go out to every central without waiting for controller buffers (like
     /// `peripheralManagerIsReady(toUpdateSubscribers:)`); ``updateValue(_:for:in:)`` waits when it is not.
     public var isReadyToUpdateSubscribers: Bool { get async { await engine.isReadyToUpdateSubscribers() } }

@@ -143,6 +143,22 @@ public final class RemotePeripheral: Sendable, Identifiable {
         try await engine.discoverDatabaseReporting(await link.connection, descriptors: descriptors)
     }
 
+    /// Opens Enhanced ATT bearers to the device (Core 5.4, Vol 3, Part G, 2.5) on the encrypted link until it has
+    /// `count` (1 to 5), and returns how many are open. Nothing else changes for the caller: every read, write and discovery of this
+    /// peripheral runs on the least busy bearer of the link, so calls made at once travel at once rather than one
+    /// after the other. ``discoverAll(descriptors:)`` opens them by itself on an encrypted link when the device's
+    /// Server Supported Features says EATT (the host's `enhancedATTBearers`, 3 unless configured). Throws when the
+    /// link is not encrypted (pair first) or the device refuses.
+    @discardableResult
+    public func openEnhancedBearers(count: Int = 3) async throws -> Int {
+        try await engine.openEnhancedBearers(on: await link.connection, count: count)
+    }
+
+    /// The Enhanced ATT bearers open to the device (besides the one every link has).
+    public var enhancedBearerCount: Int {
+        get async { await engine.enhancedBearerCount(await link.connection) }
+    }
+
     /// Discovers a characteristic's descriptors.
     public func discoverDescriptors(for characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
         try await engine.discoverDescriptors(await link.connection, of: characteristic)

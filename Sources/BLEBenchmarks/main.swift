@@ -88,6 +88,13 @@ if CommandLine.arguments.contains("airtime") {
     exit(0)
 }
 
+// `BLEBenchmarks --only eatt`: concurrent reads over one ATT bearer and over three (EATT), on the air-time model.
+if CommandLine.arguments.contains("eatt") {
+    print("== Enhanced ATT: concurrent reads over one bearer and over three, on the air-time model")
+    try await EATTBenchmarks.run()
+    exit(0)
+}
+
 // MARK: Advertising data: the corpus, in place and owned
 
 /// `Benchmarks/advertisements.txt` (run from the package root, as scripts/bench does).
@@ -350,3 +357,6 @@ try await PairingBenchmarks.run()
 
 print("== Two hosts on the virtual air with the air-time model (AirTimeModel)")
 try await AirTimeBenchmarks.run()
+
+print("== Enhanced ATT: concurrent reads over one bearer and over three, on the air-time model")
+try await EATTBenchmarks.run()

@@ -9,7 +9,7 @@ import BLEWire
 /// writes it, ``database()`` lays the database out, and ``PeripheralManager/serve(_:)`` serves it.
 ///
 /// When the services include Generic Access (0x1800) or Generic Attribute (0x1801) the description is the whole
-/// database (a clone); otherwise the built-in ones (``GATTDatabase/genericServices(deviceName:appearance:caching:)``,
+/// database (a clone); otherwise the built-in ones (``GATTDatabase/genericServices(deviceName:appearance:caching:enhancedATT:)``,
 /// named ``name``) come first.
 public struct GATTDeviceDescription: Sendable, Hashable {
     /// The GAP Device Name served by the built-in Generic Access service (also the advertised name when

@@ -291,6 +291,37 @@ public struct GATTEngine: Sendable {
         try await host.withGATT { host, gatt in try await gatt.updateValue(value, for: valueHandle, onLinks: only, host: host) }
     }
 
+    /// Changes several values at once and notifies the subscribed clients: in one Multiple Handle Value Notification
+    /// to each client that enabled it in its Client Supported Features (when the values it subscribed to fit its
+    /// ATT_MTU), otherwise one notification (or, for indication subscribers, indication) per value. Returns the
+    /// connections sent anything. Core 5.4, Vol 3, Part G, 4.10.2.
+    @discardableResult
+    public func updateValues(_ values: [(handle: AttributeHandle, value: [UInt8])]) async throws -> [HostConnection] {
+        let values = values.map { Update(handle: $0.handle, value: $0.value) }
+        return try await host.withGATT { host, gatt in try await gatt.updateValues(values.map { ($0.handle, $0.value) }, host: host) }
+    }
+
+    /// One value of ``updateValues(_:)`` (a Sendable pair).
+    private struct Update: Sendable {
+        var handle: AttributeHandle
+        var value: [UInt8]
+    }
+
+    /// Opens Enhanced ATT bearers on an encrypted link until it has `count` (1 to 5; one L2CAP_CREDIT_BASED_CONNECTION_REQ
+    /// to SPSM 0x0027 for the missing ones) and returns how many the link has open. Every procedure of this engine then runs on the least busy
+    /// bearer of the link, so independent requests go out at once; nothing else changes for the caller. A discovery
+    /// (``discoverDatabase(_:descriptors:)``) opens them by itself on an encrypted link when the peer's Server Supported
+    /// Features says EATT and the host's ``HCIHost/Configuration/enhancedATTBearers`` is not 0.
+    @discardableResult
+    public func openEnhancedBearers(on connection: HostConnection, count: Int = 3) async throws -> Int {
+        try await host.withGATT { host, gatt in try await gatt.openEnhancedBearers(connection, count: count, host: host) }
+    }
+
+    /// The Enhanced ATT bearers open on `connection`'s link (the unenhanced bearer not counted).
+    public func enhancedBearerCount(_ connection: HostConnection) async -> Int {
+        await host.withGATT { _, gatt in gatt.enhancedBearerCount(connection) }
+    }
+
     /// Whether every link has room to send now (the ready signal behind
     /// `peripheralManagerIsReady(toUpdateSubscribers:)`).
     public func isReadyToUpdateSubscribers() async -> Bool {

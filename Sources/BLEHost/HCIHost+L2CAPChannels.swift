@@ -287,6 +287,22 @@ extension HCIHost {
         }
     }
 
+    /// Sends one SDU on a channel the host itself owns (an Enhanced ATT bearer) without waiting: its K-frames the peer's
+    /// credits cover go to the controller now (past the link's queue limit: ATT bounds what it sends itself), the rest
+    /// wait in the channel's queue for credits, in order. Returns `false`, having sent nothing, when the channel is not
+    /// open (or closing) or the SDU exceeds the peer's MTU.
+    func sendSDUNow(_ sdu: [UInt8], on channel: L2CAPChannel) -> Bool {
+        guard isCurrent(channel), links[channel.handle]?.closingChannels.contains(channel.localCID) != true,
+              let actions = links.update(channel.handle, { try? $0.l2cap.send(sdu, on: channel.localCID) }) ?? nil
+        else { return false }
+        channel.delivery.sent(sdu.count)
+        performL2CAP(actions, handle: channel.handle)
+        if links[channel.handle]?.l2cap.queuedFrameCount(on: channel.localCID) == 0 {
+            channelHandedOn(channel.localCID, handle: channel.handle)
+        }
+        return true
+    }
+
     func closeL2CAPChannel(_ channel: L2CAPChannel, within timeout: Duration?) async throws -> L2CAPDelivery {
         let handle = channel.handle, cid = channel.localCID
         if isCurrent(channel), links[handle]?.l2cap.channel(cid) != nil {

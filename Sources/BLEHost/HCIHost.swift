@@ -28,6 +28,14 @@ public actor HCIHost {
         /// reported completed by the controller (Number Of Completed Packets). When the time runs out the channel
         /// closes anyway and the close throws ``HostErrorCode/undeliveredData(_:)`` with the octets not confirmed.
         public var l2capCloseTimeout: Duration = .seconds(5)
+        /// Enhanced ATT (Core 5.4, Vol 3, Part G, 2.5 and Part F, 3.2.11): how many EATT bearers (LE enhanced credit
+        /// based channels on SPSM 0x0027, at most 5) this host opens, as a GATT client, on an encrypted link to a
+        /// server whose Server Supported Features has the EATT bit; 0 turns EATT off. While it is on, the host (not
+        /// the application) also accepts a peer's EATT channels, on encrypted links only. Each bearer is one more ATT
+        /// bearer of its link: the client's requests spread over them and the server answers each on its own. An
+        /// application listening on SPSM 0x0027 itself (``HCIHost/listen(spsm:parameters:security:)``) takes the
+        /// incoming channels instead.
+        public var enhancedATTBearers: Int = 3
         /// How long ``HCIHost/disconnect(_:reason:)`` waits, before HCI Disconnect goes, for the controller to complete
         /// the ACL data the host had queued on the link (a controller that disconnects discards what it holds). When
         /// the time runs out the link is disconnected anyway and the returned ``DeliveryOutcome`` says how many

@@ -35,9 +35,14 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("adv-data"), help: "With --extended: AD structures in hex for a second, non-connectable extended advertisement named NAME Data (up to the controller's maximum, 1650 bytes on the virtual controller: connectable extended advertising carries at most 245).")
     var advertisingData: String?
     @OptionGroup var security: SecurityOptions
+    @Flag(help: "Serve Server Supported Features (0x2B3A) with its EATT bit in the Generic Attribute service, so that clients that look for it (BlueZ) open Enhanced ATT bearers; the device's handles then start 2 later. EATT bearers are accepted on encrypted links with or without it.")
+    var eatt = false
 
     func validate() throws {
         if gatt != nil && replay != nil { throw ValidationError("--gatt and --replay are two different devices: give one") }
+        if eatt, gatt != nil || replay != nil {
+            throw ValidationError("--eatt goes with --device: a described or replayed device serves the database its file or capture says")
+        }
         if replay == nil && (peer != nil || save != nil) { throw ValidationError("--peer and --save go with --replay") }
         if coded || advertisingData != nil, !extended { throw ValidationError("--coded and --adv-data need --extended") }
         if extended, device == .bthome {
@@ -71,6 +76,8 @@ struct Serve: AsyncParsableCommand {
         try await options.withPeripheralManager(deviceName: name, security: security.configuration(for: try options.spec())) { manager in
             // The device's log prints passkeys itself (a centralEvents line); the agent answers for the user.
             await manager.setPairingAgent(CommandLineAgent(passkey: security.passkey, json: json, printsPasskeys: false))
+            // Before the device publishes its services: Server Supported Features goes in the Generic Attribute service.
+            if eatt { await manager.replaceDatabase(with: GATTDatabase(deviceName: name, services: [], enhancedATT: true)) }
             let running = try await during("starting the \(device.rawValue) device") {
                 try await device.start(on: manager, name: name, tick: tick) { text, fields in emit(json, text, fields) }
             }
@@ -291,11 +298,28 @@ struct Read: AsyncParsableCommand {
     @Argument(help: "The characteristic UUID.") var characteristic: BluetoothUUID
     @OptionGroup var security: SecurityOptions
     @Flag(help: "Do not pair when the device refuses the read for security (exit 3 with the ATT error instead).") var noPair = false
+    @Option(help: ArgumentHelp("After the read, make sure N Enhanced ATT bearers are open (the link must be encrypted: pair first) and read the characteristic N + 1 times at once, over every bearer.", valueName: "N"))
+    var eatt: Int?
 
     func run() async throws {
         try await ClientSession.run(options, target, security: security, pairsOnDemand: !noPair) { session in
             let c = try session.characteristic(characteristic)
             let value = try await during("reading \(characteristic) on \(target.target)") { try await session.peripheral.readValue(for: c) }
+            if let eatt {
+                let peripheral = session.peripheral
+                let open = try await during("opening \(eatt) EATT bearers to \(target.target)") { try await peripheral.openEnhancedBearers(count: eatt) }
+                let values = try await during("reading \(characteristic) over every bearer") {
+                    try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                        for _ in 0...open { group.addTask { try await peripheral.readValue(for: c) } }
+                        var values: [[UInt8]] = []
+                        for try await value in group { values.append(value) }
+                        return values
+                    }
+                }
+                emit(options.json, "\(open) EATT bearers; \(values.count) reads at once: " + values.map { show($0) }.joined(separator: ", "),
+                     ["event": "eatt", "bearers": .int(open), "reads": .int(values.count),
+                      "identical": .bool(values.allSatisfy { $0 == value })])
+            }
             var decoding = ValueDecoding()
             let decoded = decoding.decode(characteristic, value)
             emit(options.json, show(value) + decoded.text,

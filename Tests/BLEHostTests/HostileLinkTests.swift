@@ -23,7 +23,8 @@ import Testing
         /// A writable characteristic (value `01 02 03`), for prepared writes.
         let writable: AttributeHandle
 
-        init() async throws {
+        /// `services` come after the battery and writable ones.
+        init(services: [GATTServiceDefinition] = []) async throws {
             let (host, hc) = try await world.host(aclSize: 251)
             self.host = host
             server = GATTEngine(host: host, database: GATTDatabase(services: [
@@ -31,7 +32,7 @@ import Testing
                 GATTServiceDefinition(uuid: 0xFFF0, characteristics: [
                     GATTCharacteristicDefinition(uuid: 0xFFF1, properties: [.read, .write], permissions: [.readable, .writeable], value: [1, 2, 3]),
                 ]),
-            ]))
+            ] + services))
             await server.start()
             battery = try #require(await server.database.valueHandle(of: 0x2A19))
             writable = try #require(await server.database.valueHandle(of: 0xFFF1))

@@ -40,7 +40,8 @@ extension GATTDriver {
     private func runMTUExchange(_ connection: HostConnection, on link: LinkID, host: isolated HCIHost) async throws -> Int {
         let outcome: Result<Int, any Error>
         do {
-            let mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: connection, host: host)
+            // ATT_EXCHANGE_MTU_REQ only goes on the unenhanced bearer (an EATT bearer's MTU is its channel's).
+            let mtu = try await run(MTUExchange(clientMTU: preferredMTU), on: connection, bearer: .unenhanced, host: host)
             links[link]?.server.negotiated(mtu: mtu)
             outcome = .success(links[link]?.server.mtu ?? mtu)
         } catch {
@@ -95,7 +96,18 @@ extension GATTDriver {
 
     /// ``discoverDatabase(_:descriptors:host:)`` with how it went: the round trips before the result was ready, and
     /// whether the cache answered.
+    ///
+    /// When the link is encrypted and the peer's Server Supported Features says it accepts Enhanced ATT bearers, the
+    /// host's EATT bearers (``HCIHost/Configuration/enhancedATTBearers``) are opened in the background once per link
+    /// (``openEnhancedBearers(_:count:host:)``).
     func discoverDatabaseReporting(_ connection: HostConnection, descriptors: Bool = true, host: isolated HCIHost) async throws
+        -> (services: [GATTDiscoveredService], report: GATTDiscoveryReport) {
+        let outcome = try await discoverDatabaseOnly(connection, descriptors: descriptors, host: host)
+        considerEnhancedBearers(connection, services: outcome.services, host: host)
+        return outcome
+    }
+
+    private func discoverDatabaseOnly(_ connection: HostConnection, descriptors: Bool, host: isolated HCIHost) async throws
         -> (services: [GATTDiscoveredService], report: GATTDiscoveryReport) {
         let start = requestCount
         guard let cache else {
@@ -114,7 +126,7 @@ extension GATTDriver {
             lastDiscovery = report
             if let features = robustCachingTarget(entry.services, on: link) {
                 links[link]?.enabledRobustCaching = true
-                Task { try? await self.write(connection, attribute: features, value: [0x01], host: host) }
+                Task { try? await self.write(connection, attribute: features, value: [self.clientFeatures(host: host)], host: host) }
             }
             return (descriptors ? entry.services : entry.services.map { service in
                 GATTDiscoveredService(service: service.service, characteristics: service.characteristics.map {
@@ -131,7 +143,7 @@ extension GATTDriver {
         }
         if let features = robustCachingTarget(services, on: link) {
             links[link]?.enabledRobustCaching = true
-            try? await write(connection, attribute: features, value: [0x01], host: host)
+            try? await write(connection, attribute: features, value: [clientFeatures(host: host)], host: host)
         }
         let report = GATTDiscoveryReport(requests: requestCount - start, fromCache: false)
         lastDiscovery = report
@@ -196,13 +208,15 @@ extension GATTDriver {
 
     /// Reads a value; long values are read whole with Read Blob. Core 5.4, Vol 3, Part G, 4.8.1 and 4.8.3.
     func read(_ connection: HostConnection, attribute: AttributeHandle, host: isolated HCIHost) async throws -> [UInt8] {
-        try await run(ValueRead(handle: attribute, mtu: await settledMTU(connection, host: host)), on: connection, host: host)
+        _ = await settledMTU(connection, host: host)
+        return try await run({ ValueRead(handle: attribute, mtu: $0) }, on: connection, host: host)
     }
 
     /// Writes a value with a Write Request, or with prepared writes (reliably: each echo is checked) when it does
     /// not fit one PDU. Core 5.4, Vol 3, Part G, 4.9.3 and 4.9.4.
     func write(_ connection: HostConnection, attribute: AttributeHandle, value: [UInt8], host: isolated HCIHost) async throws {
-        try await run(ValueWrite(handle: attribute, value: value, mtu: await settledMTU(connection, host: host)), on: connection, host: host)
+        _ = await settledMTU(connection, host: host)
+        try await run({ ValueWrite(handle: attribute, value: value, mtu: $0) }, on: connection, host: host)
     }
 
     /// Writes without response (a Write Command of at most ATT_MTU − 3 bytes).

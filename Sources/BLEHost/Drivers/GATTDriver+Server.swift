@@ -3,32 +3,51 @@ import BLEWire
 
 /// GATT server operations: serving the peers' requests, application answers, notifications and indications.
 extension GATTDriver {
-    /// Serves one PDU the bearer handed up (a request, answered through the bearer, or a command).
-    func serve(_ bytes: [UInt8], on link: LinkID, host: isolated HCIHost) async {
-        guard var state = links[link] else { return }
-        var output = ATTServer.handle(bytes, connection: &state.server, database: &database)
-        // Stored before any suspension: what happens to the link meanwhile is never overwritten by this copy.
-        links[link]?.server = state.server
-        if output.refusesForSecurity, refreshSecurity(of: link, host: host), var refreshed = links[link] {
+    /// Serves one PDU a bearer handed up (a request, answered through that bearer, or a command).
+    func serve(_ bytes: [UInt8], on link: LinkID, bearer: BearerID = .unenhanced, host: isolated HCIHost) async {
+        guard let state = links[link] else { return }
+        var output = handle(bytes, on: link, bearer: bearer)
+        if output.refusesForSecurity, refreshSecurity(of: link, host: host), links[link] != nil {
             // The link's security changed after this driver last heard (the host's event is still on its way): the
             // request is judged again against the link as it is now. A refusal changed nothing, so this is safe.
-            output = ATTServer.handle(bytes, connection: &refreshed.server, database: &database)
-            links[link]?.server = refreshed.server
-            state = refreshed
+            output = handle(bytes, on: link, bearer: bearer)
         }
         for event in output.events { publishServerEvent(event, on: link) }
         // A bonded client's Service Changed subscription, features and awareness go to its bond as they change.
         storeBondedClient(link, host: host)
         let isRequest = !ATTOpcode(rawValue: bytes.first ?? 0).isCommand
         if let pending = output.pending {
-            await ask(pending, connection: state.connection, isRequest: isRequest, host: host)
+            await ask(pending, connection: state.connection, bearer: bearer, isRequest: isRequest, host: host)
             return
         }
-        if isRequest, let actions = links[link]?.bearer.respond(output.response) { await perform(actions, on: link, host: host) }
+        if isRequest, let actions = withBearer(bearer, on: link, { $0.respond(output.response) }) {
+            await perform(actions, on: link, bearer: bearer, host: host)
+        }
+    }
+
+    /// Runs the server on one PDU of a bearer, against the link's client state (stored back before any suspension:
+    /// what happens to the link meanwhile is never overwritten). On an EATT bearer the server sees the client with
+    /// that bearer's ATT_MTU (``ATTServerConnection/onEnhancedBearer(mtu:)``).
+    private func handle(_ bytes: [UInt8], on link: LinkID, bearer: BearerID) -> ATTServer.Output {
+        guard var server = links[link]?.server else { return ATTServer.Output(response: nil, events: []) }
+        switch bearer {
+        case .unenhanced:
+            let output = ATTServer.handle(bytes, connection: &server, database: &database)
+            links[link]?.server = server
+            return output
+        case .enhanced(let cid):
+            var view = server.onEnhancedBearer(mtu: bearerMTU(bearer, on: link),
+                                               preparedWrites: links[link]?.enhanced[cid]?.preparedWrites ?? .init())
+            let output = ATTServer.handle(bytes, connection: &view, database: &database)
+            let preparedWrites = server.adopt(fromBearer: view)
+            links[link]?.server = server
+            links[link]?.enhanced[cid]?.preparedWrites = preparedWrites
+            return output
+        }
     }
 
     /// Hands a pending request to the application, one ``GATTServerRequest`` per attribute asked about.
-    private func ask(_ pending: ATTServer.Pending, connection: HostConnection, isRequest: Bool, host: isolated HCIHost) async {
+    private func ask(_ pending: ATTServer.Pending, connection: HostConnection, bearer: BearerID, isRequest: Bool, host: isolated HCIHost) async {
         let ids = pending.requests.map { _ in
             nextApplicationRequest += 1
             return nextApplicationRequest
@@ -36,11 +55,14 @@ extension GATTDriver {
         let waiting = ApplicationPending(pending: pending, requestIDs: ids, isRequest: isRequest)
         guard let consumer = applicationConsumer else {
             // Nobody answers for the application: the peer gets Unlikely Error at once rather than a timeout.
-            await finish(waiting, on: connection.link, with: ids.map { _ in .error(.unlikelyError) }, host: host)
+            await finish(waiting, on: connection.link, bearer: bearer, with: ids.map { _ in .error(.unlikelyError) }, host: host)
             return
         }
         if isRequest {
-            links[connection.link]?.application = waiting
+            switch bearer {
+            case .unenhanced: links[connection.link]?.application = waiting
+            case .enhanced(let cid): links[connection.link]?.enhanced[cid]?.application = waiting
+            }
         } else if let first = ids.first {
             commands[first] = (connection.link, waiting)
         }
@@ -61,22 +83,53 @@ extension GATTDriver {
     /// Answers an application request. Answers to requests whose link went down, or answered already, are ignored.
     func respond(to request: GATTServerRequest, with answer: ATTApplicationAnswer, host: isolated HCIHost) async {
         let link = request.connection.link
-        if var waiting = links[link]?.application, waiting.requestIDs.contains(request.id) {
+        // The bearer whose request this answers (each bearer has at most one waiting for the application).
+        var bearer: BearerID?
+        if links[link]?.application?.requestIDs.contains(request.id) == true {
+            bearer = .unenhanced
+        } else if let cid = links[link]?.enhanced.first(where: { $0.value.application?.requestIDs.contains(request.id) == true })?.key {
+            bearer = .enhanced(cid)
+        }
+        if let bearer, var waiting = application(on: link, bearer: bearer) {
             guard waiting.answers[request.id] == nil else { return }
             waiting.answers[request.id] = answer
-            links[link]?.application = waiting.isAnswered ? nil : waiting
-            if waiting.isAnswered { await finish(waiting, on: link, with: waiting.orderedAnswers, host: host) }
+            let stillWaiting: ApplicationPending? = waiting.isAnswered ? nil : waiting
+            switch bearer {
+            case .unenhanced: links[link]?.application = stillWaiting
+            case .enhanced(let cid): links[link]?.enhanced[cid]?.application = stillWaiting
+            }
+            if waiting.isAnswered { await finish(waiting, on: link, bearer: bearer, with: waiting.orderedAnswers, host: host) }
         } else if let command = commands.removeValue(forKey: request.id), command.link == link {
-            await finish(command.pending, on: link, with: [answer], host: host)
+            await finish(command.pending, on: link, bearer: .unenhanced, with: [answer], host: host)
         }
     }
 
-    private func finish(_ waiting: ApplicationPending, on link: LinkID, with answers: [ATTApplicationAnswer], host: isolated HCIHost) async {
-        guard var state = links[link] else { return }
-        let output = ATTServer.complete(waiting.pending, with: answers, connection: &state.server, database: &database)
-        links[link]?.server = state.server
+    private func application(on link: LinkID, bearer: BearerID) -> ApplicationPending? {
+        switch bearer {
+        case .unenhanced: links[link]?.application
+        case .enhanced(let cid): links[link]?.enhanced[cid]?.application
+        }
+    }
+
+    private func finish(_ waiting: ApplicationPending, on link: LinkID, bearer: BearerID, with answers: [ATTApplicationAnswer],
+                        host: isolated HCIHost) async {
+        guard var server = links[link]?.server else { return }
+        let output: ATTServer.Output
+        switch bearer {
+        case .unenhanced:
+            output = ATTServer.complete(waiting.pending, with: answers, connection: &server, database: &database)
+        case .enhanced(let cid):
+            var view = server.onEnhancedBearer(mtu: bearerMTU(bearer, on: link),
+                                               preparedWrites: links[link]?.enhanced[cid]?.preparedWrites ?? .init())
+            output = ATTServer.complete(waiting.pending, with: answers, connection: &view, database: &database)
+            let preparedWrites = server.adopt(fromBearer: view)
+            links[link]?.enhanced[cid]?.preparedWrites = preparedWrites
+        }
+        links[link]?.server = server
         for event in output.events { publishServerEvent(event, on: link) }
-        if waiting.isRequest, let actions = links[link]?.bearer.respond(output.response) { await perform(actions, on: link, host: host) }
+        if waiting.isRequest, let actions = withBearer(bearer, on: link, { $0.respond(output.response) }) {
+            await perform(actions, on: link, bearer: bearer, host: host)
+        }
     }
 
     /// Sets the Device Name the database serves (Generic Access 0x2A00).
@@ -148,6 +201,8 @@ extension GATTDriver {
             fresh.restore(clientSupportedFeatures: old.clientSupportedFeatures, isChangeAware: old.isChangeAware)
             if let sc = serviceChanged, let bits = old.clientConfigurations[sc] { fresh.setClientConfiguration(bits, for: sc) }
             links[link]?.server = fresh
+            // Prepared writes name handles of the old database, on every bearer.
+            for cid in links[link]?.enhanced.keys.map({ $0 }) ?? [] { links[link]?.enhanced[cid]?.preparedWrites = .init() }
         }
         await announceServiceChange(0x0001...0xFFFF, host: host)
     }
@@ -197,13 +252,62 @@ extension GATTDriver {
         return sent
     }
 
+    /// Changes several values in the local database and notifies every client subscribed to notifications of any of
+    /// them: a client that enabled Multiple Handle Value Notifications (bit 2 of its Client Supported Features) gets
+    /// the values it subscribed to in one ATT_MULTIPLE_HANDLE_VALUE_NTF when they fit its ATT_MTU, any other client one
+    /// notification per value (Core 5.4, Vol 3, Part F, 3.4.7.4 and Part G, 4.10.2). Clients subscribed to indications
+    /// get one indication per value, as ``updateValue(_:for:onLinks:host:)`` sends them. Returns the connections sent
+    /// anything. A value longer than a subscriber's ATT_MTU − 3 is refused, before anything changes.
+    @discardableResult
+    func updateValues(_ values: [(handle: AttributeHandle, value: [UInt8])], host: isolated HCIHost) async throws -> [HostConnection] {
+        var targets: [(connection: HostConnection, notify: [(AttributeHandle, [UInt8])], indicate: [(AttributeHandle, [UInt8])],
+                       multiple: Bool, mtu: Int)] = []
+        links.forEachInPlace { _, state in
+            let s = state.server
+            guard !s.robustCaching || s.isChangeAware else { return }
+            let notify = values.filter { s.isSubscribed($0.handle) }.map { ($0.handle, $0.value) }
+            let indicate = values.filter { !s.isSubscribed($0.handle) && s.isSubscribed($0.handle, indications: true) }.map { ($0.handle, $0.value) }
+            guard !notify.isEmpty || !indicate.isEmpty else { return }
+            targets.append((state.connection, notify, indicate, s.multipleNotifications, s.mtu))
+        }
+        targets.sort { $0.connection.handle < $1.connection.handle }
+        for target in targets {
+            if let long = (target.notify + target.indicate).first(where: { $0.1.count > ATT.maximumNotificationValueLength(mtu: target.mtu) }) {
+                throw GATTError(.invalidValueLength, "\(long.1.count) bytes for \(long.0) do not fit a notification at ATT_MTU \(target.mtu)")
+            }
+        }
+        for (handle, value) in values { database.setValue(value, for: handle) }
+        var sent: [HostConnection] = []
+        var failure: (any Error)?
+        for target in targets {
+            let link = target.connection.link
+            do {
+                let entries = target.notify.map { ATTReadByTypeResponse.Entry(handle: $0.0, value: $0.1) }
+                let multipleLength = 1 + entries.reduce(0) { $0 + 4 + $1.value.count }
+                if target.multiple, entries.count >= 2, multipleLength <= target.mtu {
+                    try await sendUnanswered(.multipleHandleValueNotification(.init(entries: entries)), on: link, host: host)
+                } else {
+                    for (handle, value) in target.notify {
+                        try await sendUnanswered(.handleValueNotification(.init(handle: handle, value: value)), on: link, host: host)
+                    }
+                }
+                for (handle, value) in target.indicate { try await indicate(value, valueHandle: handle, on: link, host: host) }
+                sent.append(target.connection)
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        if sent.isEmpty, let failure { throw failure }
+        return sent
+    }
+
     /// Sends one indication on a link once the previous one is confirmed, and waits for its confirmation (the
     /// bearer queues them, and closes itself, not the link, when one is not confirmed in time).
     func indicate(_ value: [UInt8], valueHandle: AttributeHandle, on link: LinkID, host: isolated HCIHost) async throws {
         guard let (id, actions) = links[link]?.bearer.indicate(handle: valueHandle, value: value) else {
             throw GATTError(.disconnected, "the link went down")
         }
-        let key = IndicationKey(link: link, id: id)
+        let key = IndicationKey(link: link, bearer: .unenhanced, id: id)
         // The waiter is in place before the indication leaves: its confirmation cannot come first.
         try await withCheckedThrowingContinuation { continuation in
             confirmationWaiters[key] = continuation

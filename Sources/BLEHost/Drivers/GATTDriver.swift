@@ -14,10 +14,56 @@ import BLEWire
 /// Everything that belongs to a link (its bearer, waiters, subscriptions, timers) is keyed by its ``LinkID``, never by
 /// its connection handle: a controller may give the handle to the next link at once, and nothing of the old link can
 /// reach the new one.
+///
+/// A link has one or more ATT bearers (``BearerID``): the unenhanced one on the fixed channel 0x0004, and on an
+/// encrypted link up to five Enhanced ATT bearers, each an LE enhanced credit based channel on SPSM 0x0027 the host
+/// owns (Core 5.4, Vol 3, Part F, 3.2.11). Each bearer has its own ``ATTBearer`` machine (its own outstanding request,
+/// indication and transaction timer), its own ATT_MTU and the request of the peer it is answering; the client's and
+/// the server's state of the link (subscriptions, CCCDs, Client Supported Features, the bond, the cache) is one for all
+/// bearers. The server answers each request on the bearer it came on; the client runs each procedure on the least busy
+/// bearer, so independent requests go out at once.
 final class GATTDriver {
+    /// One ATT bearer of a link.
+    enum BearerID: Hashable, Sendable, CustomStringConvertible {
+        /// The unenhanced bearer, on the fixed channel 0x0004.
+        case unenhanced
+        /// An Enhanced ATT bearer, named by its channel's local CID.
+        case enhanced(L2CAPChannelID)
+
+        var description: String {
+            switch self {
+            case .unenhanced: "the unenhanced ATT bearer"
+            case .enhanced(let cid): "the EATT bearer on \(cid)"
+            }
+        }
+    }
+
+    /// An Enhanced ATT bearer of a link: its channel, its machine, timers and ATT_MTU.
+    struct EnhancedBearer {
+        let channel: L2CAPChannel
+        var bearer: ATTBearer
+        var timers = TimerSet<ATTBearer.Timer>()
+        /// The bearer's ATT_MTU: the smaller of the two sides' channel MTUs (Core 5.4, Vol 3, Part F, 3.2.8).
+        let mtu: Int
+        /// The peer's request on this bearer being answered by the application, if any.
+        var application: ApplicationPending?
+        /// The peer's prepared writes on this bearer (each bearer has its own queue).
+        var preparedWrites = ATTServerConnection.PreparedWrites()
+
+        mutating func withBearer<R>(_ body: (inout ATTBearer) -> R) -> R { body(&bearer) }
+    }
+
     struct LinkState {
         let connection: HostConnection
         var bearer: ATTBearer
+        /// The link's Enhanced ATT bearers, by their channel's local CID.
+        var enhanced: [L2CAPChannelID: EnhancedBearer] = [:]
+        /// This side asked for Enhanced ATT bearers on this link (once per link, as a client).
+        var openedEnhanced = false
+        /// As a client: the opening of EATT bearers under way on this link, if any (one at a time).
+        var enhancedOpening: Task<Result<Int, any Error>, Never>?
+        /// As a client: the peer's Server Supported Features value handle, found by a discovery.
+        var peerServerFeatures: AttributeHandle?
         var server = ATTServerConnection()
         /// Notification subscribers per value handle, in the order they subscribed.
         var subscribers: [AttributeHandle: [(id: Int, sink: NotificationSink)]] = [:]
@@ -84,11 +130,13 @@ final class GATTDriver {
 
     struct RequestKey: Hashable {
         let link: LinkID
+        let bearer: BearerID
         let id: ATTBearer.RequestID
     }
 
     struct IndicationKey: Hashable {
         let link: LinkID
+        let bearer: BearerID
         let id: ATTBearer.IndicationID
     }
 
@@ -162,6 +210,7 @@ final class GATTDriver {
         guard links[link] != nil else { return }
         setSecurity(security, on: link)
         identifyBondedClient(security, on: link, host: host)
+        if security.isEncrypted, let connection = links[link]?.connection { openEnhancedBearersIfDue(connection, host: host) }
     }
 
     /// Drops a link's ATT state: its bearer closes and everything waiting on it fails.
@@ -175,6 +224,9 @@ final class GATTDriver {
         let actions = state.bearer.close(GATTError(.disconnected, "the link went down"))
         links[link] = state
         await perform(actions, on: link, host: host)
+        for cid in state.enhanced.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            await closeEnhancedBearer(cid, on: link, because: GATTError(.disconnected, "the link went down"), host: host)
+        }
         guard let state = links.removeValue(forKey: link) else { return }
         if case .inFlight(let waiters) = state.mtuExchange {
             for waiter in waiters { waiter.resume(throwing: GATTError(.disconnected, "the link went down")) }
@@ -216,9 +268,19 @@ final class GATTDriver {
 
     // MARK: Driving the bearer
 
-    func receive(_ payload: [UInt8], on link: LinkID, host: isolated HCIHost) async {
-        guard let actions = links[link]?.bearer.receive(payload) else { return }
-        await perform(actions, on: link, host: host)
+    func receive(_ payload: [UInt8], on link: LinkID, bearer: BearerID = .unenhanced, host: isolated HCIHost) async {
+        guard let actions = withBearer(bearer, on: link, { $0.receive(payload) }) else { return }
+        await perform(actions, on: link, bearer: bearer, host: host)
+    }
+
+    /// Runs `body` on a bearer of a link in place; `nil` when the link or the bearer is gone.
+    func withBearer<R>(_ bearer: BearerID, on link: LinkID, _ body: (inout ATTBearer) -> R) -> R? {
+        links.withValue(forKey: link) { state -> R? in
+            switch bearer {
+            case .unenhanced: return body(&state.bearer)
+            case .enhanced(let cid): return state.enhanced[cid]?.withBearer(body)
+            }
+        } ?? nil
     }
 
     /// An ATT PDU from the host, in the step that reassembled it. When nothing of the link is waiting, the bearer
@@ -271,15 +333,19 @@ final class GATTDriver {
         }
     }
 
-    /// Carries out a bearer's actions, in order.
-    func perform(_ actions: [ATTBearer.Action], on link: LinkID, host: isolated HCIHost) async {
-        for action in actions where !performNow(action, on: link, host: host) {
+    /// Carries out a bearer's actions, in order. An Enhanced ATT bearer they closed (a transaction timeout) is
+    /// dropped and its channel closed: the link and its other bearers stay.
+    func perform(_ actions: [ATTBearer.Action], on link: LinkID, bearer: BearerID = .unenhanced, host: isolated HCIHost) async {
+        for action in actions where !performNow(action, on: link, bearer: bearer, host: host) {
             switch action {
             case .serve(let bytes):
-                await serve(bytes, on: link, host: host)
+                await serve(bytes, on: link, bearer: bearer, host: host)
             default:
                 break
             }
+        }
+        if case .enhanced(let cid) = bearer, let reason = links[link]?.enhanced[cid]?.bearer.closedReason {
+            await closeEnhancedBearer(cid, on: link, because: reason, host: host)
         }
     }
 
@@ -291,26 +357,43 @@ final class GATTDriver {
     /// (``HCIHost/WhenFull/queue``): ATT bounds these itself (one request and one indication outstanding, a
     /// confirmation per indication, a response per request), and the packet-reading path that sends most of them
     /// cannot wait. Only PDUs that get no response wait for room (``sendUnanswered(_:on:host:)``).
-    private func performNow(_ action: ATTBearer.Action, on link: LinkID, connection known: HostConnection? = nil,
-                            host: isolated HCIHost) -> Bool {
+    private func performNow(_ action: ATTBearer.Action, on link: LinkID, bearer: BearerID = .unenhanced,
+                            connection known: HostConnection? = nil, host: isolated HCIHost) -> Bool {
         switch action {
         case .serve:
             return false
         case .send(let bytes):
-            if let connection = known ?? links.withValue(forKey: link, { $0.connection }) {
-                _ = host.send(bytes, channel: .att, on: connection, whenFull: .queue)
+            switch bearer {
+            case .unenhanced:
+                if let connection = known ?? links.withValue(forKey: link, { $0.connection }) {
+                    _ = host.send(bytes, channel: .att, on: connection, whenFull: .queue)
+                }
+            case .enhanced(let cid):
+                // On the bearer's channel, without waiting: what the peer's credits do not cover waits in the
+                // channel's queue, in order. A channel that is closing takes nothing (its bearer is being dropped:
+                // what waits on it fails then); the PDU is logged, never lost without a word.
+                if let channel = links[link]?.enhanced[cid]?.channel, !host.sendSDUNow(bytes, on: channel) {
+                    host.logger.warning("\(link): \(bearer) did not take a \(bytes.count)-octet ATT PDU (opcode 0x\(bytes.prefix(1).hexString())): its channel is closing or the PDU exceeds the peer's MTU \(channel.peerMTU)")
+                }
             }
         case .startTimer(let timer, let duration):
-            links[link]?.timers.start(timer, after: duration) { [weak host] firing in
-                await host?.gattTimerFired(firing, on: link)
+            let handler: @Sendable (TimerSet<ATTBearer.Timer>.Firing) async -> Void = { [weak host] firing in
+                await host?.gattTimerFired(firing, on: link, bearer: bearer)
+            }
+            switch bearer {
+            case .unenhanced: links[link]?.timers.start(timer, after: duration, handler: handler)
+            case .enhanced(let cid): links[link]?.enhanced[cid]?.timers.start(timer, after: duration, handler: handler)
             }
         case .cancelTimer(let timer):
-            links[link]?.timers.cancel(timer)
+            switch bearer {
+            case .unenhanced: links[link]?.timers.cancel(timer)
+            case .enhanced(let cid): links[link]?.enhanced[cid]?.timers.cancel(timer)
+            }
         case .complete(let id, let result):
-            let key = RequestKey(link: link, id: id)
+            let key = RequestKey(link: link, bearer: bearer, id: id)
             waiters.removeValue(forKey: key)?.resume(with: result.mapError { $0 })
         case .confirmed(let id, let result):
-            let key = IndicationKey(link: link, id: id)
+            let key = IndicationKey(link: link, bearer: bearer, id: id)
             if case .success = result { publishServerEvent(.indicationConfirmed, on: link) }
             confirmationWaiters.removeValue(forKey: key)?.resume(with: result.mapError { $0 })
         case .notification(let handle, let value), .indication(let handle, let value):
@@ -330,34 +413,48 @@ final class GATTDriver {
     }
 
     /// A bearer's timer went off (``HCIHost/gattTimerFired(_:on:)`` routes it here).
-    func timerFired(_ firing: TimerSet<ATTBearer.Timer>.Firing, on link: LinkID, host: isolated HCIHost) async {
-        guard links[link]?.timers.expire(firing) == true else { return }
+    func timerFired(_ firing: TimerSet<ATTBearer.Timer>.Firing, on link: LinkID, bearer: BearerID = .unenhanced,
+                    host: isolated HCIHost) async {
+        let expired: Bool?
+        switch bearer {
+        case .unenhanced: expired = links[link]?.timers.expire(firing)
+        case .enhanced(let cid): expired = links[link]?.enhanced[cid]?.timers.expire(firing)
+        }
+        guard expired == true else { return }
         let timer = firing.key
-        guard let actions = links[link]?.bearer.timerFired(timer) else { return }
-        await perform(actions, on: link, host: host)
+        guard let actions = withBearer(bearer, on: link, { $0.timerFired(timer) }) else { return }
+        await perform(actions, on: link, bearer: bearer, host: host)
     }
 
-    /// Sends a request on `link` and returns its response (an Error Response included).
-    func transact(_ pdu: ATTPDU, on link: LinkID, host: isolated HCIHost) async throws -> ATTPDU {
-        guard let (id, actions) = links[link]?.bearer.request(pdu) else { throw GATTError(.disconnected, "the link went down") }
+    /// Sends a request on a bearer of `link` and returns its response (an Error Response included).
+    func transact(_ pdu: ATTPDU, on link: LinkID, bearer: BearerID = .unenhanced, host: isolated HCIHost) async throws -> ATTPDU {
+        guard let (id, actions) = withBearer(bearer, on: link, { $0.request(pdu) }) else {
+            throw GATTError(.disconnected, bearer == .unenhanced ? "the link went down" : "\(bearer) closed")
+        }
         requestCount += 1
-        let key = RequestKey(link: link, id: id)
+        let key = RequestKey(link: link, bearer: bearer, id: id)
         // The waiter is in place before the request leaves, in this step: its response cannot come first.
         return try await withCheckedThrowingContinuation { continuation in
             waiters[key] = continuation
-            performInStep(actions, on: link, host: host)
+            performInStep(actions, on: link, bearer: bearer, host: host)
         }
     }
 
     /// Carries out `actions` in this step, without suspending the caller: for a caller that registers its waiter and
     /// then hands over the actions that send its request or indication (which are all done in the step; anything
     /// that would suspend goes to a task, in order).
-    func performInStep(_ actions: [ATTBearer.Action], on link: LinkID, host: isolated HCIHost) {
+    func performInStep(_ actions: [ATTBearer.Action], on link: LinkID, bearer: BearerID = .unenhanced, host: isolated HCIHost) {
         var next = 0
-        while next < actions.count, performNow(actions[next], on: link, host: host) { next += 1 }
-        guard next < actions.count else { return }
+        while next < actions.count, performNow(actions[next], on: link, bearer: bearer, host: host) { next += 1 }
+        guard next < actions.count else {
+            // A request on a closed EATT bearer failed at once: the bearer is dropped.
+            if case .enhanced(let cid) = bearer, let reason = links[link]?.enhanced[cid]?.bearer.closedReason {
+                Task { await self.closeEnhancedBearer(cid, on: link, because: reason, host: host) }
+            }
+            return
+        }
         let rest = Array(actions[next...])
-        Task { await self.perform(rest, on: link, host: host) }
+        Task { await self.perform(rest, on: link, bearer: bearer, host: host) }
     }
 
     /// Runs a client procedure on the link of `connection`. When the server refuses for security (Insufficient
@@ -365,12 +462,21 @@ final class GATTDriver {
     /// (``HCIHost/pairsOnDemand``), the link is secured (the bond's key, or pairing) and the procedure runs again, as
     /// CoreBluetooth does. An unencrypted link first gets the host's usual pairing; a link already encrypted and still
     /// refused for authentication gets an authenticated (MITM) pairing: at most these two attempts.
-    func run<P: GATTProcedure>(_ procedure: P, on connection: HostConnection, host: isolated HCIHost) async throws -> P.Output {
+    ///
+    /// The procedure runs whole on one bearer of the link, the least busy one when `bearer` is `nil` (see
+    /// ``pickBearer(on:)``).
+    func run<P: GATTProcedure>(_ procedure: P, on connection: HostConnection, bearer: BearerID? = nil, host: isolated HCIHost) async throws -> P.Output {
+        try await run({ _ in procedure }, on: connection, bearer: bearer, host: host)
+    }
+
+    /// ``run(_:on:bearer:host:)`` for a procedure that depends on the ATT_MTU of the bearer it runs on: `make` gets it.
+    func run<P: GATTProcedure>(_ make: (Int) -> P, on connection: HostConnection, bearer: BearerID? = nil, host: isolated HCIHost) async throws -> P.Output {
         let link = try link(connection, host: host)
         var attempts = 0
         while true {
             do {
-                return try await runOnce(procedure, on: link, host: host)
+                let chosen = bearer ?? pickBearer(on: link)
+                return try await runOnce(make(bearerMTU(chosen, on: link)), on: link, bearer: chosen, host: host)
             } catch let error as GATTError {
                 // Robust caching: the server's database changed under this client, whose cache is stale.
                 if error.code.attError == .databaseOutOfSync { forgetCachedDatabase(of: link) }
@@ -393,14 +499,38 @@ final class GATTDriver {
         }
     }
 
-    private func runOnce<P: GATTProcedure>(_ procedure: P, on link: LinkID, host: isolated HCIHost) async throws -> P.Output {
+    private func runOnce<P: GATTProcedure>(_ procedure: P, on link: LinkID, bearer: BearerID, host: isolated HCIHost) async throws -> P.Output {
         var procedure = procedure
         var step = try procedure.start()
         while true {
             switch step {
             case .finished(let output): return output
-            case .request(let pdu): step = try procedure.receive(try await transact(pdu, on: link, host: host))
+            case .request(let pdu): step = try procedure.receive(try await transact(pdu, on: link, bearer: bearer, host: host))
             }
+        }
+    }
+
+    /// The bearer a new client procedure on `link` runs on: the open one with the fewest requests outstanding or
+    /// queued, the unenhanced bearer first among equals. Independent procedures thus go out at once, each on its own
+    /// bearer, while there are free ones.
+    func pickBearer(on link: LinkID) -> BearerID {
+        links.withValue(forKey: link) { state -> BearerID in
+            func load(_ bearer: ATTBearer) -> Int { (bearer.hasOutstandingRequest ? 1 : 0) + bearer.queuedRequestCount }
+            var best: (BearerID, Int)? = state.bearer.closedReason == nil ? (.unenhanced, load(state.bearer)) : nil
+            for cid in state.enhanced.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+                guard let e = state.enhanced[cid], e.bearer.closedReason == nil else { continue }
+                let l = load(e.bearer)
+                if best.map({ l < $0.1 }) ?? true { best = (.enhanced(cid), l) }
+            }
+            return best?.0 ?? .unenhanced
+        } ?? .unenhanced
+    }
+
+    /// The ATT_MTU of a bearer of `link`.
+    func bearerMTU(_ bearer: BearerID, on link: LinkID) -> Int {
+        switch bearer {
+        case .unenhanced: links[link]?.server.mtu ?? ATT.defaultLEMTU
+        case .enhanced(let cid): links[link]?.enhanced[cid]?.mtu ?? ATT.defaultLEMTU
         }
     }
 

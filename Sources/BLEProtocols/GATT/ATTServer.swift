@@ -38,6 +38,12 @@ public struct ATTServerConnection: Sendable {
     /// The client's Client Supported Features (bit 0 robust caching, bit 1 EATT, bit 2 multiple handle value
     /// notifications): what it wrote, bits it may never clear. Core 5.4, Vol 3, Part G, 7.2.
     public internal(set) var clientSupportedFeatures: UInt8 = 0
+    /// Whether the client enabled Multiple Handle Value Notifications (bit 2 of Client Supported Features): only
+    /// then may the server send it ATT_MULTIPLE_HANDLE_VALUE_NTF. Core 5.4, Vol 3, Part G, 7.2.
+    public var multipleNotifications: Bool { clientSupportedFeatures & 0x04 != 0 }
+    /// Whether this view is the client's on an Enhanced ATT bearer (``onEnhancedBearer(mtu:)``): its ATT_MTU is the
+    /// L2CAP channel's, and ATT_EXCHANGE_MTU_REQ is refused (Core 5.4, Vol 3, Part F, 3.2.8 and 3.4.2.1).
+    public private(set) var isEnhancedBearer = false
     /// Whether the client enabled robust caching (the server then tells it, with Database Out Of Sync, when the
     /// database changed under it). Core 5.4, Vol 3, Part G, 2.5.2.1.
     public var robustCaching: Bool { clientSupportedFeatures & 0x01 != 0 }
@@ -56,6 +62,40 @@ public struct ATTServerConnection: Sendable {
 
     /// Records an MTU negotiated by an exchange this side initiated as client (ATT_MTU is per link).
     public mutating func negotiated(mtu: Int) { self.mtu = max(ATT.defaultLEMTU, min(mtu, serverMTU)) }
+
+    /// The prepared writes queued on one ATT bearer: each bearer of a client has its own queue, so that a long write
+    /// on one bearer and another on a second bearer never mix (an Execute Write commits its own bearer's queue only).
+    public struct PreparedWrites: Sendable, Hashable {
+        var queue: [ATTPrepareWriteRequest] = []
+        /// An empty queue.
+        public init() {}
+        init(queue: [ATTPrepareWriteRequest]) { self.queue = queue }
+        /// How many prepared writes wait.
+        public var count: Int { queue.count }
+    }
+
+    /// This client as seen on one of its Enhanced ATT bearers: the same client (CCCDs, features, security), with the
+    /// bearer's ATT_MTU and the bearer's own prepared writes. Hand what a request changed back with
+    /// ``adopt(fromBearer:)``.
+    public func onEnhancedBearer(mtu: Int, preparedWrites: PreparedWrites = PreparedWrites()) -> ATTServerConnection {
+        var view = self
+        view.mtu = max(ATT.defaultLEMTU, mtu)
+        view.isEnhancedBearer = true
+        view.prepareQueue = preparedWrites.queue
+        return view
+    }
+
+    /// Takes what a request on an Enhanced ATT bearer changed in ``onEnhancedBearer(mtu:preparedWrites:)``'s view,
+    /// keeping this link's own ATT_MTU and prepared writes; returns the bearer's prepared writes as the view left them.
+    @discardableResult
+    public mutating func adopt(fromBearer view: ATTServerConnection) -> PreparedWrites {
+        let mtu = self.mtu, enhanced = isEnhancedBearer, queue = prepareQueue
+        self = view
+        self.mtu = mtu
+        self.isEnhancedBearer = enhanced
+        self.prepareQueue = queue
+        return PreparedWrites(queue: view.prepareQueue)
+    }
 
     /// Sets a client's CCCD bits for a characteristic (to carry a subscription across a database change).
     public mutating func setClientConfiguration(_ bits: UInt16, for valueHandle: AttributeHandle) {
@@ -154,6 +194,9 @@ public enum ATTServer {
         var events: [ATTServerEvent] = []
         let response: ATTPDU?
         switch pdu {
+        case .exchangeMTURequest where connection.isEnhancedBearer:
+            // An Enhanced ATT bearer's MTU is its channel's: no exchange there. Core 5.4, Vol 3, Part F, 3.4.2.1.
+            response = fail(.exchangeMTURequest, 0, .requestNotSupported)
         case .exchangeMTURequest(let r):
             let client = max(Int(r.mtu), ATT.defaultLEMTU)
             connection.mtu = min(client, connection.serverMTU)

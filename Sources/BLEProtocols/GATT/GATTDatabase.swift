@@ -251,8 +251,12 @@ public struct GATTDatabase: Sendable {
     /// `services` in order. Without `caching` the server behaves as one built before Core 5.1 (clients can only
     /// rely on Service Changed). Explicit handles in `services` that cannot be honoured (not after the previous
     /// attribute) are ignored: the attribute takes the next free handle; ``init(exactly:)`` refuses them instead.
-    public init(deviceName: String = "swift-ble", appearance: UInt16 = 0, services: [GATTServiceDefinition], caching: Bool = true) {
-        let generic = Self.genericServices(deviceName: deviceName, appearance: appearance, caching: caching)
+    ///
+    /// With `enhancedATT`, the Generic Attribute service also has Server Supported Features (0x2B3A) with its EATT
+    /// bit set, which tells clients they may open Enhanced ATT bearers (``genericServices(deviceName:appearance:caching:enhancedATT:)``).
+    public init(deviceName: String = "swift-ble", appearance: UInt16 = 0, services: [GATTServiceDefinition], caching: Bool = true,
+                enhancedATT: Bool = false) {
+        let generic = Self.genericServices(deviceName: deviceName, appearance: appearance, caching: caching, enhancedATT: enhancedATT)
         // Included service offsets are relative to the caller's list (after GAP and GATT).
         let all = generic + services.map { service in
             var shifted = service
@@ -264,7 +268,7 @@ public struct GATTDatabase: Sendable {
     }
 
     /// A database laid out exactly as `services` say, in order, and nothing else: no Generic Access or Generic
-    /// Attribute service is added (give them, from ``genericServices(deviceName:appearance:caching:)`` or as a
+    /// Attribute service is added (give them, from ``genericServices(deviceName:appearance:caching:enhancedATT:)`` or as a
     /// device one clones has them). Explicit handles (``GATTServiceDefinition/handle``, ``GATTServiceDefinition/endHandle``,
     /// ``GATTCharacteristicDefinition/handle``, ``GATTCharacteristicDefinition/valueHandle``,
     /// ``GATTDescriptorDefinition/handle``) are honoured, gaps allowed; an attribute without one takes the handle after
@@ -283,8 +287,13 @@ public struct GATTDatabase: Sendable {
 
     /// The Generic Access (0x1800: Device Name, Appearance) and Generic Attribute (0x1801: Service Changed and, with
     /// `caching`, Client Supported Features and Database Hash) services every database built by
-    /// ``init(deviceName:appearance:services:caching:)`` starts with. Core 5.4, Vol 3, Part C, 12 and Part G, 7.
-    public static func genericServices(deviceName: String = "swift-ble", appearance: UInt16 = 0, caching: Bool = true) -> [GATTServiceDefinition] {
+    /// ``init(deviceName:appearance:services:caching:enhancedATT:)`` starts with. Core 5.4, Vol 3, Part C, 12 and Part G, 7.
+    ///
+    /// With `enhancedATT` the Generic Attribute service ends with Server Supported Features (0x2B3A, read only),
+    /// bit 0 set: this server accepts Enhanced ATT bearers (Core 5.4, Vol 3, Part G, 7.4). It is off by default so
+    /// that the handles and the Database Hash of existing databases stay as they were.
+    public static func genericServices(deviceName: String = "swift-ble", appearance: UInt16 = 0, caching: Bool = true,
+                                       enhancedATT: Bool = false) -> [GATTServiceDefinition] {
         let gap = GATTServiceDefinition(uuid: 0x1800, characteristics: [
             GATTCharacteristicDefinition(uuid: 0x2A00, properties: .read, value: Array(deviceName.utf8)),
             GATTCharacteristicDefinition(uuid: 0x2A01, properties: .read, value: [UInt8(truncatingIfNeeded: appearance), UInt8(appearance >> 8)]),
@@ -297,6 +306,9 @@ public struct GATTDatabase: Sendable {
                 GATTCharacteristicDefinition(uuid: 0x2B29, properties: [.read, .write], permissions: [.readable, .writeable], value: [0x00]),
                 GATTCharacteristicDefinition(uuid: 0x2B2A, properties: .read, value: Array(repeating: 0, count: 16)),
             ]
+        }
+        if enhancedATT {
+            gattCharacteristics.append(GATTCharacteristicDefinition(uuid: 0x2B3A, properties: .read, value: [0x01]))
         }
         return [gap, GATTServiceDefinition(uuid: 0x1801, characteristics: gattCharacteristics)]
     }

@@ -229,6 +229,9 @@ def make_device(args, hci_transport):
     # address); a real device distributes a real one, unless told to send none (--zero-irk).
     config.irk = bytes(16) if args.zero_irk else (bytes(config.address) * 3)[:16]
     config.advertising_interval_min = config.advertising_interval_max = 50
+    # --eatt as peripheral: Bumble's GATT server accepts EATT bearers (SPSM 0x0027) and says so in its Server
+    # Supported Features.
+    config.eatt_enabled = args.role == 'peripheral' and args.eatt > 0
     if args.role == 'peripheral':
         config.advertising_data = bytes(AdvertisingData([
             (AdvertisingData.FLAGS, bytes([0x06])),
@@ -322,6 +325,31 @@ async def read(peer, uuid):
         return f'0x{error.error_code:02X}'
 
 
+async def read_over_eatt(args, connection, peer):
+    """Opens --eatt Enhanced ATT bearers (one L2CAP_CREDIT_BASED_CONNECTION_REQ to SPSM 0x0027) and reads every --read
+    characteristic on every bearer at once: RESULT eatt_bearers=N, then eatt_read_KEY=HEX per bearer (or 0xNN)."""
+    from bumble.gatt_client import Client
+    bearers = await lab.step(f'open {args.eatt} EATT bearers', Client.connect_eatt(connection, count=args.eatt), 10)
+    if not isinstance(bearers, list):
+        bearers = [bearers]
+    result(f'eatt_bearers={len(bearers)}')
+    for uuid in args.read:
+        found = peer.get_characteristics_by_uuid(UUID(uuid))
+        if not found:
+            fail(f'eatt read {uuid}: no such characteristic on the peer')
+        handle = found[0].handle
+
+        async def read_on(bearer):
+            try:
+                return bytes(await bearer.read_value(handle)).hex()
+            except ATT_Error as error:
+                return f'0x{error.error_code:02X}'
+        values = await lab.step(f'read {uuid} on every EATT bearer at once',
+                                asyncio.gather(*(read_on(b) for b in bearers)), 10)
+        for value in values:
+            result(f'eatt_read_{short_key(uuid)}={value}')
+
+
 async def run_central(args, device):
     await lab.step('power on (controller bring-up)', device.power_on())
     found = asyncio.get_running_loop().create_future()
@@ -364,6 +392,8 @@ async def run_central(args, device):
         await lab.step('encrypt with the stored key', connection.encrypt(), 10)
     for uuid in args.read:
         result(f'read_{short_key(uuid)}={await read(peer, uuid)}')
+    if args.eatt:
+        await read_over_eatt(args, connection, peer)
     await lab.step('disconnect', connection.disconnect(), 5)
     await lab.step('disconnection complete', disconnected, 5)
     result('done=1')
@@ -391,6 +421,9 @@ async def main():
     security.add_argument('--pair', action='store_true')
     security.add_argument('--encrypt', action='store_true')
     p.add_argument('--read', action='append', default=[])
+    p.add_argument('--eatt', type=int, default=0,
+                   help='central: after pairing, open N EATT bearers and read each --read on all of them at once; '
+                        'peripheral: N > 0 serves EATT')
     args = p.parse_args()
     if args.passkey is not None and not 0 <= args.passkey <= 999999:
         p.error('--passkey: six digits, 0 to 999999')

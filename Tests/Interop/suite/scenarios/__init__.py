@@ -26,6 +26,8 @@ SCENARIOS = [
     l2cap.L2CAP_CLI_SEND_FILE_TO_BUMBLE,
     pairing.pairing_bumble_to_bumble(),
     pairing.pairing_bumble_central_to_ble_peripheral(),
+    pairing.eatt_bumble_central_to_ble_peripheral(),
+    pairing.eatt_ble_central_to_bumble_peripheral(),
     pairing.pairing_ble_central_to_bumble_peripheral(),
     pairing.ancs_consumer_to_bumble_provider(),
     corebluetooth.CB_CENTRAL_TO_BUMBLE_PERIPHERAL,

@@ -134,6 +134,45 @@ def pairing_bumble_central_to_ble_peripheral():
     ], needs=('ble',), shared_controllers=True)
 
 
+def eatt_bumble_central_to_ble_peripheral():
+    """Bumble's GATT client opens three Enhanced ATT bearers to `ble serve` after pairing (our host owns SPSM 0x0027 and
+    accepts them on the encrypted link) and reads the encrypted characteristic on all three at once: our server answers
+    each on its own bearer. Core 5.4, Vol 3, Part G, 2.5 and Part F, 3.2.11."""
+    c, s = 'central', 'peripheral'
+    return Scenario('eatt-bumble-central-to-ble-peripheral', [
+        Part('three-bearers', [Controllers(2), pair_serve_ble(),
+                               pair_central(c, 'SwiftBLEPair', '--pair', '--eatt', '3', '--read', SECRET)],
+             [paired(c, 1, 0), Result(c, 'eatt_bearers', 3),
+              Count(c, f'^RESULT eatt_read_DEF3={TOP_SECRET}$', '==', 3,
+                    '$part: not every EATT bearer read the encrypted value')]),
+        # `ble serve --eatt`: Server Supported Features (0x2B3A) in the Generic Attribute service says EATT (bit 0).
+        Part('server-supported-features', [Controllers(2), pair_serve_ble('--eatt'),
+                                           pair_central(c, 'SwiftBLEPair', '--pair', '--eatt', '2', '--read', SERVER_FEATURES,
+                                                        '--read', SECRET)],
+             [Result(c, 'read_34FB', '01'), Result(c, 'eatt_bearers', 2),
+              Count(c, '^RESULT eatt_read_34FB=01$', '==', 2, '$part: Server Supported Features differs on an EATT bearer'),
+              Count(c, f'^RESULT eatt_read_DEF3={TOP_SECRET}$', '==', 2,
+                    '$part: not every EATT bearer read the encrypted value')]),
+    ], needs=('ble',), shared_controllers=True)
+
+
+SERVER_FEATURES = '00002B3A-0000-1000-8000-00805F9B34FB'
+
+
+def eatt_ble_central_to_bumble_peripheral():
+    """`ble read --eatt 3` against Bumble's GATT server with EATT on: the read pairs on demand, then our client opens
+    three Enhanced ATT bearers on the encrypted link and reads the encrypted characteristic four times at once, over
+    the unenhanced bearer and the three EATT ones."""
+    c, s = 'central', 'peripheral'
+    return Scenario('eatt-ble-central-to-bumble-peripheral', [
+        Part('three-bearers', [Controllers(2), pair_serve_bumble('--eatt', '1'),
+                               pair_ble(0, 'read', 'BumblePair', SECRET, '--eatt', '3', '--json'),
+                               Json('central.log.out', dict(uuid=SECRET, value=TOP_SECRET)),
+                               Json('central.log.out', dict(event='eatt', bearers=3, reads=4, identical=True))],
+             [paired(s, 1, 0)]),
+    ], needs=('ble',), shared_controllers=True)
+
+
 def pairing_ble_central_to_bumble_peripheral():
     c, s, c2 = 'central', 'peripheral', 'central2'
     bonds = '$logs/$name-bonds-ours.json'
