@@ -17,6 +17,9 @@ public enum CentralEvent: Sendable, Hashable {
     case pairingFailed(HostConnection, SMPPairingFailure)
     /// This side shows a passkey for the central's user to type.
     case passkey(HostConnection, UInt32)
+    /// The Enhanced ATT bearers a central has open changed: `count` besides the unenhanced one (a central opens
+    /// them on an encrypted link; the host accepts them and answers each request on the bearer it came on).
+    case enhancedATTBearers(HostConnection, count: Int)
 }
 
 /// The peripheral role: publish services, advertise, answer centrals, push values. Like CoreBluetooth's
@@ -107,6 +110,8 @@ public final class PeripheralManager: Sendable {
                     case .pairingCompleted(let c, let outcome) where c.role == .peripheral: continuation.yield(.paired(c, outcome))
                     case .pairingFailed(let c, let failure) where c.role == .peripheral: continuation.yield(.pairingFailed(c, failure))
                     case .passkeyDisplayed(let c, let passkey) where c.role == .peripheral: continuation.yield(.passkey(c, passkey))
+                    case .enhancedATTBearers(let c, let count) where c.role == .peripheral:
+                        continuation.yield(.enhancedATTBearers(c, count: count))
                     default: break
                     }
                 }

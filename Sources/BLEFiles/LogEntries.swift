@@ -61,7 +61,7 @@ extension SamplePeripheral {
 extension CentralEvent {
     /// The event for a log, as ``SamplePeripheral`` and `ble serve` print it: a line of text and its fields as typed
     /// JSON values (`"event"` names what happened: `connected`, `disconnected`, `passkey`, `encrypted`, `paired`,
-    /// `pairing_failed`).
+    /// `pairing_failed`, `eatt`).
     public var logEntry: LogEntry {
         switch self {
         case .connected(let c):
@@ -80,6 +80,9 @@ extension CentralEvent {
         case .pairingFailed(let c, let failure):
             ("pairing failed: \(c.peer.address), \(failure)", ["event": "pairing_failed", "peer": .string(c.peer.address.description),
                                                                  "reason": failure.reason.map { .integer(Int($0.rawValue)) } ?? .null, "error": .string("\(failure)")])
+        case .enhancedATTBearers(let c, let count):
+            ("eatt: \(count) Enhanced ATT bearer(s) with \(c.peer.address)",
+             ["event": "eatt", "peer": .string(c.peer.address.description), "bearers": .int(count)])
         }
     }
 }

@@ -348,4 +348,7 @@ public enum HostEvent: Sendable, Hashable {
     case pairingFailed(HostConnection, SMPPairingFailure)
     /// This side shows a passkey for the peer's user to type (also handed to the pairing agent).
     case passkeyDisplayed(HostConnection, UInt32)
+    /// The Enhanced ATT bearers open on a link changed: `count` besides the unenhanced one, after a bearer opened
+    /// (by either side) or closed. Core 5.4, Vol 3, Part G, 2.5.
+    case enhancedATTBearers(HostConnection, count: Int)
 }

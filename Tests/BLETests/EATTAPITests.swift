@@ -31,11 +31,18 @@ import Testing
             for request in held { await request.respond(with: request.characteristic.map { Array($0.description.prefix(8).utf8) } ?? []) }
             return held.count
         }
+        let centralEvents = await manager.centralEvents()
+        let bearersSeen = Task {
+            for await event in centralEvents { if case .enhancedATTBearers(_, let count) = event, count == 3 { return count } }
+            return 0
+        }
         try await manager.startAdvertising(name: "EATT")
         let remote = try await devices.connect()
         try await remote.pair()
         #expect(try await remote.openEnhancedBearers(count: 3) == 3)
         #expect(await remote.enhancedBearerCount == 3)
+        // The peripheral's application hears of the central's bearers as they open (`ble serve` prints it).
+        #expect(await bearersSeen.value == 3)
         let services = try await remote.discoverAll(descriptors: false)
         let characteristics = try #require(services.first { $0.service.uuid == Self.service }).characteristics.map(\.characteristic)
         #expect(characteristics.count == 4)

@@ -26,6 +26,9 @@ extension GATTDriver {
         let mtu = max(ATT.defaultLEMTU, min(Int(channel.info.local.mtu), channel.peerMTU))
         links[link]?.enhanced[cid] = EnhancedBearer(channel: channel, bearer: ATTBearer(transactionTimeout: transactionTimeout),
                                                     timers: timers, mtu: mtu)
+        if let connection = links[link]?.connection {
+            host.publish(.enhancedATTBearers(connection, count: enhancedBearerCount(connection)))
+        }
         Task {
             for await sdu in channel.incoming {
                 await host.withGATT { host, gatt in await gatt.receive(sdu, on: link, bearer: .enhanced(cid), host: host) }
@@ -42,6 +45,9 @@ extension GATTDriver {
     /// bearer ends that bearer only).
     func closeEnhancedBearer(_ cid: L2CAPChannelID, on link: LinkID, because reason: GATTError, host: isolated HCIHost) async {
         guard var e = links[link]?.enhanced.removeValue(forKey: cid) else { return }
+        if let state = links[link], !state.detaching {
+            host.publish(.enhancedATTBearers(state.connection, count: enhancedBearerCount(state.connection)))
+        }
         let actions = e.bearer.close(reason)
         e.timers.cancelAll()
         // The bearer is out of the link already: its actions are carried out here (the failures of its waiters).
