@@ -147,7 +147,9 @@ extension L2CAPChannelManager {
             [signal(.leCreditBasedConnectionResponse(identifier: id, .init(destinationCID: 0, mtu: 0, mps: 0,
                                                                         initialCredits: 0, result: result)))]
         }
-        guard let listener = listeners[request.spsm] else { return refuse(.spsmNotSupported) }
+        // SPSM 0x0027 is Enhanced ATT's, whose bearers are enhanced credit based channels only (Core 5.4, Vol 3,
+        // Part G, 5, L2CAP interoperability requirements): an LE credit based channel there is no ATT bearer.
+        guard let listener = listeners[request.spsm], request.spsm != .eatt else { return refuse(.spsmNotSupported) }
         if let refusal = linkSecurity.refusal(for: listener.security) { return refuse(refusal) }
         let parameters = listener.parameters
         guard L2CAPChannelID(rawValue: request.sourceCID).isLEDynamic else { return refuse(.invalidSourceCID) }

@@ -103,6 +103,8 @@ import Testing
             ("14 07 0a00 8000 4000 1700 1700 0100", "5: 15 07 0a 00 40 00 00 02 f7 00 10 00 00 00"),
             // SCID 0x0040 again → 0x000A
             ("14 08 0a00 8000 4000 1700 1700 0100", "5: 15 08 0a 00 00 00 00 00 00 00 00 00 0a 00"),
+            // SPSM 0x0027 (EATT) listened on, but an LE credit based channel there is no ATT bearer → 0x0002
+            ("14 09 0a00 2700 4100 4000 4000 0100", "5: 15 09 0a 00 00 00 00 00 00 00 00 00 02 00"),
         ]
         for (input, reply) in cases {
             #expect(sentFrames(manager.receive(signaling(input))) == [reply], "\(input)")
