@@ -307,6 +307,10 @@ struct Read: AsyncParsableCommand {
             let value = try await during("reading \(characteristic) on \(target.target)") { try await session.peripheral.readValue(for: c) }
             if let eatt {
                 let peripheral = session.peripheral
+                // EATT bearers need an encrypted link: encrypted with the bond if there is one, paired otherwise.
+                if await !peripheral.security.isEncrypted {
+                    _ = try await during("securing the link to \(target.target) for EATT") { try await peripheral.pair(mitm: security.mitm) }
+                }
                 let open = try await during("opening \(eatt) EATT bearers to \(target.target)") { try await peripheral.openEnhancedBearers(count: eatt) }
                 let values = try await during("reading \(characteristic) over every bearer") {
                     try await withThrowingTaskGroup(of: [UInt8].self) { group in
