@@ -162,6 +162,27 @@ start_bluetoothd() {
     sleep 1
 }
 
+# ctl_agent_start LOG: bluetoothctl in the background as bluetoothd's default agent (NoInputNoOutput), as a desktop
+# session has one; ctl_agent_stop ends it
+ctl_agent_start() {
+    agentctllog="$1"
+    rm -f /tmp/agentctl.in; mkfifo /tmp/agentctl.in
+    bluetoothctl < /tmp/agentctl.in > "$agentctllog" 2>&1 &
+    agentctlpid=$!
+    exec 7> /tmp/agentctl.in
+    echo "agent NoInputNoOutput" >&7; wait_for "$agentctllog" "Agent registered" 10
+    echo "default-agent" >&7; wait_for "$agentctllog" "Default agent request successful" 10
+    # bluetoothd asks its agent to authorize a pairing the peer starts (Just Works as responder): the user says yes
+    ( handled=0
+      while :; do
+          count=$(grep -c "Request authorization\|Request confirmation" "$agentctllog" 2>/dev/null)
+          if [ "${count:-0}" -gt "$handled" ]; then handled=$((handled + 1)); sleep 0.2; echo yes >&7; fi
+          sleep 0.2
+      done ) &
+    agentyespid=$!
+}
+ctl_agent_stop() { stop $agentyespid; exec 7>&-; stop $agentctlpid; }
+
 say "kernel $(uname -r) $(uname -m)"
 start=$(date +%s)
 for module in $(cat /modules); do
@@ -508,12 +529,7 @@ sys.exit(asyncio.run(main()))
 PY
     # a default agent, as a desktop session has one: bluetoothd refuses the kernel's Just Works confirmation without
     # (bleak's pair() asks bluetoothd to pair and brings no agent of its own)
-    rm -f /tmp/agentctl.in; mkfifo /tmp/agentctl.in
-    bluetoothctl < /tmp/agentctl.in > /tmp/s7-agent.log 2>&1 &
-    agentctlpid=$!
-    exec 7> /tmp/agentctl.in
-    echo "agent NoInputNoOutput" >&7; wait_for /tmp/s7-agent.log "Agent registered" 10
-    echo "default-agent" >&7; wait_for /tmp/s7-agent.log "Default agent request successful" 10
+    ctl_agent_start /tmp/s7-agent.log
     if ble1_bg /tmp/s7-serve '"event":"serving"' serve --json --run-for 120; then
         serve=$bgpid
         DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket PYTHONPATH=/usr/lib/bleak-site \
@@ -535,8 +551,7 @@ PY
     else
         result $name FAIL "ble serve did not start: $(head -c 200 /tmp/s7-serve.err)"
     fi
-    exec 7>&-
-    stop $agentctlpid
+    ctl_agent_stop
 fi
 
 # 8. The kernel's extended advertising (one instance of btmgmt add-ext-adv-params/-data: connectable, 2M secondary
@@ -568,6 +583,92 @@ if wanted kernel-ext-adv; then
         result $name FAIL "heard=[$heard] explore exit $estatus: $(head -c 200 /tmp/s8-explore.err)"
         state
     fi
+fi
+
+# 9. Enhanced ATT with BlueZ (main.conf: [GATT] Channels = 3; Linux 6.1 takes enhanced credit based channels only
+# with the bluetooth module's enable_ecred set). ble as client pairs with the kernel, opens two EATT bearers to
+# bluetoothd's GATT server and reads the Device Name over every bearer at once; then bluetoothd as client, on a
+# bonded link it encrypts as it connects, opens its two EATT bearers to ble serve --eatt (Server Supported Features
+# with the EATT bit), and a read goes through
+if wanted eatt-bluez; then
+    name=eatt-bluez
+    echo Y > /sys/module/bluetooth/parameters/enable_ecred
+    start_bluetoothd
+    no_links
+    mgmt power on
+    mgmt bondable on
+    mgmt io-cap 3
+    mgmt sc on
+    mgmt unpair -t 1 $OURS
+    ctl_agent_start /tmp/s9-agent.log
+    kernel_advertise
+    ebonds=/tmp/eatt-bonds.json
+    rm -f $ebonds
+    ble1 /tmp/s9-read read $KERNEL 2A00 --bonds $ebonds --eatt 2 --json --timeout 20
+    rstatus=$?
+    eatt="$(grep '"event":"eatt"' /tmp/s9-read.out | head -1)"
+    no_links
+    say "s9 ble central: exit $rstatus [$eatt] $(head -c 300 /tmp/s9-read.err)"
+    if [ $rstatus -eq 0 ] && echo "$eatt" | grep -q '"bearers":2' && echo "$eatt" | grep -q '"reads":3' \
+        && echo "$eatt" | grep -q '"identical":true'; then
+        result "$name ble-central" PASS "paired, 2 EATT bearers opened to bluetoothd's GATT server, the Device Name read 3 times at once, every value the same"
+    else
+        result "$name ble-central" FAIL "exit $rstatus [$eatt] $(head -c 300 /tmp/s9-read.err)"
+        state
+    fi
+    # bluetoothd as client, bonded by the pairing above (an LE Secure Connections key serves either role), with
+    # ble serve --eatt keeping the same bond: a first connection (encrypted with the bond as it connects) where
+    # bluetoothd learns Server Supported Features, then a connection after bluetoothd restarted, where it opens its
+    # EATT bearers
+    sbonds=$ebonds
+    if ble1_bg /tmp/s9-serve '"event":"serving"' serve --json --eatt --bonds $sbonds --run-for 150; then
+        serve=$bgpid
+        rm -f /tmp/ctl9.in; mkfifo /tmp/ctl9.in
+        bluetoothctl < /tmp/ctl9.in > /tmp/s9-bluetoothctl.log 2>&1 &
+        ctlpid=$!
+        exec 6> /tmp/ctl9.in
+        ctl9() {
+            local before
+            before=$(grep -c -- "$2" /tmp/s9-bluetoothctl.log)
+            echo "$1" >&6
+            wait_for /tmp/s9-bluetoothctl.log "$2" "${3:-10}" $((before + 1))
+        }
+        ctl9 "scan le" "Device $OURS" 20
+        ctl9 "scan off" "Discovery stopped" 5
+        ctl9 "connect $OURS" "Connection successful" 20 && wait_for /tmp/s9-bluetoothctl.log "ServicesResolved: yes" 20
+        ctl9 "disconnect $OURS" "Successful disconnected\|Disconnection successful" 10
+        # BlueZ 5.66 opens EATT when a device's GATT client first becomes ready with the server's EATT bit known:
+        # known from its attribute cache after a restart (in one run it kept the features of the first connection,
+        # before it had read Server Supported Features), as after a reboot
+        sleep 1
+        stop $bluetoothdpid; bluetoothdpid=""
+        start_bluetoothd
+        wait_for /tmp/s9-bluetoothctl.log "NEW\] Controller" 10 2   # bluetoothctl found the new bluetoothd
+        mgmt power on   # (bluetoothd powers its adapters off as it exits; AutoEnable is off)
+        ctl9 "connect $OURS" "Connection successful" 20 && wait_for /tmp/s9-bluetoothctl.log "ServicesResolved: yes" 20 2
+        wait_for /tmp/s9-serve.out '"event":"eatt"' 15
+        ctl9 "menu gatt" "Menu gatt" 5
+        ctl9 "select-attribute 12345678-1234-5678-1234-56789abcdef1" "56789abcdef1" 5
+        ctl9 "read" "69 6e 69 74 69 61 6c" 10; r9=$?
+        ctl9 "back" "Menu main" 5
+        ctl9 "disconnect $OURS" "Successful disconnected\|Disconnection successful" 10
+        exec 6>&-
+        sleep 0.5
+        stop $ctlpid
+        no_links
+        stop_ble $serve
+        eatt="$(grep '"event":"eatt"' /tmp/s9-serve.out | tail -1)"
+        encrypted="$(grep '"event":"encrypted"' /tmp/s9-serve.out | tail -1)"
+        say "s9 bluetoothd central: read $r9 [$eatt] [$encrypted]"
+        if [ $r9 -eq 0 ] && echo "$eatt" | grep -q '"bearers":2' && echo "$encrypted" | grep -q '"bonded":true'; then
+            result "$name bluetoothd-central" PASS "bluetoothd, bonded, opened 2 EATT bearers to ble serve on the encrypted link; 'initial' read"
+        else
+            result "$name bluetoothd-central" FAIL "read=$r9 eatt=[$eatt] encrypted=[$encrypted]"
+        fi
+    else
+        result "$name bluetoothd-central" FAIL "ble serve did not start: $(head -c 200 /tmp/s9-serve.err)"
+    fi
+    ctl_agent_stop
 fi
 
 # 6. Privacy, both sides with IRKs: the kernel (btmgmt privacy on, a fixed IRK) advertises from a resolvable private
