@@ -192,6 +192,41 @@ import Testing
         #expect(await rig.server.enhancedBearerCount(rig.p) == 0)
     }
 
+    /// Bad PDUs on an Enhanced ATT bearer, sent by a raw peer (the client's application opens an enhanced channel to
+    /// SPSM 0x0027 itself and writes bytes): each gets the answer the specification gives on that bearer (Exchange MTU,
+    /// which only the unenhanced bearer carries, and an unknown request: Request Not Supported; a truncated request:
+    /// Invalid PDU; handle 0: Invalid Handle), an unknown command and an unsolicited response get none, and the bearer,
+    /// its link and the server's other bearers go on: a read on the same bearer is answered after them all. Core 5.4,
+    /// Vol 3, Part F, 3.3, 3.4.1.1 and 3.4.2.
+    @Test func badPDUsOnAnEnhancedBearerGetTheSpecificationsAnswersAndTheBearerGoesOn() async throws {
+        let rig = try await Rig()
+        defer { withExtendedLifetime(rig) {} }
+        let channels = try await rig.central.openL2CAPChannels(spsm: .eatt, count: 1, on: rig.c,
+                                                               parameters: L2CAPChannelParameters(mtu: 247, mps: 247))
+        let raw = try #require(channels.first)
+        for _ in 0..<400 where await rig.server.enhancedBearerCount(rig.p) != 1 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await rig.server.enhancedBearerCount(rig.p) == 1)
+        let readable = try await rig.handle(EATTTests.notifying[0])
+        let read: [UInt8] = [0x0A, UInt8(readable.rawValue & 0xFF), UInt8(readable.rawValue >> 8)]
+        let exchanges: [(sent: [[UInt8]], answer: [UInt8])] = [
+            ([[0x02, 0xF7, 0x00]], [0x01, 0x02, 0x00, 0x00, 0x06]),   // Exchange MTU: Request Not Supported
+            ([[0x3F, 0x01]], [0x01, 0x3F, 0x00, 0x00, 0x06]),         // unknown request: Request Not Supported
+            ([[0x0A, 0x01]], [0x01, 0x0A, 0x00, 0x00, 0x04]),         // truncated Read Request: Invalid PDU
+            ([[0x0A, 0x00, 0x00]], [0x01, 0x0A, 0x00, 0x00, 0x01]),   // handle 0: Invalid Handle
+            // an unknown command, an unsolicited Read Response and a lone Handle Value Confirmation get nothing: the
+            // next answer is the read's
+            ([[0x7E, 0x01, 0x02], [0x0B, 0x01], [0x1E], read], [0x0B, 0x00]),
+        ]
+        var incoming = raw.incoming.makeAsyncIterator()
+        for exchange in exchanges {
+            for pdu in exchange.sent { try await raw.send(pdu) }
+            let answer = await incoming.next()
+            #expect(answer == exchange.answer, "\(exchange.sent.map { $0.hexString() }) → \(answer?.hexString() ?? "nothing")")
+        }
+        #expect(await rig.server.enhancedBearerCount(rig.p) == 1)
+        #expect(await rig.central.connections.contains { $0.link == rig.c.link })
+    }
+
     /// Two values changed at once reach their subscribers on a client that enabled Multiple Handle Value
     /// Notifications (they travel in one ATT_MULTIPLE_HANDLE_VALUE_NTF), each to its own stream.
     @Test func multipleHandleValueNotificationsFanOutToTheSubscribers() async throws {
