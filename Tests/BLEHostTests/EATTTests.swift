@@ -227,6 +227,38 @@ import Testing
         #expect(await rig.central.connections.contains { $0.link == rig.c.link })
     }
 
+    /// Our host on the other end of a raw server's Enhanced ATT bearer (the peripheral's host has EATT off and its
+    /// application takes SPSM 0x0027): an indication that comes on the bearer is confirmed on it, and a request the
+    /// raw peer sends on it is answered on it by our host's own GATT server. Core 5.4, Vol 3, Part F, 3.4.7.2 and
+    /// Part G, 2.5.
+    @Test func theClientConfirmsAndAnswersOnTheBearerAPDUCameOn() async throws {
+        let world = World()
+        var noEATT = HCIHost.Configuration()
+        noEATT.enhancedATTBearers = 0
+        let (peripheral, pc) = try await world.host(configuration: noEATT)
+        let server = GATTEngine(host: peripheral, database: EATTTests.database)
+        await server.start()
+        let listener = try await peripheral.listen(spsm: .eatt, parameters: L2CAPChannelParameters(mtu: 247, mps: 247),
+                                                   security: L2CAPSecurityRequirement(encryption: true))
+        let (central, _) = try await world.host(at: 1)
+        let client = GATTEngine(host: central)
+        await client.start()
+        let (c, _) = try await connect(central, peripheral, peripheralAddress: pc.address)
+        _ = try await central.pair(c)
+        #expect(try await client.openEnhancedBearers(on: c, count: 1) == 1)
+        var accepted = listener.makeAsyncIterator()
+        let raw = try #require(await accepted.next())
+        var incoming = raw.incoming.makeAsyncIterator()
+        let notifying = try #require(await server.database.valueHandle(of: EATTTests.notifying[0]))
+        try await raw.send([0x1D, UInt8(notifying.rawValue & 0xFF), UInt8(notifying.rawValue >> 8), 0xAB])
+        #expect(await incoming.next() == [0x1E])
+        // Handle 0x0001 of our host's database: the GAP service's declaration (0x1800)
+        try await raw.send([0x0A, 0x01, 0x00])
+        #expect(await incoming.next() == [0x0B, 0x00, 0x18])
+        #expect(await client.enhancedBearerCount(c) == 1)
+        withExtendedLifetime((world, server)) {}
+    }
+
     /// Two values changed at once reach their subscribers on a client that enabled Multiple Handle Value
     /// Notifications (they travel in one ATT_MULTIPLE_HANDLE_VALUE_NTF), each to its own stream.
     @Test func multipleHandleValueNotificationsFanOutToTheSubscribers() async throws {
