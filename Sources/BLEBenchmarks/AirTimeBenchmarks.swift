@@ -23,6 +23,25 @@ enum AirTimeBenchmarks {
         let values: NotificationStream
     }
 
+    /// The link the air-time benchmarks measure on: `central` connects to `peripheral` (whose GATT server runs)
+    /// advertising as "bench", at `interval` (1.25 ms units); both switch to LE 2M with 251-octet packets and the MTUs
+    /// are exchanged. Returns the link on both sides and the central's GATT client; `nil` when the peripheral has no
+    /// address or its side of the link is not up.
+    static func benchLink(central: HCIHost, peripheral: HCIHost, interval: UInt16) async throws
+        -> (link: HostConnection, peripheralLink: HostConnection, client: GATTEngine)? {
+        try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "bench")))
+        guard let address = await peripheral.ownAddress else { return nil }
+        let link = try await central.connect(to: address, connectionInterval: interval...interval)
+        let client = GATTEngine(host: central)
+        await client.start()
+        _ = try await central.setPHY(link, transmit: .le2M, receive: .le2M)
+        try await central.setDataLength(link, octets: 251)
+        guard let peripheralLink = await peripheral.connections.first else { return nil }
+        try await peripheral.setDataLength(peripheralLink, octets: 251)
+        _ = try await client.exchangeMTU(link)
+        return (link, peripheralLink, client)
+    }
+
     /// Two hosts linked at `interval` (1.25 ms units) on LE 2M with 251-octet packets both ways and MTU 247, the
     /// central subscribed to the peripheral's notifications.
     static func connect(interval: UInt16, model: AirTimeModel) async throws -> Setup? {
@@ -38,16 +57,9 @@ enum AirTimeBenchmarks {
             ]),
         ]))
         await server.start()
-        try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "bench")))
-        guard let address = await peripheral.ownAddress else { return nil }
-        let link = try await central.connect(to: address, connectionInterval: interval...interval)
-        let client = GATTEngine(host: central)
-        await client.start()
-        _ = try await central.setPHY(link, transmit: .le2M, receive: .le2M)
-        try await central.setDataLength(link, octets: 251)
-        guard let peripheralLink = await peripheral.connections.first else { return nil }
-        try await peripheral.setDataLength(peripheralLink, octets: 251)
-        _ = try await client.exchangeMTU(link)
+        guard let bench = try await AirTimeBenchmarks.benchLink(central: central, peripheral: peripheral, interval: interval)
+        else { return nil }
+        let (link, peripheralLink, client) = (bench.link, bench.peripheralLink, bench.client)
         let characteristics = try await client.discoverCharacteristics(
             link, of: GATTService(uuid: 0xFFF0, isPrimary: true, startHandle: 1, endHandle: 0xFFFF))
         guard let notifying = characteristics.first(where: { $0.uuid == notify }),

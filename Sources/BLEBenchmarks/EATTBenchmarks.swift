@@ -28,16 +28,9 @@ enum EATTBenchmarks {
             }),
         ], enhancedATT: true))
         await server.start()
-        try await peripheral.startAdvertising(.init(data: AdvertisingData(localName: "bench")))
-        guard let address = await peripheral.ownAddress else { return nil }
-        let link = try await central.connect(to: address, connectionInterval: interval...interval)
-        let client = GATTEngine(host: central)
-        await client.start()
-        _ = try await central.setPHY(link, transmit: .le2M, receive: .le2M)
-        try await central.setDataLength(link, octets: 251)
-        guard let peripheralLink = await peripheral.connections.first else { return nil }
-        try await peripheral.setDataLength(peripheralLink, octets: 251)
-        _ = try await client.exchangeMTU(link)
+        guard let bench = try await AirTimeBenchmarks.benchLink(central: central, peripheral: peripheral, interval: interval)
+        else { return nil }
+        let (link, client) = (bench.link, bench.client)
         _ = try await central.pair(link)
         if bearers > 1 { _ = try await client.openEnhancedBearers(on: link, count: bearers - 1) }
         let open = await client.enhancedBearerCount(link) + 1
