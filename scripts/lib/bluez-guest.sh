@@ -162,6 +162,23 @@ start_bluetoothd() {
     sleep 1
 }
 
+# ctl_start LOG: an interactive bluetoothctl reading a FIFO (fd 6), its output in LOG; ctl COMMAND PATTERN SECONDS
+# sends a command and waits for one more line matching PATTERN; ctl_stop ends it
+ctl_start() {
+    ctllog="$1"
+    rm -f /tmp/ctl.in; mkfifo /tmp/ctl.in
+    bluetoothctl < /tmp/ctl.in > "$ctllog" 2>&1 &
+    ctlpid=$!
+    exec 6> /tmp/ctl.in
+}
+ctl() {
+    local before
+    before=$(grep -c -- "$2" "$ctllog")
+    echo "$1" >&6
+    wait_for "$ctllog" "$2" "${3:-10}" $((before + 1))
+}
+ctl_stop() { exec 6>&-; sleep 0.5; stop $ctlpid; }
+
 # ctl_agent_start LOG: bluetoothctl in the background as bluetoothd's default agent (NoInputNoOutput), as a desktop
 # session has one; ctl_agent_stop ends it
 ctl_agent_start() {
@@ -430,17 +447,7 @@ if wanted bluetoothctl-to-ble-serve; then
     elif ble1_bg /tmp/s5-serve '"event":"serving"' serve --json --run-for 120; then
         serve=$bgpid
         no_links
-        rm -f /tmp/ctl.in; mkfifo /tmp/ctl.in
-        bluetoothctl < /tmp/ctl.in > /tmp/s5-bluetoothctl.log 2>&1 &
-        ctlpid=$!
-        exec 6> /tmp/ctl.in
-        # ctl COMMAND PATTERN SECONDS: sends a command, waits for one more line matching PATTERN
-        ctl() {
-            local before
-            before=$(grep -c -- "$2" /tmp/s5-bluetoothctl.log)
-            echo "$1" >&6
-            wait_for /tmp/s5-bluetoothctl.log "$2" "${3:-10}" $((before + 1))
-        }
+        ctl_start /tmp/s5-bluetoothctl.log
         plain() { sed 's/\x1b\[[0-9;]*m//g' /tmp/s5-bluetoothctl.log; }
         dev=/org/bluez/hci0/dev_00_5B_00_00_00_02
         ctl "select $KERNEL" "Controller" 5
@@ -470,9 +477,7 @@ if wanted bluetoothctl-to-ble-serve; then
         ctl "read" "74 6f 70 2d 73 65 63 72 65 74" 10; r3=$?
         ctl "back" "Menu main" 5
         ctl "disconnect $OURS" "Successful disconnected\|Disconnection successful" 10
-        exec 6>&-
-        sleep 0.5
-        stop $ctlpid
+        ctl_stop
         stop_ble $serve
         paired="$(grep '"event":"paired"' /tmp/s5-serve.out | head -1)"
         written="$(grep '"event":"write"' /tmp/s5-serve.out | head -1)"
@@ -623,20 +628,11 @@ if wanted eatt-bluez; then
     sbonds=$ebonds
     if ble1_bg /tmp/s9-serve '"event":"serving"' serve --json --eatt --bonds $sbonds --run-for 150; then
         serve=$bgpid
-        rm -f /tmp/ctl9.in; mkfifo /tmp/ctl9.in
-        bluetoothctl < /tmp/ctl9.in > /tmp/s9-bluetoothctl.log 2>&1 &
-        ctlpid=$!
-        exec 6> /tmp/ctl9.in
-        ctl9() {
-            local before
-            before=$(grep -c -- "$2" /tmp/s9-bluetoothctl.log)
-            echo "$1" >&6
-            wait_for /tmp/s9-bluetoothctl.log "$2" "${3:-10}" $((before + 1))
-        }
-        ctl9 "scan le" "Device $OURS" 20
-        ctl9 "scan off" "Discovery stopped" 5
-        ctl9 "connect $OURS" "Connection successful" 20 && wait_for /tmp/s9-bluetoothctl.log "ServicesResolved: yes" 20
-        ctl9 "disconnect $OURS" "Successful disconnected\|Disconnection successful" 10
+        ctl_start /tmp/s9-bluetoothctl.log
+        ctl "scan le" "Device $OURS" 20
+        ctl "scan off" "Discovery stopped" 5
+        ctl "connect $OURS" "Connection successful" 20 && wait_for /tmp/s9-bluetoothctl.log "ServicesResolved: yes" 20
+        ctl "disconnect $OURS" "Successful disconnected\|Disconnection successful" 10
         # BlueZ 5.66 opens EATT when a device's GATT client first becomes ready with the server's EATT bit known:
         # known from its attribute cache after a restart (in one run it kept the features of the first connection,
         # before it had read Server Supported Features), as after a reboot
@@ -645,16 +641,14 @@ if wanted eatt-bluez; then
         start_bluetoothd
         wait_for /tmp/s9-bluetoothctl.log "NEW\] Controller" 10 2   # bluetoothctl found the new bluetoothd
         mgmt power on   # (bluetoothd powers its adapters off as it exits; AutoEnable is off)
-        ctl9 "connect $OURS" "Connection successful" 20 && wait_for /tmp/s9-bluetoothctl.log "ServicesResolved: yes" 20 2
+        ctl "connect $OURS" "Connection successful" 20 && wait_for /tmp/s9-bluetoothctl.log "ServicesResolved: yes" 20 2
         wait_for /tmp/s9-serve.out '"event":"eatt"' 15
-        ctl9 "menu gatt" "Menu gatt" 5
-        ctl9 "select-attribute 12345678-1234-5678-1234-56789abcdef1" "56789abcdef1" 5
-        ctl9 "read" "69 6e 69 74 69 61 6c" 10; r9=$?
-        ctl9 "back" "Menu main" 5
-        ctl9 "disconnect $OURS" "Successful disconnected\|Disconnection successful" 10
-        exec 6>&-
-        sleep 0.5
-        stop $ctlpid
+        ctl "menu gatt" "Menu gatt" 5
+        ctl "select-attribute 12345678-1234-5678-1234-56789abcdef1" "56789abcdef1" 5
+        ctl "read" "69 6e 69 74 69 61 6c" 10; r9=$?
+        ctl "back" "Menu main" 5
+        ctl "disconnect $OURS" "Successful disconnected\|Disconnection successful" 10
+        ctl_stop
         no_links
         stop_ble $serve
         eatt="$(grep '"event":"eatt"' /tmp/s9-serve.out | tail -1)"
