@@ -80,14 +80,16 @@ actor PandoraDevice {
     /// Forgets every bond, closes the adapter and opens it again (a fresh controller state), and forgets every link.
     func factoryReset() async throws {
         if let stack {
+            stack.events.cancel()
+            // Off first: powering off lets each link finish (its queued data, a key distribution under way), and a
+            // bond saved then must go too.
+            await stack.adapter.powerOff()
+            self.stack = nil
             do {
                 for bond in try await stack.adapter.bonds() { _ = try await stack.adapter.removeBond(bond.peer) }
             } catch {
                 throw RPCError(code: .internalError, message: "FactoryReset: cannot forget the bonds: \(error)")
             }
-            stack.events.cancel()
-            await stack.adapter.powerOff()
-            self.stack = nil
         }
         for token in links.keys { links[token]?.isConnected = false }
         notify()

@@ -73,8 +73,15 @@ struct BLEPandora: AsyncParsableCommand {
     func run() async throws {
         let spec = try spec()
         let (host, port) = try endpoint()
-        let security = PandoraServer.security(ioCapability: try capability())
-        let server = PandoraServer(deviceName: name) { [btsnoop] in try await Adapter.open(spec, btsnoop: btsnoop, security: security) }
+        let capability = try capability()
+        // Each opening (the first, and one per FactoryReset) with a configuration of its own, and so an empty bond
+        // store: a factory reset keeps no bond. With one store shared by the openings, a bond FactoryReset had not
+        // forgotten (saved while the adapter powered off and its links finished) outlived it, and a later peer at the
+        // same address (RootCanal hands addresses out again) met its stale key: Avatar's LeSecurityTest, case 3 of
+        // scripts/avatar's sample, the central encrypting instead of pairing (2026-12-06).
+        let server = PandoraServer(deviceName: name) { [btsnoop] in
+            try await Adapter.open(spec, btsnoop: btsnoop, security: PandoraServer.security(ioCapability: capability))
+        }
         try await server.openAdapter()
         try await server.run(host: host, port: port) { port in
             // Unbuffered: a script waits for this line.
