@@ -92,6 +92,7 @@ public actor MQTTClient {
     private let clock = ContinuousClock()
     private let origin: ContinuousClock.Instant
     private let events: AsyncStream<MQTTSession.Event>.Continuation
+    private let reportsDeliveries: Bool
     /// Everything the session reports, in order.
     public nonisolated let eventStream: AsyncStream<MQTTSession.Event>
     private var outbox: AsyncStream<[UInt8]>.Continuation?
@@ -119,9 +120,15 @@ public actor MQTTClient {
     }
 
     /// Creates a client; ``start()`` connects.
+    ///
+    /// - Parameter reportsDeliveries: whether ``eventStream`` carries ``MQTTSession/Event/delivered(_:)``, one per
+    ///   message published. A client that publishes thousands of messages a second and follows ``backlog`` instead
+    ///   passes `false`, so that its event stream does not wake its reader for each; every other event still comes,
+    ///   ``MQTTSession/Event/dropped(_:)`` included.
     public init(broker: MQTTBrokerAddress, configuration: MQTTSession.Configuration, tls: MQTTTLSOptions = .init(),
-                backoff: (first: Duration, maximum: Duration) = (.milliseconds(250), .seconds(30))) {
+                backoff: (first: Duration, maximum: Duration) = (.milliseconds(250), .seconds(30)), reportsDeliveries: Bool = true) {
         self.broker = broker
+        self.reportsDeliveries = reportsDeliveries
         self.tls = tls
         self.session = MQTTSession(configuration)
         self.origin = clock.now
@@ -344,23 +351,23 @@ public actor MQTTClient {
         subscribeWaiters = [:]
     }
 
-    /// Carries out the session's actions in order. `coalescing`: consecutive packets go to the writer as one buffer
-    /// (one write), handed over before any other action.
+    /// Carries out the session's actions in order. `coalescing`: the packets go to the writer as one buffer (one
+    /// write), handed over before a close and at the end. Events between them (a QoS 0 message's `delivered`, which
+    /// follows each one) are told at once: nothing can see the difference, since the buffer goes out before this
+    /// method returns, and the packets stay in their order.
     private func apply(_ actions: [MQTTSession.Action], coalescing: Bool = false) {
         var pending: [UInt8] = []
         for action in actions {
-            if case .send(let bytes) = action, coalescing {
-                pending += bytes
-                continue
-            }
-            if !pending.isEmpty {
-                outbox?.yield(pending)
-                pending = []
-            }
             switch action {
+            case .send(let bytes) where coalescing:
+                pending += bytes
             case .send(let bytes):
                 outbox?.yield(bytes)
             case .close:
+                if !pending.isEmpty {
+                    outbox?.yield(pending)
+                    pending = []
+                }
                 // The writer sends what is queued (DISCONNECT included), then closes; a writer stuck on a broker
                 // that reads nothing is cut off after two seconds.
                 outbox?.finish()
@@ -369,6 +376,8 @@ public actor MQTTClient {
                     closeCurrent = nil
                     Task { try? await Task.sleep(for: .seconds(2)); close() }
                 }
+            case .event(.delivered) where !reportsDeliveries:
+                break
             case .event(let event):
                 handle(event)
                 events.yield(event)

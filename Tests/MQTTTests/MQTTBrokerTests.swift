@@ -82,6 +82,42 @@ struct MQTTBrokerTests {
 
     /// The broker stops during a stream of QoS 1 messages and comes back: the client queues, reconnects with backoff
     /// and delivers every message; a persistent subscriber receives every one.
+    /// A batch of QoS 0 and QoS 1 messages (one step of the client, one buffer to the socket) reaches a subscriber
+    /// whole and in order; a client that does not report deliveries still reports what else happens, and its backlog
+    /// drains.
+    @Test func aMixedBatchArrivesInOrderAndDeliveriesCanGoUnreported() async throws {
+        let broker = try Mosquitto()
+        try broker.start()
+        let address = MQTTBrokerAddress(host: "127.0.0.1", port: broker.port)
+        let observer = MQTTClient(broker: address, configuration: .init(clientID: "observer"))
+        let observed = listen(observer)
+        await observer.start()
+        #expect(await observer.waitUntilConnected(timeout: .seconds(5)))
+        try await observer.subscribe([("batch/#", .atLeastOnce)])
+
+        let publisher = MQTTClient(broker: address, configuration: .init(clientID: "quiet"), reportsDeliveries: false)
+        actor Seen {
+            var events: [MQTTSession.Event] = []
+            func take(_ event: MQTTSession.Event) { events.append(event) }
+        }
+        let seen = Seen()
+        Task { for await event in publisher.eventStream { await seen.take(event) } }
+        await publisher.start()
+        #expect(await publisher.waitUntilConnected(timeout: .seconds(5)))
+        let batch = (0..<40).map { MQTTMessage(topic: "batch/\($0)", text: "\($0)", qos: $0 % 3 == 0 ? .atLeastOnce : .atMostOnce) }
+        let numbers = await publisher.publish(contentsOf: batch)
+        #expect(numbers.allSatisfy { $0 != nil })
+        #expect(await observed.waitFor({ await $0.messages.count >= 40 }, seconds: 5))
+        #expect(await observed.messages.map(\.topic) == batch.map(\.topic), "whole and in order")
+        let drained = await Inbox().waitFor({ _ in let b = await publisher.backlog; return b.inFlight + b.queued == 0 }, seconds: 5)
+        #expect(drained, "every QoS 1 message acknowledged")
+        let events = await seen.events
+        #expect(events.contains(.connected(sessionPresent: false)))
+        #expect(!events.contains { if case .delivered = $0 { true } else { false } })
+        await publisher.stop()
+        await observer.stop()
+    }
+
     @Test func theBrokerGoesAwayAndComesBackNothingIsLost() async throws {
         let broker = try Mosquitto(persistent: true)
         try broker.start()
