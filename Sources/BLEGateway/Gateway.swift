@@ -135,6 +135,8 @@ public actor Gateway {
     /// The gateway's work while ``run()`` runs: broker, requests, ticks, sensor connections and the scan.
     var work: Task<Void, any Error>?
     var refusal: GatewayError?
+    /// The other gateways whose views this one subscribed to (each when its status first said `online`).
+    var viewedGateways: Set<String> = []
     /// Told ``advertisements`` after each batch of advertisements is handled (``observeAdvertisements(_:)``).
     var advertisementObserver: (@Sendable (UInt64) -> Void)?
 
@@ -158,7 +160,7 @@ public actor Gateway {
                             configuration: .init(clientID: "swift-ble-gateway-\(configuration.topics.gatewayID)", cleanSession: true,
                                                  keepAlive: 30, will: will, userName: configuration.userName,
                                                  password: configuration.password, queueLimit: configuration.queueLimit),
-                            tls: configuration.tls, backoff: configuration.backoff)
+                            tls: configuration.tls, backoff: configuration.backoff, reportsDeliveries: false)
         devices = DeviceTable(topics: configuration.topics, interval: configuration.interval,
                               discoveryPrefix: configuration.homeAssistant ? configuration.discoveryPrefix : nil)
         presence = PresenceMachine(gatewayID: configuration.topics.gatewayID, configuration: configuration.presence)
@@ -178,7 +180,7 @@ public actor Gateway {
         let topics = configuration.topics
         await client.start()
         _ = try await client.subscribe([(topics.command, .atLeastOnce), (topics.allStatuses, .atLeastOnce),
-                                        (topics.allPresence, .atLeastOnce), (topics.allViews, .atMostOnce)])
+                                        (topics.allPresence, .atLeastOnce)])
         let connects = configuration.connect != .none
         // The gateway's work is one task: its children follow the broker, answer requests, tick the machines, connect
         // to sensors and scan. The scan's end (an error, or the adapter's stream finishing) ends them all, as do a
@@ -190,8 +192,11 @@ public actor Gateway {
                 group.addTask { await self.tickForever() }
                 if connects { group.addTask { await self.connectForever() } }
                 group.addTask {
-                    // In batches: one hop onto the gateway per burst of reports, not one per report.
-                    let batches = try await self.central.scanBatches(allowDuplicates: true, bufferingLimit: 256)
+                    // In batches: one hop onto the gateway per burst of reports, not one per report. The scan
+                    // remembers as many devices as the table: with more advertisers than it remembers, each heard
+                    // in turn, every report would be of a device it had just forgotten, decoded as new.
+                    let batches = try await self.central.scanBatches(allowDuplicates: true, trackingLimit: DeviceTable.memoryLimit,
+                                                                     bufferingLimit: 256)
                     for try await batch in batches {
                         await self.handle(batch)
                     }
@@ -287,11 +292,19 @@ public actor Gateway {
         case .command:
             requests.yield(message.payload)
         case .view(let gateway, let device):
-            guard var view = PresenceView(json: message.payload) else { return }
+            guard gateway != configuration.topics.gatewayID, var view = PresenceView(json: message.payload) else { return }
             view.gateway = gateway
             await publish(presence.receive(view: view, device: device, now: now))
         case .status(let gateway):
-            if message.payload == Array("offline".utf8) { await publish(presence.gatewayWentOffline(gateway, now: now)) }
+            if message.payload == Array("offline".utf8) {
+                await publish(presence.gatewayWentOffline(gateway, now: now))
+            } else if gateway != configuration.topics.gatewayID, viewedGateways.insert(gateway).inserted {
+                // The views of each other gateway, by a filter of its own from its first `online`: not
+                // `PREFIX/+/rssi/+`, which brings this gateway's own views back from the broker (MQTT 3.1.1 has no
+                // No Local) to be read and thrown away, one per device and view interval. The client subscribes again
+                // after a reconnection; a failure here (the connection ended before SUBACK) is retried then.
+                _ = try? await client.subscribe([(configuration.topics.views(of: gateway), .atMostOnce)])
+            }
         case .presence:
             guard let decision = PresenceDecision(json: message.payload) else { return }
             await publish(presence.receive(decision: decision, now: now))
@@ -329,18 +342,31 @@ public actor Gateway {
     }
 
     func publish(_ outputs: [PresenceMachine.Output]) async {
+        var messages: [MQTTMessage] = []
+        await publish(outputs, after: &messages)
+    }
+
+    /// Publishes `messages` and then the machine's `outputs`, in one step of the MQTT client (one write to the
+    /// broker); `messages` is left empty.
+    func publish(_ outputs: [PresenceMachine.Output], after messages: inout [MQTTMessage]) async {
+        var decisions: [PresenceDecision] = []
+        // A view is stale by the time a broker comes back: views only while connected.
+        var connected: Bool?
         for output in outputs {
             switch output {
             case .publishView(let device, let view):
-                // A view is stale by the time a broker comes back: only while connected.
-                guard await client.isConnected else { continue }
-                _ = try? await client.publish(MQTTMessage(topic: configuration.topics.view(device), text: view.json.encoded()))
+                if connected == nil { connected = await client.isConnected }
+                if connected == true { messages.append(MQTTMessage(topic: configuration.topics.view(device), text: view.json.encoded())) }
             case .publishPresence(let decision):
-                _ = try? await client.publish(MQTTMessage(topic: configuration.topics.presence(decision.device), text: decision.json.encoded(),
-                                                          qos: .atLeastOnce, retain: true))
-                eventSink.yield(.presence(decision))
+                messages.append(MQTTMessage(topic: configuration.topics.presence(decision.device), text: decision.json.encoded(),
+                                            qos: .atLeastOnce, retain: true))
+                decisions.append(decision)
             }
         }
+        guard !messages.isEmpty else { return }
+        await client.publish(contentsOf: messages)
+        messages = []
+        for decision in decisions { eventSink.yield(.presence(decision)) }
     }
 
     // MARK: - Advertisements
@@ -362,19 +388,17 @@ public actor Gateway {
             outputs += presence.observe(device: devices.name(of: key), rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t)
         }
         advertisementObserver?(advertisements)
-        if !publications.isEmpty {
-            // One step of the MQTT client for the batch's records and announcements: one write to the broker.
-            var messages: [MQTTMessage] = []
-            for publication in publications {
-                messages.append(MQTTMessage(topic: publication.topic, payload: publication.record.encodedBytes(), qos: .atLeastOnce))
-                eventSink.yield(.published(topic: publication.topic, record: publication.record))
-                for discovery in publication.discoveries {
-                    messages.append(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
-                }
+        // One step of the MQTT client for the batch's records, announcements, views and decisions: one write to the
+        // broker.
+        var messages: [MQTTMessage] = []
+        for publication in publications {
+            messages.append(MQTTMessage(topic: publication.topic, payload: publication.record.encodedBytes(), qos: .atLeastOnce))
+            eventSink.yield(.published(topic: publication.topic, record: publication.record))
+            for discovery in publication.discoveries {
+                messages.append(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
             }
-            await client.publish(contentsOf: messages)
         }
-        if !outputs.isEmpty { await publish(outputs) }
+        await publish(outputs, after: &messages)
     }
 
     /// Publishes a record unless the rate limiter holds it back, with the Home Assistant configs of its new sensors.

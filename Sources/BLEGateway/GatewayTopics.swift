@@ -46,8 +46,11 @@ public struct GatewayTopics: Sendable, Hashable {
         "\(prefix)/\(gatewayID)/notifications/\(address)/\(uuid)"
     }
 
-    /// The filter of every gateway's views: `PREFIX/+/rssi/+`.
+    /// The filter of every gateway's views: `PREFIX/+/rssi/+` (for observers; a gateway subscribes to each other
+    /// gateway's, ``views(of:)``, so that the broker does not send it its own).
     public var allViews: String { "\(prefix)/+/rssi/+" }
+    /// The filter of one gateway's views: `PREFIX/GATEWAY/rssi/+`.
+    public func views(of gateway: String) -> String { "\(prefix)/\(gateway)/rssi/+" }
     /// The filter of every gateway's status: `PREFIX/+/status`.
     public var allStatuses: String { "\(prefix)/+/status" }
     /// The filter of the presence decisions: `PREFIX/presence/+`.
