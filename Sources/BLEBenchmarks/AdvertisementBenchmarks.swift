@@ -207,7 +207,7 @@ enum AdvertisementBenchmarks {
         case "gateway":
             let configuration = Gateway.Configuration(topics: GatewayTopics(gatewayID: "bench"),
                                                       broker: MQTTBrokerAddress(host: "127.0.0.1", port: brokerPort),
-                                                      interval: .seconds(3600), presence: .init(viewInterval: .seconds(workload.viewInterval)),
+                                                      interval: .seconds(3600), presence: .init(viewInterval: .seconds(workload.viewInterval), viewRefresh: .seconds(workload.viewInterval)),
                                                       connect: .none)
             let gateway = Gateway(central: central, configuration: configuration)
             let running = Task { try await gateway.run() }

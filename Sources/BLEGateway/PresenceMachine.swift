@@ -75,8 +75,10 @@ public struct PresenceDecision: Sendable, Hashable {
 /// hysteresis so that a device standing between two rooms does not flicker.
 ///
 /// Every gateway runs one. It smooths its own samples of each device (`RSSIFilter` (BLEBeacons): a median then a Kalman
-/// filter) and asks for them to be published as its view (``Output/publishView(device:view:)``, at most once per
-/// ``Configuration/viewInterval`` per device); it takes in the other gateways' views, their status (a gateway that
+/// filter) and asks for them to be published as its view (``Output/publishView(device:view:)``): the first at once,
+/// then when the smoothed RSSI has moved by ``Configuration/viewChange`` since the last one published (at most once
+/// per ``Configuration/viewInterval``), and otherwise once per ``Configuration/viewRefresh`` so that the others keep
+/// it fresh; it takes in the other gateways' views, their status (a gateway that
 /// goes offline takes its views with it) and the presence decisions published.
 ///
 /// The rule, the same on every gateway over the same views:
@@ -104,6 +106,12 @@ public struct PresenceMachine: Sendable {
         public var viewLifetime: Duration
         /// The shortest time between two publications of this gateway's view of one device. Default 1 s.
         public var viewInterval: Duration
+        /// How far (dB) the smoothed RSSI must move from the view last published for a new one to go out before
+        /// ``viewRefresh``. Default 1 dB (a quarter of the default hysteresis). 0 publishes every ``viewInterval``.
+        public var viewChange: Double
+        /// The longest time between two publications of an unchanged view of a device still heard: well within
+        /// ``viewLifetime``, so that one lost view (they go at QoS 0) does not make it stale. Default 2 s.
+        public var viewRefresh: Duration
         /// How the gateway's own samples are smoothed.
         public var filter: RSSIFilter.Configuration
         /// How RSSI becomes distance.
@@ -111,12 +119,15 @@ public struct PresenceMachine: Sendable {
 
         /// Creates a configuration.
         public init(hysteresis: Double = 4, dwell: Duration = .seconds(3), settle: Duration = .seconds(1), viewLifetime: Duration = .seconds(6),
-                    viewInterval: Duration = .seconds(1), filter: RSSIFilter.Configuration = .init(), pathLoss: PathLossModel = .init()) {
+                    viewInterval: Duration = .seconds(1), viewChange: Double = 1, viewRefresh: Duration = .seconds(2),
+                    filter: RSSIFilter.Configuration = .init(), pathLoss: PathLossModel = .init()) {
             self.hysteresis = max(0, hysteresis)
             self.dwell = dwell
             self.settle = settle
             self.viewLifetime = viewLifetime
             self.viewInterval = viewInterval
+            self.viewChange = max(0, viewChange)
+            self.viewRefresh = max(viewInterval, viewRefresh)
             self.filter = filter
             self.pathLoss = pathLoss
         }
@@ -140,7 +151,17 @@ public struct PresenceMachine: Sendable {
         var filter: RSSIFilter
         var measuredPower: Int?
         var lastSample: Duration
+        /// When this gateway's view was last published, and its RSSI then.
         var lastPublished: Duration?
+        var publishedRSSI: Double = 0
+
+        /// Whether the view with `rssi` goes out at `now`.
+        func isViewDue(_ rssi: Double, now: Duration, configuration: Configuration) -> Bool {
+            guard let lastPublished else { return true }
+            let elapsed = now - lastPublished
+            return elapsed >= configuration.viewRefresh
+                || (elapsed >= configuration.viewInterval && abs(rssi - publishedRSSI) >= configuration.viewChange)
+        }
     }
 
     /// One gateway's view of a device, and when it was last updated.
@@ -204,8 +225,9 @@ public struct PresenceMachine: Sendable {
                 let distance = local.measuredPower.map { configuration.pathLoss.distance(rssi: estimate, measuredPower: Double($0)) }
                 let view = PresenceView(gateway: gatewayID, rssi: estimate, distance: distance)
                 entry.setView(view, at: now)
-                if local.lastPublished.map({ now - $0 >= configuration.viewInterval }) ?? true {
+                if local.isViewDue(estimate, now: now, configuration: configuration) {
                     local.lastPublished = now
+                    local.publishedRSSI = estimate
                     outputs.append(.publishView(device: device, view: view))
                 }
             }

@@ -200,6 +200,42 @@ import Testing
         #expect(fleet.published.map(\.decision.gateway) == ["A", "B"])
     }
 
+    /// A gateway's view of a device goes out at once, then only when the smoothed RSSI moved by the view change (at
+    /// most once per view interval) or when the refresh is due; a device heard ten times a second at a steady RSSI
+    /// costs one view per refresh, not one per interval.
+    @Test func viewsGoOutOnChangeOrRefreshNotEveryInterval() {
+        var machine = PresenceMachine(gatewayID: "A")   // interval 1 s, change 1 dB, refresh 2 s
+        var views: [(at: Duration, rssi: Double)] = []
+        func hear(_ rssi: Int, from start: Duration, to end: Duration) {
+            var t = start
+            while t < end {
+                for case .publishView(_, let view) in machine.observe(device: "D", rssi: rssi, now: t) { views.append((t, view.rssi)) }
+                t += .milliseconds(100)
+            }
+        }
+        hear(-60, from: .zero, to: .seconds(7))
+        // The first sample at once, then the refreshes: 2 s, 4 s, 6 s (not 1 s, 2 s, 3 s, ...).
+        #expect(views.map(\.at) == [.zero, .seconds(2), .seconds(4), .seconds(6)], "\(views)")
+        #expect(views.allSatisfy { $0.rssi == -60 })
+        // The device comes 10 dB closer: the smoothed RSSI moves, and views follow each interval while it moves.
+        views = []
+        hear(-50, from: .seconds(7), to: .seconds(12))
+        #expect(views.first.map { $0.at >= .seconds(7) && $0.at <= .seconds(8) } == true, "\(views)")
+        #expect(views.count >= 3, "\(views)")
+        for (a, b) in zip(views, views.dropFirst()) { #expect(b.at - a.at >= .seconds(1)) }
+        #expect(views.last.map { abs($0.rssi - -50) < 1 } == true, "\(views)")
+        // Settled again: back to one per refresh.
+        views = []
+        hear(-50, from: .seconds(15), to: .seconds(21))
+        #expect(views.count == 3, "\(views)")
+
+        // viewChange 0 keeps the old behaviour: one view per interval.
+        machine = PresenceMachine(gatewayID: "A", configuration: .init(viewChange: 0))
+        views = []
+        hear(-60, from: .zero, to: .seconds(5))
+        #expect(views.map(\.at) == [.zero, .seconds(1), .seconds(2), .seconds(3), .seconds(4)], "\(views)")
+    }
+
     /// Views and decisions survive their JSON; junk is refused without a trap.
     @Test func viewsAndDecisionsRoundTripAndJunkIsRefused() {
         let view = PresenceView(gateway: "kitchen", rssi: -61.3, distance: 1.84)
