@@ -157,15 +157,16 @@ public final class VirtualController: Sendable {
     /// once, from that thread, in one write per host; no task is woken on the way.
     public func attach(_ transport: any HCITransport) async {
         if let descriptor = transport as? FileDescriptorTransport, await attachOnReaderThread(descriptor) { return }
+        // Packets for the host are written in batches: whatever gathered while the last write went out goes in one
+        // call (one system call on a socket). Batching starts before the host's first packet is read, so that the
+        // answer to it (HCI Reset's Command Complete) goes to this writer.
+        let wakes = sink.startBatching()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 do {
                     for try await packet in transport.incoming { receive(fromHost: packet) }
                 } catch {}
             }
-            // Packets for the host are written in batches: whatever gathered while the last write went out goes in
-            // one call (one system call on a socket).
-            let wakes = sink.startBatching()
             group.addTask { [self] in
                 for await _ in wakes {
                     let batch = sink.takeBatch()

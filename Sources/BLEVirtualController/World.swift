@@ -79,10 +79,17 @@ final class HostSink: Sendable {
         }
     }
 
-    /// Starts gathering packets for a batching writer; returns its wake-ups.
+    /// Starts gathering packets for a batching writer; returns its wake-ups. Packets gathered for a writer before
+    /// (one that never started: an attach that found its transport already reading) are kept for this one, which is
+    /// woken for them at once.
     func startBatching(byReaders: Bool = false) -> AsyncStream<Void> {
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        batched.withLock { $0 = ([], wake, byReaders) }
+        let carried = batched.withLock { state -> Bool in
+            let pending = state?.pending ?? []
+            state = (pending, wake, byReaders)
+            return !pending.isEmpty
+        }
+        if carried { wake.yield() }
         return wakes
     }
 

@@ -24,6 +24,34 @@ import Testing
             == [Self.completed([(1, 2)]), Self.disconnection, Self.completed([(1, 1)]), data, Self.completed([(2, 4)])])
     }
 
+    /// A packet gathered for a writer that never started (an attach that found its transport already reading, then
+    /// served it through its stream) goes to the next writer, which is woken for it: the answer to the host's first
+    /// command is not lost between the two (a flaky `ControllerFaultTests` case, 2026-12-06).
+    @Test func packetsGatheredBeforeAWriterChangeGoToTheNextWriter() async {
+        let sink = HostSink(mode: .stream)
+        let first = sink.startBatching(byReaders: true)
+        sink.deliver(Self.disconnection)
+        withExtendedLifetime(first) {}
+        let wakes = sink.startBatching()
+        #expect(sink.takeBatch() == [Self.disconnection])
+        #expect(sink.takeBatch() == [])
+        // Woken for it (within two seconds: a missing wake-up fails here rather than hanging the run).
+        let woken = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                var iterator = wakes.makeAsyncIterator()
+                return await iterator.next() != nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(2))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(woken, "woken for the packet carried over")
+    }
+
     @Test func loneEventsAndOtherBatchesAreUntouched() {
         #expect(HostSink.mergingCompletedPackets([]) == [])
         #expect(HostSink.mergingCompletedPackets([Self.completed([(1, 1), (2, 2)])]) == [Self.completed([(1, 1), (2, 2)])])
