@@ -36,7 +36,8 @@ struct MQTTBrokerTests {
         return inbox
     }
 
-    @Test func publishSubscribeRetainAndWill() async throws {
+    /// A broker of its own, and a client "observer" connected to it whose events an inbox collects.
+    func startWithObserver() async throws -> (Mosquitto, MQTTBrokerAddress, MQTTClient, Inbox) {
         let broker = try Mosquitto()
         try broker.start()
         let address = MQTTBrokerAddress(host: "127.0.0.1", port: broker.port)
@@ -44,6 +45,12 @@ struct MQTTBrokerTests {
         let observed = listen(observer)
         await observer.start()
         #expect(await observer.waitUntilConnected(timeout: .seconds(5)))
+        return (broker, address, observer, observed)
+    }
+
+    @Test func publishSubscribeRetainAndWill() async throws {
+        let (broker, address, observer, observed) = try await startWithObserver()
+        defer { withExtendedLifetime(broker) {} }
         let granted = try await observer.subscribe([("fleet/#", .atLeastOnce)])
         #expect(granted == [.atLeastOnce])
 
@@ -80,19 +87,12 @@ struct MQTTBrokerTests {
         await late.stop()
     }
 
-    /// The broker stops during a stream of QoS 1 messages and comes back: the client queues, reconnects with backoff
-    /// and delivers every message; a persistent subscriber receives every one.
     /// A batch of QoS 0 and QoS 1 messages (one step of the client, one buffer to the socket) reaches a subscriber
     /// whole and in order; a client that does not report deliveries still reports what else happens, and its backlog
     /// drains.
     @Test func aMixedBatchArrivesInOrderAndDeliveriesCanGoUnreported() async throws {
-        let broker = try Mosquitto()
-        try broker.start()
-        let address = MQTTBrokerAddress(host: "127.0.0.1", port: broker.port)
-        let observer = MQTTClient(broker: address, configuration: .init(clientID: "observer"))
-        let observed = listen(observer)
-        await observer.start()
-        #expect(await observer.waitUntilConnected(timeout: .seconds(5)))
+        let (broker, address, observer, observed) = try await startWithObserver()
+        defer { withExtendedLifetime(broker) {} }
         try await observer.subscribe([("batch/#", .atLeastOnce)])
 
         let publisher = MQTTClient(broker: address, configuration: .init(clientID: "quiet"), reportsDeliveries: false)
@@ -118,6 +118,8 @@ struct MQTTBrokerTests {
         await observer.stop()
     }
 
+    /// The broker stops during a stream of QoS 1 messages and comes back: the client queues, reconnects with backoff
+    /// and delivers every message; a persistent subscriber receives every one.
     @Test func theBrokerGoesAwayAndComesBackNothingIsLost() async throws {
         let broker = try Mosquitto(persistent: true)
         try broker.start()
