@@ -162,14 +162,21 @@ start_bluetoothd() {
     sleep 1
 }
 
+# bluetoothctl_on FIFO FD LOG: a bluetoothctl reading FIFO, written through descriptor FD, its output in LOG; its
+# process id in bluetoothctlpid
+bluetoothctl_on() {
+    rm -f "$1"; mkfifo "$1"
+    bluetoothctl < "$1" > "$3" 2>&1 &
+    bluetoothctlpid=$!
+    eval "exec $2> $1"
+}
+
 # ctl_start LOG: an interactive bluetoothctl reading a FIFO (fd 6), its output in LOG; ctl COMMAND PATTERN SECONDS
 # sends a command and waits for one more line matching PATTERN; ctl_stop ends it
 ctl_start() {
     ctllog="$1"
-    rm -f /tmp/ctl.in; mkfifo /tmp/ctl.in
-    bluetoothctl < /tmp/ctl.in > "$ctllog" 2>&1 &
-    ctlpid=$!
-    exec 6> /tmp/ctl.in
+    bluetoothctl_on /tmp/ctl.in 6 "$ctllog"
+    ctlpid=$bluetoothctlpid
 }
 ctl() {
     local before
@@ -183,10 +190,8 @@ ctl_stop() { exec 6>&-; sleep 0.5; stop $ctlpid; }
 # session has one; ctl_agent_stop ends it
 ctl_agent_start() {
     agentctllog="$1"
-    rm -f /tmp/agentctl.in; mkfifo /tmp/agentctl.in
-    bluetoothctl < /tmp/agentctl.in > "$agentctllog" 2>&1 &
-    agentctlpid=$!
-    exec 7> /tmp/agentctl.in
+    bluetoothctl_on /tmp/agentctl.in 7 "$agentctllog"
+    agentctlpid=$bluetoothctlpid
     echo "agent NoInputNoOutput" >&7; wait_for "$agentctllog" "Agent registered" 10
     echo "default-agent" >&7; wait_for "$agentctllog" "Default agent request successful" 10
     # bluetoothd asks its agent to authorize a pairing the peer starts (Just Works as responder): the user says yes
