@@ -466,8 +466,17 @@ public enum MQTTTopic {
     /// Checks a topic name (what PUBLISH carries): not empty, no wildcards.
     public static func validateName(_ topic: String) throws(MQTTDecodingError) {
         guard !topic.isEmpty else { throw MQTTDecodingError(.invalidTopic, "an empty topic name") }
-        guard !topic.contains("+"), !topic.contains("#") else {
-            throw MQTTDecodingError(.invalidTopic, "topic name '\(topic)' holds a wildcard")
+        // Octets, not characters: every wildcard and U+0000 is one octet in UTF-8 (a scan of a name per PUBLISH, so
+        // the cheap one).
+        for octet in topic.utf8 {
+            switch octet {
+            case UInt8(ascii: "+"), UInt8(ascii: "#"):
+                throw MQTTDecodingError(.invalidTopic, "topic name '\(topic)' holds a wildcard")
+            case 0:
+                throw MQTTDecodingError(.invalidTopic, "a topic name holds U+0000")
+            default:
+                continue
+            }
         }
     }
 

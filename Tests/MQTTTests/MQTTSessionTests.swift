@@ -199,6 +199,11 @@ import Testing
         var session = connected()
         #expect(throws: MQTTSession.UsageError.self) { try session.publish(MQTTMessage(topic: "a/+", text: "x"), now: .zero) }
         #expect(throws: MQTTSession.UsageError.self) { try session.publish(MQTTMessage(topic: "", text: "x"), now: .zero) }
+        #expect(throws: MQTTSession.UsageError.self) { try session.publish(MQTTMessage(topic: "a/#", text: "x"), now: .zero) }
+        // Section 1.5.3: no U+0000 in a UTF-8 string of MQTT (the broker would close the connection).
+        #expect(throws: MQTTSession.UsageError.self) { try session.publish(MQTTMessage(topic: "a/\u{0}b", text: "x"), now: .zero) }
+        // A character of more than one octet holds no ASCII octet: names in other scripts pass.
+        #expect(throws: Never.self) { try session.publish(MQTTMessage(topic: "caf\u{E9}/\u{1F600}/r\u{E9}sum\u{E9}", text: "x"), now: .zero) }
     }
 
     @Test func aCleanDisconnectSaysDisconnect() {
