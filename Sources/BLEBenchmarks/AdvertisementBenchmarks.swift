@@ -208,7 +208,7 @@ enum AdvertisementBenchmarks {
             let configuration = Gateway.Configuration(topics: GatewayTopics(gatewayID: "bench"),
                                                       broker: MQTTBrokerAddress(host: "127.0.0.1", port: brokerPort),
                                                       interval: .seconds(3600), presence: .init(viewInterval: .seconds(workload.viewInterval), viewRefresh: .seconds(workload.viewInterval)),
-                                                      connect: .none)
+                                                      connect: .none, reportsPublications: false)
             let gateway = Gateway(central: central, configuration: configuration)
             let running = Task { try await gateway.run() }
             var brokerUp = false

@@ -350,7 +350,9 @@ public struct ProfileValues: Sendable {
 
     /// The values of `device`, by name in alphabetical order.
     public func values(of device: BluetoothAddress) -> [(key: String, value: JSONValue)] {
-        (values[device] ?? [:]).sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
+        // Asked for every advertisement a gateway hears; most gateways keep no values at all.
+        guard !values.isEmpty, let kept = values[device] else { return [] }
+        return kept.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
     }
 
     /// Forgets a device's values.

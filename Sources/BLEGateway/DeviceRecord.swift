@@ -181,11 +181,15 @@ public struct DeviceRecord: Sendable {
     /// The record as published: the content, then `rssi`, `distance_m` (when a measured power is known), and the
     /// gateway's reading number `seq` (consecutive over all devices, so that a subscriber can count what it missed).
     public func json(sequence: UInt64? = nil) -> JSONValue {
-        var fields = contentFields
-        fields.append(("rssi", .int(rssi)))
+        .object(contentFields + signalFields(sequence: sequence))
+    }
+
+    /// The members of ``json(sequence:)`` after the content: `rssi`, `distance_m` and `seq`.
+    func signalFields(sequence: UInt64?) -> [(key: String, value: JSONValue)] {
+        var fields: [(key: String, value: JSONValue)] = [("rssi", .int(rssi))]
         if let distance = distance(rssi: Double(rssi)) { fields.append(("distance_m", .number(distance, decimals: 2))) }
         if let sequence { fields.append(("seq", .integer(sequence))) }
-        return .object(fields)
+        return fields
     }
 
     static func typeName(_ address: LEAddress) -> String {

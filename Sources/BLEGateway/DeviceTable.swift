@@ -16,8 +16,11 @@ struct DeviceTable: Sendable {
     struct Publication: Sendable {
         /// The device's record topic.
         var topic: String
-        /// The record as published (numbered with ``DeviceTable/readings``).
-        var record: JSONValue
+        /// The record as published (numbered with ``DeviceTable/readings``): the MQTT payload, exactly the bytes of
+        /// `record`'s encoding.
+        var payload: [UInt8]
+        /// The record as a JSON value, when ``DeviceTable/offer(_:now:makingRecord:)`` was asked for it.
+        var record: JSONValue?
         /// Home Assistant discovery configurations not announced before: topic and retained payload.
         var discoveries: [(topic: String, payload: String)]
     }
@@ -33,31 +36,77 @@ struct DeviceTable: Sendable {
     private var announced: Set<String> = []
     /// The sensors (object identifiers) announced for each device, to know without making the configs.
     private var announcedObjects: [BluetoothAddress: Set<String>] = [:]
-    /// The latest report of each device by its (identity) address, for requests by address or name.
-    private var seen: [BluetoothAddress: DiscoveredPeripheral] = [:]
-    private var beaconMemory: [BluetoothAddress: (beacon: BeaconFrameMemory, at: Duration)] = [:]
+    /// What the table knows of each device heard, by (identity) address.
+    private var entries: [BluetoothAddress: Entry] = [:]
     /// The latest record of each device the sensor scheduler watches, republished when a connected value changes.
     private var watched: [BluetoothAddress: DeviceRecord] = [:]
     private var profileValues = ProfileValues()
-    /// What the last advertisement of each device made, by (identity) address: an advertisement whose data repeats
-    /// the last one reuses its record (only the RSSI is new) and the record's content key, without decoding.
-    private var recent: [BluetoothAddress: Recent] = [:]
     private var nextStamp: UInt64 = 1
 
-    struct Recent {
+    /// Everything kept of one device, in one entry: an advertisement costs one look-up of its address, and one whose
+    /// data repeats the last one reuses the last record (only the RSSI is new) without decoding.
+    struct Entry {
         /// The address as text (the rate limiter's and the presence machine's key), made once per device.
         var name: String
+        /// The last report, as heard (its advertiser's address, RSSI and PHY).
         var report: DiscoveredPeripheral
+        /// The identity the advertiser's address resolved to, if any.
         var identity: LEAddress?
+        /// The record the last report with new data made.
         var record: DeviceRecord
-        /// ``DeviceRecord/contentKey`` of the record whose ``DeviceRecord/stamp`` is `keyStamp`.
-        var contentKey: String?
-        var keyStamp: UInt64 = 0
+        /// The latest identifying beacon frame and telemetry, carried over into records of the other kind.
+        var beacon: BeaconFrameMemory
+        /// When the device was last heard.
+        var at: Duration
+        /// The content of the record stamped `content.stamp` (made when it was first offered).
+        var content: Content?
 
         /// Whether `report` says what the one this entry was made from said (the RSSI and the PHY aside).
         func repeats(_ report: DiscoveredPeripheral, identity: LEAddress?) -> Bool {
             self.identity == identity && self.report.address == report.address && self.report.isConnectable == report.isConnectable
                 && self.report.advertisementData == report.advertisementData
+        }
+
+        /// The last report under the device's identity address (what requests by address or name see).
+        var known: DiscoveredPeripheral {
+            var known = report
+            known.address = identity ?? report.address
+            return known
+        }
+
+        /// Runs `body` on this entry in place (called on a dictionary's element: one look-up of its key).
+        mutating func modify<R>(_ body: (inout Self) -> R) -> R { body(&self) }
+    }
+
+    /// A record's content (``DeviceRecord/contentFields``) and its encoding (``DeviceRecord/contentKey``): the
+    /// rate limiter's key, and the start of every payload of records with the same stamp.
+    struct Content {
+        var stamp: UInt64
+        var key: String
+        var fields: [(key: String, value: JSONValue)]
+
+        init(_ record: DeviceRecord) {
+            stamp = record.stamp
+            fields = record.contentFields
+            key = JSONValue.object(fields).encoded()
+        }
+
+        /// The payload of a record of this content with `signal` (its members after the content): the content's
+        /// encoding with the signal's members spliced in before its closing brace, the bytes an encoding of the
+        /// whole record gives, without encoding the content again.
+        func payload(_ signal: [(key: String, value: JSONValue)]) -> [UInt8] {
+            let tail = JSONValue.object(signal).encodedBytes()
+            var payload: [UInt8] = []
+            payload.reserveCapacity(key.utf8.count + tail.count)
+            // `{content}` and `{signal}`, neither empty: `{content,signal}`.
+            payload.append(contentsOf: key.utf8.dropLast())
+            if signal.isEmpty {
+                payload.append(UInt8(ascii: "}"))
+            } else {
+                payload.append(UInt8(ascii: ","))
+                payload.append(contentsOf: tail.dropFirst())
+            }
+            return payload
         }
     }
 
@@ -78,52 +127,58 @@ struct DeviceTable: Sendable {
     mutating func heard(_ report: DiscoveredPeripheral, identity: LEAddress?, now: Duration) -> DeviceRecord {
         advertisements &+= 1
         let key = (identity ?? report.address).address
-        var known = report
-        known.address = identity ?? report.address
-        if var entry = recent[key], entry.repeats(report, identity: identity) {
+        let index = entries.index(forKey: key)
+        if let index, entries.values[index].repeats(report, identity: identity) {
             // The same data again (most advertisements): the last record with this RSSI. The beacon memory cannot have
             // changed since (only this device's records change it), so the merge would give the same record.
-            beaconMemory[key]?.at = now
-            seen[key] = known
-            var record = entry.record
-            record.rssi = Int(report.rssi)
             let values = profileValues.values(of: key)
-            if !values.isEmpty || !record.connectedValues.isEmpty {
-                // Values read over a link may have changed: a record of its own.
-                record.connectedValues = values
-                record.stamp = nextStamp
-                nextStamp &+= 1
+            return entries.values[index].modify { entry in
+                entry.at = now
+                entry.report = report
+                var record = entry.record
+                record.rssi = Int(report.rssi)
+                if !values.isEmpty || !record.connectedValues.isEmpty {
+                    // Values read over a link may have changed: a record of its own.
+                    record.connectedValues = values
+                    record.stamp = nextStamp
+                    nextStamp &+= 1
+                }
+                return record
             }
-            entry.report = report
-            recent[key] = entry
-            return record
         }
         var record = DeviceRecord(report, identity: identity)
         // Eddystone beacons send their UID (or URL) and TLM frames in turns: a record keeps the latest of each.
-        var memory = beaconMemory[key]?.beacon ?? BeaconFrameMemory()
+        var memory = index.map { entries.values[$0].beacon } ?? BeaconFrameMemory()
         memory.merge(into: &record)
-        beaconMemory[key] = (memory, now)
-        seen[key] = known
         record.connectedValues = profileValues.values(of: key)
         record.stamp = nextStamp
         nextStamp &+= 1
-        recent[key] = Recent(name: recent[key]?.name ?? key.description, report: report, identity: identity, record: record)
+        if let index {
+            entries.values[index].modify { entry in
+                entry.report = report
+                entry.identity = identity
+                entry.record = record
+                entry.beacon = memory
+                entry.at = now
+                entry.content = nil
+            }
+        } else {
+            entries[key] = Entry(name: key.description, report: report, identity: identity, record: record, beacon: memory, at: now)
+        }
         return record
     }
 
     /// The device's address as text, as the rate limiter and the presence machine name it.
-    func name(of device: BluetoothAddress) -> String { recent[device]?.name ?? device.description }
+    func name(of device: BluetoothAddress) -> String { entries[device]?.name ?? device.description }
 
     /// Whether the table holds more devices than ``memoryLimit``: time for ``forget(now:isWatched:)``.
-    var isFull: Bool { seen.count > Self.memoryLimit }
+    var isFull: Bool { entries.count > Self.memoryLimit }
 
     /// Forgets the devices not heard for a minute before `now`, and the watched records of the devices `isWatched`
     /// no longer names.
     mutating func forget(now: Duration, isWatched: (BluetoothAddress) -> Bool) {
         let cutoff = now - .seconds(60)
-        beaconMemory = beaconMemory.filter { $0.value.at >= cutoff }
-        seen = seen.filter { beaconMemory[$0.key] != nil }
-        recent = recent.filter { beaconMemory[$0.key] != nil }
+        entries = entries.filter { $0.value.at >= cutoff }
         watched = watched.filter { isWatched($0.key) }
     }
 
@@ -132,21 +187,23 @@ struct DeviceTable: Sendable {
         watched[record.address.address] = record
     }
 
-    /// What publishing `record` at `now` comes to: `nil` when the rate limiter holds it back.
-    mutating func offer(_ record: DeviceRecord, now: Duration) -> Publication? {
+    /// What publishing `record` at `now` comes to: `nil` when the rate limiter holds it back. The publication's
+    /// JSON value is made only when `makingRecord` (its payload always).
+    mutating func offer(_ record: DeviceRecord, now: Duration, makingRecord: Bool = true) -> Publication? {
         let key = record.address.address
-        let device = name(of: key)
-        let content: String
-        if record.stamp != 0, let entry = recent[key], entry.keyStamp == record.stamp, let known = entry.contentKey {
+        let index = entries.index(forKey: key)
+        let device = index.map { entries.values[$0].name } ?? key.description
+        // A record's content is made once per stamp: the repeats of an advertisement share their record's.
+        let content: Content
+        if record.stamp != 0, let index, let known = entries.values[index].content, known.stamp == record.stamp {
             content = known
         } else {
-            content = record.contentKey
-            if record.stamp != 0, record.stamp == recent[key]?.record.stamp {
-                recent[key]?.contentKey = content
-                recent[key]?.keyStamp = record.stamp
+            content = Content(record)
+            if record.stamp != 0, let index, entries.values[index].record.stamp == record.stamp {
+                entries.values[index].content = content
             }
         }
-        guard limiter.offer(device: device, content: content, now: now) != .suppressed else { return nil }
+        guard limiter.offer(device: device, content: content.key, now: now) != .suppressed else { return nil }
         readings &+= 1
         var discoveries: [(topic: String, payload: String)] = []
         if let discoveryPrefix {
@@ -162,7 +219,9 @@ struct DeviceTable: Sendable {
                 announcedObjects[key, default: []].formUnion(objects)
             }
         }
-        return Publication(topic: topics.device(device), record: record.json(sequence: readings), discoveries: discoveries)
+        let signal = record.signalFields(sequence: readings)
+        return Publication(topic: topics.device(device), payload: content.payload(signal),
+                           record: makingRecord ? .object(content.fields + signal) : nil, discoveries: discoveries)
     }
 
     /// A value read or notified over a connection: the watched device's record to offer again when the value
@@ -176,12 +235,12 @@ struct DeviceTable: Sendable {
     }
 
     /// The latest report of the device at `address`.
-    func report(of address: BluetoothAddress) -> DiscoveredPeripheral? { seen[address] }
+    func report(of address: BluetoothAddress) -> DiscoveredPeripheral? { entries[address]?.known }
 
     /// The device a request names: by address, else by advertised name.
     func find(_ device: String) -> DiscoveredPeripheral? {
-        if let wanted = BluetoothAddress(device) { return seen[wanted] }
-        return seen.values.first { $0.name == device }
+        if let wanted = BluetoothAddress(device) { return report(of: wanted) }
+        return entries.values.first { $0.report.name == device }?.known
     }
 }
 

@@ -53,6 +53,10 @@ public actor Gateway {
         public var sensors: ActiveSensorScheduler.Configuration
         /// How often the values that are read (not notified) are read again. Default 60 s.
         public var readInterval: Duration
+        /// Whether ``Gateway/events`` tells each device record published (``Gateway/Event/published(topic:record:)``).
+        /// Default true; a gateway whose log leaves records out sets it false, and saves making each record's JSON
+        /// value beside its payload and handing it to the log's task.
+        public var reportsPublications: Bool
 
         /// Creates a configuration.
         public init(topics: GatewayTopics, broker: MQTTBrokerAddress, tls: MQTTTLSOptions = .init(), userName: String? = nil,
@@ -61,7 +65,7 @@ public actor Gateway {
                     discoveryPrefix: String = "homeassistant", statsInterval: Duration = .seconds(5),
                     backoff: (first: Duration, maximum: Duration) = (.milliseconds(250), .seconds(10)),
                     connect: ConnectPolicy = .known, sensors: ActiveSensorScheduler.Configuration = .init(),
-                    readInterval: Duration = .seconds(60)) {
+                    readInterval: Duration = .seconds(60), reportsPublications: Bool = true) {
             self.topics = topics
             self.broker = broker
             self.tls = tls
@@ -77,6 +81,7 @@ public actor Gateway {
             self.connect = connect
             self.sensors = sensors
             self.readInterval = readInterval
+            self.reportsPublications = reportsPublications
         }
     }
 
@@ -384,7 +389,7 @@ public actor Gateway {
             if devices.isFull { devices.forget(now: t, isWatched: { scheduler.state(of: $0) != nil }) }
             let key = record.address.address
             if scheduler.heard(key, services: record.services, connectable: record.connectable, now: t) { devices.watch(record) }
-            if let publication = devices.offer(record, now: t) { publications.append(publication) }
+            if let publication = devices.offer(record, now: t, makingRecord: configuration.reportsPublications) { publications.append(publication) }
             outputs += presence.observe(device: devices.name(of: key), rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t)
         }
         advertisementObserver?(advertisements)
@@ -392,8 +397,8 @@ public actor Gateway {
         // broker.
         var messages: [MQTTMessage] = []
         for publication in publications {
-            messages.append(MQTTMessage(topic: publication.topic, payload: publication.record.encodedBytes(), qos: .atLeastOnce))
-            eventSink.yield(.published(topic: publication.topic, record: publication.record))
+            messages.append(MQTTMessage(topic: publication.topic, payload: publication.payload, qos: .atLeastOnce))
+            if let record = publication.record { eventSink.yield(.published(topic: publication.topic, record: record)) }
             for discovery in publication.discoveries {
                 messages.append(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
             }
@@ -403,14 +408,14 @@ public actor Gateway {
 
     /// Publishes a record unless the rate limiter holds it back, with the Home Assistant configs of its new sensors.
     func offer(_ record: DeviceRecord) async {
-        guard let publication = devices.offer(record, now: now) else { return }
+        guard let publication = devices.offer(record, now: now, makingRecord: configuration.reportsPublications) else { return }
         await publish(publication)
     }
 
     /// Sends a record the rate limiter let through, with the Home Assistant configs of its new sensors.
     func publish(_ publication: DeviceTable.Publication) async {
-        _ = try? await client.publish(MQTTMessage(topic: publication.topic, payload: publication.record.encodedBytes(), qos: .atLeastOnce))
-        eventSink.yield(.published(topic: publication.topic, record: publication.record))
+        _ = try? await client.publish(MQTTMessage(topic: publication.topic, payload: publication.payload, qos: .atLeastOnce))
+        if let record = publication.record { eventSink.yield(.published(topic: publication.topic, record: record)) }
         for discovery in publication.discoveries {
             _ = try? await client.publish(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
         }

@@ -124,7 +124,7 @@ struct GatewayCommand: AsyncParsableCommand {
             interval: Self.seconds(interval), queueLimit: queue,
             presence: .init(hysteresis: hysteresis, dwell: Self.seconds(dwell)), homeAssistant: !noHomeAssistant,
             connect: ConnectPolicy(argument: connect) ?? .known, sensors: .init(maximumLinks: maxLinks),
-            readInterval: Self.seconds(readInterval))
+            readInterval: Self.seconds(readInterval), reportsPublications: verbose)
         let json = options.json
         let verbose = verbose
         try await options.withCentral { central in

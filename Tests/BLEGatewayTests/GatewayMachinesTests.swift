@@ -16,8 +16,8 @@ import Testing
                              rssi: rssi, isConnectable: true)
     }
 
-    func field(_ json: JSONValue, _ key: String) -> JSONValue? {
-        guard case .object(let fields) = json else { return nil }
+    func field(_ json: JSONValue?, _ key: String) -> JSONValue? {
+        guard case .object(let fields)? = json else { return nil }
         return fields.first { $0.key == key }?.value
     }
 
@@ -57,12 +57,37 @@ import Testing
         let changed = table.heard(Self.report(4, battery: 12), identity: nil, now: .seconds(7))
         let publication = table.offer(changed, now: .seconds(7))
         let published = try #require(publication)
-        #expect(published.record.encoded().contains(#""battery_level":{"percent":12"#))
+        #expect(published.record?.encoded().contains(#""battery_level":{"percent":12"#) == true)
         // The same bytes from an address a bond resolved: a record of the identity, not the one kept for the address.
         let identity = LEAddress(Self.address(9), type: .public)
         let resolved = table.heard(Self.report(4, battery: 12), identity: identity, now: .seconds(8))
         #expect(resolved.address == identity && resolved.resolvedFrom?.address == Self.address(4))
         #expect(table.advertisements == 5)
+    }
+
+    @Test func aPayloadIsTheEncodingOfItsRecordWhetherItsContentIsMadeOrKept() throws {
+        var table = DeviceTable(topics: Self.topics, interval: .zero, discoveryPrefix: nil)
+        // An iBeacon (a measured power: the record has a distance) and a thermometer (none).
+        var beaconData: [UInt8] = [0x02, 0x01, 0x06, 0x1A, 0xFF, 0x4C, 0x00, 0x02, 0x15]
+        beaconData += [UInt8](repeating: 0xE2, count: 16) + [0x00, 0x01, 0x00, 0x02, 0xC5]
+        let beacon = DiscoveredPeripheral(address: LEAddress(Self.address(8), type: .random), advertisementData: try AdvertisingData(bytes: beaconData),
+                                          rssi: -71, isConnectable: false)
+        for (n, report) in [beacon, Self.report(9), beacon, Self.report(9, rssi: -40), Self.report(9, battery: 3)].enumerated() {
+            let record = table.heard(report, identity: nil, now: .seconds(n))
+            // The content is made at the first offer of a record, kept for its repeats: both splice to the encoding.
+            let offered = table.offer(record, now: .seconds(n))
+            let made = try #require(offered)
+            let whole = try #require(made.record)
+            #expect(made.payload == whole.encodedBytes(), "\(String(decoding: made.payload, as: UTF8.self))")
+            #expect(whole == record.json(sequence: table.readings))
+            if n == 0 { #expect(field(whole, "distance_m") != nil && field(whole, "beacon") != nil) }
+            // Without the JSON value: the same bytes but for the next number.
+            let offeredBare = table.offer(record, now: .seconds(n), makingRecord: false)
+            let bare = try #require(offeredBare)
+            #expect(bare.record == nil)
+            #expect(bare.payload == record.json(sequence: table.readings).encodedBytes())
+        }
+        #expect(table.readings == 10)
     }
 
     @Test func discoveryConfigurationsAreAnnouncedOncePerSensor() throws {
