@@ -179,6 +179,9 @@ public struct PresenceMachine: Sendable {
         var holder: PresenceDecision?
         /// A gateway stronger than the holder by the hysteresis, and since when.
         var challenger: (gateway: String, since: Duration)?
+        /// Until when a tick cannot change this entry: the rule gives what it gave when last applied until a view
+        /// grows stale or a timer runs out (``tick(now:)`` passes the others by; set each time the rule is applied).
+        var quietUntil: Duration = .zero
 
         var isEmpty: Bool { local == nil && views.isEmpty && holder == nil }
 
@@ -191,6 +194,9 @@ public struct PresenceMachine: Sendable {
         }
     }
     private var table: [String: Device] = [:]
+    /// Whether ``tick(now:)`` applies the rule to every device, the quiet ones too (for tests: the outputs must be
+    /// the same either way).
+    var ticksEveryDevice = false
 
     /// Creates the machine of gateway `gatewayID`.
     public init(gatewayID: String, configuration: Configuration = .init()) {
@@ -272,8 +278,10 @@ public struct PresenceMachine: Sendable {
         // Walked by index and changed in place (iterating `table.keys` while changing `table` would copy the table).
         var index = table.startIndex
         while index != table.endIndex {
-            let key = table.keys[index]
             defer { table.formIndex(after: &index) }
+            // Most devices: heard again within their views' lifetime, no challenger: nothing a tick can change.
+            if now <= table.values[index].quietUntil && !ticksEveryDevice { continue }
+            let key = table.keys[index]
             table.values[index].modify { entry in
                 if let local = entry.local, now - local.lastSample > forgetAfter { entry.local = nil }
                 if !entry.views.isEmpty {
@@ -282,6 +290,7 @@ public struct PresenceMachine: Sendable {
                 }
                 guard !entry.views.isEmpty else {
                     if entry.isEmpty { forgotten.append(key) }
+                    entry.quietUntil = Self.quietUntil(entry, now: now, configuration: configuration)
                     return
                 }
                 if let output = Self.decide(key, &entry, now: now, gatewayID: gatewayID, configuration: configuration) {
@@ -315,9 +324,36 @@ public struct PresenceMachine: Sendable {
         a.rssi != b.rssi ? a.rssi > b.rssi : a.gateway < b.gateway
     }
 
-    /// Applies the rule to one device's entry; the decision to publish, when this gateway takes the device.
+    /// Applies the rule to one device's entry; the decision to publish, when this gateway takes the device. Sets the
+    /// entry's ``Device/quietUntil``.
     private static func decide(_ device: String, _ entry: inout Device, now: Duration, gatewayID: String,
                                configuration: Configuration) -> Output? {
+        let output = rule(device, &entry, now: now, gatewayID: gatewayID, configuration: configuration)
+        entry.quietUntil = quietUntil(entry, now: now, configuration: configuration)
+        return output
+    }
+
+    /// Until when the rule, applied to `entry` at `now`, gives the same and changes nothing, and a tick forgets
+    /// nothing of it: with a challenger, not at all (its timer runs); else until the first fresh view grows stale, or
+    /// the first stale view or the gateway's own samples are old enough to forget. The rule's outcome depends on the
+    /// time only through which views are fresh and the challenger's timer, so with neither changing it gives what it
+    /// gave: without a challenger, the fresh views it left either had nobody to take over, or the holder its own or
+    /// no stronger challenger (a challenge would have left a challenger).
+    fileprivate static func quietUntil(_ entry: Device, now: Duration, configuration: Configuration) -> Duration {
+        guard entry.challenger == nil else { return .zero }
+        let forgetAfter = configuration.viewLifetime * 4
+        var until = Duration.seconds(Int64.max)
+        for heard in entry.views {
+            let fresh = now - heard.at <= configuration.viewLifetime
+            until = min(until, heard.at + (fresh ? configuration.viewLifetime : forgetAfter))
+        }
+        if let local = entry.local { until = min(until, local.lastSample + forgetAfter) }
+        return until
+    }
+
+    /// The rule itself (``decide(_:_:now:gatewayID:configuration:)`` without the bookkeeping).
+    private static func rule(_ device: String, _ entry: inout Device, now: Duration, gatewayID: String,
+                             configuration: Configuration) -> Output? {
         // The strongest fresh view, without a list of them (the common case is one view: this gateway's).
         var best: PresenceView?
         var holderView: PresenceView?

@@ -1,5 +1,5 @@
 import BLE
-import BLEGateway
+@testable import BLEGateway
 import Testing
 
 /// The presence rule, synchronously with injected time: gateways exchange their outputs as the broker would.
@@ -11,8 +11,12 @@ import Testing
         var published: [(at: Duration, decision: PresenceDecision)] = []
         var online: Set<String>
 
-        init(_ ids: [String], configuration: PresenceMachine.Configuration = .init()) {
-            machines = Dictionary(uniqueKeysWithValues: ids.map { ($0, PresenceMachine(gatewayID: $0, configuration: configuration)) })
+        init(_ ids: [String], configuration: PresenceMachine.Configuration = .init(), ticksEveryDevice: Bool = false) {
+            machines = Dictionary(uniqueKeysWithValues: ids.map { id in
+                var machine = PresenceMachine(gatewayID: id, configuration: configuration)
+                machine.ticksEveryDevice = ticksEveryDevice
+                return (id, machine)
+            })
             online = Set(ids)
         }
 
@@ -198,6 +202,66 @@ import Testing
             t += .milliseconds(100)
         }
         #expect(fleet.published.map(\.decision.gateway) == ["A", "B"])
+    }
+
+    /// A tick passes by the devices it cannot change (no challenger, no view growing stale, nothing to forget): two
+    /// fleets, one whose ticks apply the rule to every device, live through the same seeded script of sightings,
+    /// silences, ticks and a gateway going offline, and publish the same decisions at the same times.
+    @Test func ticksThatPassQuietDevicesByDecideTheSame() {
+        struct SplitMix64 {
+            var state: UInt64
+            mutating func next(_ bound: Int) -> Int {
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return Int((z ^ (z >> 31)) % UInt64(bound))
+            }
+        }
+        let configuration = PresenceMachine.Configuration(dwell: .seconds(2), settle: .milliseconds(500), viewLifetime: .seconds(3))
+        let gateways = ["A", "B", "C"], devices = ["d0", "d1", "d2", "d3", "d4", "d5"]
+        for seed in [UInt64(1), 2, 3] {
+            var quiet = Fleet(gateways, configuration: configuration)
+            var every = Fleet(gateways, configuration: configuration, ticksEveryDevice: true)
+            var random = SplitMix64(state: seed)
+            // Each device's distance from each gateway drifts; some devices go silent for a while.
+            var level = Dictionary(uniqueKeysWithValues: devices.flatMap { d in gateways.map { ("\(d)@\($0)", -70) } })
+            var silentUntil: [String: Duration] = [:]
+            var t = Duration.zero
+            var ticks = 0
+            for step in 0..<6000 {
+                t += .milliseconds(random.next(120))
+                if step == 4000 {
+                    quiet.goOffline("C", at: t)
+                    every.goOffline("C", at: t)
+                }
+                switch random.next(20) {
+                case 0...2:
+                    quiet.tick(at: t)
+                    every.tick(at: t)
+                    ticks += 1
+                case 3:
+                    silentUntil[devices[random.next(devices.count)]] = t + .milliseconds(random.next(25_000))
+                default:
+                    let device = devices[random.next(devices.count)], gateway = gateways[random.next(gateways.count)]
+                    guard t >= silentUntil[device] ?? .zero else { continue }
+                    let key = "\(device)@\(gateway)"
+                    level[key] = max(-95, min(-40, (level[key] ?? -70) + random.next(9) - 4))
+                    let rssi = (level[key] ?? -70) + random.next(5) - 2
+                    quiet.hear(gateway, device, rssi: rssi, at: t)
+                    every.hear(gateway, device, rssi: rssi, at: t)
+                }
+                for device in devices where quiet.holders(device) != every.holders(device) {
+                    Issue.record("seed \(seed), step \(step), \(t): \(device) held by \(quiet.holders(device)), not \(every.holders(device))")
+                    return
+                }
+            }
+            let a = quiet.published.map { "\($0.at) \($0.decision.device) \($0.decision.gateway)" }
+            let b = every.published.map { "\($0.at) \($0.decision.device) \($0.decision.gateway)" }
+            #expect(a == b, "seed \(seed)")
+            #expect(a.count >= 10 && ticks > 500, "the script moves devices between gateways: \(a.count) decisions")
+            #expect(Set(quiet.online.flatMap { quiet.machines[$0]?.devices ?? [] }) == Set(every.online.flatMap { every.machines[$0]?.devices ?? [] }))
+        }
     }
 
     /// A gateway's view of a device goes out at once, then only when the smoothed RSSI moved by the view change (at
