@@ -48,6 +48,8 @@ struct DeviceTable: Sendable {
     struct Entry {
         /// The address as text (the rate limiter's and the presence machine's key), made once per device.
         var name: String
+        /// The device's record topic, made once per device.
+        var topic: String
         /// The last report, as heard (its advertiser's address, RSSI and PHY).
         var report: DiscoveredPeripheral
         /// The identity the advertiser's address resolved to, if any.
@@ -83,12 +85,15 @@ struct DeviceTable: Sendable {
     struct Content {
         var stamp: UInt64
         var key: String
+        /// `key` in UTF-8.
+        var bytes: [UInt8]
         var fields: [(key: String, value: JSONValue)]
 
         init(_ record: DeviceRecord) {
             stamp = record.stamp
             fields = record.contentFields
-            key = JSONValue.object(fields).encoded()
+            bytes = JSONValue.object(fields).encodedBytes()
+            key = String(decoding: bytes, as: UTF8.self)
         }
 
         /// The payload of a record of this content with `signal` (its members after the content): the content's
@@ -97,9 +102,9 @@ struct DeviceTable: Sendable {
         func payload(_ signal: [(key: String, value: JSONValue)]) -> [UInt8] {
             let tail = JSONValue.object(signal).encodedBytes()
             var payload: [UInt8] = []
-            payload.reserveCapacity(key.utf8.count + tail.count)
+            payload.reserveCapacity(bytes.count + tail.count)
             // `{content}` and `{signal}`, neither empty: `{content,signal}`.
-            payload.append(contentsOf: key.utf8.dropLast())
+            payload.append(contentsOf: bytes.dropLast())
             if signal.isEmpty {
                 payload.append(UInt8(ascii: "}"))
             } else {
@@ -163,7 +168,8 @@ struct DeviceTable: Sendable {
                 entry.content = nil
             }
         } else {
-            entries[key] = Entry(name: key.description, report: report, identity: identity, record: record, beacon: memory, at: now)
+            let name = key.description
+            entries[key] = Entry(name: name, topic: topics.device(name), report: report, identity: identity, record: record, beacon: memory, at: now)
         }
         return record
     }
@@ -193,6 +199,7 @@ struct DeviceTable: Sendable {
         let key = record.address.address
         let index = entries.index(forKey: key)
         let device = index.map { entries.values[$0].name } ?? key.description
+        let topic = index.map { entries.values[$0].topic } ?? topics.device(device)
         // A record's content is made once per stamp: the repeats of an advertisement share their record's.
         let content: Content
         if record.stamp != 0, let index, let known = entries.values[index].content, known.stamp == record.stamp {
@@ -220,7 +227,7 @@ struct DeviceTable: Sendable {
             }
         }
         let signal = record.signalFields(sequence: readings)
-        return Publication(topic: topics.device(device), payload: content.payload(signal),
+        return Publication(topic: topic, payload: content.payload(signal),
                            record: makingRecord ? .object(content.fields + signal) : nil, discoveries: discoveries)
     }
 
