@@ -60,7 +60,7 @@ struct DeviceTable: Sendable {
         var beacon: BeaconFrameMemory
         /// When the device was last heard.
         var at: Duration
-        /// The content of the record stamped `content.stamp` (made when it was first offered).
+        /// The encoded content of the record stamped `content.stamp` (made when it was first offered).
         var content: Content?
 
         /// Whether `report` says what the one this entry was made from said (the RSSI and the PHY aside).
@@ -80,20 +80,15 @@ struct DeviceTable: Sendable {
         mutating func modify<R>(_ body: (inout Self) -> R) -> R { body(&self) }
     }
 
-    /// A record's content (``DeviceRecord/contentFields``) and its encoding (``DeviceRecord/contentKey``): the
-    /// rate limiter's key, and the start of every payload of records with the same stamp.
+    /// A record's content encoded (``DeviceRecord/contentKey``): the rate limiter's key, and the start of every
+    /// payload of records with the same stamp.
     struct Content {
         var stamp: UInt64
         var key: String
-        /// `key` in UTF-8.
-        var bytes: [UInt8]
-        var fields: [(key: String, value: JSONValue)]
 
         init(_ record: DeviceRecord) {
             stamp = record.stamp
-            fields = record.contentFields
-            bytes = JSONValue.object(fields).encodedBytes()
-            key = String(decoding: bytes, as: UTF8.self)
+            key = record.contentKey
         }
 
         /// The payload of a record of this content with `signal` (its members after the content): the content's
@@ -102,9 +97,13 @@ struct DeviceTable: Sendable {
         func payload(_ signal: [(key: String, value: JSONValue)]) -> [UInt8] {
             let tail = JSONValue.object(signal).encodedBytes()
             var payload: [UInt8] = []
-            payload.reserveCapacity(bytes.count + tail.count)
+            // A native string's UTF-8 is contiguous: copied whole, not octet by octet (the other way only if not).
+            let copied: Void? = key.utf8.withContiguousStorageIfAvailable { content in
+                payload.reserveCapacity(content.count + tail.count)
+                payload.append(contentsOf: content.dropLast())
+            }
+            if copied == nil { payload.append(contentsOf: Array(key.utf8).dropLast()) }
             // `{content}` and `{signal}`, neither empty: `{content,signal}`.
-            payload.append(contentsOf: bytes.dropLast())
             if signal.isEmpty {
                 payload.append(UInt8(ascii: "}"))
             } else {
@@ -228,7 +227,7 @@ struct DeviceTable: Sendable {
         }
         let signal = record.signalFields(sequence: readings)
         return Publication(topic: topic, payload: content.payload(signal),
-                           record: makingRecord ? .object(content.fields + signal) : nil, discoveries: discoveries)
+                           record: makingRecord ? .object(record.contentFields + signal) : nil, discoveries: discoveries)
     }
 
     /// A value read or notified over a connection: the watched device's record to offer again when the value
