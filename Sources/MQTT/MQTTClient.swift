@@ -183,18 +183,7 @@ public actor MQTTClient {
     /// message's number, or `nil` for one that was refused (an invalid topic, too large); the others go out.
     @discardableResult
     public func publish(contentsOf messages: [MQTTMessage]) -> [UInt64?] {
-        var numbers: [UInt64?] = []
-        numbers.reserveCapacity(messages.count)
-        var actions: [MQTTSession.Action] = []
-        for message in messages {
-            do {
-                let result = try session.publish(message, now: now)
-                actions += result.actions
-                numbers.append(result.number)
-            } catch {
-                numbers.append(nil)
-            }
-        }
+        let (numbers, actions) = session.publish(contentsOf: messages, now: now)
         apply(actions, coalescing: true)
         return numbers
     }

@@ -210,6 +210,27 @@ public enum MQTTPacket: Sendable, Hashable {
 
     /// The packet's bytes: fixed header, variable header, payload.
     public func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        encode(into: &out)
+        return out
+    }
+
+    /// Appends the packet's bytes to `out`. A PUBLISH (what a client sends most) is written straight in, its
+    /// length counted first: no body of its own to copy.
+    public func encode(into out: inout [UInt8]) {
+        if case .publish(let p) = self {
+            let topic = p.message.topic.utf8
+            let topicCount = Swift.min(topic.count, 0xFFFF)
+            let length = 2 + topicCount + (p.message.qos != .atMostOnce ? 2 : 0) + p.message.payload.count
+            out.reserveCapacity(out.count + 5 + length)
+            out.append(0x30 | (p.duplicate ? 0x08 : 0) | p.message.qos.rawValue << 1 | (p.message.retain ? 1 : 0))
+            MQTTRemainingLength.append(length, to: &out)
+            out.appendUInt16(UInt16(topicCount))
+            if topicCount == topic.count { out.append(contentsOf: topic) } else { out.append(contentsOf: topic.prefix(topicCount)) }
+            if p.message.qos != .atMostOnce { out.appendUInt16(p.packetID ?? 0) }
+            out.append(contentsOf: p.message.payload)
+            return
+        }
         var body: [UInt8] = []
         let first: UInt8
         switch self {
@@ -262,7 +283,9 @@ public enum MQTTPacket: Sendable, Hashable {
         case .pingresp: first = 0xD0
         case .disconnect: first = 0xE0
         }
-        return [first] + MQTTRemainingLength.encode(body.count) + body
+        out.append(first)
+        MQTTRemainingLength.append(body.count, to: &out)
+        out.append(contentsOf: body)
     }
 
     /// Decodes one whole packet (exactly the bytes of one packet).
@@ -432,15 +455,20 @@ public enum MQTTRemainingLength {
 
     /// The encoding of `length` (0 ... ``maximum``).
     public static func encode(_ length: Int) -> [UInt8] {
-        var value = max(0, min(length, maximum))
         var bytes: [UInt8] = []
+        append(length, to: &bytes)
+        return bytes
+    }
+
+    /// Appends the encoding of `length` (clamped to 0...``maximum``) to `bytes`.
+    static func append(_ length: Int, to bytes: inout [UInt8]) {
+        var value = max(0, min(length, maximum))
         repeat {
             var byte = UInt8(value % 128)
             value /= 128
             if value > 0 { byte |= 0x80 }
             bytes.append(byte)
         } while value > 0
-        return bytes
     }
 
     /// Decodes the length that starts at `offset`: the length and the index after it, `nil` when the bytes end
@@ -584,10 +612,17 @@ struct MQTTReader {
 }
 
 extension [UInt8] {
-    mutating func appendUInt16(_ value: UInt16) { append(contentsOf: [UInt8(value >> 8), UInt8(truncatingIfNeeded: value)]) }
+    mutating func appendUInt16(_ value: UInt16) {
+        append(UInt8(value >> 8))
+        append(UInt8(truncatingIfNeeded: value))
+    }
     mutating func appendBinary(_ data: [UInt8]) {
         appendUInt16(UInt16(truncatingIfNeeded: Swift.min(data.count, 0xFFFF)))
         append(contentsOf: data.prefix(0xFFFF))
     }
-    mutating func appendString(_ text: String) { appendBinary(Array(text.utf8)) }
+    mutating func appendString(_ text: String) {
+        let count = Swift.min(text.utf8.count, 0xFFFF)
+        appendUInt16(UInt16(count))
+        if count == text.utf8.count { append(contentsOf: text.utf8) } else { append(contentsOf: text.utf8.prefix(count)) }
+    }
 }

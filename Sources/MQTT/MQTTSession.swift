@@ -201,6 +201,32 @@ public struct MQTTSession: Sendable {
     /// Publishes a message: sent now when connected and the in-flight window has room, queued otherwise. Returns
     /// the message's number, which ``Event/delivered(_:)`` and ``Event/dropped(_:)`` name.
     public mutating func publish(_ message: MQTTMessage, now: Duration) throws(UsageError) -> (number: UInt64, actions: [Action]) {
+        var actions: [Action] = []
+        let number = try enqueue(message, actions: &actions)
+        actions += flush(now: now)
+        return (number, actions)
+    }
+
+    /// Publishes messages in order, as many calls of ``publish(_:now:)`` would, with one pass over the window at
+    /// the end: each message's number, or `nil` for one refused (as ``publish(_:now:)`` would throw for it: nothing
+    /// of it is sent or queued), and the actions of them all.
+    public mutating func publish(contentsOf messages: [MQTTMessage], now: Duration) -> (numbers: [UInt64?], actions: [Action]) {
+        var numbers: [UInt64?] = []
+        numbers.reserveCapacity(messages.count)
+        var actions: [Action] = []
+        for message in messages {
+            // A full queue is served first, as it would have been after the message before: only what the window
+            // still cannot take is dropped.
+            if queuedCount >= configuration.queueLimit { actions += flush(now: now) }
+            numbers.append(try? enqueue(message, actions: &actions))
+        }
+        actions += flush(now: now)
+        return (numbers, actions)
+    }
+
+    /// Checks `message` and puts it on the queue (dropping the oldest waiting messages beyond the queue limit, told
+    /// in `actions`): its number.
+    private mutating func enqueue(_ message: MQTTMessage, actions: inout [Action]) throws(UsageError) -> UInt64 {
         do {
             try MQTTTopic.validateName(message.topic)
         } catch {
@@ -214,7 +240,6 @@ public struct MQTTSession: Sendable {
         if message.qos == .exactlyOnce { message.qos = .atLeastOnce }
         let number = nextNumber
         nextNumber += 1
-        var actions: [Action] = []
         if queuedCount >= configuration.queueLimit {
             let excess = queuedCount - configuration.queueLimit + 1
             let gone = queue[queueHead..<queueHead + excess].map(\.number)
@@ -223,8 +248,7 @@ public struct MQTTSession: Sendable {
             actions.append(.event(.dropped(gone)))
         }
         queue.append(Outgoing(number: number, message: message))
-        actions += flush(now: now)
-        return (number, actions)
+        return number
     }
 
     /// Subscribes to filters (sent now when connected; refused otherwise). Returns the token that

@@ -206,6 +206,46 @@ import Testing
         #expect(throws: Never.self) { try session.publish(MQTTMessage(topic: "caf\u{E9}/\u{1F600}/r\u{E9}sum\u{E9}", text: "x"), now: .zero) }
     }
 
+    /// A batch is what one publish after another would have been: the same bytes in the same order, the same
+    /// numbers, the same refusals and drops; with a window of two and a queue of three, and before a connection.
+    @Test func aBatchPublishesAsOneCallAfterAnotherWould() {
+        let configuration = MQTTSession.Configuration(clientID: "gw", keepAlive: 10, maximumInFlight: 2, queueLimit: 3)
+        var messages: [MQTTMessage] = []
+        for n in 0..<9 {
+            let qos: MQTTQoS = n % 3 == 2 ? .atMostOnce : .atLeastOnce
+            messages.append(MQTTMessage(topic: n == 4 ? "bad/+" : "t/\(n)", text: "payload \(n)", qos: qos, retain: n == 1))
+        }
+        func bytes(_ actions: [MQTTSession.Action]) -> [UInt8] {
+            actions.flatMap { action -> [UInt8] in if case .send(let b) = action { b } else { [] } }
+        }
+        func drops(_ actions: [MQTTSession.Action]) -> [UInt64] {
+            events(actions).flatMap { event -> [UInt64] in if case .dropped(let numbers) = event { numbers } else { [] } }
+        }
+        for connectedFirst in [true, false] {
+            var one = connectedFirst ? connected(configuration) : MQTTSession(configuration)
+            var batch = one
+            var numbers: [UInt64?] = []
+            var actions: [MQTTSession.Action] = []
+            for message in messages {
+                let result = try? one.publish(message, now: .seconds(1))
+                numbers.append(result?.number)
+                actions += result?.actions ?? []
+            }
+            let batched = batch.publish(contentsOf: messages, now: .seconds(1))
+            #expect(batched.numbers == numbers)
+            #expect(numbers[4] == nil, "the wildcard is refused")
+            #expect(bytes(batched.actions) == bytes(actions))
+            #expect(drops(batched.actions) == drops(actions))
+            #expect(batch.droppedCount == one.droppedCount && batch.queuedCount == one.queuedCount)
+            if connectedFirst {
+                // QoS 0 goes at once; two QoS 1 fill the window; the queue keeps three; the rest were dropped.
+                #expect(!bytes(actions).isEmpty && one.droppedCount > 0, "the case exercises sends and drops")
+            } else {
+                #expect(bytes(actions).isEmpty && one.queuedCount == 3)
+            }
+        }
+    }
+
     @Test func aCleanDisconnectSaysDisconnect() {
         var session = connected()
         let actions = session.disconnect(now: .zero)
