@@ -184,7 +184,7 @@ public actor MQTTClient {
     @discardableResult
     public func publish(contentsOf messages: [MQTTMessage]) -> [UInt64?] {
         let (numbers, actions) = session.publish(contentsOf: messages, now: now)
-        apply(actions, coalescing: true)
+        apply(actions)
         return numbers
     }
 
@@ -340,18 +340,17 @@ public actor MQTTClient {
         subscribeWaiters = [:]
     }
 
-    /// Carries out the session's actions in order. `coalescing`: the packets go to the writer as one buffer (one
-    /// write), handed over before a close and at the end. Events between them (a QoS 0 message's `delivered`, which
-    /// follows each one) are told at once: nothing can see the difference, since the buffer goes out before this
-    /// method returns, and the packets stay in their order.
-    private func apply(_ actions: [MQTTSession.Action], coalescing: Bool = false) {
+    /// Carries out the session's actions in order. The packets go to the writer as one buffer (one write), handed
+    /// over before a close and at the end: a batch of publishes, or the messages that a read's acknowledgements let
+    /// into the in-flight window, one at a time. Events between them (a QoS 0 message's `delivered`, which follows
+    /// each one) are told at once: nothing can see the difference, since the buffer goes out before this method
+    /// returns, and the packets stay in their order.
+    private func apply(_ actions: [MQTTSession.Action]) {
         var pending: [UInt8] = []
         for action in actions {
             switch action {
-            case .send(let bytes) where coalescing:
-                pending += bytes
             case .send(let bytes):
-                outbox?.yield(bytes)
+                if pending.isEmpty { pending = bytes } else { pending += bytes }
             case .close:
                 if !pending.isEmpty {
                     outbox?.yield(pending)
