@@ -53,6 +53,12 @@ public actor Gateway {
         public var sensors: ActiveSensorScheduler.Configuration
         /// How often the values that are read (not notified) are read again. Default 60 s.
         public var readInterval: Duration
+        /// How long what the gateway publishes (device records, its views and presence decisions) may wait to go out
+        /// with what follows: everything gathered within it goes to the broker in one write, not one per burst of
+        /// advertisements (a gateway hearing thousands of devices hears hundreds of bursts a second). Default 20 ms;
+        /// zero publishes each burst's at once. Answers to requests and the counters do not wait; ``Gateway/shutdown()``
+        /// sends what waits before it says `offline`.
+        public var publishDelay: Duration
         /// Whether ``Gateway/events`` tells each device record published (``Gateway/Event/published(topic:record:)``).
         /// Default true; a gateway whose log leaves records out sets it false, and saves making each record's JSON
         /// value beside its payload and handing it to the log's task.
@@ -65,7 +71,7 @@ public actor Gateway {
                     discoveryPrefix: String = "homeassistant", statsInterval: Duration = .seconds(5),
                     backoff: (first: Duration, maximum: Duration) = (.milliseconds(250), .seconds(10)),
                     connect: ConnectPolicy = .known, sensors: ActiveSensorScheduler.Configuration = .init(),
-                    readInterval: Duration = .seconds(60), reportsPublications: Bool = true) {
+                    readInterval: Duration = .seconds(60), publishDelay: Duration = .milliseconds(20), reportsPublications: Bool = true) {
             self.topics = topics
             self.broker = broker
             self.tls = tls
@@ -81,6 +87,7 @@ public actor Gateway {
             self.connect = connect
             self.sensors = sensors
             self.readInterval = readInterval
+            self.publishDelay = publishDelay
             self.reportsPublications = reportsPublications
         }
     }
@@ -142,6 +149,10 @@ public actor Gateway {
     var refusal: GatewayError?
     /// The other gateways whose views this one subscribed to (each when its status first said `online`).
     var viewedGateways: Set<String> = []
+    /// What waits to be published (``Configuration/publishDelay``): messages, then the presence machine's outputs.
+    var gathered: (messages: [MQTTMessage], outputs: [PresenceMachine.Output]) = ([], [])
+    /// The task that publishes what was gathered when the delay has passed.
+    var gatheredFlush: Task<Void, Never>?
     /// Told ``advertisements`` after each batch of advertisements is handled (``observeAdvertisements(_:)``).
     var advertisementObserver: (@Sendable (UInt64) -> Void)?
 
@@ -248,6 +259,9 @@ public actor Gateway {
             _ = try? await central.disconnect(link.peripheral)
         }
         links = [:]
+        // What waits goes first: every record counted in the final counters is handed to the client before them.
+        gatheredFlush?.cancel()
+        await publishGathered()
         // The final counters, then offline: a subscriber that sees offline has seen the stats that account for everything.
         await publishStats(final: true)
         let number = try? await client.publish(MQTTMessage(topic: configuration.topics.status, text: "offline", qos: .atLeastOnce, retain: true))
@@ -347,7 +361,34 @@ public actor Gateway {
     }
 
     func publish(_ outputs: [PresenceMachine.Output]) async {
-        var messages: [MQTTMessage] = []
+        await publish([], then: outputs)
+    }
+
+    /// Publishes `messages` and then the machine's `outputs` after what waits already, at once or gathered for up to
+    /// ``Configuration/publishDelay`` (every way a record, a view or a decision goes out comes through here, so
+    /// that each topic's messages keep their order).
+    func publish(_ messages: [MQTTMessage], then outputs: [PresenceMachine.Output]) async {
+        guard !messages.isEmpty || !outputs.isEmpty else { return }
+        gathered.messages += messages
+        gathered.outputs += outputs
+        guard configuration.publishDelay > .zero, !stopped else {
+            await publishGathered()
+            return
+        }
+        guard gatheredFlush == nil else { return }
+        let delay = configuration.publishDelay
+        gatheredFlush = Task {
+            try? await Task.sleep(for: delay)
+            await self.publishGathered()
+        }
+    }
+
+    /// Publishes what was gathered, in one step of the MQTT client.
+    func publishGathered() async {
+        gatheredFlush = nil
+        var messages = gathered.messages
+        let outputs = gathered.outputs
+        gathered = ([], [])
         await publish(outputs, after: &messages)
     }
 
@@ -393,8 +434,8 @@ public actor Gateway {
             outputs += presence.observe(device: devices.name(of: key), rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t)
         }
         advertisementObserver?(advertisements)
-        // One step of the MQTT client for the batch's records, announcements, views and decisions: one write to the
-        // broker.
+        // The batch's records, announcements, views and decisions, gathered with those of the bursts that follow
+        // within the publish delay: one step of the MQTT client, one write to the broker.
         var messages: [MQTTMessage] = []
         for publication in publications {
             messages.append(MQTTMessage(topic: publication.topic, payload: publication.payload, qos: .atLeastOnce))
@@ -403,7 +444,7 @@ public actor Gateway {
                 messages.append(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
             }
         }
-        await publish(outputs, after: &messages)
+        await publish(messages, then: outputs)
     }
 
     /// Publishes a record unless the rate limiter holds it back, with the Home Assistant configs of its new sensors.
@@ -414,11 +455,12 @@ public actor Gateway {
 
     /// Sends a record the rate limiter let through, with the Home Assistant configs of its new sensors.
     func publish(_ publication: DeviceTable.Publication) async {
-        _ = try? await client.publish(MQTTMessage(topic: publication.topic, payload: publication.payload, qos: .atLeastOnce))
+        var messages = [MQTTMessage(topic: publication.topic, payload: publication.payload, qos: .atLeastOnce)]
         if let record = publication.record { eventSink.yield(.published(topic: publication.topic, record: record)) }
         for discovery in publication.discoveries {
-            _ = try? await client.publish(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
+            messages.append(MQTTMessage(topic: discovery.topic, text: discovery.payload, qos: .atLeastOnce, retain: true))
         }
+        await publish(messages, then: [])
     }
 
 }
