@@ -74,6 +74,9 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: "Seconds between two reads of the values that are not notified.")
     var readInterval: Double = 60
 
+    @Option(help: "Milliseconds what the gateway publishes (records, views, presence) may wait to go out together in one write to the broker; 0 sends each burst of advertisements' at once.")
+    var publishDelay: Double = 20
+
     @Flag(help: "Do not publish Home Assistant discovery configs.")
     var noHomeAssistant = false
 
@@ -94,6 +97,9 @@ struct GatewayCommand: AsyncParsableCommand {
         }
         guard maxLinks >= 1 else { throw ValidationError("--max-links must be at least 1") }
         guard readInterval >= 1, readInterval.isFinite else { throw ValidationError("--read-interval must be at least 1 second") }
+        guard publishDelay >= 0, publishDelay <= 10_000, publishDelay.isFinite else {
+            throw ValidationError("--publish-delay must be a number of milliseconds from 0 to 10,000")
+        }
         if passwordFile != nil && user == nil { throw ValidationError("--password-file needs --user") }
     }
 
@@ -124,7 +130,7 @@ struct GatewayCommand: AsyncParsableCommand {
             interval: Self.seconds(interval), queueLimit: queue,
             presence: .init(hysteresis: hysteresis, dwell: Self.seconds(dwell)), homeAssistant: !noHomeAssistant,
             connect: ConnectPolicy(argument: connect) ?? .known, sensors: .init(maximumLinks: maxLinks),
-            readInterval: Self.seconds(readInterval), reportsPublications: verbose)
+            readInterval: Self.seconds(readInterval), publishDelay: Self.seconds(publishDelay / 1000), reportsPublications: verbose)
         let json = options.json
         let verbose = verbose
         try await options.withCentral { central in
