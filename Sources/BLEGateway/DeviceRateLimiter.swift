@@ -8,10 +8,11 @@ public struct DeviceRateLimiter: Sendable {
     public var interval: Duration
     /// The most devices remembered.
     public let capacity: Int
-    private var last: [String: Entry] = [:]
+    private var last: [String: Memory] = [:]
 
-    /// The last record published of a device: its content, and when.
-    private struct Entry {
+    /// The last record published of a device: its content, and when (kept here by device name, or by a table of
+    /// devices of its own).
+    struct Memory: Sendable {
         var content: String
         var at: Duration
 
@@ -60,7 +61,7 @@ public struct DeviceRateLimiter: Sendable {
         if last.count >= capacity, let oldest = last.min(by: { $0.value.at < $1.value.at })?.key {
             last.removeValue(forKey: oldest)
         }
-        last[device] = Entry(content: content, at: now)
+        last[device] = Memory(content: content, at: now)
         return .new
     }
 }

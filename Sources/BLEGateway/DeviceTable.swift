@@ -28,7 +28,9 @@ struct DeviceTable: Sendable {
     let topics: GatewayTopics
     /// The Home Assistant discovery prefix, when the gateway announces sensors.
     let discoveryPrefix: String?
-    private var limiter: DeviceRateLimiter
+    /// The shortest time between two records of one device whose content did not change (``DeviceRateLimiter``'s
+    /// rule, applied to each entry's memory).
+    let interval: Duration
     /// The device records published (the last `seq`).
     private(set) var readings: UInt64 = 0
     /// Advertisements heard.
@@ -62,6 +64,8 @@ struct DeviceTable: Sendable {
         var at: Duration
         /// The encoded content of the record stamped `content.stamp` (made when it was first offered).
         var content: Content?
+        /// The last record published: its content and when (`nil` before the first).
+        var published: DeviceRateLimiter.Memory?
 
         /// Whether `report` says what the one this entry was made from said (the RSSI and the PHY aside).
         func repeats(_ report: DiscoveredPeripheral, identity: LEAddress?) -> Bool {
@@ -120,23 +124,30 @@ struct DeviceTable: Sendable {
     init(topics: GatewayTopics, interval: Duration, discoveryPrefix: String?) {
         self.topics = topics
         self.discoveryPrefix = discoveryPrefix
-        limiter = DeviceRateLimiter(interval: interval)
+        self.interval = interval
     }
 
-    /// Devices the rate limiter knows (the `devices` counter).
-    var deviceCount: Int { limiter.count }
+    /// Devices the table holds (the `devices` counter).
+    var deviceCount: Int { entries.count }
 
     /// An advertisement heard at `now`, its advertiser resolved to `identity` when the central knows it: the
     /// device's record.
     mutating func heard(_ report: DiscoveredPeripheral, identity: LEAddress?, now: Duration) -> DeviceRecord {
+        hear(report, identity: identity, now: now).record
+    }
+
+    /// ``heard(_:identity:now:)``, with the device's name (``name(of:)``) from the same look-up.
+    mutating func hear(_ report: DiscoveredPeripheral, identity: LEAddress?, now: Duration) -> (record: DeviceRecord, name: String) {
         advertisements &+= 1
         let key = (identity ?? report.address).address
+        let values = profileValues.values(of: key)
         let index = entries.index(forKey: key)
-        if let index, entries.values[index].repeats(report, identity: identity) {
-            // The same data again (most advertisements): the last record with this RSSI. The beacon memory cannot have
-            // changed since (only this device's records change it), so the merge would give the same record.
-            let values = profileValues.values(of: key)
-            return entries.values[index].modify { entry in
+        if let index {
+            // Read and changed in place (a copy of the entry would retain each of its members).
+            let repeated: (DeviceRecord, String)? = entries.values[index].modify { entry in
+                guard entry.repeats(report, identity: identity) else { return nil }
+                // The same data again (most advertisements): the last record with this RSSI. The beacon memory cannot
+                // have changed since (only this device's records change it), so the merge would give the same record.
                 entry.at = now
                 entry.report = report
                 var record = entry.record
@@ -147,30 +158,31 @@ struct DeviceTable: Sendable {
                     record.stamp = nextStamp
                     nextStamp &+= 1
                 }
-                return record
+                return (record, entry.name)
             }
+            if let repeated { return repeated }
         }
         var record = DeviceRecord(report, identity: identity)
-        // Eddystone beacons send their UID (or URL) and TLM frames in turns: a record keeps the latest of each.
-        var memory = index.map { entries.values[$0].beacon } ?? BeaconFrameMemory()
-        memory.merge(into: &record)
-        record.connectedValues = profileValues.values(of: key)
+        record.connectedValues = values
         record.stamp = nextStamp
         nextStamp &+= 1
         if let index {
-            entries.values[index].modify { entry in
+            return entries.values[index].modify { entry in
+                // Eddystone beacons send their UID (or URL) and TLM frames in turns: a record keeps the latest of each.
+                entry.beacon.merge(into: &record)
                 entry.report = report
                 entry.identity = identity
                 entry.record = record
-                entry.beacon = memory
                 entry.at = now
                 entry.content = nil
+                return (record, entry.name)
             }
-        } else {
-            let name = key.description
-            entries[key] = Entry(name: name, topic: topics.device(name), report: report, identity: identity, record: record, beacon: memory, at: now)
         }
-        return record
+        var memory = BeaconFrameMemory()
+        memory.merge(into: &record)
+        let name = key.description
+        entries[key] = Entry(name: name, topic: topics.device(name), report: report, identity: identity, record: record, beacon: memory, at: now)
+        return (record, name)
     }
 
     /// The device's address as text, as the rate limiter and the presence machine name it.
@@ -196,20 +208,30 @@ struct DeviceTable: Sendable {
     /// JSON value is made only when `makingRecord` (its payload always).
     mutating func offer(_ record: DeviceRecord, now: Duration, makingRecord: Bool = true) -> Publication? {
         let key = record.address.address
-        let index = entries.index(forKey: key)
-        let device = index.map { entries.values[$0].name } ?? key.description
-        let topic = index.map { entries.values[$0].topic } ?? topics.device(device)
-        // A record's content is made once per stamp: the repeats of an advertisement share their record's.
-        let content: Content
-        if record.stamp != 0, let index, let known = entries.values[index].content, known.stamp == record.stamp {
-            content = known
-        } else {
-            content = Content(record)
-            if record.stamp != 0, let index, entries.values[index].record.stamp == record.stamp {
-                entries.values[index].content = content
+        let interval = interval
+        let decided: (topic: String, content: Content)?
+        if let index = entries.index(forKey: key) {
+            decided = entries.values[index].modify { entry in
+                // A record's content is made once per stamp: the repeats of an advertisement share their record's.
+                let content: Content
+                if record.stamp != 0, let known = entry.content, known.stamp == record.stamp {
+                    content = known
+                } else {
+                    content = Content(record)
+                    if record.stamp != 0, entry.record.stamp == record.stamp { entry.content = content }
+                }
+                if let verdict = entry.published?.offer(content.key, now: now, interval: interval) {
+                    guard verdict != .suppressed else { return nil }
+                } else {
+                    entry.published = DeviceRateLimiter.Memory(content: content.key, at: now)
+                }
+                return (entry.topic, content)
             }
+        } else {
+            // A device the table does not hold (forgotten since its record was made): nothing to compare with.
+            decided = (topics.device(key.description), Content(record))
         }
-        guard limiter.offer(device: device, content: content.key, now: now) != .suppressed else { return nil }
+        guard let (topic, content) = decided else { return nil }
         readings &+= 1
         var discoveries: [(topic: String, payload: String)] = []
         if let discoveryPrefix {

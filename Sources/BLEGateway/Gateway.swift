@@ -426,12 +426,12 @@ public actor Gateway {
         let t = now
         for report in batch {
             // The host resolved the address when the report came (no hop back to it for each report).
-            let record = devices.heard(report, identity: report.identity, now: t)
+            let (record, name) = devices.hear(report, identity: report.identity, now: t)
             if devices.isFull { devices.forget(now: t, isWatched: { scheduler.state(of: $0) != nil }) }
             let key = record.address.address
             if scheduler.heard(key, services: record.services, connectable: record.connectable, now: t) { devices.watch(record) }
             if let publication = devices.offer(record, now: t, makingRecord: configuration.reportsPublications) { publications.append(publication) }
-            outputs += presence.observe(device: devices.name(of: key), rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t)
+            outputs += presence.observe(device: name, rssi: record.rssi, measuredPower: record.measuredPowerAt1m, now: t)
         }
         advertisementObserver?(advertisements)
         // The batch's records, announcements, views and decisions, gathered with those of the bursts that follow
