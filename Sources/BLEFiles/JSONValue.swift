@@ -53,7 +53,7 @@ public enum JSONValue: Sendable, Equatable {
         case .int(let i): out.append(contentsOf: String(i).utf8)
         case .number(let d, let decimals):
             guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
-            out.append(contentsOf: (decimals.map { Self.fixed(d, decimals: max(0, $0)) } ?? Self.shortest(d)).utf8)
+            if let decimals { Self.writeFixed(d, decimals: max(0, decimals), into: &out) } else { out.append(contentsOf: Self.shortest(d).utf8) }
         case .string(let s): Self.quote(s, into: &out)
         case .array(let values):
             out.append(UInt8(ascii: "["))
@@ -117,18 +117,31 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// `d` with `decimals` places, rounded half away from zero, without Foundation.
-    private static func fixed(_ d: Double, decimals: Int) -> String {
+    private static func writeFixed(_ d: Double, decimals: Int, into out: inout [UInt8]) {
         let places = min(decimals, 15)
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
         let scaled = (abs(d) * scale).rounded(.toNearestOrAwayFromZero)
-        guard scaled < 9e15 else { return shortest(d) }   // beyond exact integers: the shortest form is as precise
-        let digits = String(UInt64(scaled))
-        let padded = String(repeating: "0", count: max(0, places + 1 - digits.count)) + digits
-        let whole = padded.dropLast(places)
-        let fraction = padded.suffix(places)
-        let negative = d < 0 && scaled != 0
-        return (negative ? "-" : "") + whole + (places > 0 ? "." + fraction : "")
+        guard scaled < 9e15 else {
+            // Beyond exact integers: the shortest form is as precise.
+            out.append(contentsOf: shortest(d).utf8)
+            return
+        }
+        var value = UInt64(scaled)
+        if d < 0 && value != 0 { out.append(UInt8(ascii: "-")) }
+        // The digits, least significant first, at least one before the point: 16 for the value, 16 for the places.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digits in
+            var count = 0
+            repeat {
+                digits[count] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+                count += 1
+            } while value > 0 || count <= places
+            for index in stride(from: count - 1, through: 0, by: -1) {
+                if index == places - 1 { out.append(UInt8(ascii: ".")) }
+                out.append(digits[index])
+            }
+        }
     }
 
     /// The shortest form that reads back as `d` (`0.1`, `5.0`, `1e+20`: each in JSON's number grammar).

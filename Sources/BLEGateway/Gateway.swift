@@ -402,7 +402,7 @@ public actor Gateway {
             switch output {
             case .publishView(let device, let view):
                 if connected == nil { connected = await client.isConnected }
-                if connected == true { messages.append(MQTTMessage(topic: configuration.topics.view(device), text: view.json.encoded())) }
+                if connected == true { messages.append(MQTTMessage(topic: configuration.topics.view(device), payload: view.json.encodedBytes())) }
             case .publishPresence(let decision):
                 messages.append(MQTTMessage(topic: configuration.topics.presence(decision.device), text: decision.json.encoded(),
                                             qos: .atLeastOnce, retain: true))

@@ -46,6 +46,36 @@ import Testing
         #expect(JSONValue.integer(UInt64.max) == .null)
     }
 
+    /// Fixed decimals are written digit by digit; the text is what the definition gives: the value rounded half away
+    /// from zero at the place asked, as an integer, its digits with the point that many places from the right.
+    @Test func fixedDecimalsAreTheRoundedValueWithItsPoint() {
+        func reference(_ d: Double, _ places: Int) -> String {
+            var scale = 1.0
+            for _ in 0..<places { scale *= 10 }
+            let scaled = (abs(d) * scale).rounded(.toNearestOrAwayFromZero)
+            if scaled >= 9e15 { return d.description }
+            let digits = String(UInt64(scaled))
+            let padded = String(repeating: "0", count: max(0, places + 1 - digits.count)) + digits
+            let sign = d < 0 && scaled != 0 ? "-" : ""
+            return sign + padded.dropLast(places) + (places > 0 ? "." + padded.suffix(places) : "")
+        }
+        var values: [Double] = [0, -0.0, 0.5, -0.5, 0.05, 1.005, 9.995, 99.5, -54.25, 5.01, 123_456.789, 8.9e15, 9.1e15, 1e-9, -1e-9]
+        var seed: UInt64 = 0x2545_F491_4F6C_DD1D
+        for _ in 0..<2000 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let mantissa = Double(seed >> 11) / Double(1 << 53)
+            values.append((mantissa - 0.5) * pow(10, Double(Int(seed % 13)) - 4))
+        }
+        for value in values {
+            for places in [0, 1, 2, 3, 6, 15] {
+                #expect(JSONValue.number(value, decimals: places).encoded() == reference(value, places), "\(value) to \(places)")
+            }
+        }
+        #expect(JSONValue.number(-54.25, decimals: 1).encoded() == "-54.3")
+        #expect(JSONValue.number(0.004, decimals: 2).encoded() == "0.00")
+        #expect(JSONValue.number(-7, decimals: 20).encoded() == "-7.000000000000000", "at most 15 places")
+    }
+
     @Test func everyEncodingParsesBackWithTheSameTypes() throws {
         let value: JSONValue = ["s": "x\u{01}\"\\/", "i": -7, "d": .number(0.125), "f": .number(2, decimals: 3), "b": false, "n": nil,
                                 "a": [1, "two", [3]], "o": ["k": "v"], "big": .number(1e300), "tiny": .number(-2.5e-300)]
