@@ -8,16 +8,16 @@ public struct DeviceRateLimiter: Sendable {
     public var interval: Duration
     /// The most devices remembered.
     public let capacity: Int
-    private var last: [String: Memory] = [:]
+    private var last: [String: Memory<String>] = [:]
 
     /// The last record published of a device: its content, and when (kept here by device name, or by a table of
     /// devices of its own).
-    struct Memory: Sendable {
-        var content: String
+    struct Memory<Content: Equatable & Sendable>: Sendable {
+        var content: Content
         var at: Duration
 
         /// Whether a record with `content` at `now` goes out; when it does, it becomes the last one.
-        mutating func offer(_ content: String, now: Duration, interval: Duration) -> Verdict {
+        mutating func offer(_ content: Content, now: Duration, interval: Duration) -> Verdict {
             let verdict: Verdict
             if self.content != content {
                 verdict = .changed

@@ -65,7 +65,7 @@ struct DeviceTable: Sendable {
         /// The encoded content of the record stamped `content.stamp` (made when it was first offered).
         var content: Content?
         /// The last record published: its content and when (`nil` before the first).
-        var published: DeviceRateLimiter.Memory?
+        var published: DeviceRateLimiter.Memory<[UInt8]>?
 
         /// Whether `report` says what the one this entry was made from said (the RSSI and the PHY aside).
         func repeats(_ report: DiscoveredPeripheral, identity: LEAddress?) -> Bool {
@@ -84,15 +84,15 @@ struct DeviceTable: Sendable {
         mutating func modify<R>(_ body: (inout Self) -> R) -> R { body(&self) }
     }
 
-    /// A record's content encoded (``DeviceRecord/contentKey``): the rate limiter's key, and the start of every
-    /// payload of records with the same stamp.
+    /// A record's content encoded (the bytes of ``DeviceRecord/contentKey``): the rate limiter's key, and the start
+    /// of every payload of records with the same stamp.
     struct Content {
         var stamp: UInt64
-        var key: String
+        var bytes: [UInt8]
 
         init(_ record: DeviceRecord) {
             stamp = record.stamp
-            key = record.contentKey
+            bytes = JSONValue.object(record.contentFields).encodedBytes()
         }
 
         /// The payload of a record of this content with `signal` (its members after the content): the content's
@@ -101,13 +101,9 @@ struct DeviceTable: Sendable {
         func payload(_ signal: [(key: String, value: JSONValue)]) -> [UInt8] {
             let tail = JSONValue.object(signal).encodedBytes()
             var payload: [UInt8] = []
-            // A native string's UTF-8 is contiguous: copied whole, not octet by octet (the other way only if not).
-            let copied: Void? = key.utf8.withContiguousStorageIfAvailable { content in
-                payload.reserveCapacity(content.count + tail.count)
-                payload.append(contentsOf: content.dropLast())
-            }
-            if copied == nil { payload.append(contentsOf: Array(key.utf8).dropLast()) }
+            payload.reserveCapacity(bytes.count + tail.count)
             // `{content}` and `{signal}`, neither empty: `{content,signal}`.
+            payload.append(contentsOf: bytes.dropLast())
             if signal.isEmpty {
                 payload.append(UInt8(ascii: "}"))
             } else {
@@ -220,10 +216,10 @@ struct DeviceTable: Sendable {
                     content = Content(record)
                     if record.stamp != 0, entry.record.stamp == record.stamp { entry.content = content }
                 }
-                if let verdict = entry.published?.offer(content.key, now: now, interval: interval) {
+                if let verdict = entry.published?.offer(content.bytes, now: now, interval: interval) {
                     guard verdict != .suppressed else { return nil }
                 } else {
-                    entry.published = DeviceRateLimiter.Memory(content: content.key, at: now)
+                    entry.published = DeviceRateLimiter.Memory(content: content.bytes, at: now)
                 }
                 return (entry.topic, content)
             }

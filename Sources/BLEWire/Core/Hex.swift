@@ -2,17 +2,36 @@
 extension Sequence where Element == UInt8 {
     /// The bytes as lowercase hex, optionally separated (`"0a 1b"`).
     public func hexString(separator: String = "") -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(underestimatedCount * (2 + separator.utf8.count))
-        var first = true
-        for byte in self {
-            if !first { out.append(contentsOf: separator.utf8) }
-            first = false
-            out.append(hexDigit(byte >> 4, uppercase: false))
-            out.append(hexDigit(byte & 0x0F, uppercase: false))
-        }
-        return String(decoding: out, as: UTF8.self)
+        // Contiguous bytes (an array, a slice, data) are read as a buffer: one call through the protocol, not one per
+        // byte (this generic function is not specialized in other modules).
+        if let text = withContiguousStorageIfAvailable({ hexText($0, separator: separator) }) { return text }
+        return Array(self).withUnsafeBufferPointer { hexText($0, separator: separator) }
     }
+}
+
+/// `bytes` as lowercase hex, separated by `separator`.
+func hexText(_ bytes: UnsafeBufferPointer<UInt8>, separator: String) -> String {
+    if separator.isEmpty {
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            var at = 0
+            for byte in bytes {
+                out[at] = hexDigit(byte >> 4, uppercase: false)
+                out[at + 1] = hexDigit(byte & 0x0F, uppercase: false)
+                at += 2
+            }
+            return at
+        }
+    }
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * (2 + separator.utf8.count))
+    var first = true
+    for byte in bytes {
+        if !first { out.append(contentsOf: separator.utf8) }
+        first = false
+        out.append(hexDigit(byte >> 4, uppercase: false))
+        out.append(hexDigit(byte & 0x0F, uppercase: false))
+    }
+    return String(decoding: out, as: UTF8.self)
 }
 
 /// The ASCII hex digit of `nibble` (0–15).

@@ -1,4 +1,5 @@
 import BLEWire
+import Foundation
 import Testing
 
 @Suite struct ByteReaderTests {
@@ -53,5 +54,13 @@ import Testing
         #expect([UInt8](hex: "abc") == nil)
         #expect([UInt8](hex: "zz") == nil)
         #expect([0x0A, 0xFF].hexString(separator: " ") == "0a ff")
+        // Contiguous or not, separated or not: the same text.
+        let all = (0...255).map { UInt8($0) }
+        let expected = all.map { String(format: "%02x", $0) }
+        #expect(all.hexString() == expected.joined())
+        #expect(all[16...].hexString(separator: ":") == expected[16...].joined(separator: ":"))
+        #expect(all.reversed().hexString(separator: "--") == expected.reversed().joined(separator: "--"))
+        #expect(all.lazy.filter { $0 % 3 == 0 }.hexString() == expected.enumerated().filter { $0.offset % 3 == 0 }.map(\.element).joined())
+        #expect([UInt8]().hexString() == "" && [UInt8]().hexString(separator: " ") == "")
     }
 }
