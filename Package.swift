@@ -208,7 +208,7 @@ let package = Package(
             path: "Tests/BLEFixtures", swiftSettings: strict),
         .testTarget(name: "FuzzReplayTests", dependencies: ["BLEFuzzHarness"], swiftSettings: strict),
         // A Mosquitto of a test's own (the MQTT client's tests and the gateway's).
-        .target(name: "MQTTTestSupport", path: "Tests/MQTTTestSupport", swiftSettings: strict),
+        .target(name: "MQTTTestSupport", dependencies: ["MQTT"], path: "Tests/MQTTTestSupport", swiftSettings: strict),
         .testTarget(
             name: "ESPHomeAPITests",
             dependencies: ["ESPHomeAPI", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],

@@ -10,13 +10,6 @@ import Testing
 /// gathers waits for the publish delay, and nothing gathered is lost when it stops.
 @Suite(.serialized, .timeLimit(.minutes(1)), .enabled(if: Mosquitto.path != nil, "needs mosquitto (scripts/test installs it)"))
 struct GatewayPublishingTests {
-    actor Inbox {
-        var messages: [MQTTMessage] = []
-        func take(_ event: MQTTSession.Event) { if case .message(let m) = event { messages.append(m) } }
-        func index(where predicate: @Sendable (MQTTMessage) -> Bool) -> Int? { messages.firstIndex(where: predicate) }
-        func count(where predicate: @Sendable (MQTTMessage) -> Bool) -> Int { messages.filter(predicate).count }
-    }
-
     func waitFor(_ seconds: Double, _ probe: @Sendable () async -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {
@@ -31,9 +24,7 @@ struct GatewayPublishingTests {
         try broker.start()
         let address = MQTTBrokerAddress(host: "127.0.0.1", port: broker.port)
         let observer = MQTTClient(broker: address, configuration: .init(clientID: "observer"))
-        let inbox = Inbox()
-        Task { for await event in observer.eventStream { await inbox.take(event) } }
-        await observer.start()
+        let inbox = await MQTTInbox.listening(to: observer)
         #expect(await observer.waitUntilConnected(timeout: .seconds(5)))
         try await observer.subscribe([("swift-ble/#", .atLeastOnce)])
 

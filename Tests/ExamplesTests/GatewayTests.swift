@@ -12,15 +12,6 @@ import Testing
 /// presence, reads the lab through a request, gets an error for a malformed one, and sees `offline` on SIGTERM.
 @Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: Mosquitto.path != nil, "needs mosquitto (scripts/test installs it)"))
 struct GatewayTests {
-    actor Inbox {
-        var messages: [MQTTMessage] = []
-        func take(_ event: MQTTSession.Event) { if case .message(let m) = event { messages.append(m) } }
-        func first(_ topic: String, where predicate: @Sendable (String) -> Bool = { _ in true }) -> MQTTMessage? {
-            messages.first { $0.topic == topic && predicate(String(decoding: $0.payload, as: UTF8.self)) }
-        }
-        func firstMatching(_ predicate: @Sendable (MQTTMessage) -> Bool) -> MQTTMessage? { messages.first(where: predicate) }
-    }
-
     func waitFor<T: Sendable>(_ seconds: Double, _ probe: @Sendable () async -> T?) async -> T? {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {
@@ -40,9 +31,7 @@ struct GatewayTests {
 
         let address = MQTTBrokerAddress(host: "127.0.0.1", port: broker.port)
         let observer = MQTTClient(broker: address, configuration: .init(clientID: "observer"))
-        let inbox = Inbox()
-        Task { for await event in observer.eventStream { await inbox.take(event) } }
-        await observer.start()
+        let inbox = await MQTTInbox.listening(to: observer)
         #expect(await observer.waitUntilConnected(timeout: .seconds(5)))
         try await observer.subscribe([("swift-ble/#", .atLeastOnce)])
 
@@ -55,9 +44,7 @@ struct GatewayTests {
         #expect(online != nil, "status online")
         // A late subscriber sees it retained.
         let late = MQTTClient(broker: address, configuration: .init(clientID: "late"))
-        let lateInbox = Inbox()
-        Task { for await event in late.eventStream { await lateInbox.take(event) } }
-        await late.start()
+        let lateInbox = await MQTTInbox.listening(to: late)
         #expect(await late.waitUntilConnected(timeout: .seconds(5)))
         try await late.subscribe([("swift-ble/gw1/status", .atLeastOnce)])
         #expect(await waitFor(5) { await lateInbox.firstMatching { $0.retain && $0.payload == Array("online".utf8) } } != nil, "retained online")
@@ -119,9 +106,7 @@ struct GatewayTests {
 
         let address = MQTTBrokerAddress(host: "127.0.0.1", port: broker.port)
         let observer = MQTTClient(broker: address, configuration: .init(clientID: "observer"))
-        let inbox = Inbox()
-        Task { for await event in observer.eventStream { await inbox.take(event) } }
-        await observer.start()
+        let inbox = await MQTTInbox.listening(to: observer)
         #expect(await observer.waitUntilConnected(timeout: .seconds(5)))
         try await observer.subscribe([("swift-ble/#", .atLeastOnce), ("homeassistant/#", .atLeastOnce)])
 
@@ -188,9 +173,7 @@ struct GatewayTests {
         let address = try #require(MQTTBrokerAddress(url: "mqtts://127.0.0.1:\(broker.port)"))
         let observer = MQTTClient(broker: address, configuration: .init(clientID: "observer", userName: "gateway", password: Array("s3cret".utf8)),
                                   tls: MQTTTLSOptions(trustRootsFile: ca))
-        let inbox = Inbox()
-        Task { for await event in observer.eventStream { await inbox.take(event) } }
-        await observer.start()
+        let inbox = await MQTTInbox.listening(to: observer)
         #expect(await observer.waitUntilConnected(timeout: .seconds(5)))
         try await observer.subscribe([("swift-ble/#", .atLeastOnce)])
 
@@ -258,9 +241,7 @@ struct GatewayTests {
 
         let address = MQTTBrokerAddress(host: "127.0.0.1", port: broker.port)
         let observer = MQTTClient(broker: address, configuration: .init(clientID: "observer"))
-        let inbox = Inbox()
-        Task { for await event in observer.eventStream { await inbox.take(event) } }
-        await observer.start()
+        let inbox = await MQTTInbox.listening(to: observer)
         #expect(await observer.waitUntilConnected(timeout: .seconds(5)))
         try await observer.subscribe([("swift-ble/gw3/response/#", .atLeastOnce), ("swift-ble/gw3/status", .atLeastOnce)])
         let log = broker.directory.appendingPathComponent("gateway.log").path
