@@ -48,7 +48,7 @@ struct DeviceTable: Sendable {
     /// Everything kept of one device, in one entry: an advertisement costs one look-up of its address, and one whose
     /// data repeats the last one reuses the last record (only the RSSI is new) without decoding.
     struct Entry {
-        /// The address as text (the rate limiter's and the presence machine's key), made once per device.
+        /// The address as text (the presence machine's key and the record topic's last level), made once per device.
         var name: String
         /// The device's record topic, made once per device.
         var topic: String
@@ -132,7 +132,8 @@ struct DeviceTable: Sendable {
         hear(report, identity: identity, now: now).record
     }
 
-    /// ``heard(_:identity:now:)``, with the device's name (``name(of:)``) from the same look-up.
+    /// ``heard(_:identity:now:)``, with the device's name (its address as text, the presence machine's key) from
+    /// the same look-up.
     mutating func hear(_ report: DiscoveredPeripheral, identity: LEAddress?, now: Duration) -> (record: DeviceRecord, name: String) {
         advertisements &+= 1
         let key = (identity ?? report.address).address
@@ -180,9 +181,6 @@ struct DeviceTable: Sendable {
         entries[key] = Entry(name: name, topic: topics.device(name), report: report, identity: identity, record: record, beacon: memory, at: now)
         return (record, name)
     }
-
-    /// The device's address as text, as the rate limiter and the presence machine name it.
-    func name(of device: BluetoothAddress) -> String { entries[device]?.name ?? device.description }
 
     /// Whether the table holds more devices than ``memoryLimit``: time for ``forget(now:isWatched:)``.
     var isFull: Bool { entries.count > Self.memoryLimit }
