@@ -265,12 +265,13 @@ class Controllers(Step):
 @dataclass
 class Start(Step):
     """A process in the background, output in the log of its role; with ready, waits up to timeout seconds for a
-    line matching it, and aborts the part with not_ready if it does not come (or the process exits first). bumble:
+    line matching it (30 s by default: a loaded machine's RootCanal answers slowly, and a wait that succeeds ends when
+    the line comes), and aborts the part with not_ready if it does not come (or the process exits first). bumble:
     a Bumble peer (BUMBLE_SNOOPER set). limit: seconds before Exit stops it (status 124). out/err: separate logs."""
     role: str
     argv: Any
     ready: Optional[str] = None
-    timeout: float = 15
+    timeout: float = 30
     not_ready: str = ''
     required: bool = True
     env: Optional[dict] = None
@@ -283,8 +284,14 @@ class Start(Step):
         out = ctx.path(self.out or self.role)
         proc = ctx.start(self.role, self.argv, out=out, err=self.err and ctx.path(self.err),
                          env=ctx.env(self.env, self.role if self.bumble else None), append=False, limit=self.limit)
+        began = time.monotonic()
         if self.ready and not wait_for_line(out, ctx.sub(self.ready), self.timeout, proc):
-            ctx.problem(self.not_ready)
+            # Why, on the problem's own line: a long run's output may be cut before the logs that follow a failure.
+            waited = time.monotonic() - began
+            how = (f'exited with status {exit_status(proc.popen.returncode)}' if not proc.running()
+                   else 'still running')
+            tail = ' | '.join(line[:160] for line in read_lines(out)[-3:]) or 'nothing'
+            ctx.problem(f'{self.not_ready} ({how} after {waited:.1f} s; its last lines: {tail})')
             if self.required:
                 raise Abort()
 
