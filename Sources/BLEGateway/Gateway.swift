@@ -156,6 +156,12 @@ public actor Gateway {
     /// Told ``advertisements`` after each batch of advertisements is handled (``observeAdvertisements(_:)``).
     var advertisementObserver: (@Sendable (UInt64) -> Void)?
 
+    /// Presence decisions this gateway published, and presence decisions it received from the broker (its own
+    /// among them, echoed): for benchmarks, which wait until the echoes of a run are read before they count.
+    package private(set) var presenceDecisions: (published: UInt64, received: UInt64) = (0, 0)
+    /// Messages and machine outputs gathered and not yet handed to the MQTT client (``Configuration/publishDelay``).
+    package var gatheredCount: Int { gathered.messages.count + gathered.outputs.count }
+
     /// The device records published (the last `seq`).
     public var readings: UInt64 { devices.readings }
     /// Advertisements heard.
@@ -325,6 +331,7 @@ public actor Gateway {
                 _ = try? await client.subscribe([(configuration.topics.views(of: gateway), .atMostOnce)])
             }
         case .presence:
+            presenceDecisions.received += 1
             guard let decision = PresenceDecision(json: message.payload) else { return }
             await publish(presence.receive(decision: decision, now: now))
         }
@@ -412,6 +419,7 @@ public actor Gateway {
         guard !messages.isEmpty else { return }
         await client.publish(contentsOf: messages)
         messages = []
+        presenceDecisions.published += UInt64(decisions.count)
         for decision in decisions { eventSink.yield(.presence(decision)) }
     }
 
