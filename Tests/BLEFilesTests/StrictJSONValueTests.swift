@@ -1,12 +1,15 @@
-import BLEFiles
-@testable import BLEGateway
+@testable import BLEFiles
 import Foundation
 import Testing
 
-/// The gateway's JSON reader against Foundation's `JSONDecoder` (the reader it replaced): the same values for valid
-/// text, `nil` for what `JSONDecoder` refuses, on fixed cases and on seeded random texts and their mutations; and the
-/// cases RFC 8259 settles that a reader may get wrong.
-@Suite struct GatewayJSONTests {
+/// `JSONValue(strictJSON:)` (the strict reader of device files, which the gateway reads its broker's JSON with)
+/// against Foundation's `JSONDecoder` (the gateway's reader before it): the same values for valid text, refused where
+/// `JSONDecoder` refuses, on fixed cases and on seeded random texts and their mutations; and the cases RFC 8259
+/// settles where `JSONDecoder` is lenient.
+@Suite struct StrictJSONValueTests {
+    /// The strict reader's value, `nil` for what it refuses.
+    static func ours(_ bytes: [UInt8]) -> JSONValue? { try? JSONValue(strictJSON: bytes) }
+
     /// Foundation's reading, as the gateway did it before: `JSONDecoder` into `JSONValue`, members sorted by key.
     private struct Reference: Decodable {
         var value: JSONValue
@@ -52,7 +55,8 @@ import Testing
         }
     }
 
-    /// Numbers compared by value (`1.0` may come as `.int(1)` from one reader and `.number(1)` from the other).
+    /// Numbers compared by value (`1.0` may come as `.int(1)` from one reader and `.number(1)` from the other); an
+    /// object's members in key order (the reference sorts them; ours keeps the text's order).
     static func same(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
         switch (a, b) {
         case (nil, nil): return true
@@ -61,6 +65,7 @@ import Testing
         case (.number(let x, _)?, .number(let y, _)?): return x == y
         case (.array(let x)?, .array(let y)?): return x.count == y.count && zip(x, y).allSatisfy { same($0, $1) }
         case (.object(let x)?, .object(let y)?):
+            let (x, y) = (x.sorted { $0.key < $1.key }, y.sorted { $0.key < $1.key })
             return x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && same($0.value, $1.value) }
         default: return a == b
         }
@@ -72,7 +77,6 @@ import Testing
         #" [1, -2, 3.5, 1e3, -0.25E-2, 0, -0, 12345678901234567890, true, false, null, "x"] "#,
         #"{"a":{"b":[{"c":[]},{}]},"z":"\u00e9\ud83d\ude00\n\t\"\\\/\b\f\r"}"#,
         #""top-level string""#, "42", "-7", "3.25", "true", "null",
-        #"{"k":1,"k":2}"#,
         // Refused: not JSON by RFC 8259.
         "", " ", "{", "[1,]", "{\"a\":1,}", "[01]", "[1.]", "[.5]", "[+1]", "[1e]", "[--1]", "[NaN]", "[Infinity]",
         "{'a':1}", "{a:1}", "[\"\\x\"]", "[\"\\u12\"]", "[\"\\ud800\"]", "[\"\\udc00\"]", "[\"a\u{01}b\"]",
@@ -80,7 +84,7 @@ import Testing
     ]
 
     /// Where `JSONDecoder` accepts what RFC 8259's grammar does not (section 2: `value-separator` only between
-    /// values): a trailing comma in an array or object. The gateway's reader follows the RFC.
+    /// values): a trailing comma in an array or object. The strict reader follows the RFC.
     static func isTrailingComma(_ bytes: [UInt8]) -> Bool {
         var previous: UInt8?
         for byte in bytes where ![0x20, 0x09, 0x0A, 0x0D].contains(byte) {
@@ -90,36 +94,40 @@ import Testing
         return false
     }
 
+    /// What `JSONDecoder` takes and the strict reader refuses: what RFC 8259's grammar does not allow (trailing commas,
+    /// a NUL before or after the value, an invalid escape or number in a repeated member that `JSONDecoder` never reads),
+    /// and any repeated member name (section 4: names SHOULD be unique; readers differ on which value counts, so a
+    /// message that repeats one is not read at all).
     @Test func refusesWhatJSONDecoderTakesAndRFC8259DoesNot() {
-        for text in ["[1,]", "{\"a\":1,}", "[[],]", " [ 1 , ] ", "\u{0}1", "9\u{0}", #"{"a":1,"a":"\q"}"#, #"{"a":1,"a":1E-}"#] {
-            #expect(GatewayJSON.parse(Array(text.utf8)) == nil, "\(text)")
+        for text in ["[1,]", "{\"a\":1,}", "[[],]", " [ 1 , ] ", "\u{0}1", "9\u{0}", #"{"a":1,"a":"\q"}"#, #"{"a":1,"a":1E-}"#,
+                     #"{"a":1,"a":2}"#, "[1e999]"] {
+            #expect(Self.ours(Array(text.utf8)) == nil, "\(text)")
         }
-        #expect(GatewayJSON.parse(Array(#"{"a":1,"a":2}"#.utf8)) == .object([("a", .int(1))]))
     }
 
     @Test func readsWhatJSONDecoderReads() {
         for text in Self.fixed where !Self.isTrailingComma(Array(text.utf8)) {
             let bytes = Array(text.utf8)
-            let ours = GatewayJSON.parse(bytes), reference = Reference.parse(bytes)
+            let ours = Self.ours(bytes), reference = Reference.parse(bytes)
             #expect(Self.same(ours, reference), "\(text): ours \(String(describing: ours)), JSONDecoder's \(String(describing: reference))")
         }
     }
 
     @Test func refusesInvalidUTF8AndLoneSurrogates() {
-        #expect(GatewayJSON.parse([0x22, 0xFF, 0x22]) == nil)
-        #expect(GatewayJSON.parse([0x22, 0xC3, 0x22]) == nil)
-        #expect(GatewayJSON.parse(Array(#"["\ud83d x"]"#.utf8)) == nil)
-        #expect(GatewayJSON.parse(Array(#""\ud83d\ude00""#.utf8)) == .string("😀"))
+        #expect(Self.ours([0x22, 0xFF, 0x22]) == nil)
+        #expect(Self.ours([0x22, 0xC3, 0x22]) == nil)
+        #expect(Self.ours(Array(#"["\ud83d x"]"#.utf8)) == nil)
+        #expect(Self.ours(Array(#""\ud83d\ude00""#.utf8)) == .string("😀"))
     }
 
     @Test func refusesNestingDeeperThanItsLimitWithoutExhaustingTheStack() {
         let deep = Array(repeating: UInt8(ascii: "["), count: 100_000) + Array(repeating: UInt8(ascii: "]"), count: 100_000)
-        #expect(GatewayJSON.parse(deep) == nil)
-        let limit = GatewayJSON.maximumDepth
+        #expect(Self.ours(deep) == nil)
+        let limit = StrictJSONParser.maximumDepth
         let atLimit = Array(repeating: UInt8(ascii: "["), count: limit) + Array(repeating: UInt8(ascii: "]"), count: limit)
-        #expect(GatewayJSON.parse(atLimit) != nil)
+        #expect(Self.ours(atLimit) != nil)
         let over = [UInt8(ascii: "[")] + atLimit + [UInt8(ascii: "]")]
-        #expect(GatewayJSON.parse(over) == nil)
+        #expect(Self.ours(over) == nil)
     }
 
     /// A small seeded generator (SplitMix64), so a failure replays.
@@ -142,8 +150,7 @@ import Testing
         case 1:
             return "[" + (0..<random.below(4)).map { _ in text(&random, depth: depth + 1) }.joined(separator: ",") + "]"
         case 2:
-            // Each key once: JSONDecoder reads only the first of a repeated key's values and checks the others
-            // lazily, so that it takes text whose later values are malformed; the gateway's reader checks all.
+            // Each key once (a repeated one is refused by the strict reader, and JSONDecoder takes the first).
             var keys = ["a", "b", "rssi", "gateway", "é"]
             return "{" + (0..<random.below(4)).map { _ in "\"\(keys.remove(at: random.below(keys.count)))\":" + text(&random, depth: depth + 1) }
                 .joined(separator: ",") + "}"
@@ -159,7 +166,7 @@ import Testing
         let alphabet = Array(#"{}[]:,"\ -+.eE0159tfnul/"#.utf8) + [0x01, 0x1F, 0xC3, 0xA9, 0xFF]
         for _ in 0..<400 {
             var bytes = Array(Self.text(&random, depth: 0).utf8)
-            let ours = GatewayJSON.parse(bytes), reference = Reference.parse(bytes)
+            let ours = Self.ours(bytes), reference = Reference.parse(bytes)
             #expect(ours != nil)
             #expect(Self.same(ours, reference), "\(String(decoding: bytes, as: UTF8.self))")
             // Mutations: a byte replaced, inserted or removed.
@@ -170,9 +177,12 @@ import Testing
                 case 1: bytes.insert(alphabet[random.below(alphabet.count)], at: at)
                 default: bytes.remove(at: at)
                 }
-                let ours = GatewayJSON.parse(bytes)
-                // (A comma before a closing bracket may be inside a string; such texts are few and left out too.)
-                let reference = Self.isTrailingComma(bytes) ? ours : Reference.parse(bytes)
+                let ours = Self.ours(bytes)
+                // Left out: a trailing comma (one before a closing bracket inside a string too: such texts are few), a
+                // mutation that repeats a member name (refused here, read by JSONDecoder).
+                var repeatsName = false
+                do { _ = try JSONValue(strictJSON: bytes) } catch { repeatsName = error.reason.contains("appears twice") }
+                let reference = Self.isTrailingComma(bytes) || repeatsName ? ours : Reference.parse(bytes)
                 #expect(Self.same(ours, reference), "\(bytes.map { String(format: "%02X", $0) }.joined()): ours \(String(describing: ours)), JSONDecoder's \(String(describing: reference))")
             }
         }
