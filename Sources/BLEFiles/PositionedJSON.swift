@@ -140,6 +140,9 @@ struct StrictJSONParser {
         try enter()
         index += 1
         var members: [(key: String, value: PositionedJSON)] = []
+        // The names so far, once the object has 16 members (a scan of the members until then): an object of many
+        // members from a hostile sender costs linear time, not quadratic.
+        var names: Set<String> = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -153,7 +156,14 @@ struct StrictJSONParser {
             }
             let key = try string()
             path.append(.member(key))
-            if members.contains(where: { $0.key == key }) { throw error("the member \"\(key)\" appears twice in this object") }
+            let repeated: Bool
+            if members.count < 16 {
+                repeated = members.contains { $0.key == key }
+            } else {
+                if names.isEmpty { names = Set(members.map(\.key)) }
+                repeated = !names.insert(key).inserted
+            }
+            if repeated { throw error("the member \"\(key)\" appears twice in this object") }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':' after the member name, found \(describeNext())") }
             index += 1

@@ -113,6 +113,22 @@ import Testing
         }
     }
 
+    /// Past 16 members the names are kept in a set: a repeated name is found there as in the first sixteen.
+    @Test func findsARepeatedNameInAnObjectOfManyMembers() {
+        let members = (0..<20_000).map { "\"k\($0)\":\($0)" }
+        let object = "{" + members.joined(separator: ",") + "}"
+        guard case .object(let read)? = Self.ours(Array(object.utf8)) else {
+            Issue.record("an object of 20,000 distinct members was refused")
+            return
+        }
+        #expect(read.count == 20_000 && read.last?.key == "k19999")
+        for repeated in ["k3", "k17", "k19998"] {
+            let text = "{" + members.joined(separator: ",") + ",\"\(repeated)\":0}"
+            #expect(Self.ours(Array(text.utf8)) == nil, "\(repeated)")
+        }
+        #expect(Self.ours(Array(#"{"a":1,"b":2,"a":3}"#.utf8)) == nil)
+    }
+
     @Test func refusesInvalidUTF8AndLoneSurrogates() {
         #expect(Self.ours([0x22, 0xFF, 0x22]) == nil)
         #expect(Self.ours([0x22, 0xC3, 0x22]) == nil)
