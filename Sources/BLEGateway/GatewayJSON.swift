@@ -10,7 +10,7 @@ enum GatewayJSON {
     static func object(_ bytes: [UInt8]) -> [String: JSONValue]? {
         guard case .object(let members)? = try? JSONValue(strictJSON: bytes) else { return nil }
         var result: [String: JSONValue] = [:]
-        for member in members where result[member.key] == nil { result[member.key] = member.value }
+        for member in members { result[member.key] = member.value }    // each name once: the parser refuses a repeat
         return result
     }
 

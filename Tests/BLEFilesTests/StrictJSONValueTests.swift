@@ -1,6 +1,12 @@
 @testable import BLEFiles
+import BLEVirtualController
 import Foundation
 import Testing
+
+extension SplitMix64 {
+    /// A number in `0..<n`.
+    fileprivate mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
 
 /// `JSONValue(strictJSON:)` (the strict reader of device files, which the gateway reads its broker's JSON with)
 /// against Foundation's `JSONDecoder` (the gateway's reader before it): the same values for valid text, refused where
@@ -146,20 +152,8 @@ import Testing
         #expect(Self.ours(over) == nil)
     }
 
-    /// A small seeded generator (SplitMix64), so a failure replays.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
 
-    static func text(_ random: inout Random, depth: Int) -> String {
+    static func text(_ random: inout SplitMix64, depth: Int) -> String {
         let pieces = ["0", "-1", "17", "2.5", "-0.125", "6.02e23", "1E-3", "true", "false", "null",
                       #""""#, #""name""#, #""é\u00e9\n""#, #""\ud83d\ude00""#, #""a\"b\\c""#]
         switch depth > 3 ? 0 : random.below(4) {
@@ -177,7 +171,7 @@ import Testing
 
     @Test(arguments: [1, 2, 3] as [UInt64])
     func randomTextsAndTheirMutationsReadAsJSONDecoderReadsThem(seed: UInt64) {
-        var random = Random(state: seed)
+        var random = SplitMix64(seed: seed)    // seeded, so a failure replays
         // No NUL: JSONDecoder takes one before or after a value ("\0" "1", "9" "\0"), which RFC 8259 does not.
         let alphabet = Array(#"{}[]:,"\ -+.eE0159tfnul/"#.utf8) + [0x01, 0x1F, 0xC3, 0xA9, 0xFF]
         for _ in 0..<400 {
